@@ -1,0 +1,288 @@
+import { z } from 'zod';
+import {
+  EVENT_KINDS,
+  EVENT_SOURCES,
+  MAX_COMPUTE_PROCESSES,
+  MAX_DETAIL_CHARS,
+  MAX_EFA_PORTS_PER_BATCH,
+  MAX_EVENTS_PER_BATCH,
+  MAX_TAGS,
+  MAX_WINDOWS_PER_BATCH,
+  PROFILING_SOURCES,
+  SCHEMA_V1,
+} from './constants';
+
+/**
+ * The wire contract v1 as zod schemas. Every wire and domain type derives from these
+ * (`z.infer`), never written twice. Objects are strict: an unknown field is an error naming it,
+ * so a typo is refused instead of silently dropped. Time-window checks that need the server's
+ * clock live in `parseBatch` (parse-batch.ts), not here.
+ */
+
+/** A 0..1 fraction (NVML utilization / 100, DCGM `*_RATIO` fields, GPM metric / 100). */
+const ratio = z.number().min(0).max(1);
+/** A non-negative integer count or byte total (safe integer). */
+const count = z.int().min(0);
+/** A non-negative finite rate or quantity. */
+const nonNegative = z.number().min(0);
+/** A temperature, °C. Sensors read −40..150 at the extremes. */
+const celsius = z.number().min(-40).max(150);
+/** A power, W. The largest board power in NVIDIA's lineup is ~1.2 kW; 5 kW leaves room. */
+const watts = z.number().min(0).max(5000);
+/** A clock, MHz. */
+const mhz = z.number().min(0).max(10_000);
+/** RFC 3339 timestamp with offset, e.g. `2026-11-21T10:00:10Z`. */
+const timestamp = z.iso.datetime({ offset: true });
+
+/** EC2 instance id: `i-` then 8 or 17 hex digits. */
+export const InstanceIdSchema = z
+  .string()
+  .regex(/^i-[0-9a-f]{8}([0-9a-f]{9})?$/, 'expected an EC2 instance id like i-0abc12345def67890');
+
+/** EC2 instance identity and placement, from IMDSv2 (or a local override). */
+export const HostSchema = z.strictObject({
+  instance_id: InstanceIdSchema,
+  instance_type: z
+    .string()
+    .regex(/^[a-z0-9-]+\.[a-z0-9-]+$/, 'expected an EC2 instance type like p5.48xlarge'),
+  region: z.string().regex(/^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$/, 'expected an AWS region like us-east-1'),
+  az: z
+    .string()
+    .regex(/^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d[a-z]$/, 'expected an availability zone like us-east-1a')
+    .optional(),
+  lifecycle: z.enum(['on-demand', 'spot']).optional(),
+  asg_name: z.string().min(1).max(255).optional(),
+  ami_id: z
+    .string()
+    .regex(/^ami-[0-9a-f]{8,17}$/)
+    .optional(),
+  tags: z
+    .record(z.string().min(1).max(128), z.string().max(256))
+    .refine((t) => Object.keys(t).length <= MAX_TAGS, `expected at most ${MAX_TAGS} tags`)
+    .optional(),
+});
+
+/** Agent self-description and its own loss counters. */
+export const AgentInfoSchema = z.strictObject({
+  version: z.string().min(1).max(64),
+  driver_version: z.string().max(64).optional(),
+  nvml_version: z.string().max(64).optional(),
+  cuda_version: z.string().max(64).optional(),
+  profiling_source: z.enum(PROFILING_SOURCES),
+  stats: z
+    .strictObject({
+      samples: count.optional(),
+      spooled: count.optional(),
+      dropped: count.optional(),
+      nvml_errors: count.optional(),
+    })
+    .optional(),
+});
+
+/** GPU identity, from NVML (`nvmlDeviceGetIndex/UUID/Name/PciInfo_v3/Serial`) or dcgm-exporter labels. */
+export const GpuIdentitySchema = z.strictObject({
+  index: z.int().min(0).max(63),
+  uuid: z
+    .string()
+    .regex(/^(GPU|MIG)-[0-9A-Za-z-]+$/, 'expected an NVML UUID like GPU-c4529c8d-…')
+    .optional(),
+  name: z.string().max(96).optional(),
+  pci_bus_id: z
+    .string()
+    .regex(/^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$/)
+    .optional(),
+  serial: z.string().max(64).optional(),
+});
+
+/**
+ * Per-GPU aggregates over a window. Averages unless the name says `max_`/`min_`; counters are the
+ * value at the window end (volatile = since driver load, aggregate = lifetime of the board).
+ * Every field is optional: a metric the hardware or driver cannot give is **absent**, never faked
+ * (`sm_active` is never filled from `gpu_util`).
+ */
+export const GpuMetricsSchema = z
+  .strictObject({
+    /** NVML `nvmlDeviceGetUtilizationRates().gpu` / 100; DCGM 203 `DCGM_FI_DEV_GPU_UTIL`. Time any kernel ran. */
+    gpu_util: ratio.optional(),
+    /** NVML `nvmlDeviceGetUtilizationRates().memory` / 100; DCGM 204 `DCGM_FI_DEV_MEM_COPY_UTIL`. */
+    mem_copy_util: ratio.optional(),
+    /** GPM `SM_UTIL` / 100 or DCGM 1002 `DCGM_FI_PROF_SM_ACTIVE`: SM cycles with ≥ 1 warp resident. */
+    sm_active: ratio.optional(),
+    /** GPM `SM_OCCUPANCY` / 100 or DCGM 1003 `DCGM_FI_PROF_SM_OCCUPANCY`. */
+    sm_occupancy: ratio.optional(),
+    /** GPM `ANY_TENSOR_UTIL` / 100 or DCGM 1004 `DCGM_FI_PROF_PIPE_TENSOR_ACTIVE`. */
+    tensor_active: ratio.optional(),
+    /** GPM `DRAM_BW_UTIL` / 100 or DCGM 1005 `DCGM_FI_PROF_DRAM_ACTIVE`. */
+    dram_active: ratio.optional(),
+    /** GPM `FP16_UTIL` / 100 or DCGM 1008. */
+    fp16_active: ratio.optional(),
+    /** GPM `FP32_UTIL` / 100 or DCGM 1007. */
+    fp32_active: ratio.optional(),
+    /** GPM `FP64_UTIL` / 100 or DCGM 1006. */
+    fp64_active: ratio.optional(),
+    /** PCIe transmit rate, bytes/s (NVML field 197 deltas, GPM 20 × 2^20, or DCGM 1009). */
+    pcie_tx_bytes_per_s: nonNegative.optional(),
+    /** PCIe receive rate, bytes/s (NVML field 198 deltas, GPM 21 × 2^20, or DCGM 1010). */
+    pcie_rx_bytes_per_s: nonNegative.optional(),
+    /** NVLink transmit rate over all links, bytes/s (NVML field 138 deltas or DCGM 1011). */
+    nvlink_tx_bytes_per_s: nonNegative.optional(),
+    /** NVLink receive rate over all links, bytes/s (NVML field 139 deltas or DCGM 1012). */
+    nvlink_rx_bytes_per_s: nonNegative.optional(),
+    /** Framebuffer memory used, bytes (`nvmlDeviceGetMemoryInfo_v2().used`; DCGM 252 MiB × 2^20). */
+    fb_used_bytes: count.optional(),
+    /** Framebuffer memory total, bytes (`nvmlDeviceGetMemoryInfo_v2().total`). */
+    fb_total_bytes: count.optional(),
+    /** GPU core temperature, °C, average (`nvmlDeviceGetTemperature(GPU)`; DCGM 150). */
+    gpu_temp_c: celsius.optional(),
+    /** GPU core temperature, °C, maximum seen in the window. */
+    max_gpu_temp_c: celsius.optional(),
+    /** HBM temperature, °C (NVML field 82; DCGM 140). */
+    mem_temp_c: celsius.optional(),
+    /** Board power, W, average (energy delta / Δt where the energy counter exists, else `nvmlDeviceGetPowerUsage` mean; DCGM 155). */
+    power_w: watts.optional(),
+    /** Board power, W, maximum sample in the window. */
+    max_power_w: watts.optional(),
+    /** Board power, W, minimum sample in the window. */
+    min_power_w: watts.optional(),
+    /** Coefficient of variation of the power samples (stddev / mean), ≥ 0. */
+    power_cv: z.number().min(0).max(100).optional(),
+    /** Enforced power limit, W (`nvmlDeviceGetEnforcedPowerLimit`). */
+    power_limit_w: watts.optional(),
+    /** Energy used in the window, J (delta of `nvmlDeviceGetTotalEnergyConsumption`, mJ / 1000). */
+    energy_j: nonNegative.optional(),
+    /** SM clock, MHz (`nvmlDeviceGetClockInfo(SM)`; DCGM 100). */
+    sm_clock_mhz: mhz.optional(),
+    /** Memory clock, MHz (`nvmlDeviceGetClockInfo(MEM)`; DCGM 101). */
+    mem_clock_mhz: mhz.optional(),
+    /** OR of the clocks-event (throttle) reason bitmasks seen in the window (`nvmlDeviceGetCurrentClocksEventReasons`; DCGM 112). */
+    clocks_event_reasons: count.optional(),
+    /** Volatile corrected (single-bit) ECC errors since driver load (`nvmlDeviceGetTotalEccErrors(CORRECTED, VOLATILE)`; DCGM 310). */
+    ecc_sbe_volatile: count.optional(),
+    /** Volatile uncorrected (double-bit) ECC errors since driver load (DCGM 311). */
+    ecc_dbe_volatile: count.optional(),
+    /** Aggregate corrected ECC errors over the board's life (DCGM 312). */
+    ecc_sbe_aggregate: count.optional(),
+    /** Aggregate uncorrected ECC errors over the board's life (DCGM 313). */
+    ecc_dbe_aggregate: count.optional(),
+    /** Retired pages waiting for a reboot (`nvmlDeviceGetRetiredPagesPendingStatus`; pre-Ampere). */
+    retired_pages_pending: z.boolean().optional(),
+    /** A row remap is staged until the next GPU reset (`nvmlDeviceGetRemappedRows().isPending`; field 144). */
+    remapped_rows_pending: z.boolean().optional(),
+    /** A row remap failed at some point (`nvmlDeviceGetRemappedRows().failureOccurred`; field 145): RMA candidate. */
+    remapped_rows_failure: z.boolean().optional(),
+    /** PCIe replay counter (`nvmlDeviceGetPcieReplayCounter`; DCGM 202). */
+    pcie_replay_count: count.optional(),
+    /** NVLink CRC errors summed over links (NVML field 38 + 45; DCGM 409). */
+    nvlink_crc_errors: count.optional(),
+    /** Running compute processes (`nvmlDeviceGetComputeRunningProcesses_v3` count). Absent when the source cannot tell. */
+    compute_processes: z.int().min(0).max(MAX_COMPUTE_PROCESSES).optional(),
+  })
+  .superRefine((m, ctx) => {
+    if (
+      m.fb_used_bytes !== undefined &&
+      m.fb_total_bytes !== undefined &&
+      m.fb_used_bytes > m.fb_total_bytes
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['fb_used_bytes'],
+        message: 'expected fb_used_bytes <= fb_total_bytes',
+      });
+    }
+    if (m.min_power_w !== undefined && m.max_power_w !== undefined && m.min_power_w > m.max_power_w) {
+      ctx.addIssue({ code: 'custom', path: ['min_power_w'], message: 'expected min_power_w <= max_power_w' });
+    }
+  });
+
+/** One GPU's aggregates over a flush window (stored) or the trailing horizon (rules only). */
+export const GpuWindowSchema = z
+  .strictObject({
+    kind: z.enum(['flush', 'horizon']),
+    start: timestamp,
+    end: timestamp,
+    gpu: GpuIdentitySchema,
+    metrics: GpuMetricsSchema,
+  })
+  .superRefine((w, ctx) => {
+    if (Date.parse(w.end) <= Date.parse(w.start)) {
+      ctx.addIssue({ code: 'custom', path: ['end'], message: 'expected end after start' });
+    }
+  });
+
+/** Deltas of one EFA device/port's cumulative sysfs `hw_counters` over a window (port 0 = device counters). */
+export const EfaWindowSchema = z
+  .strictObject({
+    start: timestamp,
+    end: timestamp,
+    device: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'expected an RDMA device name like rdmap16s27'),
+    port: z.int().min(0).max(255),
+    deltas: z
+      .record(z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'expected a snake_case counter name'), count)
+      .refine((d) => Object.keys(d).length <= 128, 'expected at most 128 counters'),
+  })
+  .superRefine((w, ctx) => {
+    if (Date.parse(w.end) <= Date.parse(w.start)) {
+      ctx.addIssue({ code: 'custom', path: ['end'], message: 'expected end after start' });
+    }
+  });
+
+/** A discrete occurrence: an XID, a lost GPU, a DBE, a spot notice, agent lifecycle, data loss. */
+export const EventSchema = z
+  .strictObject({
+    at: timestamp,
+    kind: z.enum(EVENT_KINDS),
+    gpu_index: z.int().min(0).max(63).optional(),
+    pci_bus_id: z
+      .string()
+      .regex(/^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(\.[0-9A-Fa-f])?$/)
+      .optional(),
+    /** NVIDIA Xid code, for `kind: "xid"` (999 = NVML's "unknown XID"). */
+    xid: z.int().min(1).max(999).optional(),
+    source: z.enum(EVENT_SOURCES),
+    /** Process id the driver attributed the event to, if any. */
+    pid: z.int().min(0).optional(),
+    /** Process name the driver attributed the event to, if any. */
+    process_name: z.string().max(256).optional(),
+    /** Windows lost, for `kind: "data_dropped"`. */
+    count: count.optional(),
+    detail: z.string().max(MAX_DETAIL_CHARS).optional(),
+  })
+  .superRefine((e, ctx) => {
+    if (e.kind === 'xid' && e.xid === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['xid'], message: 'expected xid for an event of kind "xid"' });
+    }
+  });
+
+/** One batch: one instance, one flush window (plus horizons and any events since the last batch). */
+export const BatchSchema = z.strictObject({
+  schema: z.literal(SCHEMA_V1, { error: `expected "${SCHEMA_V1}"` }),
+  batch_id: z.uuid(),
+  seq: z.int().min(0),
+  sent_at: timestamp,
+  host: HostSchema,
+  agent: AgentInfoSchema,
+  windows: z.array(GpuWindowSchema).max(MAX_WINDOWS_PER_BATCH),
+  efa: z.array(EfaWindowSchema).max(MAX_EFA_PORTS_PER_BATCH).optional(),
+  events: z.array(EventSchema).max(MAX_EVENTS_PER_BATCH).optional(),
+});
+
+/** A validated batch (wire contract v1). */
+export type Batch = z.infer<typeof BatchSchema>;
+/** EC2 identity of the sender. */
+export type Host = z.infer<typeof HostSchema>;
+/** The agent's self-description. */
+export type AgentInfo = z.infer<typeof AgentInfoSchema>;
+/** One GPU window (flush or horizon). */
+export type GpuWindow = z.infer<typeof GpuWindowSchema>;
+/** GPU identity fields. */
+export type GpuIdentity = z.infer<typeof GpuIdentitySchema>;
+/** Per-GPU metrics; each field absent when unsupported. */
+export type GpuMetrics = z.infer<typeof GpuMetricsSchema>;
+/** One EFA device/port's counter deltas. */
+export type EfaWindow = z.infer<typeof EfaWindowSchema>;
+/** One event. */
+export type GpuEvent = z.infer<typeof EventSchema>;
+/** Event kind union. */
+export type EventKind = (typeof EVENT_KINDS)[number];
+/** Profiling source union. */
+export type ProfilingSource = (typeof PROFILING_SOURCES)[number];

@@ -1,0 +1,90 @@
+import type { Alert, RemediationDecision, StoreRows, WasteReportRow } from './types';
+
+/**
+ * Ports: what the pipeline needs from the outside world. Adapters in `lambdas/adapters/` and
+ * `lambdas/local/` implement them; handlers receive them injected.
+ */
+
+/** A record the store refused, with the reason it gave (e.g. Timestream's RejectedRecord). */
+export interface RejectedRow {
+  readonly table: 'gpu_windows' | 'efa_windows' | 'events';
+  /** Index into the corresponding array of the `StoreRows` written. */
+  readonly index: number;
+  readonly reason: string;
+}
+
+/** Result of a store write: rows written and rows refused (logged and counted, never silently lost). */
+export interface StoreWriteResult {
+  readonly written: number;
+  readonly rejected: readonly RejectedRow[];
+}
+
+/** Time range and grouping of a waste report query. */
+export interface WasteQuery {
+  /** Inclusive start (window end ≥ from). */
+  readonly from: Date;
+  /** Exclusive end (window end < to). */
+  readonly to: Date;
+}
+
+/**
+ * The telemetry store (DESIGN §4): tables `gpu_windows`, `efa_windows`, `events`. Writes are
+ * idempotent per (dimensions, time) with `seq` as version: writing the same batch twice stores it once.
+ */
+export interface TelemetryStore {
+  /**
+   * Writes one batch's rows.
+   * @throws when the store cannot be reached at all (the caller answers 5xx, the agent retries)
+   */
+  write(rows: StoreRows): Promise<StoreWriteResult>;
+  /** Sums the ledger per GPU over a time range, ordered by wasted_usd descending. */
+  queryWaste(query: WasteQuery): Promise<WasteReportRow[]>;
+}
+
+/** Publishes alerts (SNS topics by severity; console + JSONL locally). */
+export interface AlertSink {
+  publish(alert: Alert): Promise<void>;
+}
+
+/** A past remediation, as the policy needs it for idempotency and rate limits. */
+export interface RemediationRecord {
+  readonly instance_id: string;
+  readonly asg_name?: string;
+  readonly action: 'replace' | 'quarantine';
+  /** ISO 8601. */
+  readonly at: string;
+  readonly rule: string;
+}
+
+/**
+ * Durable state the remediation policy and the ledger need across batches: who was already
+ * replaced, recent replacements per group, and since when a GPU is known broken.
+ */
+export interface StateStore {
+  /** The replace/quarantine record of an instance, if any (one per instance, ever). */
+  getRemediation(instanceId: string): Promise<RemediationRecord | undefined>;
+  /**
+   * Records a replace/quarantine for an instance, only if none exists (conditional write).
+   * @returns false when one already existed (another invocation won the race)
+   */
+  putRemediationIfAbsent(record: RemediationRecord): Promise<boolean>;
+  /** Replace actions in a group since `since` (for the per-group rate limit). */
+  listRemediations(asgName: string, since: Date): Promise<RemediationRecord[]>;
+  /** Since when a GPU (`gpuKey` = index, or PCI bus id, or `*` for the whole instance) is known broken, ISO 8601. */
+  getBrokenSince(instanceId: string): Promise<ReadonlyMap<string, string>>;
+  /** Marks a GPU broken from `at` (keeps the earliest time if already marked). */
+  markBroken(instanceId: string, gpuKey: string, at: string): Promise<void>;
+}
+
+/** Carries out a remediation decision (Auto Scaling / EC2), or only logs it in dry-run. */
+export interface Remediator {
+  /** Auto Scaling `SetInstanceHealth(Unhealthy, ShouldRespectGracePeriod=false)`: the group replaces it. */
+  replace(decision: RemediationDecision): Promise<void>;
+  /** EC2 `CreateTags gpu-sentinel:quarantine=<rule>` on an instance outside a group; never terminates. */
+  quarantine(decision: RemediationDecision): Promise<void>;
+}
+
+/** Receives every remediation decision, done or skipped (audit log: SNS + JSONL locally). */
+export interface DecisionSink {
+  record(decision: RemediationDecision): Promise<void>;
+}

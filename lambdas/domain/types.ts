@@ -1,0 +1,217 @@
+import type { EventKind, GpuMetrics } from '../contract';
+
+/**
+ * Domain types shared by the pipeline: ledger entries, stored rows, findings, alerts and
+ * remediation decisions. Pure data; no I/O.
+ */
+
+/** Alert severity, also the SNS topic an alert goes to. */
+export const SEVERITIES = ['critical', 'warning', 'info'] as const;
+/** Alert severity union. */
+export type Severity = (typeof SEVERITIES)[number];
+
+/** Where the efficiency number of a ledger entry comes from. `none`: neither SM activity nor GPU util was measured. */
+export type EfficiencySource = 'sm_active' | 'gpu_util' | 'none';
+
+/** The waste class a GPU window falls in (DESIGN §5). `unknown` when efficiency was not measured. */
+export type WasteClass = 'idle' | 'held_idle' | 'underused' | 'broken' | 'none' | 'unknown';
+
+/**
+ * The waste ledger of one GPU flush window (DESIGN §5), computed once at ingest and stored with
+ * the window so a later price change never rewrites history. All money in USD.
+ */
+export interface LedgerEntry {
+  /** Window length, s (end − start). */
+  readonly window_s: number;
+  /** GPU-hours the window covers: window_s / 3600. */
+  readonly gpu_hours: number;
+  /** Instance price used, USD/hour (0 when unpriced). */
+  readonly price_usd_per_hour: number;
+  /** Where the price came from: `override`, `builtin:<table id>`, or `unpriced`. */
+  readonly price_source: string;
+  /** GPUs the instance price is split over. */
+  readonly gpu_count: number;
+  /** price / gpu_count × window_s / 3600. */
+  readonly cost_usd: number;
+  /** 0..1; absent when neither `sm_active` nor `gpu_util` was measured. */
+  readonly efficiency?: number;
+  /** `sm_active` (profiling), `gpu_util` (an upper bound on efficiency, so waste is a lower bound), or `none`. */
+  readonly efficiency_source: EfficiencySource;
+  /** True when `compute_processes` was measured; false means idle vs held-idle could not be told apart. */
+  readonly processes_known: boolean;
+  readonly waste_class: WasteClass;
+  /** No compute process and efficiency < 0.01: the whole cost. */
+  readonly idle_usd: number;
+  /** A process holds the GPU but efficiency < 0.01: the whole cost. */
+  readonly held_idle_usd: number;
+  /** Working: cost × (1 − efficiency). */
+  readonly underused_usd: number;
+  /** After the first fatal hardware event: the whole cost. */
+  readonly broken_usd: number;
+  /** idle + held_idle + underused + broken. */
+  readonly wasted_usd: number;
+}
+
+/** One stored GPU flush window (table `gpu_windows`): identity, dimensions, metrics and ledger. */
+export interface GpuWindowRow {
+  /** Window end, ISO 8601 (the Timestream record time). */
+  readonly time: string;
+  /** Window start, ISO 8601. */
+  readonly start: string;
+  readonly instance_id: string;
+  readonly instance_type: string;
+  readonly region: string;
+  readonly az?: string;
+  readonly gpu_index: number;
+  readonly gpu_uuid?: string;
+  readonly gpu_name?: string;
+  /** From instance tag `team`, when present. */
+  readonly team?: string;
+  /** From instance tag `job`, when present. */
+  readonly job?: string;
+  readonly batch_id: string;
+  /** Batch `seq`, used as the Timestream record version so a retried batch overwrites itself. */
+  readonly seq: number;
+  readonly metrics: GpuMetrics;
+  readonly ledger: LedgerEntry;
+}
+
+/** One stored EFA window (table `efa_windows`). */
+export interface EfaWindowRow {
+  readonly time: string;
+  readonly start: string;
+  readonly instance_id: string;
+  readonly instance_type: string;
+  readonly device: string;
+  readonly port: number;
+  readonly seq: number;
+  /** Counter deltas over the window, by sysfs counter name. */
+  readonly deltas: Readonly<Record<string, number>>;
+}
+
+/** One stored event (table `events`). */
+export interface EventRow {
+  /** Event time, ISO 8601. */
+  readonly time: string;
+  readonly instance_id: string;
+  readonly instance_type: string;
+  readonly gpu_index?: number;
+  readonly pci_bus_id?: string;
+  readonly kind: EventKind;
+  readonly xid?: number;
+  readonly source: string;
+  readonly pid?: number;
+  readonly process_name?: string;
+  readonly detail?: string;
+  readonly batch_id: string;
+  readonly seq: number;
+}
+
+/** Everything one batch writes to the store. */
+export interface StoreRows {
+  readonly gpu: readonly GpuWindowRow[];
+  readonly efa: readonly EfaWindowRow[];
+  readonly events: readonly EventRow[];
+}
+
+/** Rule identifiers (DESIGN §6). */
+export type RuleId =
+  | 'ecc_dbe'
+  | 'xid_fatal'
+  | 'gpu_lost'
+  | 'row_remap_failure'
+  | 'thermal_critical'
+  | 'spot_interruption'
+  | 'fake_load'
+  | 'low_occupancy'
+  | 'tensor_idle'
+  | 'memory_bound'
+  | 'input_bound'
+  | 'power_sawtooth'
+  | 'idle_billed'
+  | 'memory_pressure'
+  | 'thermal_throttle'
+  | 'straggler'
+  | 'efa_drops'
+  | 'waste_rate'
+  | 'agent_silent';
+
+/** What a finding asks for: replace the instance, reset the GPU (human), notify, or nothing. */
+export type FindingAction = 'replace' | 'reset' | 'notify' | 'none';
+
+/** The output of a rule: one condition on one instance (and GPU, when it is about one). */
+export interface Finding {
+  readonly rule: RuleId;
+  readonly severity: Severity;
+  readonly action: FindingAction;
+  readonly instance_id: string;
+  readonly instance_type: string;
+  readonly gpu_index?: number;
+  readonly pci_bus_id?: string;
+  /** When the condition was first seen, ISO 8601 (the event time, or the window end). */
+  readonly at: string;
+  /** One line: what is wrong, with the key number. */
+  readonly summary: string;
+  /** What to do about it. */
+  readonly remedy: string;
+  /** The numbers behind the finding (counts, XID codes, values), for the alert body and the audit. */
+  readonly evidence: Readonly<Record<string, string | number | boolean>>;
+}
+
+/** A finding made into a message: stable id, human subject and body, SNS message attributes. */
+export interface Alert {
+  /** Stable id `rule:instance_id[:gpu]` (gpu = index, or PCI bus id when the index is unknown). */
+  readonly id: string;
+  readonly finding: Finding;
+  /** ≤ 100 characters (the SNS email subject limit). */
+  readonly subject: string;
+  /** Plain text: what, where, numbers, what to do. */
+  readonly body: string;
+  /** SNS message attributes: `severity`, `rule`, `instance_type`, and `team` when known. */
+  readonly attributes: Readonly<Record<string, string>>;
+}
+
+/** What remediation did, or would do in dry-run, for a finding. */
+export type RemediationAction = 'replace' | 'quarantine' | 'notify' | 'skip' | 'escalate';
+
+/** One remediation decision: the audit record of what was decided and why. */
+export interface RemediationDecision {
+  readonly rule: RuleId;
+  readonly severity: Severity;
+  readonly instance_id: string;
+  readonly gpu_index?: number;
+  readonly asg_name?: string;
+  readonly action: RemediationAction;
+  /** Why this action (e.g. "in Auto Scaling group g; SetInstanceHealth(Unhealthy)", "opt-out tag", "rate limit: 2 in the last hour"). */
+  readonly reason: string;
+  /** Decision time, ISO 8601. */
+  readonly at: string;
+  readonly alert_id: string;
+  /** True when nothing was executed (local mode, or remediation mode `notify`). */
+  readonly dry_run: boolean;
+}
+
+/** One GPU's row of the waste report, summed over a time range. */
+export interface WasteReportRow {
+  readonly instance_id: string;
+  readonly instance_type: string;
+  readonly gpu_index: number;
+  readonly team?: string;
+  readonly job?: string;
+  readonly gpu_hours: number;
+  readonly cost_usd: number;
+  readonly idle_usd: number;
+  readonly held_idle_usd: number;
+  readonly underused_usd: number;
+  readonly broken_usd: number;
+  readonly wasted_usd: number;
+  /** GPU-hour-weighted mean efficiency over the windows where it was measured; absent if never. */
+  readonly efficiency?: number;
+  /** `sm_active`, `gpu_util`, `mixed`, or `none`. */
+  readonly efficiency_source: string;
+  /** Price used (the latest window's), USD/hour. */
+  readonly price_usd_per_hour: number;
+  readonly price_source: string;
+  /** True if any window had unknown compute processes (idle vs held-idle not told apart). */
+  readonly processes_unknown: boolean;
+}
