@@ -86,5 +86,7 @@ function checkTimes(batch: Batch, nowMs: number): void {
     check(`efa[${i}].start`, e.start);
     check(`efa[${i}].end`, e.end);
   });
-  batch.events?.forEach((e, i) => check(`events[${i}].at`, e.at));
+  batch.events?.forEach((e, i) => {
+    check(`events[${i}].at`, e.at);
+  });
 }
