@@ -74,6 +74,12 @@ export interface StateStore {
   getBrokenSince(instanceId: string): Promise<ReadonlyMap<string, string>>;
   /** Marks a GPU broken from `at` (keeps the earliest time if already marked). */
   markBroken(instanceId: string, gpuKey: string, at: string): Promise<void>;
+  /**
+   * Claims the right to send alert `alertId` now: true (and records `at`) when it was never sent or
+   * its last send is older than `cooldownS`; false otherwise. Conditional write, so two Lambdas
+   * never send the same alert twice.
+   */
+  claimAlert(alertId: string, at: string, cooldownS: number): Promise<boolean>;
 }
 
 /** Carries out a remediation decision (Auto Scaling / EC2), or only logs it in dry-run. */
