@@ -1,0 +1,241 @@
+import { type GpuEvent, MAX_DETAIL_CHARS } from '../../lambdas/contract';
+import { normalizePciBusId } from '../identity/pci-bus-id';
+
+/**
+ * Kernel-log XIDs: parses the NVIDIA driver's `NVRM: Xid (PCI:…): <code>, pid=…, name=…, <text>`
+ * lines in every format `dmesg` and `journalctl -k` print, and turns them into contract events.
+ * Pure: no I/O, no clock (the year and time zone of formats that lack them are options).
+ * Format reference: NVIDIA Xid catalog (reference/gpu.md §3); leptonai/gpud `pkg/dmesg`.
+ */
+
+/** When a kernel-log line happened: wall-clock time, or seconds since boot (raw kmsg, plain dmesg). */
+export type KernelLogTime =
+  | {
+      /** A wall-clock time (dmesg -T / --time-format iso, journalctl). */
+      readonly kind: 'wall';
+      /** Milliseconds since the Unix epoch, UTC (may carry a sub-millisecond fraction). */
+      readonly epochMs: number;
+    }
+  | {
+      /** A monotonic time (raw /dev/kmsg, plain dmesg): needs the boot time to become a date. */
+      readonly kind: 'monotonic';
+      /** Seconds since boot, ≥ 0 (microsecond resolution). */
+      readonly sinceBootS: number;
+    };
+
+/** One NVRM Xid line, parsed. */
+export interface XidRecord {
+  /** When it happened; absent when the line carries no time (e.g. `dmesg -t`). */
+  readonly time?: KernelLogTime;
+  /** PCI bus id as the log prints it, e.g. `0000:19:00` (no function number). */
+  readonly pci_bus_id: string;
+  /** NVIDIA Xid code, e.g. 48 (double-bit ECC), 79 (fallen off the bus). */
+  readonly xid: number;
+  /** Process id the driver blamed; absent for `pid='<unknown>'` or old drivers that print none. */
+  readonly pid?: number;
+  /** Process name the driver blamed; absent for `name=<unknown>` or when not printed. */
+  readonly process_name?: string;
+  /** The driver's text after pid and name, e.g. `Ch 00000008`. */
+  readonly detail: string;
+}
+
+/** Options for formats whose lines lack a year or a time zone. */
+export interface KernelLogOptions {
+  /**
+   * Offset of the host's local time east of UTC, minutes (−720..840), for `dmesg -T` and
+   * `journalctl -k` short/short-precise, which print local time without a zone.
+   * @default 0 (UTC, the EC2 default)
+   */
+  readonly tzOffsetMinutes?: number;
+  /**
+   * Year of `journalctl -k` short/short-precise lines, which print none (`Feb 23 16:24:18`).
+   * @default the UTC year of `now`
+   */
+  readonly year?: number;
+  /**
+   * The clock, only read to default `year`.
+   * @default new Date()
+   */
+  readonly now?: Date;
+}
+
+/** What {@link parseKernelLog} found. */
+export interface KernelLogParse {
+  /** The Xid lines, in log order. */
+  readonly records: XidRecord[];
+  /** Non-empty lines that are not Xid lines (nvidia-peermem noise, other drivers…). */
+  readonly skipped: number;
+  /** Time of the last line (Xid or not) that carries one: the end of the capture. */
+  readonly lastTime?: KernelLogTime;
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+
+/** `dmesg --decode` / `-x` prefix: `kern  :warn  : `. */
+const DECODE_PREFIX = /^[a-z]+\s*:[a-z]+\s*:\s/;
+/** Raw /dev/kmsg record: `prio,seq,usec,flags[,…];message`. */
+const RAW_KMSG = /^\d+,\d+,(\d+),[^;]*;(.*)$/;
+/** Plain dmesg: `[ 1234.567890] message`. */
+const DMESG_MONO = /^\[\s*(\d+(?:\.\d+)?)\]\s?(.*)$/;
+/** dmesg -T: `[Sun Feb 23 16:24:18 2025] message` (local time). */
+const DMESG_CTIME = /^\[[A-Z][a-z]{2} ([A-Z][a-z]{2})\s+(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})\]\s?(.*)$/;
+/** ISO 8601 (dmesg --time-format iso, journalctl short-iso[-precise]): `2024-11-15T05:39:15,491363+00:00 message`. */
+const ISO = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:[,.](\d+))?(Z|[+-]\d{2}:?\d{2})\s(.*)$/;
+/** journalctl short / short-precise: `Feb 23 16:24:18[.123456] host kernel: message` (local time, no year). */
+const JOURNAL_SHORT = /^([A-Z][a-z]{2})\s+(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))? (.*)$/;
+/** The Xid itself, anywhere in the message. */
+const XID =
+  /NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f])?)\): (\d+),?\s*(.*)$/;
+const PID = /^pid=(?:'?<unknown>'?|'?(\d+)'?)\s*(?:,\s*|$)/;
+const NAME = /^name=(<unknown>|[^,]*?)\s*(?:,\s*|$)/;
+
+/**
+ * Reads the time at the start of one kernel-log line, in any supported format.
+ *
+ * @param line - one line, without its newline
+ * @param opts - time zone and year for formats that lack them
+ * @returns the time and the message after it; `time` absent when the line starts with none
+ */
+export function parseLogTime(
+  line: string,
+  opts: KernelLogOptions = {},
+): { time?: KernelLogTime; message: string } {
+  const text = line.replace(DECODE_PREFIX, '');
+  const tzMs = (opts.tzOffsetMinutes ?? 0) * 60_000;
+  let m = RAW_KMSG.exec(text);
+  if (m) return { time: { kind: 'monotonic', sinceBootS: Number(m[1]) / 1e6 }, message: m[2] ?? '' };
+  m = DMESG_MONO.exec(text);
+  if (m) return { time: { kind: 'monotonic', sinceBootS: Number(m[1]) }, message: m[2] ?? '' };
+  m = DMESG_CTIME.exec(text);
+  if (m) {
+    const month = MONTHS.indexOf(m[1] ?? '');
+    if (month >= 0) {
+      const epochMs =
+        Date.UTC(Number(m[6]), month, Number(m[2]), Number(m[3]), Number(m[4]), Number(m[5])) - tzMs;
+      return { time: { kind: 'wall', epochMs }, message: m[7] ?? '' };
+    }
+  }
+  m = ISO.exec(text);
+  if (m) {
+    const zone = m[8] ?? 'Z';
+    const offsetMin =
+      zone === 'Z'
+        ? 0
+        : (zone.startsWith('-') ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(-2)));
+    const epochMs =
+      Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6])) +
+      fractionMs(m[7]) -
+      offsetMin * 60_000;
+    return { time: { kind: 'wall', epochMs }, message: m[9] ?? '' };
+  }
+  m = JOURNAL_SHORT.exec(text);
+  if (m) {
+    const month = MONTHS.indexOf(m[1] ?? '');
+    if (month >= 0) {
+      const year = opts.year ?? (opts.now ?? new Date()).getUTCFullYear();
+      const epochMs =
+        Date.UTC(year, month, Number(m[2]), Number(m[3]), Number(m[4]), Number(m[5])) +
+        fractionMs(m[6]) -
+        tzMs;
+      return { time: { kind: 'wall', epochMs }, message: m[7] ?? '' };
+    }
+  }
+  return { message: text };
+}
+
+/**
+ * Parses one kernel-log line into an Xid record, in any format `dmesg` (raw /dev/kmsg, plain,
+ * `-T`, `--time-format iso`, each with or without `--decode`) or `journalctl -k` (short,
+ * short-precise, short-iso) prints.
+ *
+ * @param line - one line, without its newline
+ * @param opts - time zone and year for formats that lack them
+ * @returns the record, or `undefined` when the line is not an NVRM Xid line
+ * @example
+ * parseXidLine("[ 1234.567890] NVRM: Xid (PCI:0000:19:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.");
+ * // { time: { kind: 'monotonic', sinceBootS: 1234.56789 }, pci_bus_id: '0000:19:00', xid: 79, detail: 'GPU has fallen off the bus.' }
+ */
+export function parseXidLine(line: string, opts: KernelLogOptions = {}): XidRecord | undefined {
+  const x = XID.exec(line);
+  if (!x) return undefined;
+  const { time } = parseLogTime(line, opts);
+  let rest = (x[3] ?? '').trim();
+  let pid: number | undefined;
+  let processName: string | undefined;
+  const p = PID.exec(rest);
+  if (p) {
+    if (p[1] !== undefined) pid = Number(p[1]);
+    rest = rest.slice(p[0].length);
+    const n = NAME.exec(rest);
+    if (n) {
+      if (n[1] !== '<unknown>' && n[1] !== '') processName = n[1];
+      rest = rest.slice(n[0].length);
+    }
+  }
+  return {
+    ...(time ? { time } : {}),
+    pci_bus_id: x[1] ?? '',
+    xid: Number(x[2]),
+    ...(pid !== undefined ? { pid } : {}),
+    ...(processName !== undefined ? { process_name: processName } : {}),
+    detail: rest.trim(),
+  };
+}
+
+/**
+ * Parses a whole kernel log (one format per file, or mixed), keeping the Xid lines.
+ *
+ * @param text - the log, lines separated by `\n` or `\r\n`
+ * @param opts - time zone and year for formats that lack them
+ * @returns `{ records, skipped, lastTime }`: Xid records in order, the count of other non-empty
+ *   lines, and the time of the last line that carries one
+ */
+export function parseKernelLog(text: string, opts: KernelLogOptions = {}): KernelLogParse {
+  const records: XidRecord[] = [];
+  let skipped = 0;
+  let lastTime: KernelLogTime | undefined;
+  for (const line of text.split(/\r?\n/)) {
+    if (line.trim() === '') continue;
+    const record = parseXidLine(line, opts);
+    if (record) records.push(record);
+    else skipped++;
+    const { time } = record ? { time: record.time } : parseLogTime(line, opts);
+    if (time) lastTime = time;
+  }
+  return { records, skipped, ...(lastTime ? { lastTime } : {}) };
+}
+
+/**
+ * Turns an Xid record into a contract event (`kind: 'xid'`, `source: 'kmsg'`), with the PCI bus
+ * id normalised to `0000:19:00.0` and the detail cut to {@link MAX_DETAIL_CHARS} characters.
+ *
+ * @param record - a record from {@link parseXidLine}
+ * @param opts - `bootTime`: when the host booted, needed for monotonic (raw kmsg, plain dmesg) times
+ * @returns the event; `undefined` when the time cannot be known (no time, or monotonic without
+ *   `bootTime`) or the Xid code is outside the contract's 1..999
+ */
+export function toXidEvent(record: XidRecord, opts: { bootTime?: Date } = {}): GpuEvent | undefined {
+  const t = record.time;
+  if (!t) return undefined;
+  let epochMs: number;
+  if (t.kind === 'wall') epochMs = t.epochMs;
+  else if (opts.bootTime) epochMs = opts.bootTime.getTime() + t.sinceBootS * 1000;
+  else return undefined;
+  if (!Number.isInteger(record.xid) || record.xid < 1 || record.xid > 999) return undefined;
+  const pci = normalizePciBusId(record.pci_bus_id);
+  return {
+    at: new Date(Math.floor(epochMs)).toISOString(),
+    kind: 'xid',
+    source: 'kmsg',
+    xid: record.xid,
+    ...(pci ? { pci_bus_id: pci } : {}),
+    ...(record.pid !== undefined ? { pid: record.pid } : {}),
+    ...(record.process_name !== undefined ? { process_name: record.process_name.slice(0, 256) } : {}),
+    ...(record.detail !== '' ? { detail: record.detail.slice(0, MAX_DETAIL_CHARS) } : {}),
+  };
+}
+
+function fractionMs(digits: string | undefined): number {
+  if (!digits) return 0;
+  return Number(`0.${digits}`) * 1000;
+}
