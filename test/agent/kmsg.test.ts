@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseKernelLog, parseXidLine, toXidEvent } from '../../agent/sources/kmsg';
+import { type KernelLogTime, parseKernelLog, parseXidLine, toXidEvent } from '../../agent/sources/kmsg';
 import { EventSchema } from '../../lambdas/contract';
 
 const real = (name: string): string =>
@@ -9,6 +9,8 @@ const real = (name: string): string =>
 const BODY = "NVRM: Xid (PCI:0000:19:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.";
 const BODY_PID = 'NVRM: Xid (PCI:0000:19:00): 94, pid=1248209, name=python3.10, Ch 00000008';
 const BOOT = new Date('2025-02-23T00:00:00Z');
+const seconds = (t: KernelLogTime | undefined): number =>
+  t === undefined ? Number.NaN : t.kind === 'wall' ? t.epochMs / 1000 : t.sinceBootS;
 
 describe('parseXidLine', () => {
   it.each([
