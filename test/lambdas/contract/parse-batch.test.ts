@@ -8,10 +8,12 @@ import {
 } from '../../../lambdas/contract';
 import { ago, NOW, validBatch } from './batches';
 
-type Mutation = (b: Record<string, any>) => void; // biome-ignore lint/suspicious/noExplicitAny: mutating arbitrary JSON in test tables
+// biome-ignore lint/suspicious/noExplicitAny: the tests mutate arbitrary JSON
+type Loose = Record<string, any>;
+type Mutation = (b: Loose) => void;JSON in test tables
 
 function refused(mutate: Mutation): ContractValidationError {
-  const input = structuredClone(validBatch()) as Record<string, any>; // biome-ignore lint/suspicious/noExplicitAny: test input
+  const input = structuredClone(validBatch()) as Loose;
   mutate(input);
   try {
     parseBatch(input, NOW);
@@ -151,7 +153,7 @@ describe('parseBatch', () => {
     // Prepare: 65 GPUs is within the windows limit but over the GPU limit
     const batch = validBatch({}, 64);
     batch.windows.push({ ...batch.windows[0]!, gpu: { index: 63 } });
-    const tooMany = structuredClone(batch) as Record<string, any>; // biome-ignore lint/suspicious/noExplicitAny: test input
+    const tooMany = structuredClone(batch) as Loose;
     tooMany.windows[64].gpu.index = 64;
     // Act / Assess
     expect(() => parseBatch(tooMany, NOW)).toThrow(/windows\[64\]\.gpu\.index/);
@@ -192,7 +194,7 @@ describe('parseBatch', () => {
         fc.constantFrom(...leaves),
         fc.constantFrom<unknown>({}, [], null, 'x'.repeat(2000), -1e300),
         (path, bad) => {
-          const input = structuredClone(base) as Record<string, any>; // biome-ignore lint/suspicious/noExplicitAny: test input
+          const input = structuredClone(base) as Loose;
           let node = input;
           for (const key of path.slice(0, -1)) node = node[key];
           const last = path[path.length - 1]!;
