@@ -10,7 +10,7 @@ import { ago, NOW, validBatch } from './batches';
 
 // biome-ignore lint/suspicious/noExplicitAny: the tests mutate arbitrary JSON
 type Loose = Record<string, any>;
-type Mutation = (b: Loose) => void;JSON in test tables
+type Mutation = (b: Loose) => void;
 
 function refused(mutate: Mutation): ContractValidationError {
   const input = structuredClone(validBatch()) as Loose;
