@@ -1,0 +1,411 @@
+import {
+  type GpuIdentity,
+  GpuIdentitySchema,
+  type GpuMetrics,
+  GpuMetricsSchema,
+} from '../../lambdas/contract';
+import { DcgmScrapeError } from '../errors';
+import { normalizePciBusId } from '../identity/pci-bus-id';
+
+/**
+ * dcgm-exporter source: parses the Prometheus text exposition of NVIDIA dcgm-exporter
+ * (`:9400/metrics`) into per-GPU contract metrics, converting DCGM units to contract units once,
+ * here. Field ids: reference/gpu.md §2.1 (DCGM `dcgm_fields.h`). The parser is pure; the scrape
+ * is a separate function with an injectable `fetch`.
+ */
+
+/** One GPU's reading in one scrape. */
+export interface DcgmGpuReading {
+  /** Index from label `gpu`, uuid from `UUID`, name from `modelName`, bus id from `pci_bus_id` (normalised). */
+  readonly gpu: GpuIdentity;
+  /** Contract metrics, contract units; a field the scrape lacks is absent. */
+  readonly metrics: GpuMetrics;
+  /** Label `Hostname`, when present. */
+  readonly hostname?: string;
+  /** Label `DCGM_FI_DRIVER_VERSION`, when present. */
+  readonly driver_version?: string;
+  /** The other non-empty labels, e.g. `pod`, `namespace`, `container`: the k8s workload holding the GPU. */
+  readonly labels: Record<string, string>;
+}
+
+/** What {@link parseDcgmExporterText} found. */
+export interface DcgmExporterParse {
+  /** One reading per GPU (by label `gpu`), ordered by index. */
+  readonly gpus: DcgmGpuReading[];
+  /** Lines that could not be used: 1-based line number and why (bad syntax, NaN, out of range…). */
+  readonly malformed: { line: number; reason: string }[];
+  /** Metric names seen that have no contract field, in order of first appearance. */
+  readonly ignored_fields: string[];
+}
+
+type MetricKey = keyof GpuMetrics;
+
+/** A DCGM field mapped 1:1 onto a contract metric, with its conversion to contract units. */
+interface DirectField {
+  readonly metric: MetricKey;
+  readonly convert: (value: number) => number | boolean;
+}
+
+const asIs = (v: number): number => v;
+const percentToRatio = (v: number): number => v / 100;
+const mibToBytes = (v: number): number => v * 1024 * 1024;
+const nonZero = (v: number): boolean => v !== 0;
+
+/**
+ * DCGM field name → contract metric. Ratios of `DCGM_FI_PROF_*` are already 0..1; both the legacy
+ * names and the newer `*_RATIO` names (DCGM 4) map to the same metric.
+ */
+const DIRECT: Readonly<Record<string, DirectField>> = {
+  /** 203, percent. */
+  DCGM_FI_DEV_GPU_UTIL: { metric: 'gpu_util', convert: percentToRatio },
+  /** 204, percent. */
+  DCGM_FI_DEV_MEM_COPY_UTIL: { metric: 'mem_copy_util', convert: percentToRatio },
+  /** 1002. */
+  DCGM_FI_PROF_SM_ACTIVE: { metric: 'sm_active', convert: asIs },
+  DCGM_FI_PROF_SM_UTIL_RATIO: { metric: 'sm_active', convert: asIs },
+  /** 1003. */
+  DCGM_FI_PROF_SM_OCCUPANCY: { metric: 'sm_occupancy', convert: asIs },
+  DCGM_FI_PROF_SM_OCCUPANCY_RATIO: { metric: 'sm_occupancy', convert: asIs },
+  /** 1004. */
+  DCGM_FI_PROF_PIPE_TENSOR_ACTIVE: { metric: 'tensor_active', convert: asIs },
+  DCGM_FI_PROF_TENSOR_UTIL_RATIO: { metric: 'tensor_active', convert: asIs },
+  /** 1005. */
+  DCGM_FI_PROF_DRAM_ACTIVE: { metric: 'dram_active', convert: asIs },
+  DCGM_FI_PROF_DRAM_UTIL_RATIO: { metric: 'dram_active', convert: asIs },
+  /** 1006 / 1007 / 1008. */
+  DCGM_FI_PROF_PIPE_FP64_ACTIVE: { metric: 'fp64_active', convert: asIs },
+  DCGM_FI_PROF_FP64_UTIL_RATIO: { metric: 'fp64_active', convert: asIs },
+  DCGM_FI_PROF_PIPE_FP32_ACTIVE: { metric: 'fp32_active', convert: asIs },
+  DCGM_FI_PROF_FP32_UTIL_RATIO: { metric: 'fp32_active', convert: asIs },
+  DCGM_FI_PROF_PIPE_FP16_ACTIVE: { metric: 'fp16_active', convert: asIs },
+  DCGM_FI_PROF_FP16_UTIL_RATIO: { metric: 'fp16_active', convert: asIs },
+  /** 1009 / 1010 / 1011 / 1012, bytes/s. */
+  DCGM_FI_PROF_PCIE_TX_BYTES: { metric: 'pcie_tx_bytes_per_s', convert: asIs },
+  DCGM_FI_PROF_PCIE_RX_BYTES: { metric: 'pcie_rx_bytes_per_s', convert: asIs },
+  DCGM_FI_PROF_NVLINK_TX_BYTES: { metric: 'nvlink_tx_bytes_per_s', convert: asIs },
+  DCGM_FI_PROF_NVLINK_RX_BYTES: { metric: 'nvlink_rx_bytes_per_s', convert: asIs },
+  /** 155, W. */
+  DCGM_FI_DEV_POWER_USAGE: { metric: 'power_w', convert: asIs },
+  /** 252, MiB. */
+  DCGM_FI_DEV_FB_USED: { metric: 'fb_used_bytes', convert: mibToBytes },
+  /** 150 / 140, °C. */
+  DCGM_FI_DEV_GPU_TEMP: { metric: 'gpu_temp_c', convert: asIs },
+  DCGM_FI_DEV_MEMORY_TEMP: { metric: 'mem_temp_c', convert: asIs },
+  /** 100 / 101, MHz. */
+  DCGM_FI_DEV_SM_CLOCK: { metric: 'sm_clock_mhz', convert: asIs },
+  DCGM_FI_DEV_MEM_CLOCK: { metric: 'mem_clock_mhz', convert: asIs },
+  /** 310–313: volatile = since driver load, aggregate = board lifetime. */
+  DCGM_FI_DEV_ECC_SBE_VOL_TOTAL: { metric: 'ecc_sbe_volatile', convert: asIs },
+  DCGM_FI_DEV_ECC_DBE_VOL_TOTAL: { metric: 'ecc_dbe_volatile', convert: asIs },
+  DCGM_FI_DEV_ECC_SBE_AGG_TOTAL: { metric: 'ecc_sbe_aggregate', convert: asIs },
+  DCGM_FI_DEV_ECC_DBE_AGG_TOTAL: { metric: 'ecc_dbe_aggregate', convert: asIs },
+  /** 202. */
+  DCGM_FI_DEV_PCIE_REPLAY_COUNTER: { metric: 'pcie_replay_count', convert: asIs },
+  /** 393–396: booleans in the contract. */
+  DCGM_FI_DEV_ROW_REMAP_FAILURE: { metric: 'remapped_rows_failure', convert: nonZero },
+  DCGM_FI_DEV_ROW_REMAP_PENDING: { metric: 'remapped_rows_pending', convert: nonZero },
+};
+
+/** Fields combined with others (summed or OR-ed) before they become a metric. */
+const COMBINED = new Set([
+  'DCGM_FI_DEV_FB_FREE',
+  'DCGM_FI_DEV_FB_TOTAL',
+  'DCGM_FI_DEV_FB_RESERVED',
+  'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL',
+  'DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL',
+  'DCGM_FI_DEV_CLOCKS_EVENT_REASONS',
+  'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS',
+]);
+
+/** Labels that identify the GPU or the exporter, not the workload. */
+const IDENTITY_LABELS = new Set([
+  'gpu',
+  'UUID',
+  'pci_bus_id',
+  'device',
+  'modelName',
+  'Hostname',
+  'DCGM_FI_DRIVER_VERSION',
+]);
+
+interface Sample {
+  readonly name: string;
+  readonly labels: Record<string, string>;
+  readonly value: number;
+}
+
+interface GpuAcc {
+  identity: Record<string, string>;
+  labels: Record<string, string>;
+  values: Map<string, { value: number; line: number }>;
+}
+
+/**
+ * Parses a dcgm-exporter scrape (Prometheus text exposition 0.0.4: `# HELP`/`# TYPE`/comment
+ * lines, labels with `\"` `\\` `\n` escapes, optional timestamps, `NaN`/`±Inf`, blank lines).
+ * Never throws: bad lines, non-finite values and values outside the contract's range are
+ * reported in `malformed` and the field is left absent; fields with no contract metric are
+ * listed in `ignored_fields`. `fb_total_bytes` comes from `DCGM_FI_DEV_FB_TOTAL`, else from
+ * used + free (+ reserved where DCGM reports it); `nvlink_crc_errors` is FLIT + DATA CRC errors;
+ * `clocks_event_reasons` is the OR of both names of field 112. With MIG, the last series of a GPU wins.
+ *
+ * @param text - the scrape body
+ * @returns `{ gpus, malformed, ignored_fields }`
+ * @example
+ * const { gpus } = parseDcgmExporterText(await (await fetch('http://127.0.0.1:9400/metrics')).text());
+ */
+export function parseDcgmExporterText(text: string): DcgmExporterParse {
+  const malformed: { line: number; reason: string }[] = [];
+  const ignored = new Set<string>();
+  const byIndex = new Map<number, GpuAcc>();
+  const lines = text.split(/\r?\n/);
+  lines.forEach((raw, i) => {
+    const lineNo = i + 1;
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) return;
+    const parsed = parseSampleLine(line);
+    if (typeof parsed === 'string') {
+      malformed.push({ line: lineNo, reason: parsed });
+      return;
+    }
+    const known = parsed.name in DIRECT || COMBINED.has(parsed.name);
+    if (!known) {
+      ignored.add(parsed.name);
+      return;
+    }
+    const gpuLabel = parsed.labels.gpu;
+    const index = gpuLabel !== undefined && /^\d+$/.test(gpuLabel) ? Number(gpuLabel) : Number.NaN;
+    if (!Number.isInteger(index) || index > 63) {
+      malformed.push({
+        line: lineNo,
+        reason: `expected a label gpu="0".."63" on ${parsed.name}, got ${gpuLabel === undefined ? 'none' : JSON.stringify(gpuLabel)}`,
+      });
+      return;
+    }
+    if (!Number.isFinite(parsed.value)) {
+      malformed.push({
+        line: lineNo,
+        reason: `expected a finite number for ${parsed.name}, got ${parsed.value}; field left absent`,
+      });
+      return;
+    }
+    let acc = byIndex.get(index);
+    if (!acc) {
+      acc = { identity: {}, labels: {}, values: new Map() };
+      byIndex.set(index, acc);
+    }
+    for (const [k, v] of Object.entries(parsed.labels)) {
+      if (v === '') continue;
+      if (IDENTITY_LABELS.has(k)) acc.identity[k] = v;
+      else acc.labels[k] = v;
+    }
+    acc.values.set(parsed.name, { value: parsed.value, line: lineNo });
+  });
+  const gpus = [...byIndex.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([index, acc]) => toReading(index, acc, malformed));
+  malformed.sort((a, b) => a.line - b.line);
+  return { gpus, malformed, ignored_fields: [...ignored] };
+}
+
+function toReading(
+  index: number,
+  acc: GpuAcc,
+  malformed: { line: number; reason: string }[],
+): DcgmGpuReading {
+  const metrics: Record<string, number | boolean> = {};
+  const set = (metric: MetricKey, value: number | boolean, line: number, field: string): void => {
+    const check = GpuMetricsSchema.shape[metric].safeParse(value);
+    if (check.success) metrics[metric] = value;
+    else
+      malformed.push({
+        line,
+        reason: `${field} gives ${metric} = ${value}, outside the contract's range (${check.error.issues[0]?.message ?? 'invalid'}); field left absent`,
+      });
+  };
+  for (const [field, { value, line }] of acc.values) {
+    const direct = DIRECT[field];
+    if (direct) set(direct.metric, direct.convert(value), line, field);
+  }
+  const v = (f: string) => acc.values.get(f);
+  const total = v('DCGM_FI_DEV_FB_TOTAL');
+  const used = v('DCGM_FI_DEV_FB_USED');
+  const free = v('DCGM_FI_DEV_FB_FREE');
+  const reserved = v('DCGM_FI_DEV_FB_RESERVED');
+  if (total) set('fb_total_bytes', mibToBytes(total.value), total.line, 'DCGM_FI_DEV_FB_TOTAL');
+  else if (used && free)
+    set(
+      'fb_total_bytes',
+      mibToBytes(used.value + free.value + (reserved?.value ?? 0)),
+      free.line,
+      'DCGM_FI_DEV_FB_USED + FB_FREE',
+    );
+  if (
+    typeof metrics.fb_used_bytes === 'number' &&
+    typeof metrics.fb_total_bytes === 'number' &&
+    metrics.fb_used_bytes > metrics.fb_total_bytes
+  ) {
+    malformed.push({
+      line: used?.line ?? 0,
+      reason: `DCGM_FI_DEV_FB_USED exceeds the framebuffer total; fb_used_bytes and fb_total_bytes left absent`,
+    });
+    delete metrics.fb_used_bytes;
+    delete metrics.fb_total_bytes;
+  }
+  const flit = v('DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL');
+  const data = v('DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL');
+  if (flit || data)
+    set(
+      'nvlink_crc_errors',
+      (flit?.value ?? 0) + (data?.value ?? 0),
+      (flit ?? data)?.line ?? 0,
+      'DCGM_FI_DEV_NVLINK_CRC_*_ERROR_COUNT_TOTAL',
+    );
+  const reasons = [v('DCGM_FI_DEV_CLOCKS_EVENT_REASONS'), v('DCGM_FI_DEV_CLOCK_THROTTLE_REASONS')].filter(
+    (r): r is { value: number; line: number } => r !== undefined,
+  );
+  if (reasons.length > 0) {
+    const bad = reasons.find((r) => !Number.isSafeInteger(r.value) || r.value < 0);
+    if (bad) set('clocks_event_reasons', bad.value, bad.line, 'DCGM_FI_DEV_CLOCKS_EVENT_REASONS');
+    else
+      set(
+        'clocks_event_reasons',
+        Number(reasons.reduce((mask, r) => mask | BigInt(r.value), 0n)),
+        reasons[0]?.line ?? 0,
+        'DCGM_FI_DEV_CLOCKS_EVENT_REASONS',
+      );
+  }
+  const gpu = toIdentity(index, acc.identity);
+  return {
+    gpu,
+    metrics: metrics as GpuMetrics,
+    ...(acc.identity.Hostname ? { hostname: acc.identity.Hostname } : {}),
+    ...(acc.identity.DCGM_FI_DRIVER_VERSION ? { driver_version: acc.identity.DCGM_FI_DRIVER_VERSION } : {}),
+    labels: acc.labels,
+  };
+}
+
+function toIdentity(index: number, labels: Record<string, string>): GpuIdentity {
+  const shape = GpuIdentitySchema.shape;
+  const uuid =
+    labels.UUID !== undefined && shape.uuid.safeParse(labels.UUID).success ? labels.UUID : undefined;
+  const name =
+    labels.modelName !== undefined && shape.name.safeParse(labels.modelName).success
+      ? labels.modelName
+      : undefined;
+  const pci = labels.pci_bus_id !== undefined ? normalizePciBusId(labels.pci_bus_id) : undefined;
+  return {
+    index,
+    ...(uuid ? { uuid } : {}),
+    ...(name ? { name } : {}),
+    ...(pci ? { pci_bus_id: pci } : {}),
+  };
+}
+
+const NAME_RE = /^[a-zA-Z_:][a-zA-Z0-9_:]*/;
+const LABEL_NAME_RE = /^[a-zA-Z_][a-zA-Z0-9_]*/;
+
+/** Parses one sample line; returns a reason string when it is malformed. */
+function parseSampleLine(line: string): Sample | string {
+  const nameMatch = NAME_RE.exec(line);
+  if (!nameMatch)
+    return `expected a metric name at the start of the line, got ${JSON.stringify(line.slice(0, 40))}`;
+  const name = nameMatch[0];
+  let pos = name.length;
+  const labels: Record<string, string> = {};
+  if (line[pos] === '{') {
+    pos++;
+    for (;;) {
+      while (line[pos] === ' ' || line[pos] === '\t') pos++;
+      if (line[pos] === '}') {
+        pos++;
+        break;
+      }
+      const labelMatch = LABEL_NAME_RE.exec(line.slice(pos));
+      if (!labelMatch) return `expected a label name or '}' at column ${pos + 1} of ${name}`;
+      const label = labelMatch[0];
+      pos += label.length;
+      while (line[pos] === ' ') pos++;
+      if (line[pos] !== '=' || line[pos + 1] !== '"') return `expected ="…" after label ${label} of ${name}`;
+      pos += 2;
+      let value = '';
+      for (;;) {
+        const c = line[pos];
+        if (c === undefined) return `unterminated value of label ${label} of ${name}`;
+        if (c === '"') {
+          pos++;
+          break;
+        }
+        if (c === '\\') {
+          const next = line[pos + 1];
+          if (next === 'n') value += '\n';
+          else if (next === '\\' || next === '"') value += next;
+          else
+            return `unknown escape \\${next ?? ''} in label ${label} of ${name}; expected \\", \\\\ or \\n`;
+          pos += 2;
+          continue;
+        }
+        value += c;
+        pos++;
+      }
+      labels[label] = value;
+      while (line[pos] === ' ' || line[pos] === '\t') pos++;
+      if (line[pos] === ',') pos++;
+      else if (line[pos] !== '}') return `expected ',' or '}' after label ${label} of ${name}`;
+    }
+  }
+  const rest = line.slice(pos).trim().split(/\s+/);
+  if (rest.length < 1 || rest.length > 2 || rest[0] === '')
+    return `expected a value (and an optional timestamp) after ${name}`;
+  const value = parseValue(rest[0] ?? '');
+  if (value === undefined) return `expected a number for ${name}, got ${JSON.stringify(rest[0])}`;
+  if (rest[1] !== undefined && !/^-?\d+$/.test(rest[1]))
+    return `expected an integer timestamp (ms) after the value of ${name}, got ${JSON.stringify(rest[1])}`;
+  return { name, labels, value };
+}
+
+function parseValue(token: string): number | undefined {
+  if (token === 'NaN') return Number.NaN;
+  if (token === '+Inf' || token === 'Inf') return Number.POSITIVE_INFINITY;
+  if (token === '-Inf') return Number.NEGATIVE_INFINITY;
+  if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(token)) return undefined;
+  return Number(token);
+}
+
+/** Options of {@link scrapeDcgmExporter}. */
+export interface ScrapeDcgmExporterOptions {
+  /** The fetch to use (tests inject one). @default globalThis.fetch */
+  readonly fetch?: typeof fetch;
+  /** Give up after this many milliseconds, 1..60000. @default 2000 */
+  readonly timeoutMs?: number;
+}
+
+/**
+ * Scrapes a dcgm-exporter endpoint and parses the answer.
+ *
+ * @param url - the metrics URL, e.g. `http://127.0.0.1:9400/metrics`
+ * @param opts - `fetch`, `timeoutMs`
+ * @returns the parse of the body, as {@link parseDcgmExporterText}
+ * @throws {DcgmScrapeError} when the endpoint cannot be reached, times out or answers non-2xx
+ */
+export async function scrapeDcgmExporter(
+  url: string,
+  opts: ScrapeDcgmExporterOptions = {},
+): Promise<DcgmExporterParse> {
+  const doFetch = opts.fetch ?? globalThis.fetch;
+  const timeoutMs = opts.timeoutMs ?? 2000;
+  let response: Response;
+  let body: string;
+  try {
+    response = await doFetch(url, {
+      signal: AbortSignal.timeout(timeoutMs),
+      headers: { accept: 'text/plain' },
+    });
+    body = await response.text();
+  } catch (cause) {
+    throw new DcgmScrapeError(url, `no answer within ${timeoutMs} ms (${String(cause)})`, { cause });
+  }
+  if (!response.ok)
+    throw new DcgmScrapeError(url, `expected HTTP 200, got ${response.status}`, { status: response.status });
+  return parseDcgmExporterText(body);
+}
