@@ -1,0 +1,99 @@
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { MAX_BODY_COMPRESSED_BYTES, MAX_BODY_DECOMPRESSED_BYTES } from '../../../lambdas/contract';
+import { IngestRequestError } from '../../../lambdas/handlers/errors';
+import { decodeJsonBody } from '../../../lambdas/handlers/http-body';
+
+function refusal(fn: () => unknown): IngestRequestError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof IngestRequestError) return err;
+    throw err;
+  }
+  throw new Error('expected a refusal');
+}
+
+describe('decodeJsonBody', () => {
+  const json = { schema: 'gpu-sentinel/v1', seq: 1 };
+
+  it.each([
+    ['plain JSON text', { body: JSON.stringify(json), isBase64Encoded: false, headers: {} }],
+    [
+      'base64 JSON',
+      { body: Buffer.from(JSON.stringify(json)).toString('base64'), isBase64Encoded: true, headers: {} },
+    ],
+    [
+      'base64 gzip with Content-Encoding',
+      {
+        body: gzipSync(JSON.stringify(json)).toString('base64'),
+        isBase64Encoded: true,
+        headers: { 'Content-Encoding': 'gzip' },
+      },
+    ],
+    [
+      'base64 gzip without the header (detected by magic bytes)',
+      { body: gzipSync(JSON.stringify(json)).toString('base64'), isBase64Encoded: true, headers: null },
+    ],
+  ])('decodes %s', (_name, raw) => {
+    expect(decodeJsonBody(raw)).toEqual(json);
+  });
+
+  it('refuses a gzip bomb with 413 once the decompressed size passes 8 MiB', () => {
+    // Prepare: 16 MiB of zeros compresses to ~16 KiB
+    const bomb = gzipSync(Buffer.alloc(2 * MAX_BODY_DECOMPRESSED_BYTES));
+    expect(bomb.length).toBeLessThan(MAX_BODY_COMPRESSED_BYTES);
+    // Act
+    const err = refusal(() =>
+      decodeJsonBody({
+        body: bomb.toString('base64'),
+        isBase64Encoded: true,
+        headers: { 'content-encoding': 'gzip' },
+      }),
+    );
+    // Assess
+    expect(err.status).toBe(413);
+    expect(err.message).toMatch(/decompressed body exceeds/);
+  });
+
+  it('refuses a compressed body over 1 MiB with 413', () => {
+    const big = Buffer.concat([Buffer.from([0x1f, 0x8b]), Buffer.alloc(MAX_BODY_COMPRESSED_BYTES)]);
+    const err = refusal(() =>
+      decodeJsonBody({ body: big.toString('base64'), isBase64Encoded: true, headers: {} }),
+    );
+    expect(err.status).toBe(413);
+  });
+
+  it('refuses a plain body over 8 MiB with 413', () => {
+    const err = refusal(() =>
+      decodeJsonBody({
+        body: ' '.repeat(MAX_BODY_DECOMPRESSED_BYTES + 1),
+        isBase64Encoded: false,
+        headers: {},
+      }),
+    );
+    expect(err.status).toBe(413);
+  });
+
+  it.each<[string, Parameters<typeof decodeJsonBody>[0], number, RegExp]>([
+    ['an empty body', { body: '', isBase64Encoded: false, headers: {} }, 400, /got none/],
+    ['a null body', { body: null, isBase64Encoded: false, headers: {} }, 400, /got none/],
+    ['invalid JSON', { body: '{"seq":', isBase64Encoded: false, headers: {} }, 400, /expected JSON/],
+    [
+      'broken gzip',
+      { body: Buffer.from([0x1f, 0x8b, 1, 2, 3]).toString('base64'), isBase64Encoded: true, headers: {} },
+      400,
+      /valid gzip/,
+    ],
+    [
+      'brotli',
+      { body: 'x', isBase64Encoded: false, headers: { 'Content-Encoding': 'br' } },
+      415,
+      /unsupported Content-Encoding "br"/,
+    ],
+  ])('refuses %s', (_name, raw, status, message) => {
+    const err = refusal(() => decodeJsonBody(raw));
+    expect(err.status).toBe(status);
+    expect(err.message).toMatch(message);
+  });
+});
