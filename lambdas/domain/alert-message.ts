@@ -1,0 +1,122 @@
+import type { Host } from '../contract';
+import { JOB_TAG, MAX_ALERT_SUBJECT_CHARS, PROJECT_TAG, TEAM_TAG } from './constants';
+import type { Alert, Finding } from './types';
+
+/**
+ * Turns findings into alert messages (DESIGN §7): a stable id, a short ASCII subject, a plain-text body
+ * (what, where, numbers, what to do) and SNS message attributes for subscription filter policies.
+ */
+
+/**
+ * The stable alert id of a finding: `rule:instance_id[:gpu]`, gpu = the index, else the PCI bus id,
+ * nothing for an instance-wide finding (DESIGN §6). Note: different Xid codes on one GPU share the id.
+ *
+ * @param finding - the finding
+ * @returns e.g. `xid_fatal:i-0abc12345def67890:0000:19:00.0`, `ecc_dbe:i-0abc12345def67890:3`
+ */
+export function alertId(finding: Finding): string {
+  const gpu = finding.gpu_index !== undefined ? String(finding.gpu_index) : finding.pci_bus_id;
+  return gpu === undefined
+    ? `${finding.rule}:${finding.instance_id}`
+    : `${finding.rule}:${finding.instance_id}:${gpu}`;
+}
+
+const ASCII_REPLACEMENTS: Readonly<Record<string, string>> = {
+  '−': '-',
+  '–': '-',
+  '—': '-',
+  '×': 'x',
+  '≥': '>=',
+  '≤': '<=',
+  '°': '',
+  '…': '...',
+  '‘': "'",
+  '’': "'",
+  '“': '"',
+  '”': '"',
+};
+
+/**
+ * Makes text one printable-ASCII line: known typographic characters get ASCII twins, line breaks and
+ * tabs become spaces, anything else becomes `?`.
+ *
+ * @param text - any text
+ * @returns the text with only characters 0x20–0x7E
+ */
+export function toAsciiLine(text: string): string {
+  let out = '';
+  for (const ch of text) {
+    const mapped = ASCII_REPLACEMENTS[ch];
+    if (mapped !== undefined) out += mapped;
+    else if (ch === '\n' || ch === '\r' || ch === '\t') out += ' ';
+    else out += /^[\x20-\x7e]$/.test(ch) ? ch : '?';
+  }
+  return out;
+}
+
+function where(finding: Finding): string {
+  if (finding.gpu_index !== undefined && finding.pci_bus_id !== undefined)
+    return `GPU ${finding.gpu_index} (${finding.pci_bus_id})`;
+  if (finding.gpu_index !== undefined) return `GPU ${finding.gpu_index}`;
+  if (finding.pci_bus_id !== undefined) return `GPU ${finding.pci_bus_id}`;
+  return '';
+}
+
+/**
+ * Builds the alert for a finding on a host.
+ *
+ * - `subject`: `[SEVERITY] rule instance_id [GPU g] instance_type: summary`, printable ASCII only, at
+ *   most {@link MAX_ALERT_SUBJECT_CHARS} characters (cut with `...`).
+ * - `body`: plain text: what, when, where (instance, type, region/AZ, Auto Scaling group, GPU, team/job/
+ *   project tags), the numbers (every evidence field), what to do, and the alert id.
+ * - `attributes`: `severity`, `rule`, `instance_type`, and `team` only when the instance has the tag.
+ *
+ * @param finding - the finding
+ * @param host - the instance it is about (from the batch)
+ * @returns the alert
+ * @example
+ * toAlert(finding, batch.host).subject; // "[CRITICAL] xid_fatal i-0abc… GPU 0000:19:00.0 p5.48xlarge: Xid 48 …"
+ */
+export function toAlert(finding: Finding, host: Host): Alert {
+  const id = alertId(finding);
+  const gpu = where(finding);
+  const head = `[${finding.severity.toUpperCase()}] ${finding.rule} ${finding.instance_id}${gpu === '' ? '' : ` ${gpu}`} ${finding.instance_type}: `;
+  let subject = toAsciiLine(head + finding.summary);
+  if (subject.length > MAX_ALERT_SUBJECT_CHARS)
+    subject = `${subject.slice(0, MAX_ALERT_SUBJECT_CHARS - 3)}...`;
+
+  const tags = host.tags ?? {};
+  const team = tags[TEAM_TAG];
+  const owner = [TEAM_TAG, JOB_TAG, PROJECT_TAG]
+    .flatMap((k) => (tags[k] === undefined ? [] : [`${k} ${tags[k]}`]))
+    .join(', ');
+  const numbers = Object.entries(finding.evidence).map(([k, v]) => `  ${k}: ${String(v)}`);
+  const body = [
+    `What: ${finding.summary}`,
+    `Severity: ${finding.severity} (rule ${finding.rule}, action ${finding.action})`,
+    `First seen: ${finding.at}`,
+    '',
+    'Where:',
+    `  instance: ${finding.instance_id} (${finding.instance_type})`,
+    `  region: ${host.region}${host.az === undefined ? '' : `, AZ ${host.az}`}`,
+    `  Auto Scaling group: ${host.asg_name ?? 'none'}`,
+    ...(gpu === '' ? [] : [`  GPU: ${gpu}`]),
+    ...(host.lifecycle === undefined ? [] : [`  lifecycle: ${host.lifecycle}`]),
+    ...(owner === '' ? [] : [`  owner: ${owner}`]),
+    '',
+    'Numbers:',
+    ...(numbers.length > 0 ? numbers : ['  (none)']),
+    '',
+    `What to do: ${finding.remedy}`,
+    '',
+    `Alert id: ${id}`,
+  ].join('\n');
+
+  const attributes: Record<string, string> = {
+    severity: finding.severity,
+    rule: finding.rule,
+    instance_type: finding.instance_type,
+  };
+  if (team !== undefined) attributes.team = team;
+  return { id, finding, subject, body, attributes };
+}

@@ -1,0 +1,119 @@
+import type { GpuWindow } from '../contract';
+import {
+  FULLY_USED_EFFICIENCY_AT_LEAST,
+  IDLE_EFFICIENCY_BELOW,
+  MS_PER_SECOND,
+  SECONDS_PER_HOUR,
+} from './constants';
+import { LedgerInputError } from './errors';
+import type { InstancePrice } from './pricing';
+import type { EfficiencySource, LedgerEntry, WasteClass } from './types';
+
+/** Options of {@link computeLedger}. */
+export interface LedgerOptions {
+  /**
+   * Since when this GPU (or the whole instance) is known broken, ISO 8601 (the first fatal hardware
+   * event). A window ending after it is `broken`: its whole cost goes to `broken_usd`.
+   * @default undefined (not broken)
+   */
+  readonly brokenSince?: string;
+}
+
+/**
+ * Computes the waste ledger of one GPU window (DESIGN §5). No rounding: sums over many windows stay exact
+ * to floating point.
+ *
+ * - `cost_usd = P / N × Δt / 3600`, with `P` = `price.price_usd_per_hour`, `N` = `price.gpu_count`,
+ *   Δt = end − start in seconds.
+ * - `efficiency` = `sm_active` when measured (source `sm_active`); else `gpu_util` (source `gpu_util`:
+ *   an upper bound on efficiency, so the waste is a lower bound); else absent (source `none`, class
+ *   `unknown`, no waste counted).
+ * - class, first match wins: `broken` (window end after `brokenSince`) → `broken_usd` = cost;
+ *   efficiency < {@link IDLE_EFFICIENCY_BELOW} and no compute process → `idle_usd` = cost;
+ *   … with a process → `held_idle_usd` = cost; … with `compute_processes` unknown → `idle_usd` = cost
+ *   and `processes_known: false`; otherwise `underused_usd` = cost × (1 − efficiency), class
+ *   `underused`, or `none` when efficiency ≥ {@link FULLY_USED_EFFICIENCY_AT_LEAST} (the small
+ *   remainder is still counted in `underused_usd`, so the sum over classes stays the formula).
+ * - `wasted_usd` = idle + held_idle + underused + broken, so 0 ≤ wasted_usd ≤ cost_usd.
+ *
+ * @param window - a validated GPU window (flush; a horizon window would double-count the money)
+ * @param price - the instance price (see `priceFor`)
+ * @param opts - `brokenSince`, see {@link LedgerOptions}
+ * @returns the ledger entry; money in USD, `window_s` in s, `gpu_hours` in h
+ * @throws {LedgerInputError} when the window end is not after its start, or the price is negative,
+ *   non-finite, or split over fewer than 1 GPU
+ * @example
+ * computeLedger(window10s, priceFor('p5.48xlarge', 'us-east-1')).cost_usd; // 55.04 / 8 × 10 / 3600
+ */
+export function computeLedger(window: GpuWindow, price: InstancePrice, opts?: LedgerOptions): LedgerEntry {
+  const endMs = Date.parse(window.end);
+  const window_s = (endMs - Date.parse(window.start)) / MS_PER_SECOND;
+  if (!Number.isFinite(window_s) || window_s <= 0) {
+    throw new LedgerInputError(
+      'window.end',
+      window.end,
+      `Expected window end after start, got start ${window.start} and end ${window.end}; pass a validated window.`,
+    );
+  }
+  const P = price.price_usd_per_hour;
+  if (!Number.isFinite(P) || P < 0) {
+    throw new LedgerInputError('price.price_usd_per_hour', P, `Expected a price in USD/hour >= 0, got ${P}.`);
+  }
+  const N = price.gpu_count;
+  if (!Number.isFinite(N) || N < 1) {
+    throw new LedgerInputError('price.gpu_count', N, `Expected a GPU count >= 1, got ${N}.`);
+  }
+  const gpu_hours = window_s / SECONDS_PER_HOUR;
+  const cost_usd = (P / N) * gpu_hours;
+  const m = window.metrics;
+  let efficiency: number | undefined;
+  let efficiency_source: EfficiencySource = 'none';
+  if (m.sm_active !== undefined) {
+    efficiency = m.sm_active;
+    efficiency_source = 'sm_active';
+  } else if (m.gpu_util !== undefined) {
+    efficiency = m.gpu_util;
+    efficiency_source = 'gpu_util';
+  }
+  const processes_known = m.compute_processes !== undefined;
+  let idle_usd = 0;
+  let held_idle_usd = 0;
+  let underused_usd = 0;
+  let broken_usd = 0;
+  let waste_class: WasteClass;
+  const brokenMs = opts?.brokenSince === undefined ? Number.NaN : Date.parse(opts.brokenSince);
+  if (!Number.isNaN(brokenMs) && endMs > brokenMs) {
+    waste_class = 'broken';
+    broken_usd = cost_usd;
+  } else if (efficiency === undefined) {
+    waste_class = 'unknown';
+  } else if (efficiency < IDLE_EFFICIENCY_BELOW) {
+    if (m.compute_processes !== undefined && m.compute_processes > 0) {
+      waste_class = 'held_idle';
+      held_idle_usd = cost_usd;
+    } else {
+      waste_class = 'idle';
+      idle_usd = cost_usd;
+    }
+  } else {
+    waste_class = efficiency >= FULLY_USED_EFFICIENCY_AT_LEAST ? 'none' : 'underused';
+    underused_usd = cost_usd * (1 - efficiency);
+  }
+  const base = {
+    window_s,
+    gpu_hours,
+    price_usd_per_hour: P,
+    price_source: price.price_source,
+    gpu_count: N,
+    cost_usd,
+    efficiency_source,
+    processes_known,
+    waste_class,
+    idle_usd,
+    held_idle_usd,
+    underused_usd,
+    broken_usd,
+    wasted_usd: idle_usd + held_idle_usd + underused_usd + broken_usd,
+  };
+  return efficiency === undefined ? base : { ...base, efficiency };
+}

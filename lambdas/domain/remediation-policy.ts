@@ -1,0 +1,173 @@
+import type { Host } from '../contract';
+import { MS_PER_SECOND, QUARANTINE_TAG, REMEDIATION_OPT_OUT_TAG } from './constants';
+import type { RemediationRecord } from './ports';
+import type { RemediationMode } from './remediation-mode';
+import type { Finding, RemediationAction, RemediationDecision } from './types';
+
+/** Per-group rate limits of instance replacement (DESIGN §8). */
+export interface RemediationLimits {
+  /**
+   * Most replacements per Auto Scaling group in the rolling window, count ≥ 0.
+   * @default 2 (DESIGN §8)
+   */
+  readonly maxPerGroupPerWindow: number;
+  /**
+   * The rolling window of the per-group limit, s.
+   * @default 3600 (DESIGN §8: per hour)
+   */
+  readonly windowS: number;
+  /**
+   * Most replacements in the window as a fraction of the group's desired capacity (when known), 0..1;
+   * the resulting number is floored, but at least {@link RemediationLimits.minPerGroup}.
+   * @default 0.1 (DESIGN §8: ≤ 10 % of desired capacity)
+   */
+  readonly maxFractionOfDesired: number;
+  /**
+   * Floor of the capacity-fraction limit, count ≥ 0 (so a group of 4 can still replace one).
+   * @default 1
+   */
+  readonly minPerGroup: number;
+}
+
+/** The default limits: ≤ 2 per group per hour and ≤ 10 % of desired capacity, at least 1. Source: DESIGN §8. */
+export const DEFAULT_REMEDIATION_LIMITS: RemediationLimits = Object.freeze({
+  maxPerGroupPerWindow: 2,
+  windowS: 3600,
+  maxFractionOfDesired: 0.1,
+  minPerGroup: 1,
+});
+
+/** Everything the remediation policy needs to decide about one finding. */
+export interface RemediationInput {
+  readonly finding: Finding;
+  /** The finding's alert id (`alertId(finding)`). */
+  readonly alertId: string;
+  readonly host: Host;
+  readonly mode: RemediationMode;
+  /** The instance's earlier replace/quarantine record, if any (one per instance, ever). */
+  readonly existing?: RemediationRecord;
+  /** Recent replace records of the instance's group (the policy filters by group, action and window itself). */
+  readonly recentInGroup: readonly RemediationRecord[];
+  /** The group's desired capacity, instances, when known. */
+  readonly groupDesiredCapacity?: number;
+  /** Tags of the Auto Scaling group, when known: the opt-out tag may sit on the group (DESIGN §8). */
+  readonly groupTags?: Readonly<Record<string, string>>;
+  /** @default DEFAULT_REMEDIATION_LIMITS */
+  readonly limits?: RemediationLimits;
+  /** True when nothing will be executed (local mode). */
+  readonly dryRun: boolean;
+}
+
+function optedOut(tags: Readonly<Record<string, string>> | undefined): boolean {
+  return tags?.[REMEDIATION_OPT_OUT_TAG]?.trim().toLowerCase() === 'off';
+}
+
+/**
+ * The per-group replacement limit and how it was computed.
+ *
+ * @param limits - the limits
+ * @param desired - the group's desired capacity, if known
+ * @returns `{ limit, how }`: the smaller of `maxPerGroupPerWindow` and max(minPerGroup, floor(desired × fraction))
+ */
+export function groupReplacementLimit(
+  limits: RemediationLimits,
+  desired: number | undefined,
+): { limit: number; how: string } {
+  const perWindow = limits.maxPerGroupPerWindow;
+  if (desired === undefined) return { limit: perWindow, how: `${perWindow} per ${limits.windowS} s` };
+  const byCapacity = Math.max(limits.minPerGroup, Math.floor(desired * limits.maxFractionOfDesired));
+  const pct = Math.round(limits.maxFractionOfDesired * 100);
+  return {
+    limit: Math.min(perWindow, byCapacity),
+    how: `min(${perWindow} per ${limits.windowS} s, max(${limits.minPerGroup}, floor(${pct}% of desired ${desired}) = ${byCapacity}))`,
+  };
+}
+
+/**
+ * Decides what to do about a finding (DESIGN §8). Only a finding with action `replace` can lead to
+ * `replace` or `quarantine`. Checks, in this order; the first that applies decides:
+ *
+ * 1. mode `off` → `skip`;
+ * 2. finding action `none` → `skip`; `notify` → `notify`; `reset` → `escalate` (a human resets the GPU
+ *    when it is idle; no automatic action resets GPUs);
+ * 3. mode `notify` → `notify` (says what `replace` mode would have done);
+ * 4. opt-out tag `gpu-sentinel:remediation=off` on the instance or its group → `skip`;
+ * 5. already replaced or quarantined (`existing`) → `skip` (one replacement per instance, ever);
+ * 6. in an Auto Scaling group: replacements of that group in the last `windowS` (records with action
+ *    `replace`, `now − windowS < at ≤ now`) at or over the limit → `escalate` with the numbers; else
+ *    `replace` (SetInstanceHealth Unhealthy);
+ * 7. not in a group → `quarantine` (tag `gpu-sentinel:quarantine=<rule>` and page; never terminate).
+ *
+ * @param input - see {@link RemediationInput}
+ * @param now - decision time
+ * @returns the decision, with `reason` saying exactly why; `dry_run` true when `input.dryRun` or the mode is not `replace`
+ */
+export function decideRemediation(input: RemediationInput, now: Date): RemediationDecision {
+  const { finding, host, mode } = input;
+  const limits = input.limits ?? DEFAULT_REMEDIATION_LIMITS;
+  const decide = (action: RemediationAction, reason: string): RemediationDecision => ({
+    rule: finding.rule,
+    severity: finding.severity,
+    instance_id: finding.instance_id,
+    ...(finding.gpu_index === undefined ? {} : { gpu_index: finding.gpu_index }),
+    ...(host.asg_name === undefined ? {} : { asg_name: host.asg_name }),
+    action,
+    reason,
+    at: now.toISOString(),
+    alert_id: input.alertId,
+    dry_run: input.dryRun || mode !== 'replace',
+  });
+
+  if (mode === 'off') return decide('skip', 'remediation mode is off');
+  if (finding.action === 'none') return decide('skip', 'the finding asks for no action');
+  if (finding.action === 'notify') return decide('notify', 'the finding asks only for a notification');
+  if (finding.action === 'reset') {
+    return decide(
+      'escalate',
+      'the GPU needs a reset, which a human does when it is idle (nvidia-smi -r or a reboot); no automatic action',
+    );
+  }
+  const wouldDo =
+    host.asg_name === undefined
+      ? 'quarantine it (outside an Auto Scaling group)'
+      : `replace it in Auto Scaling group ${host.asg_name}`;
+  if (mode === 'notify') return decide('notify', `remediation mode is notify: replace mode would ${wouldDo}`);
+  if (optedOut(host.tags)) {
+    return decide('skip', `opt-out tag ${REMEDIATION_OPT_OUT_TAG}=off on the instance; a human must act`);
+  }
+  if (optedOut(input.groupTags)) {
+    return decide(
+      'skip',
+      `opt-out tag ${REMEDIATION_OPT_OUT_TAG}=off on Auto Scaling group ${host.asg_name ?? '?'}; a human must act`,
+    );
+  }
+  if (input.existing !== undefined) {
+    const e = input.existing;
+    return decide(
+      'skip',
+      `already ${e.action === 'replace' ? 'replaced' : 'quarantined'} at ${e.at} (rule ${e.rule}): one replacement per instance, ever`,
+    );
+  }
+  if (host.asg_name !== undefined) {
+    const since = now.getTime() - limits.windowS * MS_PER_SECOND;
+    const recent = input.recentInGroup.filter((r) => {
+      const t = Date.parse(r.at);
+      return r.asg_name === host.asg_name && r.action === 'replace' && t > since && t <= now.getTime();
+    }).length;
+    const { limit, how } = groupReplacementLimit(limits, input.groupDesiredCapacity);
+    if (recent >= limit) {
+      return decide(
+        'escalate',
+        `rate limit: ${recent} replacement(s) in Auto Scaling group ${host.asg_name} in the last ${limits.windowS} s, limit ${limit} = ${how}; a human must replace it`,
+      );
+    }
+    return decide(
+      'replace',
+      `in Auto Scaling group ${host.asg_name}; SetInstanceHealth(Unhealthy) so the group replaces it (${recent} of ${limit} replacement(s) used in the last ${limits.windowS} s)`,
+    );
+  }
+  return decide(
+    'quarantine',
+    `not in an Auto Scaling group: tag ${QUARANTINE_TAG}=${finding.rule} and page a human; never terminated`,
+  );
+}

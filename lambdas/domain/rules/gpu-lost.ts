@@ -1,0 +1,40 @@
+import type { Batch, GpuEvent } from '../../contract';
+import type { Finding } from '../types';
+import { describeGpu, groupByGpu, resolveGpuRef } from './gpu-ref';
+import type { RuleContext } from './rule-context';
+
+/**
+ * Rule `gpu_lost` (DESIGN §6): NVML answered GPU_IS_LOST or a GPU disappeared (a `gpu_lost` event).
+ * Critical, action `replace`.
+ *
+ * @param batch - a validated batch; reads `gpu_lost` events
+ * @param _ctx - unused
+ * @returns one finding per GPU, ordered by GPU; `at` = first event; evidence `count`, `first_at`, `last_at`, `detail`
+ */
+export function gpuLostRule(batch: Batch, _ctx?: RuleContext, _now?: Date): Finding[] {
+  const lost = (batch.events ?? []).filter((e) => e.kind === 'gpu_lost');
+  return groupByGpu(lost, (e) => resolveGpuRef(batch, e.gpu_index, e.pci_bus_id)).map(({ ref, items }) => {
+    const sorted = [...items].sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
+    const first = sorted[0] as GpuEvent;
+    const last = sorted[sorted.length - 1] as GpuEvent;
+    const detail = sorted.find((e) => e.detail !== undefined)?.detail;
+    return {
+      rule: 'gpu_lost',
+      severity: 'critical',
+      action: 'replace',
+      instance_id: batch.host.instance_id,
+      instance_type: batch.host.instance_type,
+      ...ref,
+      at: first.at,
+      summary: `${describeGpu(ref)} is lost (GPU_IS_LOST / fell off the bus), ${sorted.length} event(s)`,
+      remedy:
+        'The GPU is gone until the node reboots: checkpoint and move the job; the instance is replaced (Auto Scaling) or quarantined for a human.',
+      evidence: {
+        count: sorted.length,
+        first_at: first.at,
+        last_at: last.at,
+        ...(detail === undefined ? {} : { detail }),
+      },
+    } satisfies Finding;
+  });
+}

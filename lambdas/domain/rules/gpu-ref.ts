@@ -1,0 +1,119 @@
+import type { Batch } from '../../contract';
+
+/** Which GPU something is about: its index, its PCI bus id, both, or neither (the whole instance). */
+export interface GpuRef {
+  readonly gpu_index?: number;
+  /** Canonical form `dddd:bb:dd.f`, lower-case hex (see {@link canonicalPciBusId}). */
+  readonly pci_bus_id?: string;
+}
+
+const PCI_PATTERN = /^([0-9a-f]{4,8}):([0-9a-f]{2}):([0-9a-f]{2})(?:\.([0-9a-f]))?$/i;
+
+/**
+ * Canonical PCI bus id, so NVML's `00000000:19:00.0` and the kernel log's `0000:19:00` match.
+ *
+ * @param id - a PCI bus id, domain 4–8 hex digits, function optional
+ * @returns `dddd:bb:dd.f` (4-digit domain, lower case, function 0 when absent), or undefined if not a PCI id
+ */
+export function canonicalPciBusId(id: string | undefined): string | undefined {
+  if (id === undefined) return undefined;
+  const m = PCI_PATTERN.exec(id);
+  if (!m) return undefined;
+  const domain = Number.parseInt(m[1] ?? '0', 16)
+    .toString(16)
+    .padStart(4, '0');
+  return `${domain}:${(m[2] ?? '').toLowerCase()}:${(m[3] ?? '').toLowerCase()}.${(m[4] ?? '0').toLowerCase()}`;
+}
+
+/**
+ * Completes a GPU reference from the batch's windows: an event with only a PCI bus id gets the index
+ * of the window with that bus id, and the other way round.
+ *
+ * @param batch - the batch the reference comes from
+ * @param gpuIndex - the index the source gave, if any
+ * @param pciBusId - the PCI bus id the source gave, if any (any accepted form)
+ * @returns the completed reference
+ */
+export function resolveGpuRef(
+  batch: Batch,
+  gpuIndex: number | undefined,
+  pciBusId: string | undefined,
+): GpuRef {
+  let pci = canonicalPciBusId(pciBusId);
+  let index = gpuIndex;
+  for (const w of batch.windows) {
+    const wPci = canonicalPciBusId(w.gpu.pci_bus_id);
+    if (index === undefined && pci !== undefined && wPci === pci) index = w.gpu.index;
+    if (pci === undefined && index !== undefined && w.gpu.index === index && wPci !== undefined) pci = wPci;
+  }
+  return {
+    ...(index === undefined ? {} : { gpu_index: index }),
+    ...(pci === undefined ? {} : { pci_bus_id: pci }),
+  };
+}
+
+/**
+ * The grouping key of a GPU reference: the index, else the PCI bus id, else `*` (the instance).
+ *
+ * @param ref - the reference
+ * @returns the key, a string
+ */
+export function gpuKey(ref: GpuRef): string {
+  if (ref.gpu_index !== undefined) return String(ref.gpu_index);
+  return ref.pci_bus_id ?? '*';
+}
+
+/**
+ * Orders GPU references: by index (known first), then by PCI bus id, then the instance-wide one.
+ *
+ * @returns negative, 0 or positive, as `Array.prototype.sort` wants
+ */
+export function compareGpuRefs(a: GpuRef, b: GpuRef): number {
+  const ai = a.gpu_index ?? Number.POSITIVE_INFINITY;
+  const bi = b.gpu_index ?? Number.POSITIVE_INFINITY;
+  if (ai !== bi) return ai < bi ? -1 : 1;
+  const ap = a.pci_bus_id ?? '~';
+  const bp = b.pci_bus_id ?? '~';
+  return ap < bp ? -1 : ap > bp ? 1 : 0;
+}
+
+/**
+ * Names a GPU for people: `GPU 3 (0000:19:00.0)`, `GPU 3`, `GPU at 0000:19:00.0`, or `an unidentified GPU`.
+ *
+ * @param ref - the reference
+ * @returns the phrase
+ */
+export function describeGpu(ref: GpuRef): string {
+  if (ref.gpu_index !== undefined && ref.pci_bus_id !== undefined)
+    return `GPU ${ref.gpu_index} (${ref.pci_bus_id})`;
+  if (ref.gpu_index !== undefined) return `GPU ${ref.gpu_index}`;
+  if (ref.pci_bus_id !== undefined) return `GPU at ${ref.pci_bus_id}`;
+  return 'an unidentified GPU';
+}
+
+/**
+ * Groups items by the GPU they are about, in {@link compareGpuRefs} order; items keep their input order.
+ *
+ * @param items - the items
+ * @param refOf - the GPU reference of an item
+ * @returns one `{ ref, items }` per GPU
+ */
+export function groupByGpu<T>(
+  items: readonly T[],
+  refOf: (item: T) => GpuRef,
+): { ref: GpuRef; items: T[] }[] {
+  const groups = new Map<string, { ref: GpuRef; items: T[] }>();
+  for (const item of items) {
+    const ref = refOf(item);
+    const key = gpuKey(ref);
+    const group = groups.get(key);
+    if (group) group.items.push(item);
+    else groups.set(key, { ref, items: [item] });
+  }
+  return [...groups.values()].sort((a, b) => compareGpuRefs(a.ref, b.ref));
+}
+
+/** Flush windows only: horizon windows are for the window rules. */
+export function flushWindows(batch: Batch): Batch['windows'] {
+  return batch.windows.filter((w) => w.kind === 'flush');
+}

@@ -1,0 +1,171 @@
+import type { Batch, GpuEvent } from '../../contract';
+import { MAX_EVIDENCE_LIST_ITEMS, MAX_EVIDENCE_TEXT_CHARS, MS_PER_SECOND } from '../constants';
+import type { Finding, FindingAction, Severity } from '../types';
+import { type XidPolicyEntry, xidPolicyFor } from '../xid-policy';
+import { describeGpu, type GpuRef, groupByGpu, resolveGpuRef } from './gpu-ref';
+import type { RuleContext } from './rule-context';
+
+interface TimedEvent {
+  readonly event: GpuEvent;
+  readonly ms: number;
+  readonly order: number;
+}
+
+/**
+ * Drops cross-source duplicates: an event from one source within `windowMs` of a not-yet-matched event of
+ * the same GPU and code from another source is the same occurrence (NVML and kmsg both saw it).
+ * Events from the same source are never merged (nine Xid 94 lines in 130 ms are nine occurrences).
+ */
+function dedupe(sorted: readonly TimedEvent[], windowMs: number): { kept: TimedEvent[]; dropped: number } {
+  const kept: TimedEvent[] = [];
+  const matched = new Set<number>();
+  let dropped = 0;
+  for (const ev of sorted) {
+    let twin = -1;
+    for (let k = kept.length - 1; k >= 0; k--) {
+      const other = kept[k] as TimedEvent;
+      if (ev.ms - other.ms > windowMs) break;
+      if (other.event.source !== ev.event.source && !matched.has(k)) {
+        twin = k;
+        break;
+      }
+    }
+    if (twin >= 0) {
+      matched.add(twin);
+      dropped++;
+    } else kept.push(ev);
+  }
+  return { kept, dropped };
+}
+
+/** Most events inside any span of `windowMs` (two pointers over time-sorted events). */
+function maxInWindow(sorted: readonly TimedEvent[], windowMs: number): number {
+  let best = 0;
+  let lo = 0;
+  for (let hi = 0; hi < sorted.length; hi++) {
+    while ((sorted[hi] as TimedEvent).ms - (sorted[lo] as TimedEvent).ms > windowMs) lo++;
+    best = Math.max(best, hi - lo + 1);
+  }
+  return best;
+}
+
+function distinct(values: readonly (string | number | undefined)[]): string {
+  const seen: string[] = [];
+  for (const v of values) {
+    if (v === undefined) continue;
+    const s = String(v);
+    if (!seen.includes(s)) seen.push(s);
+    if (seen.length >= MAX_EVIDENCE_LIST_ITEMS) break;
+  }
+  return seen.join(',');
+}
+
+function outcome(
+  entry: XidPolicyEntry,
+  met: boolean,
+): { action: FindingAction; severity: Severity } | undefined {
+  if (entry.action === 'ignore') return undefined;
+  if (met) return { action: entry.action, severity: entry.severity };
+  // Below the count threshold: a replace/reset code is still worth a human look, never an action.
+  if (entry.action === 'replace' || entry.action === 'reset')
+    return { action: 'notify', severity: 'warning' };
+  return undefined;
+}
+
+function xidFinding(
+  batch: Batch,
+  ref: GpuRef,
+  xid: number,
+  events: TimedEvent[],
+  ctx: RuleContext,
+): Finding[] {
+  const { entry, known } = xidPolicyFor(ctx.xidPolicy, xid);
+  const sorted = [...events].sort((a, b) => a.ms - b.ms || a.order - b.order);
+  const { kept, dropped } = dedupe(sorted, ctx.thresholds.xidDedupeWindowS * MS_PER_SECOND);
+  const most = maxInWindow(kept, entry.window_s * MS_PER_SECOND);
+  const met = most >= entry.count;
+  const result = outcome(entry, met);
+  if (result === undefined) return [];
+  const first = kept[0] as TimedEvent;
+  const last = kept[kept.length - 1] as TimedEvent;
+  const detail = kept.find((k) => k.event.detail !== undefined)?.event.detail;
+  const pids = distinct(kept.map((k) => k.event.pid));
+  const names = distinct(kept.map((k) => k.event.process_name));
+  const times = kept.length > 1 ? ` x${kept.length}` : '';
+  const text = xid === 154 && detail !== undefined ? `: ${detail.slice(0, MAX_EVIDENCE_TEXT_CHARS)}` : '';
+  const below = met ? '' : ` (below the ${entry.count}-in-${entry.window_s}s ${entry.action} threshold)`;
+  return [
+    {
+      rule: 'xid_fatal',
+      severity: result.severity,
+      action: result.action,
+      instance_id: batch.host.instance_id,
+      instance_type: batch.host.instance_type,
+      ...ref,
+      at: first.event.at,
+      summary: `Xid ${xid} (${entry.meaning})${times} on ${describeGpu(ref)}${below}${text}`,
+      remedy: met
+        ? entry.remedy
+        : `Watch for repeats: ${entry.count} within ${entry.window_s} s means: ${entry.remedy}`,
+      evidence: {
+        xid,
+        mnemonic: entry.mnemonic,
+        known_xid: known,
+        count: kept.length,
+        first_at: first.event.at,
+        last_at: last.event.at,
+        policy_action: entry.action,
+        threshold: `${entry.count} in ${entry.window_s} s`,
+        threshold_met: met,
+        max_in_window: most,
+        sources: distinct(kept.map((k) => k.event.source)),
+        ...(dropped > 0 ? { duplicates_dropped: dropped } : {}),
+        ...(pids === '' ? {} : { pids }),
+        ...(names === '' ? {} : { process_names: names }),
+        ...(detail === undefined ? {} : { detail: detail.slice(0, MAX_EVIDENCE_TEXT_CHARS) }),
+      },
+    },
+  ];
+}
+
+/**
+ * Rule `xid_fatal` (DESIGN §6): XID events judged by the XID policy, grouped per (GPU, Xid code) so 629
+ * Xid 13 make one finding with `evidence.count = 629`. Cross-source duplicates (NVML + kmsg within
+ * `thresholds.xidDedupeWindowS`) count once.
+ *
+ * Per group: policy `ignore` → nothing; the count threshold met (at least `count` occurrences within
+ * `window_s`) → the policy's action and severity (`replace` → critical/replace, `reset` → warning/reset,
+ * `notify` → its severity/notify). Not met: a `replace`/`reset` code gives a `notify` at `warning` (a
+ * human should see a first NVLink error), a `notify` code gives nothing. The count is over this batch's
+ * events only (the ingest path has no store query); repeats across batches arrive as separate findings.
+ *
+ * @param batch - a validated batch; reads `events` of kind `xid`
+ * @param ctx - `xidPolicy` and `thresholds.xidDedupeWindowS`
+ * @returns one finding per (GPU, Xid code) that deserves one, ordered by GPU then code; `at` = first occurrence
+ */
+export function xidFatalRule(batch: Batch, ctx: RuleContext, _now?: Date): Finding[] {
+  const timed: (TimedEvent & { ref: GpuRef })[] = [];
+  (batch.events ?? []).forEach((event, order) => {
+    if (event.kind !== 'xid' || event.xid === undefined) return;
+    timed.push({
+      event,
+      ms: Date.parse(event.at),
+      order,
+      ref: resolveGpuRef(batch, event.gpu_index, event.pci_bus_id),
+    });
+  });
+  const findings: Finding[] = [];
+  for (const group of groupByGpu(timed, (t) => t.ref)) {
+    const byXid = new Map<number, TimedEvent[]>();
+    for (const t of group.items) {
+      const xid = t.event.xid as number;
+      const list = byXid.get(xid);
+      if (list) list.push(t);
+      else byXid.set(xid, [t]);
+    }
+    for (const xid of [...byXid.keys()].sort((a, b) => a - b)) {
+      findings.push(...xidFinding(batch, group.ref, xid, byXid.get(xid) ?? [], ctx));
+    }
+  }
+  return findings;
+}
