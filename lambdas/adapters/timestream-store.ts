@@ -1,0 +1,282 @@
+import {
+  type Datum,
+  QueryCommand,
+  type QueryCommandOutput,
+  type TimestreamQueryClient,
+} from '@aws-sdk/client-timestream-query';
+import {
+  type _Record,
+  RejectedRecordsException,
+  type TimestreamWriteClient,
+  WriteRecordsCommand,
+} from '@aws-sdk/client-timestream-write';
+import type { RejectedRow, StoreWriteResult, TelemetryStore, WasteQuery } from '../domain/ports';
+import type { StoreRows, WasteReportRow } from '../domain/types';
+import { DEFAULT_TIMESTREAM_TABLES, GPU_MEASURE_NAME, TIMESTREAM_MAX_RECORDS_PER_WRITE } from './constants';
+import { StoreQueryError, StoreUnavailableError } from './errors';
+import { efaWindowRecord, eventRecord, gpuWindowRecord } from './timestream-records';
+import { compareWasteRows, toWasteReportRow, wasteRangeProblem } from './waste-report';
+
+/** Timestream table names of the three stored tables. */
+export interface TimestreamTables {
+  /** @default 'gpu_windows' */
+  readonly gpu: string;
+  /** @default 'efa_windows' */
+  readonly efa: string;
+  /** @default 'events' */
+  readonly events: string;
+}
+
+/** Options of {@link TimestreamStore}. */
+export interface TimestreamStoreOptions {
+  /** Write client (endpoint discovery is handled by the SDK). */
+  readonly client: TimestreamWriteClient;
+  /** Query client, needed by `queryWaste` only. */
+  readonly queryClient?: TimestreamQueryClient;
+  /** Timestream database name, e.g. `gpu_sentinel`. */
+  readonly database: string;
+  /** Table names. @default { gpu: 'gpu_windows', efa: 'efa_windows', events: 'events' } */
+  readonly tables?: Partial<TimestreamTables>;
+}
+
+type TableKey = RejectedRow['table'];
+
+/** A record with where it came from, so a rejection maps back to a row. */
+interface Located {
+  readonly table: TableKey;
+  readonly index: number;
+  readonly seq: number;
+  readonly record: _Record;
+}
+
+/**
+ * The telemetry store on Amazon Timestream for LiveAnalytics (DESIGN §4).
+ *
+ * Writes: one multi-measure record per row, ≤ 100 records per `WriteRecords` (Timestream limit),
+ * `Version` = batch `seq`, so a retried batch overwrites itself. Rejected records
+ * (`RejectedRecordsException`) come back in `rejected` with their row index and reason; a version
+ * conflict whose `ExistingVersion ≥ seq` means the same or a newer batch is already stored, so the
+ * row counts as written (idempotent duplicate). If a later call of a batch fails as a whole, the
+ * error is thrown after earlier calls succeeded; the agent retries the whole batch, and the records
+ * already stored are overwritten by themselves (same version, same values).
+ *
+ * @example
+ * const store = new TimestreamStore({ client: new TimestreamWriteClient({}), database: 'gpu_sentinel' });
+ * const { written, rejected } = await store.write(rows);
+ */
+export class TimestreamStore implements TelemetryStore {
+  readonly #client: TimestreamWriteClient;
+  readonly #queryClient: TimestreamQueryClient | undefined;
+  readonly #database: string;
+  readonly #tables: TimestreamTables;
+
+  /**
+   * @param options - clients, database and table names
+   */
+  constructor(options: TimestreamStoreOptions) {
+    this.#client = options.client;
+    this.#queryClient = options.queryClient;
+    this.#database = options.database;
+    this.#tables = { ...DEFAULT_TIMESTREAM_TABLES, ...options.tables };
+  }
+
+  /**
+   * Writes one batch's rows to the three tables, in calls of ≤ 100 records.
+   *
+   * @param rows - the batch's GPU windows, EFA windows and events
+   * @returns `written`: rows stored (idempotent duplicates included); `rejected`: rows Timestream
+   *   refused, with table, index into that table's array of `rows`, and Timestream's reason
+   * @throws {StoreUnavailableError} when a call fails as a whole (throttling, 5xx, network,
+   *   validation): the caller answers 503 and the agent retries the batch
+   */
+  async write(rows: StoreRows): Promise<StoreWriteResult> {
+    const rejected: RejectedRow[] = [];
+    let written = 0;
+    const groups: ReadonlyArray<readonly [TableKey, string, Located[]]> = [
+      [
+        'gpu_windows',
+        this.#tables.gpu,
+        rows.gpu.map((r, index) => ({ table: 'gpu_windows', index, seq: r.seq, record: gpuWindowRecord(r) })),
+      ],
+      [
+        'efa_windows',
+        this.#tables.efa,
+        rows.efa.map((r, index) => ({ table: 'efa_windows', index, seq: r.seq, record: efaWindowRecord(r) })),
+      ],
+      [
+        'events',
+        this.#tables.events,
+        rows.events.map((r, index) => ({ table: 'events', index, seq: r.seq, record: eventRecord(r) })),
+      ],
+    ];
+    for (const [table, tableName, located] of groups) {
+      const sendable: Located[] = [];
+      for (const l of located) {
+        if ((l.record.MeasureValues ?? []).length === 0) {
+          rejected.push({
+            table,
+            index: l.index,
+            reason: 'record has no measure values (an EFA window without counters); not sent',
+          });
+        } else {
+          sendable.push(l);
+        }
+      }
+      for (let i = 0; i < sendable.length; i += TIMESTREAM_MAX_RECORDS_PER_WRITE) {
+        const chunk = sendable.slice(i, i + TIMESTREAM_MAX_RECORDS_PER_WRITE);
+        const result = await this.#writeChunk(tableName, chunk);
+        written += result.written;
+        rejected.push(...result.rejected);
+      }
+    }
+    return { written, rejected };
+  }
+
+  async #writeChunk(tableName: string, chunk: readonly Located[]): Promise<StoreWriteResult> {
+    try {
+      await this.#client.send(
+        new WriteRecordsCommand({
+          DatabaseName: this.#database,
+          TableName: tableName,
+          Records: chunk.map((l) => l.record),
+        }),
+      );
+      return { written: chunk.length, rejected: [] };
+    } catch (error) {
+      if (error instanceof RejectedRecordsException && Array.isArray(error.RejectedRecords)) {
+        const rejected: RejectedRow[] = [];
+        for (const r of error.RejectedRecords) {
+          const source = r.RecordIndex === undefined ? undefined : chunk[r.RecordIndex];
+          if (source === undefined) {
+            throw new StoreUnavailableError(
+              `WriteRecords ${tableName}`,
+              `expected RejectedRecords[].RecordIndex within 0..${chunk.length - 1}, got ${String(r.RecordIndex)}; cannot tell which rows were stored, retry the batch`,
+              { cause: error },
+            );
+          }
+          if (r.ExistingVersion !== undefined && r.ExistingVersion >= source.seq) continue;
+          rejected.push({
+            table: source.table,
+            index: source.index,
+            reason: r.Reason ?? 'rejected without a reason',
+          });
+        }
+        return { written: chunk.length - rejected.length, rejected };
+      }
+      const detail = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      throw new StoreUnavailableError(
+        `WriteRecords ${tableName}`,
+        `expected Timestream to accept ${chunk.length} records, got ${detail}; answer 503 so the agent retries the batch`,
+        { cause: error },
+      );
+    }
+  }
+
+  /**
+   * Sums the ledger per GPU over windows with `from ≤ time < to` (Timestream SQL, all result pages).
+   *
+   * @param query - the time range
+   * @returns one row per instance+GPU, ordered by `wasted_usd` desc, then instance id, then GPU index
+   * @throws {StoreQueryError} when no `queryClient` was given, or the range is empty or invalid
+   * @throws {StoreUnavailableError} when Timestream Query fails
+   */
+  async queryWaste(query: WasteQuery): Promise<WasteReportRow[]> {
+    if (this.#queryClient === undefined) {
+      throw new StoreQueryError(
+        'Expected a `queryClient` (TimestreamQueryClient) in the TimestreamStore options to run waste reports, got none; pass one.',
+      );
+    }
+    const problem = wasteRangeProblem(query.from, query.to);
+    if (problem !== undefined) throw new StoreQueryError(problem);
+    const sql = wasteSql(this.#database, this.#tables.gpu, query.from, query.to);
+    const out: WasteReportRow[] = [];
+    let nextToken: string | undefined;
+    do {
+      let page: QueryCommandOutput;
+      try {
+        page = await this.#queryClient.send(
+          new QueryCommand({ QueryString: sql, ...(nextToken ? { NextToken: nextToken } : {}) }),
+        );
+      } catch (error) {
+        throw new StoreUnavailableError(
+          'Query gpu_windows',
+          'expected Timestream Query to answer the waste report; retry later',
+          { cause: error },
+        );
+      }
+      const names = (page.ColumnInfo ?? []).map((c) => c.Name ?? '');
+      for (const row of page.Rows ?? []) out.push(parseWasteRow(names, row.Data ?? []));
+      nextToken = page.NextToken;
+    } while (nextToken);
+    return out.sort(compareWasteRows);
+  }
+}
+
+/**
+ * The waste report SQL for Timestream: ledger sums per instance and GPU over `from ≤ time < to`.
+ *
+ * @param database - database name
+ * @param table - the GPU windows table name
+ * @param from - inclusive start
+ * @param to - exclusive end
+ * @returns the query string
+ */
+export function wasteSql(database: string, table: string, from: Date, to: Date): string {
+  return `SELECT instance_id, gpu_index,
+  max_by(instance_type, time) AS instance_type,
+  max_by(team, time) AS team,
+  max_by(job, time) AS job,
+  sum(gpu_hours) AS gpu_hours, sum(cost_usd) AS cost_usd, sum(idle_usd) AS idle_usd,
+  sum(held_idle_usd) AS held_idle_usd, sum(underused_usd) AS underused_usd,
+  sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd,
+  coalesce(sum(CASE WHEN efficiency IS NOT NULL THEN efficiency * gpu_hours END), 0) AS efficiency_weighted,
+  coalesce(sum(CASE WHEN efficiency IS NOT NULL THEN gpu_hours END), 0) AS efficiency_hours,
+  count(DISTINCT CASE WHEN efficiency_source <> 'none' THEN efficiency_source END) AS source_count,
+  max(CASE WHEN efficiency_source <> 'none' THEN efficiency_source END) AS any_source,
+  max_by(price_usd_per_hour, time) AS price_usd_per_hour,
+  max_by(price_source, time) AS price_source,
+  max(CASE WHEN processes_known THEN 0 ELSE 1 END) AS processes_unknown
+FROM "${database}"."${table}"
+WHERE measure_name = '${GPU_MEASURE_NAME}'
+  AND time >= from_iso8601_timestamp('${from.toISOString()}')
+  AND time < from_iso8601_timestamp('${to.toISOString()}')
+GROUP BY instance_id, gpu_index`;
+}
+
+/** One result row of {@link wasteSql} → report row. */
+function parseWasteRow(names: readonly string[], data: readonly Datum[]): WasteReportRow {
+  const v = new Map<string, string | undefined>();
+  names.forEach((n, i) => {
+    const d = data[i];
+    v.set(n, d === undefined || d.NullValue ? undefined : d.ScalarValue);
+  });
+  const num = (n: string): number => {
+    const s = v.get(n);
+    return s === undefined ? 0 : Number(s);
+  };
+  const str = (n: string): string | undefined => v.get(n);
+  const team = str('team');
+  const job = str('job');
+  const anySource = str('any_source');
+  return toWasteReportRow({
+    instance_id: str('instance_id') ?? '',
+    instance_type: str('instance_type') ?? '',
+    gpu_index: num('gpu_index'),
+    ...(team !== undefined ? { team } : {}),
+    ...(job !== undefined ? { job } : {}),
+    gpu_hours: num('gpu_hours'),
+    cost_usd: num('cost_usd'),
+    idle_usd: num('idle_usd'),
+    held_idle_usd: num('held_idle_usd'),
+    underused_usd: num('underused_usd'),
+    broken_usd: num('broken_usd'),
+    wasted_usd: num('wasted_usd'),
+    efficiency_weighted: num('efficiency_weighted'),
+    efficiency_hours: num('efficiency_hours'),
+    source_count: num('source_count'),
+    ...(anySource !== undefined ? { any_source: anySource } : {}),
+    price_usd_per_hour: num('price_usd_per_hour'),
+    price_source: str('price_source') ?? 'unpriced',
+    processes_unknown: num('processes_unknown') > 0,
+  });
+}

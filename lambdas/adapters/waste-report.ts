@@ -1,0 +1,96 @@
+import type { WasteReportRow } from '../domain/types';
+
+/**
+ * One GPU's aggregates as both store adapters' SQL returns them, before they become a
+ * {@link WasteReportRow}. Every number already a JS number; absent values `undefined`.
+ */
+export interface WasteAggregate {
+  readonly instance_id: string;
+  readonly instance_type: string;
+  readonly gpu_index: number;
+  readonly team?: string;
+  readonly job?: string;
+  readonly gpu_hours: number;
+  readonly cost_usd: number;
+  readonly idle_usd: number;
+  readonly held_idle_usd: number;
+  readonly underused_usd: number;
+  readonly broken_usd: number;
+  readonly wasted_usd: number;
+  /** Σ efficiency × gpu_hours over the windows where efficiency was measured. */
+  readonly efficiency_weighted: number;
+  /** Σ gpu_hours over the windows where efficiency was measured (0 when never). */
+  readonly efficiency_hours: number;
+  /** Distinct measured efficiency sources seen (`none` excluded), 0..2. */
+  readonly source_count: number;
+  /** One measured source (`sm_active` or `gpu_util`) when `source_count ≥ 1`. */
+  readonly any_source?: string;
+  readonly price_usd_per_hour: number;
+  readonly price_source: string;
+  readonly processes_unknown: boolean;
+}
+
+/**
+ * Turns SQL aggregates into a report row: GPU-hour-weighted efficiency over the measured windows
+ * (absent if never measured); `efficiency_source` the one measured source, `mixed` when windows
+ * used both `sm_active` and `gpu_util`, `none` when none was measured. Windows without a
+ * measurement do not make the source `mixed`.
+ *
+ * @param a - one GPU's aggregates
+ * @returns the report row
+ */
+export function toWasteReportRow(a: WasteAggregate): WasteReportRow {
+  const measured = a.efficiency_hours > 0;
+  const efficiency_source =
+    a.source_count === 0 ? 'none' : a.source_count > 1 ? 'mixed' : (a.any_source ?? 'none');
+  return {
+    instance_id: a.instance_id,
+    instance_type: a.instance_type,
+    gpu_index: a.gpu_index,
+    ...(a.team !== undefined ? { team: a.team } : {}),
+    ...(a.job !== undefined ? { job: a.job } : {}),
+    gpu_hours: a.gpu_hours,
+    cost_usd: a.cost_usd,
+    idle_usd: a.idle_usd,
+    held_idle_usd: a.held_idle_usd,
+    underused_usd: a.underused_usd,
+    broken_usd: a.broken_usd,
+    wasted_usd: a.wasted_usd,
+    ...(measured ? { efficiency: a.efficiency_weighted / a.efficiency_hours } : {}),
+    efficiency_source,
+    price_usd_per_hour: a.price_usd_per_hour,
+    price_source: a.price_source,
+    processes_unknown: a.processes_unknown,
+  };
+}
+
+/**
+ * Report order: `wasted_usd` descending, then instance id ascending, then GPU index ascending
+ * (numeric), so both stores list the same report identically.
+ *
+ * @param a - a report row
+ * @param b - another report row
+ * @returns negative when `a` comes first, positive when `b` does, 0 when equal
+ */
+export function compareWasteRows(a: WasteReportRow, b: WasteReportRow): number {
+  if (a.wasted_usd !== b.wasted_usd) return b.wasted_usd - a.wasted_usd;
+  if (a.instance_id !== b.instance_id) return a.instance_id < b.instance_id ? -1 : 1;
+  return a.gpu_index - b.gpu_index;
+}
+
+/**
+ * Checks a report range.
+ *
+ * @param from - inclusive start
+ * @param to - exclusive end, must be after `from`
+ * @returns an error message, or undefined when the range is valid
+ */
+export function wasteRangeProblem(from: Date, to: Date): string | undefined {
+  if (Number.isNaN(from.getTime()) || Number.isNaN(to.getTime())) {
+    return `Expected \`from\` and \`to\` to be valid dates, got \`${String(from)}\` and \`${String(to)}\`; pass Date objects.`;
+  }
+  if (to.getTime() <= from.getTime()) {
+    return `Expected \`to\` after \`from\`, got from=${from.toISOString()} to=${to.toISOString()}; swap them or widen the range.`;
+  }
+  return undefined;
+}

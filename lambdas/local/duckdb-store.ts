@@ -1,0 +1,422 @@
+import { mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
+import { StoreQueryError, StoreUnavailableError } from '../adapters/errors';
+import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../adapters/measure-types';
+import { compareWasteRows, toWasteReportRow, wasteRangeProblem } from '../adapters/waste-report';
+import type {
+  RemediationRecord,
+  StateStore,
+  StoreWriteResult,
+  TelemetryStore,
+  WasteQuery,
+} from '../domain/ports';
+import type { StoreRows, WasteReportRow } from '../domain/types';
+import {
+  DUCKDB_SCHEMA_SQL,
+  EFA_WINDOW_COLUMNS,
+  EVENT_COLUMNS,
+  GPU_WINDOW_COLUMNS,
+  upsertSql,
+} from './duckdb-schema';
+
+/** Tables of the local store that {@link DuckDbStore.readAll} can read. */
+export const DUCKDB_TABLES = [
+  'gpu_windows',
+  'efa_windows',
+  'events',
+  'remediations',
+  'broken_gpus',
+  'alert_claims',
+] as const;
+/** One of {@link DUCKDB_TABLES}. */
+export type DuckDbTable = (typeof DUCKDB_TABLES)[number];
+
+const GPU_UPSERT = upsertSql('gpu_windows', GPU_WINDOW_COLUMNS, ['instance_id', 'gpu_index', 'time'], {
+  time: '::TIMESTAMPTZ',
+  start: '::TIMESTAMPTZ',
+});
+const EFA_UPSERT = upsertSql('efa_windows', EFA_WINDOW_COLUMNS, ['instance_id', 'device', 'port', 'time'], {
+  time: '::TIMESTAMPTZ',
+  start: '::TIMESTAMPTZ',
+  deltas: '::JSON::MAP(VARCHAR, BIGINT)',
+});
+const EVENT_UPSERT = upsertSql('events', EVENT_COLUMNS, ['instance_id', 'kind', 'gpu_slot', 'time'], {
+  time: '::TIMESTAMPTZ',
+});
+
+const WASTE_SQL = `SELECT instance_id, gpu_index,
+  arg_max(instance_type, time) AS instance_type,
+  arg_max(team, time) AS team,
+  arg_max(job, time) AS job,
+  sum(gpu_hours) AS gpu_hours, sum(cost_usd) AS cost_usd, sum(idle_usd) AS idle_usd,
+  sum(held_idle_usd) AS held_idle_usd, sum(underused_usd) AS underused_usd,
+  sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd,
+  coalesce(sum(efficiency * gpu_hours) FILTER (WHERE efficiency IS NOT NULL), 0) AS efficiency_weighted,
+  coalesce(sum(gpu_hours) FILTER (WHERE efficiency IS NOT NULL), 0) AS efficiency_hours,
+  count(DISTINCT efficiency_source) FILTER (WHERE efficiency_source <> 'none') AS source_count,
+  max(efficiency_source) FILTER (WHERE efficiency_source <> 'none') AS any_source,
+  arg_max(price_usd_per_hour, time) AS price_usd_per_hour,
+  arg_max(price_source, time) AS price_source,
+  bool_or(NOT processes_known) AS processes_unknown
+FROM gpu_windows
+WHERE time >= ?::TIMESTAMPTZ AND time < ?::TIMESTAMPTZ
+GROUP BY instance_id, gpu_index`;
+
+/** ISO 8601 → epoch ms, or a clear error. */
+function toMs(iso: string, field: string): number {
+  const ms = Date.parse(iso);
+  if (Number.isNaN(ms)) {
+    throw new TypeError(
+      `Expected \`${field}\` to be an ISO 8601 time, got \`${iso}\`; pass e.g. 2026-01-01T00:00:00Z.`,
+    );
+  }
+  return ms;
+}
+
+/** `undefined` → SQL NULL. */
+function v(value: string | number | boolean | undefined): DuckDBValue {
+  return value === undefined ? null : value;
+}
+
+/** A DuckDB result value → plain JS (bigint → number, Date → ISO string, other objects kept). */
+function plain(value: unknown): unknown {
+  if (typeof value === 'bigint') return Number(value);
+  if (value instanceof Date) return value.toISOString();
+  return value;
+}
+
+/**
+ * The embedded local store (DESIGN §4, §12) on DuckDB: the telemetry tables `gpu_windows`,
+ * `efa_windows`, `events` with the Timestream column names, and the remediation/alert state.
+ *
+ * Writes are upserts keyed like Timestream records (dimensions + time) keeping the row with the
+ * higher `seq`, so a retried batch is stored once and a newer batch replaces; one batch is one
+ * transaction (nothing half-written). All operations run one at a time on one connection.
+ *
+ * @example
+ * const store = await DuckDbStore.open('.gpu-sentinel/store.duckdb');
+ * await store.write(rows);
+ * const report = await store.queryWaste({ from, to });
+ * await store.close();
+ */
+export class DuckDbStore implements TelemetryStore, StateStore {
+  readonly #instance: DuckDBInstance;
+  readonly #connection: DuckDBConnection;
+  #queue: Promise<unknown> = Promise.resolve();
+  #closed = false;
+
+  private constructor(instance: DuckDBInstance, connection: DuckDBConnection) {
+    this.#instance = instance;
+    this.#connection = connection;
+  }
+
+  /**
+   * Opens (or creates) a store: creates the parent directories and the tables when missing.
+   *
+   * @param path - database file path, or `:memory:` for a store that lives as long as the object
+   * @returns the open store
+   * @throws {StoreUnavailableError} when the file cannot be created or opened (e.g. locked by another process)
+   */
+  static async open(path: string): Promise<DuckDbStore> {
+    try {
+      if (path !== ':memory:') await mkdir(dirname(path), { recursive: true });
+      const instance = await DuckDBInstance.create(path);
+      const connection = await instance.connect();
+      for (const ddl of DUCKDB_SCHEMA_SQL) await connection.run(ddl);
+      return new DuckDbStore(instance, connection);
+    } catch (error) {
+      throw new StoreUnavailableError(
+        `open ${path}`,
+        'expected a writable DuckDB file (or :memory:); check the path, its permissions, and that no other process holds it',
+        { cause: error },
+      );
+    }
+  }
+
+  /** Runs `task` after every earlier operation settled (one connection, one transaction at a time). */
+  #serial<T>(task: () => Promise<T>): Promise<T> {
+    if (this.#closed) {
+      return Promise.reject(
+        new StoreUnavailableError('use', 'expected an open store, got a closed one; open a new DuckDbStore'),
+      );
+    }
+    const run = this.#queue.then(task, task);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async #rows(sql: string, params: DuckDBValue[] = []): Promise<Record<string, unknown>[]> {
+    const reader = await this.#connection.runAndReadAll(sql, params);
+    return reader
+      .getRowObjectsJS()
+      .map((r) => Object.fromEntries(Object.entries(r).map(([k, x]) => [k, plain(x)])));
+  }
+
+  /**
+   * Writes one batch's rows in one transaction.
+   *
+   * @param rows - the batch's GPU windows, EFA windows and events
+   * @returns `written`: every row of the batch (a row whose key already holds the same or a newer
+   *   `seq` is an idempotent duplicate and counts as written); `rejected`: always empty
+   * @throws {StoreUnavailableError} when DuckDB fails; the transaction is rolled back, nothing of the batch is stored
+   */
+  write(rows: StoreRows): Promise<StoreWriteResult> {
+    return this.#serial(async () => {
+      const c = this.#connection;
+      await c.run('BEGIN TRANSACTION');
+      try {
+        for (const r of rows.gpu) {
+          const metrics = r.metrics as Readonly<Record<string, number | boolean | undefined>>;
+          const ledger = r.ledger as unknown as Readonly<
+            Record<string, string | number | boolean | undefined>
+          >;
+          await c.run(GPU_UPSERT, [
+            r.time,
+            r.start,
+            r.instance_id,
+            r.instance_type,
+            r.region,
+            v(r.az),
+            r.gpu_index,
+            v(r.gpu_uuid),
+            v(r.gpu_name),
+            v(r.team),
+            v(r.job),
+            r.batch_id,
+            r.seq,
+            ...GPU_METRIC_NAMES.map((n) => v(metrics[n])),
+            ...LEDGER_FIELD_NAMES.map((n) => v(ledger[n])),
+          ]);
+        }
+        for (const r of rows.efa) {
+          await c.run(EFA_UPSERT, [
+            r.time,
+            r.start,
+            r.instance_id,
+            r.instance_type,
+            r.device,
+            r.port,
+            r.seq,
+            JSON.stringify(r.deltas),
+          ]);
+        }
+        for (const r of rows.events) {
+          await c.run(EVENT_UPSERT, [
+            r.time,
+            r.instance_id,
+            r.instance_type,
+            v(r.gpu_index),
+            r.gpu_index ?? -1,
+            v(r.pci_bus_id),
+            r.kind,
+            v(r.xid),
+            r.source,
+            v(r.pid),
+            v(r.process_name),
+            v(r.detail),
+            r.batch_id,
+            r.seq,
+          ]);
+        }
+        await c.run('COMMIT');
+      } catch (error) {
+        await c.run('ROLLBACK').catch(() => undefined);
+        throw new StoreUnavailableError(
+          'write',
+          'expected DuckDB to store the batch, it failed; nothing of the batch was stored, retry it',
+          { cause: error },
+        );
+      }
+      return { written: rows.gpu.length + rows.efa.length + rows.events.length, rejected: [] };
+    });
+  }
+
+  /**
+   * Sums the ledger per GPU over windows with `from ≤ time < to`.
+   *
+   * @param query - the time range
+   * @returns one row per instance+GPU: ledger sums, GPU-hour-weighted efficiency over the measured
+   *   windows, `efficiency_source` (`sm_active`, `gpu_util`, `mixed` or `none`), the latest window's
+   *   price and price source, `processes_unknown`, and the latest team/job; ordered by `wasted_usd`
+   *   desc, then instance id, then GPU index
+   * @throws {StoreQueryError} when the range is invalid or empty
+   */
+  queryWaste(query: WasteQuery): Promise<WasteReportRow[]> {
+    const problem = wasteRangeProblem(query.from, query.to);
+    if (problem !== undefined) return Promise.reject(new StoreQueryError(problem));
+    return this.#serial(async () => {
+      const rows = await this.#rows(WASTE_SQL, [query.from.toISOString(), query.to.toISOString()]);
+      return rows
+        .map((r) =>
+          toWasteReportRow({
+            instance_id: r.instance_id as string,
+            instance_type: r.instance_type as string,
+            gpu_index: r.gpu_index as number,
+            ...(r.team != null ? { team: r.team as string } : {}),
+            ...(r.job != null ? { job: r.job as string } : {}),
+            gpu_hours: r.gpu_hours as number,
+            cost_usd: r.cost_usd as number,
+            idle_usd: r.idle_usd as number,
+            held_idle_usd: r.held_idle_usd as number,
+            underused_usd: r.underused_usd as number,
+            broken_usd: r.broken_usd as number,
+            wasted_usd: r.wasted_usd as number,
+            efficiency_weighted: r.efficiency_weighted as number,
+            efficiency_hours: r.efficiency_hours as number,
+            source_count: r.source_count as number,
+            ...(r.any_source != null ? { any_source: r.any_source as string } : {}),
+            price_usd_per_hour: r.price_usd_per_hour as number,
+            price_source: r.price_source as string,
+            processes_unknown: r.processes_unknown === true,
+          }),
+        )
+        .sort(compareWasteRows);
+    });
+  }
+
+  /**
+   * Reads every row of a table, for tests, the CLI and debugging: timestamps as ISO 8601 strings
+   * (ms precision, UTC), integers as numbers, NULL as `null`, `efa_windows.deltas` as an object.
+   *
+   * @param table - one of {@link DUCKDB_TABLES}
+   * @returns the rows, ordered by their key columns
+   * @throws {StoreQueryError} when `table` is not one of the store's tables
+   */
+  readAll(table: DuckDbTable): Promise<Record<string, unknown>[]> {
+    if (!(DUCKDB_TABLES as readonly string[]).includes(table)) {
+      return Promise.reject(
+        new StoreQueryError(`Expected a table of ${DUCKDB_TABLES.join(', ')}, got \`${String(table)}\`.`),
+      );
+    }
+    return this.#serial(async () => {
+      if (table === 'efa_windows') {
+        const rows = await this.#rows(
+          'SELECT * EXCLUDE (deltas), CAST(deltas AS JSON)::VARCHAR AS deltas FROM efa_windows ORDER BY ALL',
+        );
+        return rows.map((r) => ({ ...r, deltas: JSON.parse(r.deltas as string) as unknown }));
+      }
+      return this.#rows(`SELECT * FROM ${table} ORDER BY ALL`);
+    });
+  }
+
+  /**
+   * @param instanceId - EC2 instance id
+   * @returns the instance's replace/quarantine record, or undefined when none
+   */
+  getRemediation(instanceId: string): Promise<RemediationRecord | undefined> {
+    return this.#serial(async () => {
+      const [r] = await this.#rows('SELECT * FROM remediations WHERE instance_id = ?', [instanceId]);
+      return r === undefined ? undefined : toRemediation(r);
+    });
+  }
+
+  /**
+   * Records a replace/quarantine only if the instance has none yet.
+   *
+   * @param record - the remediation
+   * @returns true when recorded; false when the instance already had one (kept unchanged)
+   * @throws {TypeError} when `record.at` is not an ISO 8601 time
+   */
+  putRemediationIfAbsent(record: RemediationRecord): Promise<boolean> {
+    const atMs = toMs(record.at, 'record.at');
+    return this.#serial(async () => {
+      const rows = await this.#rows(
+        'INSERT INTO remediations VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (instance_id) DO NOTHING RETURNING instance_id',
+        [record.instance_id, v(record.asg_name), record.action, record.at, atMs, record.rule],
+      );
+      return rows.length === 1;
+    });
+  }
+
+  /**
+   * @param asgName - Auto Scaling group name
+   * @param since - inclusive lower bound on `at`
+   * @returns the group's `replace` records with `at ≥ since`, oldest first
+   */
+  listRemediations(asgName: string, since: Date): Promise<RemediationRecord[]> {
+    return this.#serial(async () => {
+      const rows = await this.#rows(
+        "SELECT * FROM remediations WHERE asg_name = ? AND action = 'replace' AND at_ms >= ? ORDER BY at_ms, instance_id",
+        [asgName, since.getTime()],
+      );
+      return rows.map(toRemediation);
+    });
+  }
+
+  /**
+   * @param instanceId - EC2 instance id
+   * @returns gpuKey → since when broken (ISO 8601, as marked)
+   */
+  getBrokenSince(instanceId: string): Promise<ReadonlyMap<string, string>> {
+    return this.#serial(async () => {
+      const rows = await this.#rows(
+        'SELECT gpu_key, "at" FROM broken_gpus WHERE instance_id = ? ORDER BY gpu_key',
+        [instanceId],
+      );
+      return new Map(rows.map((r) => [r.gpu_key as string, r.at as string]));
+    });
+  }
+
+  /**
+   * Marks a GPU broken from `at`; an existing earlier mark is kept.
+   *
+   * @param instanceId - EC2 instance id
+   * @param gpuKey - GPU index, PCI bus id, or `*` for the whole instance
+   * @param at - ISO 8601
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  markBroken(instanceId: string, gpuKey: string, at: string): Promise<void> {
+    const atMs = toMs(at, 'at');
+    return this.#serial(async () => {
+      await this.#connection.run(
+        'INSERT INTO broken_gpus VALUES (?, ?, ?, ?) ON CONFLICT (instance_id, gpu_key) DO UPDATE SET "at" = excluded."at", at_ms = excluded.at_ms WHERE excluded.at_ms < broken_gpus.at_ms',
+        [instanceId, gpuKey, at, atMs],
+      );
+    });
+  }
+
+  /**
+   * Claims the right to send an alert now.
+   *
+   * @param alertId - stable alert id `rule:instance_id[:gpu]`
+   * @param at - send time, ISO 8601
+   * @param cooldownS - seconds that must have passed since the last send, ≥ 0
+   * @returns true (and records `at`) when never sent or last sent at or before `at − cooldownS`; false otherwise
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  claimAlert(alertId: string, at: string, cooldownS: number): Promise<boolean> {
+    const atMs = toMs(at, 'at');
+    const cutoffMs = atMs - cooldownS * 1000;
+    return this.#serial(async () => {
+      const rows = await this.#rows(
+        'INSERT INTO alert_claims VALUES (?, ?, ?) ON CONFLICT (alert_id) DO UPDATE SET "at" = excluded."at", at_ms = excluded.at_ms WHERE alert_claims.at_ms <= ? RETURNING alert_id',
+        [alertId, at, atMs, cutoffMs],
+      );
+      return rows.length === 1;
+    });
+  }
+
+  /**
+   * Waits for the operations under way, then closes the connection and the database; later calls
+   * reject with {@link StoreUnavailableError}. Closing twice is fine.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#queue;
+    this.#connection.closeSync();
+    this.#instance.closeSync();
+  }
+}
+
+/** A `remediations` row → record. */
+function toRemediation(r: Record<string, unknown>): RemediationRecord {
+  return {
+    instance_id: r.instance_id as string,
+    ...(r.asg_name != null ? { asg_name: r.asg_name as string } : {}),
+    action: r.action as RemediationRecord['action'],
+    at: r.at as string,
+    rule: r.rule as string,
+  };
+}

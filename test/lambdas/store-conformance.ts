@@ -1,0 +1,276 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { TelemetryStore } from '../../lambdas/domain/ports';
+import type { GpuWindowRow, StoreRows } from '../../lambdas/domain/types';
+import { batchRows, gpuRow, ledger } from './rows';
+
+/** What a conformance run needs: a fresh, empty store, and how to dispose of it. */
+export type MakeTelemetryStore = () => Promise<{ store: TelemetryStore; close?: () => Promise<void> }>;
+
+const T0 = Date.parse('2026-03-10T12:00:00.000Z');
+const at = (s: number): string => new Date(T0 + s * 1000).toISOString();
+const only = (gpu: GpuWindowRow[]): StoreRows => ({ gpu, efa: [], events: [] });
+const sum = (rows: readonly GpuWindowRow[], f: (r: GpuWindowRow) => number): number =>
+  rows.reduce((a, r) => a + f(r), 0);
+
+/**
+ * The `TelemetryStore` contract (DESIGN §4), run against every store adapter: batch writes count
+ * every row, retried batches are stored once, a newer seq replaces, optional dimensions may be
+ * absent, and (with `readBack`) `queryWaste` sums the stored ledger over [from, to).
+ *
+ * @param name - adapter name shown in the test report
+ * @param makeStore - makes a fresh, empty store per test
+ * @param opts - `readBack`: the store can answer `queryWaste` (false for a write-only mock)
+ */
+export function describeTelemetryStoreContract(
+  name: string,
+  makeStore: MakeTelemetryStore,
+  opts: { readBack: boolean },
+): void {
+  describe(`TelemetryStore contract: ${name}`, () => {
+    let store: TelemetryStore;
+    let close: (() => Promise<void>) | undefined;
+
+    beforeEach(async () => {
+      const made = await makeStore();
+      store = made.store;
+      close = made.close;
+    });
+
+    afterEach(async () => {
+      await close?.();
+    });
+
+    it('writes all rows of a batch', async () => {
+      // Prepare
+      const rows = batchRows(8);
+
+      // Act
+      const result = await store.write(rows);
+
+      // Assess
+      expect(result).toEqual({ written: 10, rejected: [] });
+    });
+
+    it('stores a retried batch (same seq) once', async () => {
+      // Prepare
+      const rows = batchRows(8);
+      await store.write(rows);
+
+      // Act
+      const again = await store.write(rows);
+
+      // Assess
+      expect(again).toEqual({ written: 10, rejected: [] });
+      if (opts.readBack) {
+        const report = await store.queryWaste({ from: new Date(T0), to: new Date(T0 + 60_000) });
+        expect(report).toHaveLength(8);
+        for (const r of report) expect(r.cost_usd).toBeCloseTo(rows.gpu[0]!.ledger.cost_usd, 12);
+      }
+    });
+
+    it('overwrites a row when a newer seq comes for the same key', async () => {
+      // Prepare
+      const old = gpuRow({ seq: 7, ledger: ledger({ efficiency: 0.4 }) });
+      const newer = gpuRow({ seq: 8, ledger: ledger({ efficiency: 0.9 }) });
+      await store.write(only([old]));
+
+      // Act
+      const result = await store.write(only([newer]));
+
+      // Assess
+      expect(result).toEqual({ written: 1, rejected: [] });
+      if (opts.readBack) {
+        const [row] = await store.queryWaste({ from: new Date(T0), to: new Date(T0 + 60_000) });
+        expect(row?.efficiency).toBeCloseTo(0.9, 12);
+        expect(row?.wasted_usd).toBeCloseTo(newer.ledger.wasted_usd, 12);
+      }
+    });
+
+    it('keeps the newer row when an older seq comes late, and counts it as written', async () => {
+      // Prepare
+      const newer = gpuRow({ seq: 8, ledger: ledger({ efficiency: 0.9 }) });
+      const old = gpuRow({ seq: 7, ledger: ledger({ efficiency: 0.4 }) });
+      await store.write(only([newer]));
+
+      // Act
+      const result = await store.write(only([old]));
+
+      // Assess
+      expect(result).toEqual({ written: 1, rejected: [] });
+      if (opts.readBack) {
+        const [row] = await store.queryWaste({ from: new Date(T0), to: new Date(T0 + 60_000) });
+        expect(row?.efficiency).toBeCloseTo(0.9, 12);
+      }
+    });
+
+    it('accepts rows whose optional dimensions are absent', async () => {
+      // Prepare
+      const { az: _az, team: _team, job: _job, gpu_uuid: _uuid, gpu_name: _name, ...bare } = gpuRow();
+      const rows: StoreRows = {
+        gpu: [bare],
+        efa: [],
+        events: [
+          {
+            time: at(5),
+            instance_id: bare.instance_id,
+            instance_type: bare.instance_type,
+            kind: 'agent_start',
+            source: 'nvml',
+            batch_id: bare.batch_id,
+            seq: 7,
+          },
+        ],
+      };
+
+      // Act
+      const result = await store.write(rows);
+
+      // Assess
+      expect(result).toEqual({ written: 2, rejected: [] });
+      if (opts.readBack) {
+        const [row] = await store.queryWaste({ from: new Date(T0), to: new Date(T0 + 60_000) });
+        expect(row?.team).toBeUndefined();
+        expect(row?.job).toBeUndefined();
+        expect(row?.instance_id).toBe(bare.instance_id);
+      }
+    });
+
+    if (opts.readBack) {
+      it('sums the ledger of the windows in [from, to) per GPU, most wasted first', async () => {
+        // Prepare
+        const rows = [0, 10, 20, 30].flatMap((s, i) => [
+          gpuRow({ time: at(s + 10), gpu_index: 0, seq: i, ledger: ledger({ efficiency: 0.5 }) }),
+          gpuRow({ time: at(s + 10), gpu_index: 1, seq: i, ledger: ledger({ efficiency: 0.1 }) }),
+        ]);
+        await store.write(only(rows));
+        const from = new Date(T0 + 20_000);
+        const to = new Date(T0 + 40_000);
+        const inRange = rows.filter(
+          (r) => Date.parse(r.time) >= from.getTime() && Date.parse(r.time) < to.getTime(),
+        );
+
+        // Act
+        const report = await store.queryWaste({ from, to });
+
+        // Assess
+        expect(report.map((r) => r.gpu_index)).toEqual([1, 0]);
+        for (const r of report) {
+          const mine = inRange.filter((w) => w.gpu_index === r.gpu_index);
+          expect(mine).toHaveLength(2);
+          expect(Math.abs(r.cost_usd - sum(mine, (w) => w.ledger.cost_usd))).toBeLessThan(1e-9);
+          expect(Math.abs(r.wasted_usd - sum(mine, (w) => w.ledger.wasted_usd))).toBeLessThan(1e-9);
+          expect(Math.abs(r.underused_usd - sum(mine, (w) => w.ledger.underused_usd))).toBeLessThan(1e-9);
+          expect(Math.abs(r.gpu_hours - sum(mine, (w) => w.ledger.gpu_hours))).toBeLessThan(1e-9);
+          expect(r).toMatchObject({
+            instance_id: 'i-0123456789abcdef0',
+            instance_type: 'p5.48xlarge',
+            team: 'vision',
+            job: 'train-42',
+            efficiency_source: 'sm_active',
+            price_usd_per_hour: 55.04,
+            price_source: 'builtin:aws-2025-06',
+            processes_unknown: false,
+            idle_usd: 0,
+            held_idle_usd: 0,
+            broken_usd: 0,
+          });
+        }
+        expect(report[1]?.efficiency).toBeCloseTo(0.5, 12);
+      });
+
+      it.each([
+        {
+          case: 'sm_active only',
+          sources: ['sm_active', 'sm_active'],
+          effs: [0.2, 0.6],
+          hours: [10, 30],
+          source: 'sm_active',
+          efficiency: 0.5,
+        },
+        {
+          case: 'gpu_util and sm_active',
+          sources: ['gpu_util', 'sm_active'],
+          effs: [0.2, 0.6],
+          hours: [10, 30],
+          source: 'mixed',
+          efficiency: 0.5,
+        },
+        {
+          case: 'a window without measurement',
+          sources: ['none', 'gpu_util'],
+          effs: [undefined, 0.6],
+          hours: [10, 30],
+          source: 'gpu_util',
+          efficiency: 0.6,
+        },
+        {
+          case: 'never measured',
+          sources: ['none', 'none'],
+          effs: [undefined, undefined],
+          hours: [10, 30],
+          source: 'none',
+          efficiency: undefined,
+        },
+      ] as const)(
+        'reports efficiency weighted by GPU-hours and its source: $case',
+        async ({ sources, effs, hours, source, efficiency }) => {
+          // Prepare
+          const rows = sources.map((efficiency_source, i) =>
+            gpuRow({
+              time: at(100 * (i + 1)),
+              seq: i,
+              ledger: ledger({ window_s: hours[i]!, efficiency: effs[i], efficiency_source }),
+            }),
+          );
+          await store.write(only(rows));
+
+          // Act
+          const [row] = await store.queryWaste({ from: new Date(T0), to: new Date(T0 + 3_600_000) });
+
+          // Assess
+          expect(row?.efficiency_source).toBe(source);
+          if (efficiency === undefined) expect(row?.efficiency).toBeUndefined();
+          else expect(row?.efficiency).toBeCloseTo(efficiency, 12);
+        },
+      );
+
+      it('reports the latest price and whether any window had unknown processes', async () => {
+        // Prepare
+        await store.write(
+          only([
+            gpuRow({
+              time: at(10),
+              seq: 1,
+              ledger: ledger({ price_usd_per_hour: 98.32, price_source: 'override', processes_known: false }),
+            }),
+            gpuRow({ time: at(20), seq: 2, ledger: ledger() }),
+          ]),
+        );
+
+        // Act
+        const [row] = await store.queryWaste({ from: new Date(T0), to: new Date(T0 + 60_000) });
+
+        // Assess
+        expect(row).toMatchObject({
+          price_usd_per_hour: 55.04,
+          price_source: 'builtin:aws-2025-06',
+          processes_unknown: true,
+        });
+      });
+
+      it('returns nothing for a range without windows', async () => {
+        // Prepare
+        await store.write(batchRows(2));
+
+        // Act
+        const report = await store.queryWaste({
+          from: new Date(T0 + 3_600_000),
+          to: new Date(T0 + 7_200_000),
+        });
+
+        // Assess
+        expect(report).toEqual([]);
+      });
+    }
+  });
+}
