@@ -1,0 +1,82 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** Repository root, from this file's place in `test/setup/`. */
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** Which build of the fake NVML: `current` has every symbol, `legacy` lacks the `_v2` ones older drivers lack. */
+export type FakeNvmlVariant = 'current' | 'legacy';
+
+/** Every environment knob the fake reads at `nvmlInit_v2` (see test/fake-nvml/fake-nvml.c). */
+export const FAKE_NVML_ENV_KEYS = [
+  'FAKE_NVML_PRESET',
+  'FAKE_NVML_GPU_COUNT',
+  'FAKE_NVML_LOST_GPU',
+  'FAKE_NVML_NOT_SUPPORTED',
+  'FAKE_NVML_FAIL_CALL',
+  'FAKE_NVML_UTIL_GPU',
+  'FAKE_NVML_DBE_VOLATILE',
+  'FAKE_NVML_PROCESSES',
+  'FAKE_NVML_INIT_FAIL',
+] as const;
+
+/** One knob of the fake NVML. */
+export type FakeNvmlEnvKey = (typeof FAKE_NVML_ENV_KEYS)[number];
+
+/**
+ * Settings of the fake NVML, by knob name without the `FAKE_NVML_` prefix.
+ * Absent = the fake's default (p5 preset, 8 GPUs, idle, nothing broken).
+ */
+export interface FakeNvmlSettings {
+  /** `p5` (8× H100 80GB HBM3, from a real capture) or `p4d` (8× A100-SXM4-40GB). @default 'p5' */
+  readonly PRESET?: 'p5' | 'p4d';
+  /** GPUs exposed, 0..8. @default 8 */
+  readonly GPU_COUNT?: number;
+  /** Index of a GPU whose device calls answer GPU_IS_LOST (15). */
+  readonly LOST_GPU?: number;
+  /** NVML function names answering NOT_SUPPORTED (3). */
+  readonly NOT_SUPPORTED?: readonly string[];
+  /** NVML function names answering UNKNOWN (999). */
+  readonly FAIL_CALL?: readonly string[];
+  /** `utilization.gpu`, percent 0..100. @default 0 */
+  readonly UTIL_GPU?: number;
+  /** Volatile uncorrected ECC count on every GPU. @default 0 */
+  readonly DBE_VOLATILE?: number;
+  /** Running compute processes per GPU. @default 0 */
+  readonly PROCESSES?: number;
+  /** `true`: `nvmlInit_v2` answers DRIVER_NOT_LOADED (9). @default false */
+  readonly INIT_FAIL?: boolean;
+}
+
+/**
+ * Path of the fake `libnvidia-ml.so.1` that test/setup/global-setup.ts compiled.
+ *
+ * @param variant - `current` (every symbol) or `legacy` (built with `-DFAKE_NVML_LEGACY`: no
+ *   `nvmlDeviceGetMemoryInfo_v2`, no `nvmlSystemGetCudaDriverVersion_v2`)
+ * @returns an absolute path under `test/.build/`
+ * @default variant 'current'
+ */
+export function fakeNvmlPath(variant: FakeNvmlVariant = 'current'): string {
+  return variant === 'legacy'
+    ? join(ROOT, 'test', '.build', 'legacy', 'libnvidia-ml.so.1')
+    : join(ROOT, 'test', '.build', 'libnvidia-ml.so.1');
+}
+
+/**
+ * Sets the fake's knobs in `process.env` for the next `nvmlInit_v2`, clearing every knob not
+ * given. koffi loads the fake into the test process itself, so its settings are process state:
+ * they take effect at the next `NvmlSource.open()` (the fake re-reads them at every init), a
+ * test calls this before opening and closes its source after, and vitest runs each test file in
+ * its own fork so files never see each other's settings.
+ *
+ * @param settings - the knobs to set; absent ones are removed from the environment
+ * @param env - the environment to write @default process.env
+ */
+export function setFakeNvmlEnv(settings: FakeNvmlSettings = {}, env: NodeJS.ProcessEnv = process.env): void {
+  for (const key of FAKE_NVML_ENV_KEYS) delete env[key];
+  for (const [name, value] of Object.entries(settings)) {
+    if (value === undefined || value === false) continue;
+    const key = `FAKE_NVML_${name}`;
+    env[key] = Array.isArray(value) ? value.join(',') : value === true ? '1' : String(value);
+  }
+}
