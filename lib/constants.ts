@@ -1,0 +1,80 @@
+/**
+ * Limits and defaults the CDK app validates props against. One line each: unit and source.
+ */
+
+/** Timestream database/table name length, characters, minimum. Source: Timestream `CreateDatabase` API, `DatabaseName` (3–256). */
+export const TIMESTREAM_NAME_MIN_LENGTH = 3;
+/** Timestream database/table name length, characters, maximum. Source: Timestream `CreateDatabase` API, `DatabaseName` (3–256). */
+export const TIMESTREAM_NAME_MAX_LENGTH = 256;
+/** A whole Timestream name: 3–256 of `[a-zA-Z0-9_.-]`. Source: Timestream `CreateDatabase` API, `DatabaseName`. */
+export const TIMESTREAM_NAME_PATTERN = /^[a-zA-Z0-9_.-]{3,256}$/;
+/** Memory store retention, hours, minimum. Source: Timestream quotas page (ts-limits), memory store 1 h..8766 h. */
+export const MEMORY_RETENTION_HOURS_MIN = 1;
+/** Memory store retention, hours, maximum (≈ 1 year). Source: Timestream quotas page (ts-limits). */
+export const MEMORY_RETENTION_HOURS_MAX = 8766;
+/** Magnetic store retention, days, minimum. Source: Timestream quotas page (ts-limits), magnetic store 1 d..73000 d. */
+export const MAGNETIC_RETENTION_DAYS_MIN = 1;
+/** Magnetic store retention, days, maximum (200 years). Source: Timestream quotas page (ts-limits). */
+export const MAGNETIC_RETENTION_DAYS_MAX = 73_000;
+/** Memory store retention, hours, our default: one day of hot, fast-query windows. */
+export const DEFAULT_MEMORY_RETENTION_HOURS = 24;
+/** Magnetic store retention, days, our default: one year of history for finance reports. */
+export const DEFAULT_MAGNETIC_RETENTION_DAYS = 365;
+/** Default Timestream database name (DESIGN.md §4). */
+export const DEFAULT_DATABASE_NAME = 'gpu_sentinel';
+
+/** Timestream table of 10 s GPU windows plus the waste ledger (DESIGN.md §4). */
+export const GPU_TABLE_NAME = 'gpu_windows';
+/** Timestream table of EFA counter deltas per device and port (DESIGN.md §4). */
+export const EFA_TABLE_NAME = 'efa_windows';
+/** Timestream table of hardware events (XID, health) (DESIGN.md §4). */
+export const EVENTS_TABLE_NAME = 'events';
+
+/** AWS Organizations id pattern. Source: Organizations API `Organization.Id`, `o-[a-z0-9]{10,32}`. */
+export const ORGANIZATION_ID_PATTERN = /^o-[a-z0-9]{10,32}$/;
+/**
+ * EC2 instance type pattern (`p5.48xlarge`, `g6e.xlarge`, `u-6tb1.metal`): family, optional
+ * generation/attributes, a dot, size. Source: EC2 instance type naming conventions page.
+ */
+export const INSTANCE_TYPE_PATTERN = /^[a-z][a-z0-9-]*\.[a-z0-9-]+$/;
+/** Loose e-mail shape for SNS email subscriptions (SNS itself confirms the address). */
+export const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/** API Gateway stage throttling default, requests per second (account default is 10,000; aws.md §3.1). */
+export const DEFAULT_THROTTLING_RATE_LIMIT = 1000;
+/** API Gateway stage burst default, requests (account default is 5,000; aws.md §3.1). */
+export const DEFAULT_THROTTLING_BURST_LIMIT = 2000;
+/** Stage name of the ingest API; part of the agent's URL and of the agent policy's ARN. */
+export const INGEST_STAGE_NAME = 'prod';
+/**
+ * Smallest response body API Gateway compresses, bytes. Setting any value turns on payload
+ * compression, which also makes API Gateway decompress `Content-Encoding: gzip` request bodies.
+ * Source: API Gateway developer guide, "Content encoding for REST APIs" (range 0–10,485,760).
+ */
+export const MIN_COMPRESSION_SIZE_BYTES = 1024;
+/** Media types API Gateway passes to Lambda base64-encoded (gzip bodies it did not decompress). */
+export const BINARY_MEDIA_TYPES: readonly string[] = [
+  'application/gzip',
+  'application/x-gzip',
+  'application/octet-stream',
+];
+
+/** Ingest Lambda memory, MiB: JSON parse + gunzip of a 1 MiB body with headroom. */
+export const INGEST_MEMORY_MIB = 512;
+/** Ingest Lambda timeout, seconds: below API Gateway's 29 s integration timeout (aws.md §3.1). */
+export const INGEST_TIMEOUT_SECONDS = 25;
+/** Powertools service name of the ingest Lambda. */
+export const INGEST_SERVICE_NAME = 'gpu-sentinel-ingest';
+
+/** Tag key the ingest Lambda may set on instances outside an Auto Scaling group (DESIGN.md §8). */
+export const QUARANTINE_TAG_KEY = 'gpu-sentinel:quarantine';
+/** Opt-out tag key; `off` on an Auto Scaling group denies SetInstanceHealth at IAM level (DESIGN.md §8). */
+export const REMEDIATION_TAG_KEY = 'gpu-sentinel:remediation';
+/** Opt-out tag value (DESIGN.md §8). */
+export const REMEDIATION_OPT_OUT_VALUE = 'off';
+/** DynamoDB state table partition key attribute. */
+export const STATE_PARTITION_KEY = 'pk';
+/** DynamoDB state table sort key attribute. */
+export const STATE_SORT_KEY = 'sk';
+/** DynamoDB state table TTL attribute, epoch seconds. */
+export const STATE_TTL_ATTRIBUTE = 'expires_at';

@@ -1,0 +1,187 @@
+import { fileURLToPath } from 'node:url';
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import type * as iam from 'aws-cdk-lib/aws-iam';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { AgentPolicy } from './agent-policy';
+import { type AlertEmails, AlertTopics } from './alert-topics';
+import { IngestApi } from './ingest-api';
+import { IngestFunction } from './ingest-function';
+import { PropsValidationError } from './props-validation-error';
+import type { RemediationMode } from './remediation-mode';
+import { RemediationState } from './remediation-state';
+import { TelemetryDatabase } from './telemetry-database';
+
+/** Default entry of the ingest Lambda: `lambdas/handlers/ingest.ts` at the repository root. */
+export const DEFAULT_INGEST_ENTRY = fileURLToPath(new URL('../lambdas/handlers/ingest.ts', import.meta.url));
+/** The repository's npm lock file: the bundling root of the Lambdas. */
+export const DEPS_LOCK_FILE_PATH = fileURLToPath(new URL('../package-lock.json', import.meta.url));
+
+/** Props of {@link GpuSentinelStack}. */
+export interface GpuSentinelStackProps extends StackProps {
+  /**
+   * Name of the Timestream database: 3–256 characters `[a-zA-Z0-9_.-]`.
+   * @default 'gpu_sentinel'
+   */
+  readonly databaseName?: string;
+  /**
+   * Timestream memory store retention, hours, integer in 1..8766 (Timestream quotas page).
+   * @default 24
+   */
+  readonly memoryRetentionHours?: number;
+  /**
+   * Timestream magnetic store retention, days, integer in 1..73000 (Timestream quotas page).
+   * @default 365
+   */
+  readonly magneticRetentionDays?: number;
+  /**
+   * E-mail subscriptions per topic (`critical`, `warning`, `info`, `reports`).
+   * @default - none
+   */
+  readonly alertEmails?: AlertEmails;
+  /**
+   * What the ingest Lambda does about broken instances: `off`, `notify` or `replace` (DESIGN.md §8).
+   * @default 'replace'
+   */
+  readonly remediationMode?: RemediationMode;
+  /**
+   * On-demand price overrides, USD per instance-hour, by EC2 instance type, finite ≥ 0
+   * (`{ "p5.48xlarge": 55.04 }`).
+   * @default - none (the built-in price table)
+   */
+  readonly priceOverridesUsdPerHour?: Readonly<Record<string, number>>;
+  /**
+   * Retention of the Lambda and API access log groups; one of `logs.RetentionDays`.
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * AWS Organizations id (`o-[a-z0-9]{10,32}`) whose principals may call the API.
+   * @default - only principals of this account
+   */
+  readonly organizationId?: string;
+  /**
+   * API stage steady-state rate, requests per second, > 0.
+   * @default 1000
+   */
+  readonly throttlingRateLimit?: number;
+  /**
+   * API stage burst, requests, > 0.
+   * @default 2000
+   */
+  readonly throttlingBurstLimit?: number;
+  /**
+   * Create the account's API Gateway CloudWatch Logs role (one per account and region); set
+   * `false` when the account already has one.
+   * @default true
+   */
+  readonly apiGatewayCloudWatchRole?: boolean;
+  /**
+   * ARN of a regional WAFv2 web ACL to associate with the API stage.
+   * @default - no WAF
+   */
+  readonly webAclArn?: string;
+  /**
+   * Absolute path of the ingest handler's entry file. Tests point it at a stub.
+   * @default `<repo>/lambdas/handlers/ingest.ts`
+   */
+  readonly ingestEntry?: string;
+}
+
+/**
+ * The gpu-sentinel AWS pipeline (DESIGN.md §1): ingest REST API → ingest Lambda → Timestream,
+ * SNS alert topics, the DynamoDB state table for remediation and cooldowns, and the managed policy
+ * for GPU instance roles.
+ *
+ * Construct IDs are a contract (renaming one replaces the resource): `TelemetryDatabase`,
+ * `AlertTopics`, `RemediationState`, `IngestFunction`, `IngestApi`, `AgentPolicy`; outputs
+ * `BatchesUrl`, `CriticalTopicArn`, `WarningTopicArn`, `InfoTopicArn`, `ReportsTopicArn`,
+ * `AgentPolicyArn`, `StateTableName`, `TimestreamDatabaseName`.
+ *
+ * @example
+ * new GpuSentinelStack(app, 'GpuSentinel', { remediationMode: 'notify', organizationId: 'o-a1b2c3d4e5' });
+ */
+export class GpuSentinelStack extends Stack {
+  /** The Timestream database and tables. */
+  readonly database: TelemetryDatabase;
+  /** The SNS topics. */
+  readonly topics: AlertTopics;
+  /** The DynamoDB state table. */
+  readonly state: RemediationState;
+  /** The ingest Lambda. */
+  readonly ingest: IngestFunction;
+  /** The ingest REST API. */
+  readonly api: IngestApi;
+  /** The managed policy for GPU instance roles. */
+  readonly agentPolicy: AgentPolicy;
+
+  /** @throws {PropsValidationError} when a prop is out of range (the message names it and the value) */
+  constructor(scope: Construct, id: string, props: GpuSentinelStackProps = {}) {
+    super(scope, id, props);
+    const logRetention = validateLogRetention(props.logRetention ?? logs.RetentionDays.ONE_MONTH);
+
+    this.database = new TelemetryDatabase(this, 'TelemetryDatabase', {
+      databaseName: props.databaseName,
+      memoryRetentionHours: props.memoryRetentionHours,
+      magneticRetentionDays: props.magneticRetentionDays,
+    });
+    this.topics = new AlertTopics(this, 'AlertTopics', { alertEmails: props.alertEmails });
+    this.state = new RemediationState(this, 'RemediationState');
+    this.ingest = new IngestFunction(this, 'IngestFunction', {
+      entry: props.ingestEntry ?? DEFAULT_INGEST_ENTRY,
+      depsLockFilePath: DEPS_LOCK_FILE_PATH,
+      database: this.database,
+      topics: this.topics,
+      state: this.state,
+      remediationMode: props.remediationMode,
+      priceOverridesUsdPerHour: props.priceOverridesUsdPerHour,
+      logRetention,
+    });
+    this.api = new IngestApi(this, 'IngestApi', {
+      handler: this.ingest.function,
+      organizationId: props.organizationId,
+      throttlingRateLimit: props.throttlingRateLimit,
+      throttlingBurstLimit: props.throttlingBurstLimit,
+      logRetention,
+      apiGatewayCloudWatchRole: props.apiGatewayCloudWatchRole,
+      webAclArn: props.webAclArn,
+    });
+    this.agentPolicy = new AgentPolicy(this, 'AgentPolicy', { api: this.api });
+
+    new CfnOutput(this, 'BatchesUrl', {
+      value: this.api.batchesUrl,
+      description: 'Where agents POST batches (GPU_SENTINEL_ENDPOINT)',
+    });
+    new CfnOutput(this, 'CriticalTopicArn', { value: this.topics.critical.topicArn });
+    new CfnOutput(this, 'WarningTopicArn', { value: this.topics.warning.topicArn });
+    new CfnOutput(this, 'InfoTopicArn', { value: this.topics.info.topicArn });
+    new CfnOutput(this, 'ReportsTopicArn', { value: this.topics.reports.topicArn });
+    new CfnOutput(this, 'AgentPolicyArn', {
+      value: this.agentPolicy.managedPolicyArn,
+      description: 'Attach to the IAM role of every GPU instance running the agent',
+    });
+    new CfnOutput(this, 'StateTableName', { value: this.state.table.tableName });
+    new CfnOutput(this, 'TimestreamDatabaseName', { value: this.database.databaseName });
+  }
+
+  /**
+   * Lets `grantee` (a GPU instance role) send batches: `execute-api:Invoke` on
+   * `POST /v1/batches` of this stack's API only. Same permission as the `AgentPolicy` managed policy.
+   *
+   * @param grantee - the principal to grant to
+   * @returns the grant
+   */
+  grantIngest(grantee: iam.IGrantable): iam.Grant {
+    return this.api.grantIngest(grantee);
+  }
+}
+
+function validateLogRetention(value: logs.RetentionDays): logs.RetentionDays {
+  const allowed = Object.values(logs.RetentionDays).filter(
+    (v): v is logs.RetentionDays => typeof v === 'number',
+  );
+  if (!allowed.includes(value)) {
+    throw new PropsValidationError('logRetention', 'one of logs.RetentionDays (a number of days)', value);
+  }
+  return value;
+}

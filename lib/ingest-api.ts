@@ -1,0 +1,222 @@
+import { Aws, RemovalPolicy, Size, Validations } from 'aws-cdk-lib';
+import * as apigw from 'aws-cdk-lib/aws-apigateway';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
+import { Construct } from 'constructs';
+import {
+  BINARY_MEDIA_TYPES,
+  DEFAULT_THROTTLING_BURST_LIMIT,
+  DEFAULT_THROTTLING_RATE_LIMIT,
+  INGEST_STAGE_NAME,
+  MIN_COMPRESSION_SIZE_BYTES,
+  ORGANIZATION_ID_PATTERN,
+} from './constants';
+import { validatePattern, validatePositiveNumber } from './validate-props';
+
+/** Path of the batches resource, below the stage. */
+export const BATCHES_PATH = '/v1/batches';
+
+/** Props of {@link IngestApi}. */
+export interface IngestApiProps {
+  /** The function behind `POST /v1/batches` (Lambda proxy integration). */
+  readonly handler: lambda.IFunction;
+  /**
+   * AWS Organizations id whose principals may call the API (`aws:PrincipalOrgID`), pattern
+   * `o-[a-z0-9]{10,32}`. Callers still need an IAM policy allowing `execute-api:Invoke`.
+   * @default - only principals of this account
+   */
+  readonly organizationId?: string;
+  /**
+   * Stage-wide steady-state request rate, requests per second, > 0. The account-wide limit is
+   * 10,000 rps in most regions (API Gateway quotas page).
+   * @default 1000
+   */
+  readonly throttlingRateLimit?: number;
+  /**
+   * Stage-wide burst, requests, > 0 (token bucket size; account default 5,000).
+   * @default 2000
+   */
+  readonly throttlingBurstLimit?: number;
+  /**
+   * How long access logs are kept.
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * Create the account's API Gateway CloudWatch Logs role (`AWS::ApiGateway::Account`, one per
+   * account and region) so that access and execution logging work. Set `false` when the account
+   * already has one, e.g. from another stack.
+   * @default true
+   */
+  readonly apiGatewayCloudWatchRole?: boolean;
+  /**
+   * ARN of a regional AWS WAFv2 web ACL to associate with the stage.
+   * @default - no WAF (the API already requires SigV4 and a resource policy)
+   */
+  readonly webAclArn?: string;
+}
+
+/**
+ * The ingest REST API (API Gateway v1, DESIGN.md §11): `POST /v1/batches` with IAM (SigV4)
+ * authorization and a Lambda proxy integration; a resource policy allowing `execute-api:Invoke`
+ * only to principals of this account (or of an organization); regional endpoint; stage `prod` with
+ * access logging (JSON), execution logging (ERROR), X-Ray tracing and throttling; a request
+ * validator; payload compression on, so API Gateway decompresses `Content-Encoding: gzip` request
+ * bodies, and gzip media types declared binary so an undecompressed gzip body reaches the handler
+ * base64-encoded (the handler accepts both).
+ *
+ * @example
+ * const api = new IngestApi(this, 'IngestApi', { handler: fn, organizationId: 'o-a1b2c3d4e5' });
+ * api.grantIngest(gpuInstanceRole);
+ */
+export class IngestApi extends Construct {
+  /** The REST API. */
+  readonly api: apigw.RestApi;
+  /** The `POST /v1/batches` method. */
+  readonly batchesMethod: apigw.Method;
+  /** The access log group. */
+  readonly accessLogGroup: logs.LogGroup;
+  /** `https://<api id>.execute-api.<region>.<suffix>/prod/v1/batches`: where agents POST. */
+  readonly batchesUrl: string;
+  /** `arn:<partition>:execute-api:<region>:<account>:<api id>/prod/POST/v1/batches`. */
+  readonly batchesArn: string;
+
+  /**
+   * @throws {PropsValidationError} when `organizationId` does not match `o-[a-z0-9]{10,32}` or a
+   *   throttling limit is not a finite number > 0
+   */
+  constructor(scope: Construct, id: string, props: IngestApiProps) {
+    super(scope, id);
+    const throttlingRateLimit = validatePositiveNumber(
+      'throttlingRateLimit',
+      props.throttlingRateLimit ?? DEFAULT_THROTTLING_RATE_LIMIT,
+    );
+    const throttlingBurstLimit = validatePositiveNumber(
+      'throttlingBurstLimit',
+      props.throttlingBurstLimit ?? DEFAULT_THROTTLING_BURST_LIMIT,
+    );
+    const organizationId =
+      props.organizationId === undefined
+        ? undefined
+        : validatePattern(
+            'organizationId',
+            props.organizationId,
+            ORGANIZATION_ID_PATTERN,
+            'an AWS Organizations id matching o-[a-z0-9]{10,32}',
+          );
+    const cloudWatchRole = props.apiGatewayCloudWatchRole ?? true;
+
+    this.accessLogGroup = new logs.LogGroup(this, 'AccessLogGroup', {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+
+    this.api = new apigw.RestApi(this, 'Api', {
+      description: 'gpu-sentinel ingest API: agents POST SigV4-signed gzip JSON batches',
+      endpointConfiguration: { types: [apigw.EndpointType.REGIONAL] },
+      policy: resourcePolicy(organizationId),
+      minCompressionSize: Size.bytes(MIN_COMPRESSION_SIZE_BYTES),
+      binaryMediaTypes: [...BINARY_MEDIA_TYPES],
+      cloudWatchRole,
+      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
+      deployOptions: {
+        stageName: INGEST_STAGE_NAME,
+        tracingEnabled: true,
+        throttlingRateLimit,
+        throttlingBurstLimit,
+        loggingLevel: apigw.MethodLoggingLevel.ERROR,
+        dataTraceEnabled: false,
+        metricsEnabled: true,
+        accessLogDestination: new apigw.LogGroupLogDestination(this.accessLogGroup),
+        accessLogFormat: apigw.AccessLogFormat.jsonWithStandardFields({
+          caller: true,
+          httpMethod: true,
+          ip: true,
+          protocol: true,
+          requestTime: true,
+          resourcePath: true,
+          responseLength: true,
+          status: true,
+          user: true,
+        }),
+      },
+    });
+
+    const validator = this.api.addRequestValidator('RequestValidator', {
+      validateRequestBody: true,
+      validateRequestParameters: true,
+    });
+    const batches = this.api.root.addResource('v1').addResource('batches');
+    this.batchesMethod = batches.addMethod(
+      'POST',
+      new apigw.LambdaIntegration(props.handler, { proxy: true, allowTestInvoke: false }),
+      { authorizationType: apigw.AuthorizationType.IAM, requestValidator: validator },
+    );
+
+    this.batchesUrl = this.api.urlForPath(BATCHES_PATH);
+    this.batchesArn = this.api.arnForExecuteApi('POST', BATCHES_PATH, INGEST_STAGE_NAME);
+
+    if (props.webAclArn !== undefined) {
+      new wafv2.CfnWebACLAssociation(this, 'WebAclAssociation', {
+        resourceArn: this.api.deploymentStage.stageArn,
+        webAclArn: props.webAclArn,
+      });
+    } else {
+      Validations.of(this.api).acknowledge({
+        id: 'AwsSolutions-APIG3',
+        reason:
+          'WAF is optional (prop webAclArn): every request must be SigV4-signed by a principal of this ' +
+          'account or organization, enforced by IAM auth and the resource policy.',
+      });
+    }
+    Validations.of(this.batchesMethod).acknowledge({
+      id: 'AwsSolutions-COG4',
+      reason: 'The API uses IAM (SigV4) authorization with the GPU instance roles, not Cognito user pools.',
+    });
+    if (cloudWatchRole) {
+      Validations.of(this.api).acknowledge({
+        id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
+        reason:
+          'The account-wide API Gateway logging role (created by RestApi cloudWatchRole) needs exactly the ' +
+          'AWS-maintained logging policy; it is required for access and execution logging.',
+      });
+    }
+  }
+
+  /**
+   * Lets `grantee` send batches: `execute-api:Invoke` on exactly
+   * `arn:<partition>:execute-api:<region>:<account>:<api id>/prod/POST/v1/batches`.
+   *
+   * @param grantee - the principal to grant to (e.g. a GPU instance role)
+   * @returns the grant
+   */
+  grantIngest(grantee: iam.IGrantable): iam.Grant {
+    return iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['execute-api:Invoke'],
+      resourceArns: [this.batchesArn],
+    });
+  }
+}
+
+function resourcePolicy(organizationId: string | undefined): iam.PolicyDocument {
+  const resources = [`execute-api:/${INGEST_STAGE_NAME}/POST${BATCHES_PATH}`];
+  const statement =
+    organizationId === undefined
+      ? new iam.PolicyStatement({
+          sid: 'AllowThisAccount',
+          principals: [new iam.AccountPrincipal(Aws.ACCOUNT_ID)],
+          actions: ['execute-api:Invoke'],
+          resources,
+        })
+      : new iam.PolicyStatement({
+          sid: 'AllowThisOrganization',
+          principals: [new iam.AnyPrincipal()],
+          actions: ['execute-api:Invoke'],
+          resources,
+          conditions: { StringEquals: { 'aws:PrincipalOrgID': organizationId } },
+        });
+  return new iam.PolicyDocument({ statements: [statement] });
+}

@@ -1,0 +1,259 @@
+import { Aws, Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import type { AlertTopics } from './alert-topics';
+import {
+  INGEST_MEMORY_MIB,
+  INGEST_SERVICE_NAME,
+  INGEST_TIMEOUT_SECONDS,
+  INSTANCE_TYPE_PATTERN,
+  QUARANTINE_TAG_KEY,
+  REMEDIATION_OPT_OUT_VALUE,
+  REMEDIATION_TAG_KEY,
+} from './constants';
+import { PropsValidationError } from './props-validation-error';
+import { DEFAULT_REMEDIATION_MODE, REMEDIATION_MODES, type RemediationMode } from './remediation-mode';
+import type { RemediationState } from './remediation-state';
+import type { TelemetryDatabase } from './telemetry-database';
+import { validateOneOf, validatePattern } from './validate-props';
+
+/**
+ * The Lambda runtime of the ingest function: the newest Node.js this aws-cdk-lib offers
+ * (nodejs24.x, deprecation 2028-04-30; aws.md §3.2). cdk-nag AwsSolutions-L1 flags older ones.
+ */
+export const INGEST_RUNTIME = lambda.Runtime.NODEJS_24_X;
+/** esbuild target matching {@link INGEST_RUNTIME}. */
+export const INGEST_BUNDLING_TARGET = 'node24';
+/**
+ * Modules kept out of the bundle: native or local-mode-only packages the ingest handler never
+ * loads (koffi is the agent's NVML binding; DuckDB is the embedded local store).
+ */
+export const INGEST_EXTERNAL_MODULES: readonly string[] = [
+  'koffi',
+  '@duckdb/node-api',
+  '@duckdb/node-bindings',
+];
+
+/** Props of {@link IngestFunction}. */
+export interface IngestFunctionProps {
+  /** Absolute path of the handler's entry file (TypeScript), bundled by esbuild. */
+  readonly entry: string;
+  /** Absolute path of the lock file next to the project's package.json (bundling root). */
+  readonly depsLockFilePath: string;
+  /** Where the batches are written (`timestream:WriteRecords` on its three tables). */
+  readonly database: TelemetryDatabase;
+  /** Where alerts go (`sns:Publish` on critical, warning, info). */
+  readonly topics: AlertTopics;
+  /** The state table (remediation records, rate limits, cooldowns). */
+  readonly state: RemediationState;
+  /**
+   * What the function does about broken instances: `off`, `notify` or `replace` (DESIGN.md §8).
+   * Only `replace` grants `autoscaling:SetInstanceHealth` and `ec2:CreateTags`.
+   * @default 'replace'
+   */
+  readonly remediationMode?: RemediationMode;
+  /**
+   * On-demand price overrides, USD per instance-hour, by EC2 instance type
+   * (`{ "p5.48xlarge": 55.04 }`); finite numbers ≥ 0. Passed to the ledger as `PRICE_OVERRIDES`.
+   * @default - none (the built-in price table)
+   */
+  readonly priceOverridesUsdPerHour?: Readonly<Record<string, number>>;
+  /**
+   * How long the function's logs are kept.
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * What happens to the log group when the stack is deleted.
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly logRemovalPolicy?: RemovalPolicy;
+}
+
+/**
+ * The ingest Lambda (DESIGN.md §1): validates a batch, computes the waste ledger, writes
+ * Timestream, evaluates the per-instance rules, publishes alerts and remediates. arm64, Node.js
+ * 24, 512 MiB, 25 s, X-Ray active, bundled by esbuild (CJS, minified, source maps), with an
+ * explicit log group and a role written by hand (no AWS managed policy):
+ * - `logs:CreateLogStream`, `logs:PutLogEvents` on its own log group;
+ * - `timestream:WriteRecords` on the three tables, `timestream:DescribeEndpoints` on `*`;
+ * - `sns:Publish` on critical/warning/info, `kms:GenerateDataKey`/`kms:Decrypt` on their key;
+ * - `dynamodb:GetItem/PutItem/UpdateItem/Query` on the state table;
+ * - `autoscaling:DescribeAutoScalingInstances` on `*` (no resource-level permissions);
+ * - in `replace` mode: `autoscaling:SetInstanceHealth` on every Auto Scaling group of the account
+ *   unless the group is tagged `gpu-sentinel:remediation=off` (condition
+ *   `StringNotEquals aws:ResourceTag/gpu-sentinel:remediation = off`: groups need no tag to be
+ *   managed, and the opt-out is enforced by IAM as well as by the domain policy), and
+ *   `ec2:CreateTags` on the account's instances limited to the tag key `gpu-sentinel:quarantine`;
+ * - `xray:PutTraceSegments`, `xray:PutTelemetryRecords` (added by active tracing, `*`).
+ * ARNs use region `*`: agents in any region may report to this API.
+ */
+export class IngestFunction extends Construct {
+  /** The function. */
+  readonly function: nodejs.NodejsFunction;
+  /** Its execution role. */
+  readonly role: iam.Role;
+  /** Its log group. */
+  readonly logGroup: logs.LogGroup;
+  /** The remediation mode in effect. */
+  readonly remediationMode: RemediationMode;
+
+  /**
+   * @throws {PropsValidationError} when `remediationMode` is not `off|notify|replace` or a price
+   *   override has a bad instance type or a price that is not a finite number ≥ 0
+   */
+  constructor(scope: Construct, id: string, props: IngestFunctionProps) {
+    super(scope, id);
+    this.remediationMode = validateOneOf(
+      'remediationMode',
+      props.remediationMode ?? DEFAULT_REMEDIATION_MODE,
+      REMEDIATION_MODES,
+    );
+    const priceOverrides = validatePriceOverrides(props.priceOverridesUsdPerHour ?? {});
+
+    this.logGroup = new logs.LogGroup(this, 'LogGroup', {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN,
+    });
+    this.role = new iam.Role(this, 'ServiceRole', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: 'gpu-sentinel ingest Lambda: least privilege, written by hand',
+    });
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+        resources: [this.logGroup.logGroupArn],
+      }),
+    );
+
+    this.function = new nodejs.NodejsFunction(this, 'Function', {
+      entry: props.entry,
+      depsLockFilePath: props.depsLockFilePath,
+      handler: 'handler',
+      runtime: INGEST_RUNTIME,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: INGEST_MEMORY_MIB,
+      timeout: Duration.seconds(INGEST_TIMEOUT_SECONDS),
+      tracing: lambda.Tracing.ACTIVE,
+      role: this.role,
+      logGroup: this.logGroup,
+      description: 'gpu-sentinel: validates agent batches, writes Timestream, alerts and remediates',
+      bundling: {
+        format: nodejs.OutputFormat.CJS,
+        target: INGEST_BUNDLING_TARGET,
+        minify: true,
+        sourceMap: true,
+        externalModules: [...INGEST_EXTERNAL_MODULES],
+      },
+      environment: {
+        TIMESTREAM_DATABASE: props.database.databaseName,
+        TIMESTREAM_GPU_TABLE: props.database.gpuTable.attrName,
+        TIMESTREAM_EFA_TABLE: props.database.efaTable.attrName,
+        TIMESTREAM_EVENTS_TABLE: props.database.eventsTable.attrName,
+        TOPIC_CRITICAL_ARN: props.topics.critical.topicArn,
+        TOPIC_WARNING_ARN: props.topics.warning.topicArn,
+        TOPIC_INFO_ARN: props.topics.info.topicArn,
+        STATE_TABLE: props.state.table.tableName,
+        REMEDIATION_MODE: this.remediationMode,
+        PRICE_OVERRIDES: JSON.stringify(priceOverrides),
+        POWERTOOLS_SERVICE_NAME: INGEST_SERVICE_NAME,
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+    });
+
+    props.database.grantWrite(this.role);
+    props.topics.grantPublishAlerts(this.role);
+    props.state.grantReadWrite(this.role);
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['autoscaling:DescribeAutoScalingInstances'], resources: ['*'] }),
+    );
+    if (this.remediationMode === 'replace') this.grantRemediation();
+
+    Validations.of(this.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'Only actions without resource-level permissions use Resource "*": timestream:DescribeEndpoints ' +
+        '(endpoint discovery), autoscaling:DescribeAutoScalingInstances, and xray:PutTraceSegments/' +
+        'PutTelemetryRecords (added by active tracing). Service Authorization Reference lists no resource type for them.',
+    });
+  }
+
+  private grantRemediation(): void {
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['autoscaling:SetInstanceHealth'],
+        resources: [autoScalingGroupArnPattern()],
+        conditions: {
+          StringNotEquals: { [`aws:ResourceTag/${REMEDIATION_TAG_KEY}`]: REMEDIATION_OPT_OUT_VALUE },
+        },
+      }),
+    );
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['ec2:CreateTags'],
+        resources: [instanceArnPattern()],
+        conditions: { 'ForAllValues:StringEquals': { 'aws:TagKeys': [QUARANTINE_TAG_KEY] } },
+      }),
+    );
+    Validations.of(this.role).acknowledge(
+      {
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:autoscaling:*:<AWS::AccountId>:autoScalingGroup:*:autoScalingGroupName/*]`,
+        reason:
+          'The instances to replace belong to groups created outside this stack (training clusters); ' +
+          'SetInstanceHealth is limited to this account and denied on groups tagged gpu-sentinel:remediation=off.',
+      },
+      {
+        id: 'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:*:<AWS::AccountId>:instance/*]',
+        reason:
+          'Quarantine tags go on any GPU instance of the account outside an Auto Scaling group; CreateTags is ' +
+          'limited to the single tag key gpu-sentinel:quarantine (ForAllValues:StringEquals aws:TagKeys).',
+      },
+    );
+  }
+}
+
+/** `arn:<partition>:autoscaling:*:<account>:autoScalingGroup:*:autoScalingGroupName/*` */
+function autoScalingGroupArnPattern(): string {
+  return `arn:${Aws.PARTITION}:autoscaling:*:${Aws.ACCOUNT_ID}:autoScalingGroup:*:autoScalingGroupName/*`;
+}
+
+/** `arn:<partition>:ec2:*:<account>:instance/*` */
+function instanceArnPattern(): string {
+  return `arn:${Aws.PARTITION}:ec2:*:${Aws.ACCOUNT_ID}:instance/*`;
+}
+
+/**
+ * @param overrides - USD per instance-hour by instance type
+ * @returns `overrides`
+ * @throws {PropsValidationError} when a key is not an instance type or a value not a finite number ≥ 0
+ */
+export function validatePriceOverrides(
+  overrides: Readonly<Record<string, number>>,
+): Readonly<Record<string, number>> {
+  if (typeof overrides !== 'object' || overrides === null || Array.isArray(overrides)) {
+    throw new PropsValidationError(
+      'priceOverridesUsdPerHour',
+      'an object of instance type to USD per hour',
+      overrides,
+    );
+  }
+  for (const [instanceType, usdPerHour] of Object.entries(overrides)) {
+    validatePattern(
+      'priceOverridesUsdPerHour',
+      instanceType,
+      INSTANCE_TYPE_PATTERN,
+      'keys that are EC2 instance types like `p5.48xlarge`',
+    );
+    if (typeof usdPerHour !== 'number' || !Number.isFinite(usdPerHour) || usdPerHour < 0) {
+      throw new PropsValidationError(
+        `priceOverridesUsdPerHour.${instanceType}`,
+        'a finite number >= 0 (USD per hour)',
+        usdPerHour,
+      );
+    }
+  }
+  return overrides;
+}

@@ -1,0 +1,60 @@
+import { RemovalPolicy } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import { Construct } from 'constructs';
+import { STATE_PARTITION_KEY, STATE_SORT_KEY, STATE_TTL_ATTRIBUTE } from './constants';
+
+/** Props of {@link RemediationState}. */
+export interface RemediationStateProps {
+  /**
+   * What happens to the table when the stack is deleted.
+   * @default RemovalPolicy.RETAIN (the audit of remediation decisions outlives the stack)
+   */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+/**
+ * The DynamoDB state table of the pipeline (DESIGN.md §6, §8): remediation records (one per
+ * instance, so an instance is replaced at most once), per-group rate limits, broken-GPU marks and
+ * alert cooldowns, written with conditional writes so two Lambdas never act twice.
+ *
+ * Keys `pk` (S) and `sk` (S); items expire through the TTL attribute `expires_at` (epoch seconds);
+ * on-demand capacity, point-in-time recovery on, encrypted at rest with the AWS managed key.
+ *
+ * @example
+ * const state = new RemediationState(this, 'RemediationState');
+ * state.grantReadWrite(myFunction);
+ */
+export class RemediationState extends Construct {
+  /** The table. */
+  readonly table: dynamodb.Table;
+
+  constructor(scope: Construct, id: string, props: RemediationStateProps = {}) {
+    super(scope, id);
+    this.table = new dynamodb.Table(this, 'Table', {
+      partitionKey: { name: STATE_PARTITION_KEY, type: dynamodb.AttributeType.STRING },
+      sortKey: { name: STATE_SORT_KEY, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: dynamodb.TableEncryption.AWS_MANAGED,
+      timeToLiveAttribute: STATE_TTL_ATTRIBUTE,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+    });
+  }
+
+  /**
+   * Lets `grantee` read and write state items: `dynamodb:GetItem`, `dynamodb:PutItem`,
+   * `dynamodb:UpdateItem` and `dynamodb:Query` on the table (no Scan, no Delete: records expire
+   * through TTL).
+   *
+   * @param grantee - the principal to grant to
+   * @returns the grant
+   */
+  grantReadWrite(grantee: iam.IGrantable): iam.Grant {
+    return iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'],
+      resourceArns: [this.table.tableArn],
+    });
+  }
+}

@@ -1,0 +1,161 @@
+import { RemovalPolicy } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as timestream from 'aws-cdk-lib/aws-timestream';
+import { Construct } from 'constructs';
+import {
+  DEFAULT_DATABASE_NAME,
+  DEFAULT_MAGNETIC_RETENTION_DAYS,
+  DEFAULT_MEMORY_RETENTION_HOURS,
+  EFA_TABLE_NAME,
+  EVENTS_TABLE_NAME,
+  GPU_TABLE_NAME,
+  MAGNETIC_RETENTION_DAYS_MAX,
+  MAGNETIC_RETENTION_DAYS_MIN,
+  MEMORY_RETENTION_HOURS_MAX,
+  MEMORY_RETENTION_HOURS_MIN,
+  TIMESTREAM_NAME_MAX_LENGTH,
+  TIMESTREAM_NAME_MIN_LENGTH,
+  TIMESTREAM_NAME_PATTERN,
+} from './constants';
+import { validateIntegerInRange, validatePattern } from './validate-props';
+
+/** Props of {@link TelemetryDatabase}. */
+export interface TelemetryDatabaseProps {
+  /**
+   * Name of the Timestream database. 3–256 characters of `[a-zA-Z0-9_.-]` (Timestream
+   * `CreateDatabase` API).
+   * @default 'gpu_sentinel'
+   */
+  readonly databaseName?: string;
+  /**
+   * How long records stay in the memory store (fast point queries, in-order writes), hours,
+   * integer in 1..8766 (Timestream quotas page).
+   * @default 24
+   */
+  readonly memoryRetentionHours?: number;
+  /**
+   * How long records stay in the magnetic store (history, finance reports), days, integer in
+   * 1..73000 (Timestream quotas page).
+   * @default 365
+   */
+  readonly magneticRetentionDays?: number;
+  /**
+   * What happens to the database, its tables and its key when the stack is deleted.
+   * @default RemovalPolicy.RETAIN (telemetry and ledger history outlive the stack)
+   */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+/**
+ * The Amazon Timestream for LiveAnalytics database of gpu-sentinel (DESIGN.md §4): one database
+ * encrypted with a customer-managed KMS key (rotation on) and three tables, `gpu_windows`,
+ * `efa_windows` and `events`, with memory and magnetic retention and magnetic-store writes enabled
+ * (late batches replayed from an agent's spool are accepted asynchronously).
+ *
+ * Note: AWS closed Timestream for LiveAnalytics to new customers on 2025-06-20; accounts that
+ * already use it keep it. In an account that never used it, creating the database fails at deploy
+ * time; a second store adapter is planned for those accounts (DESIGN.md §4).
+ *
+ * @example
+ * const db = new TelemetryDatabase(this, 'TelemetryDatabase', { memoryRetentionHours: 48 });
+ * db.grantWrite(myFunction);
+ */
+export class TelemetryDatabase extends Construct {
+  /** The customer-managed key encrypting the database (rotation on). */
+  readonly key: kms.Key;
+  /** The database. */
+  readonly database: timestream.CfnDatabase;
+  /** The database name (as given; `Ref` of the database). */
+  readonly databaseName: string;
+  /** Table of 10 s GPU windows plus the ledger: `gpu_windows`. */
+  readonly gpuTable: timestream.CfnTable;
+  /** Table of EFA counter deltas: `efa_windows`. */
+  readonly efaTable: timestream.CfnTable;
+  /** Table of hardware events: `events`. */
+  readonly eventsTable: timestream.CfnTable;
+
+  /**
+   * @throws {PropsValidationError} when `databaseName`, `memoryRetentionHours` or
+   *   `magneticRetentionDays` is out of range
+   */
+  constructor(scope: Construct, id: string, props: TelemetryDatabaseProps = {}) {
+    super(scope, id);
+    const databaseName = validatePattern(
+      'databaseName',
+      props.databaseName ?? DEFAULT_DATABASE_NAME,
+      TIMESTREAM_NAME_PATTERN,
+      `a Timestream name of ${TIMESTREAM_NAME_MIN_LENGTH}..${TIMESTREAM_NAME_MAX_LENGTH} characters [a-zA-Z0-9_.-]`,
+    );
+    const memoryRetentionHours = validateIntegerInRange(
+      'memoryRetentionHours',
+      props.memoryRetentionHours ?? DEFAULT_MEMORY_RETENTION_HOURS,
+      MEMORY_RETENTION_HOURS_MIN,
+      MEMORY_RETENTION_HOURS_MAX,
+    );
+    const magneticRetentionDays = validateIntegerInRange(
+      'magneticRetentionDays',
+      props.magneticRetentionDays ?? DEFAULT_MAGNETIC_RETENTION_DAYS,
+      MAGNETIC_RETENTION_DAYS_MIN,
+      MAGNETIC_RETENTION_DAYS_MAX,
+    );
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+
+    this.key = new kms.Key(this, 'Key', {
+      description: `gpu-sentinel: encrypts the Timestream database ${databaseName}`,
+      enableKeyRotation: true,
+      removalPolicy,
+    });
+    this.database = new timestream.CfnDatabase(this, 'Database', {
+      databaseName,
+      kmsKeyId: this.key.keyArn,
+    });
+    this.database.applyRemovalPolicy(removalPolicy);
+    this.databaseName = this.database.ref;
+
+    const table = (tableId: string, tableName: string): timestream.CfnTable => {
+      const t = new timestream.CfnTable(this, tableId, {
+        databaseName: this.databaseName,
+        tableName,
+        retentionProperties: {
+          MemoryStoreRetentionPeriodInHours: String(memoryRetentionHours),
+          MagneticStoreRetentionPeriodInDays: String(magneticRetentionDays),
+        },
+        magneticStoreWriteProperties: { EnableMagneticStoreWrites: true },
+      });
+      t.applyRemovalPolicy(removalPolicy);
+      return t;
+    };
+    this.gpuTable = table('GpuWindowsTable', GPU_TABLE_NAME);
+    this.efaTable = table('EfaWindowsTable', EFA_TABLE_NAME);
+    this.eventsTable = table('EventsTable', EVENTS_TABLE_NAME);
+  }
+
+  /** ARNs of the three tables, in the order gpu, efa, events. */
+  get tableArns(): string[] {
+    return [this.gpuTable.attrArn, this.efaTable.attrArn, this.eventsTable.attrArn];
+  }
+
+  /**
+   * Lets `grantee` write records: `timestream:WriteRecords` on the three tables, and
+   * `timestream:DescribeEndpoints` on `*` (endpoint discovery; the action has no resource-level
+   * permissions, so `*` is the only possible resource). No KMS permission is needed: Timestream
+   * uses the grant it created on the key when the database was created.
+   *
+   * @param grantee - the principal to grant to
+   * @returns the grant
+   */
+  grantWrite(grantee: iam.IGrantable): iam.Grant {
+    const grant = iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['timestream:WriteRecords'],
+      resourceArns: this.tableArns,
+    });
+    iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['timestream:DescribeEndpoints'],
+      resourceArns: ['*'],
+    });
+    return grant;
+  }
+}

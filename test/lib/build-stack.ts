@@ -1,0 +1,18 @@
+import { fileURLToPath } from 'node:url';
+import { App } from 'aws-cdk-lib';
+import { GpuSentinelStack, type GpuSentinelStackProps } from '../../lib/gpu-sentinel-stack';
+
+/** Entry file used by the template tests instead of the real handler. */
+export const STUB_INGEST_ENTRY = fileURLToPath(new URL('./fixtures/ingest-stub.ts', import.meta.url));
+
+/**
+ * Builds a {@link GpuSentinelStack} in a fresh app that skips esbuild bundling (fast, and
+ * independent of the handler being written elsewhere).
+ *
+ * @param props - stack props; `ingestEntry` defaults to the stub
+ * @returns the stack
+ */
+export function buildStack(props: GpuSentinelStackProps = {}): GpuSentinelStack {
+  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  return new GpuSentinelStack(app, 'TestStack', { ingestEntry: STUB_INGEST_ENTRY, ...props });
+}
