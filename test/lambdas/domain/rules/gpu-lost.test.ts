@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { gpuLostRule } from '../../../../lambdas/domain';
+import { makeBatch } from '../batch-builder';
+
+describe('gpu_lost', () => {
+  it('fires one critical replace per GPU with the count and first time', () => {
+    // Prepare
+    const batch = makeBatch({
+      events: [
+        { at: '2026-03-10T10:00:08Z', kind: 'gpu_lost', gpu_index: 6, source: 'nvml', detail: 'GPU_IS_LOST' },
+        { at: '2026-03-10T10:00:02Z', kind: 'gpu_lost', gpu_index: 6, source: 'nvml' },
+        { at: '2026-03-10T10:00:03Z', kind: 'gpu_lost', pci_bus_id: '0000:97:00.0', source: 'kmsg' },
+      ],
+    });
+    // Act
+    const findings = gpuLostRule(batch);
+    // Assess
+    expect(
+      findings.map((f) => [f.gpu_index, f.pci_bus_id, f.severity, f.action, f.at, f.evidence.count]),
+    ).toEqual([
+      [6, undefined, 'critical', 'replace', '2026-03-10T10:00:02Z', 2],
+      [undefined, '0000:97:00.0', 'critical', 'replace', '2026-03-10T10:00:03Z', 1],
+    ]);
+  });
+
+  it('ignores other events', () => {
+    // Prepare
+    const batch = makeBatch({
+      events: [{ at: '2026-03-10T10:00:02Z', kind: 'agent_start', source: 'agent' }],
+    });
+    // Act / Assess
+    expect(gpuLostRule(batch)).toEqual([]);
+  });
+});

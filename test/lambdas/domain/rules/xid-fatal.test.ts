@@ -1,0 +1,225 @@
+import { describe, expect, it } from 'vitest';
+import type { Batch } from '../../../../lambdas/contract';
+import {
+  DEFAULT_RULE_CONTEXT,
+  DEFAULT_XID_POLICY,
+  evaluatePointRules,
+  withXidOverrides,
+  xidFatalRule,
+} from '../../../../lambdas/domain';
+import { flushWindow, makeBatch, readKmsgXids } from '../batch-builder';
+
+const xid = (code: number, at: string, extra: Record<string, unknown> = {}) => ({
+  at,
+  kind: 'xid',
+  xid: code,
+  source: 'nvml',
+  gpu_index: 2,
+  ...extra,
+});
+
+describe('xid_fatal on the real kernel log with Xid 48, 63 and 9 × 94', () => {
+  const now = new Date('2024-11-15T12:05:00Z');
+  const events = readKmsgXids('dmesg-xid48-63-94.iso.log');
+  const batch = makeBatch({ events, sentAt: '2024-11-15T12:04:00Z' }, now);
+
+  it('reads 11 Xid lines from the capture', () => {
+    // Prepare / Act / Assess
+    expect(events.map((e) => e.xid)).toEqual([48, 63, 94, 94, 94, 94, 94, 94, 94, 94, 94]);
+  });
+
+  it('gives one critical replace for 48, one info notify for 63 and one reset for 94 counting 9', () => {
+    // Prepare
+    // Act
+    const findings = evaluatePointRules(batch, DEFAULT_RULE_CONTEXT, now);
+    // Assess
+    expect(findings.map((f) => [f.rule, f.evidence.xid, f.severity, f.action, f.evidence.count])).toEqual([
+      ['xid_fatal', 48, 'critical', 'replace', 1],
+      ['xid_fatal', 63, 'info', 'notify', 1],
+      ['xid_fatal', 94, 'warning', 'reset', 9],
+    ]);
+    expect(findings.every((f) => f.pci_bus_id === '0000:19:00.0' && f.gpu_index === undefined)).toBe(true);
+  });
+
+  it('says what and where in the summary and keeps the first and last times and the process', () => {
+    // Prepare
+    // Act
+    const [dbe, , contained] = xidFatalRule(batch, DEFAULT_RULE_CONTEXT, now);
+    // Assess
+    expect(dbe?.summary).toBe('Xid 48 (double-bit ECC error) on GPU at 0000:19:00.0');
+    expect(dbe?.at).toBe('2024-11-15T12:02:03.470068+00:00');
+    expect(contained?.at).toBe('2024-11-15T12:02:03.506595+00:00');
+    expect(contained?.evidence).toMatchObject({
+      first_at: '2024-11-15T12:02:03.506595+00:00',
+      last_at: '2024-11-15T12:02:03.638794+00:00',
+      pids: '1248209',
+      process_names: 'python3.10',
+      sources: 'kmsg',
+      mnemonic: 'CONTAINED_ERROR',
+    });
+  });
+
+  it('takes the GPU index from the window with the same PCI bus id', () => {
+    // Prepare
+    const withWindow = makeBatch(
+      {
+        events,
+        sentAt: '2024-11-15T12:04:00Z',
+        windows: [
+          flushWindow(
+            5,
+            { gpu_util: 0 },
+            { pci: '00000000:19:00.0', start: '2024-11-15T12:02:00Z', end: '2024-11-15T12:02:10Z' },
+          ),
+        ],
+      },
+      now,
+    );
+    // Act
+    const findings = xidFatalRule(withWindow, DEFAULT_RULE_CONTEXT, now);
+    // Assess
+    expect(findings.map((f) => [f.gpu_index, f.pci_bus_id])).toEqual([
+      [5, '0000:19:00.0'],
+      [5, '0000:19:00.0'],
+      [5, '0000:19:00.0'],
+    ]);
+  });
+});
+
+describe('xid_fatal on the real kernel log with 629 × Xid 13 and 7 × Xid 43', () => {
+  const now = new Date('2025-01-21T04:45:00Z');
+  const events = readKmsgXids('dmesg-xid13-43.decode.iso.log');
+  // 636 events exceed the 256-per-batch contract limit: the agent sends them in three real batches.
+  const batches = [0, 256, 512].map((from) =>
+    makeBatch({ events: events.slice(from, from + 256), sentAt: '2025-01-21T04:44:00Z' }, now),
+  );
+  const merged: Batch = { ...(batches[0] as Batch), events: batches.flatMap((b) => b.events ?? []) };
+
+  it('reads 629 Xid 13 and 7 Xid 43 from the capture', () => {
+    // Prepare / Act / Assess
+    expect(events.filter((e) => e.xid === 13)).toHaveLength(629);
+    expect(events.filter((e) => e.xid === 43)).toHaveLength(7);
+  });
+
+  it('gives one info notify for 13 counting 629 and nothing for 43', () => {
+    // Prepare
+    // Act
+    const findings = evaluatePointRules(merged, DEFAULT_RULE_CONTEXT, now);
+    // Assess
+    expect(findings).toHaveLength(1);
+    expect(findings[0]).toMatchObject({
+      rule: 'xid_fatal',
+      severity: 'info',
+      action: 'notify',
+      pci_bus_id: '0000:38:00.0',
+      evidence: { xid: 13, count: 629 },
+    });
+  });
+
+  it.each([0, 1, 2])('never asks to replace or reset from batch %i alone', (i) => {
+    // Prepare
+    const batch = batches[i] as Batch;
+    // Act
+    const findings = evaluatePointRules(batch, DEFAULT_RULE_CONTEXT, now);
+    // Assess
+    expect(findings.filter((f) => f.action === 'replace' || f.action === 'reset')).toEqual([]);
+  });
+});
+
+describe('xid_fatal policy outcomes', () => {
+  it.each([
+    [79, 'critical', 'replace'],
+    [95, 'critical', 'replace'],
+    [119, 'critical', 'replace'],
+    [46, 'warning', 'reset'],
+    [31, 'info', 'notify'],
+    [92, 'warning', 'notify'],
+    [555, 'warning', 'notify'],
+  ])('maps one Xid %i to %s/%s', (code, severity, action) => {
+    // Prepare
+    const batch = makeBatch({ events: [xid(code, '2026-03-10T10:00:05Z')] });
+    // Act
+    const findings = xidFatalRule(batch, DEFAULT_RULE_CONTEXT);
+    // Assess
+    expect(findings).toHaveLength(1);
+    expect(findings[0]).toMatchObject({ severity, action, gpu_index: 2, at: '2026-03-10T10:00:05Z' });
+  });
+
+  it.each([43, 45, 38])('gives nothing for ignored Xid %i', (code) => {
+    // Prepare
+    const batch = makeBatch({ events: [xid(code, '2026-03-10T10:00:05Z')] });
+    // Act / Assess
+    expect(xidFatalRule(batch, DEFAULT_RULE_CONTEXT)).toEqual([]);
+  });
+
+  it('downgrades a single Xid 74 to a warning notify, and replaces on the second within an hour', () => {
+    // Prepare
+    const one = makeBatch({ events: [xid(74, '2026-03-10T10:00:01Z')] });
+    const two = makeBatch({ events: [xid(74, '2026-03-10T10:00:01Z'), xid(74, '2026-03-10T10:00:09Z')] });
+    // Act
+    const [first] = xidFatalRule(one, DEFAULT_RULE_CONTEXT);
+    const [second] = xidFatalRule(two, DEFAULT_RULE_CONTEXT);
+    // Assess
+    expect(first).toMatchObject({
+      severity: 'warning',
+      action: 'notify',
+      evidence: { threshold_met: false },
+    });
+    expect(second).toMatchObject({ severity: 'critical', action: 'replace', evidence: { count: 2 } });
+  });
+
+  it('counts the same Xid from NVML and kmsg within a second once', () => {
+    // Prepare
+    const batch = makeBatch({
+      events: [xid(74, '2026-03-10T10:00:01.000Z'), xid(74, '2026-03-10T10:00:01.400Z', { source: 'kmsg' })],
+    });
+    // Act
+    const [finding] = xidFatalRule(batch, DEFAULT_RULE_CONTEXT);
+    // Assess
+    expect(finding).toMatchObject({ action: 'notify', evidence: { count: 1, duplicates_dropped: 1 } });
+  });
+
+  it('puts the driver text of Xid 154 in the summary', () => {
+    // Prepare
+    const batch = makeBatch({
+      events: [
+        xid(154, '2026-03-10T10:00:01Z', { detail: 'GPU recovery action changed to Node Reboot Required' }),
+      ],
+    });
+    // Act
+    const [finding] = xidFatalRule(batch, DEFAULT_RULE_CONTEXT);
+    // Assess
+    expect(finding?.severity).toBe('warning');
+    expect(finding?.summary).toContain('Node Reboot Required');
+  });
+
+  it('follows an overridden policy', () => {
+    // Prepare
+    const ctx = {
+      ...DEFAULT_RULE_CONTEXT,
+      xidPolicy: withXidOverrides(DEFAULT_XID_POLICY, { 13: { action: 'ignore' } }),
+    };
+    const batch = makeBatch({ events: [xid(13, '2026-03-10T10:00:01Z')] });
+    // Act / Assess
+    expect(xidFatalRule(batch, ctx)).toEqual([]);
+  });
+
+  it('orders findings by GPU then code, whatever the event order', () => {
+    // Prepare
+    const batch = makeBatch({
+      events: [
+        xid(94, '2026-03-10T10:00:03Z', { gpu_index: 3 }),
+        xid(48, '2026-03-10T10:00:02Z', { gpu_index: 3 }),
+        xid(79, '2026-03-10T10:00:01Z', { gpu_index: 1 }),
+      ],
+    });
+    // Act
+    const findings = xidFatalRule(batch, DEFAULT_RULE_CONTEXT);
+    // Assess
+    expect(findings.map((f) => [f.gpu_index, f.evidence.xid])).toEqual([
+      [1, 79],
+      [3, 48],
+      [3, 94],
+    ]);
+  });
+});
