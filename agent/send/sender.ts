@@ -1,0 +1,202 @@
+import { gzipSync } from 'node:zlib';
+import { Sha256 } from '@aws-crypto/sha256-js';
+import { defaultProvider } from '@aws-sdk/credential-provider-node';
+import { HttpRequest } from '@smithy/protocol-http';
+import { SignatureV4 } from '@smithy/signature-v4';
+import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
+import pRetry, { AbortError } from 'p-retry';
+import type { Batch } from '../../lambdas/contract';
+import { type ApiErrorBody, SendFailedError, SendRejectedError } from '../errors';
+
+/** How requests are authenticated: `sigv4` (API Gateway IAM auth) or `none` (loopback local mode). */
+export const SENDER_AUTH_MODES = ['sigv4', 'none'] as const;
+/** Union of {@link SENDER_AUTH_MODES}. */
+export type SenderAuthMode = (typeof SENDER_AUTH_MODES)[number];
+
+/** Options of {@link HttpSender}. */
+export interface HttpSenderOptions {
+  /** The API stage URL, e.g. `https://abc.execute-api.us-east-1.amazonaws.com/prod`; batches go to `<endpoint>/v1/batches`. */
+  readonly endpoint: string;
+  /** Request authentication. @default 'sigv4' */
+  readonly auth?: SenderAuthMode;
+  /** AWS region of the API, for SigV4 (service `execute-api`). Required when `auth` is `sigv4`. */
+  readonly region?: string;
+  /** Credentials or a provider. @default defaultProvider() of @aws-sdk/credential-provider-node (the instance role on EC2) */
+  readonly credentials?: AwsCredentialIdentity | AwsCredentialIdentityProvider;
+  /** The fetch to use. @default globalThis.fetch */
+  readonly fetch?: typeof fetch;
+  /** The clock used as the SigV4 signing date. @default () => new Date() */
+  readonly clock?: () => Date;
+  /** Retries after the first attempt on 429, 5xx and network errors, 0..20. @default 5 */
+  readonly retries?: number;
+  /** First retry delay, ms (exponential, factor 2, with jitter ×1..2). @default 500 */
+  readonly minTimeoutMs?: number;
+  /** Largest retry delay, ms. @default 30000 */
+  readonly maxTimeoutMs?: number;
+  /** Give up one attempt after this many ms. @default 10000 */
+  readonly requestTimeoutMs?: number;
+}
+
+/** The API's answer to a delivered batch: `202 {"accepted": n}`. */
+export interface SendResult {
+  /** HTTP status, 2xx (202 from the API). */
+  readonly status: number;
+  /** Windows the API accepted, from the answer's `accepted`; 0 when the answer had none. */
+  readonly accepted: number;
+}
+
+class RetryableHttpError extends Error {
+  override readonly name = 'RetryableHttpError';
+  constructor(readonly status: number) {
+    super(`HTTP ${status}`);
+  }
+}
+
+/**
+ * Delivers batches to `POST <endpoint>/v1/batches` as gzip JSON (`Content-Encoding: gzip`),
+ * signed with SigV4 (service `execute-api`; the compressed body and every header sent are signed)
+ * or unsigned for the loopback local pipeline. Retries 429, 5xx and network errors with
+ * exponential backoff and jitter (p-retry); any other 4xx is final.
+ *
+ * @example
+ * const sender = new HttpSender({ endpoint: 'https://abc.execute-api.us-east-1.amazonaws.com/prod', region: 'us-east-1' });
+ * const { accepted } = await sender.send(batch);
+ */
+export class HttpSender {
+  private readonly url: URL;
+  private readonly auth: SenderAuthMode;
+  private readonly signer: SignatureV4 | undefined;
+  private readonly doFetch: typeof fetch;
+  private readonly clock: () => Date;
+  private readonly retries: number;
+  private readonly minTimeoutMs: number;
+  private readonly maxTimeoutMs: number;
+  private readonly requestTimeoutMs: number;
+
+  /**
+   * @param opts - see {@link HttpSenderOptions}
+   * @throws {RangeError} when `endpoint` is not an http(s) URL, `region` is missing for `sigv4`, or a number option is out of range
+   */
+  constructor(opts: HttpSenderOptions) {
+    let base: URL;
+    try {
+      base = new URL(opts.endpoint);
+    } catch (cause) {
+      throw new RangeError(`Expected \`endpoint\` to be an http(s) URL, got \`${opts.endpoint}\``, { cause });
+    }
+    if (base.protocol !== 'https:' && base.protocol !== 'http:')
+      throw new RangeError(`Expected \`endpoint\` to be an http(s) URL, got \`${opts.endpoint}\``);
+    this.url = new URL(`${base.pathname.replace(/\/+$/, '')}/v1/batches`, base);
+    this.auth = opts.auth ?? 'sigv4';
+    this.doFetch = opts.fetch ?? globalThis.fetch;
+    this.clock = opts.clock ?? (() => new Date());
+    this.retries = checkRange('retries', opts.retries ?? 5, 0, 20);
+    this.minTimeoutMs = checkRange('minTimeoutMs', opts.minTimeoutMs ?? 500, 0, 3_600_000);
+    this.maxTimeoutMs = checkRange('maxTimeoutMs', opts.maxTimeoutMs ?? 30_000, this.minTimeoutMs, 3_600_000);
+    this.requestTimeoutMs = checkRange('requestTimeoutMs', opts.requestTimeoutMs ?? 10_000, 1, 600_000);
+    if (this.auth === 'sigv4') {
+      if (!opts.region)
+        throw new RangeError('Expected `region` (e.g. us-east-1) when `auth` is sigv4, got `undefined`');
+      this.signer = new SignatureV4({
+        service: 'execute-api',
+        region: opts.region,
+        credentials: opts.credentials ?? defaultProvider(),
+        sha256: Sha256,
+      });
+    }
+  }
+
+  /** The URL batches are posted to. */
+  get batchesUrl(): string {
+    return this.url.toString();
+  }
+
+  /**
+   * Sends one batch, retrying transient failures. A retried batch is the same batch (same
+   * `batch_id` and `seq`), so the API stores it once.
+   *
+   * @param batch - a contract batch
+   * @returns `{ status, accepted }` from the API's 2xx answer
+   * @throws {SendRejectedError} on a 4xx other than 429 (not retried), with the API's `{ error, path }`
+   * @throws {SendFailedError} when every attempt got a 429, a 5xx or a network error
+   */
+  async send(batch: Batch): Promise<SendResult> {
+    const body = gzipSync(JSON.stringify(batch));
+    let attempts = 0;
+    let lastStatus: number | undefined;
+    try {
+      return await pRetry(
+        async () => {
+          attempts++;
+          const response = await this.post(body);
+          lastStatus = response.status;
+          if (response.status >= 200 && response.status < 300) {
+            const json = (await response.json().catch(() => ({}))) as { accepted?: unknown };
+            return {
+              status: response.status,
+              accepted: typeof json.accepted === 'number' ? json.accepted : 0,
+            };
+          }
+          if (response.status === 429 || response.status >= 500) {
+            await response.body?.cancel();
+            throw new RetryableHttpError(response.status);
+          }
+          const errorBody = (await response.json().catch(() => undefined)) as ApiErrorBody | undefined;
+          throw new AbortError(new SendRejectedError(batch.batch_id, response.status, errorBody));
+        },
+        {
+          retries: this.retries,
+          minTimeout: this.minTimeoutMs,
+          maxTimeout: this.maxTimeoutMs,
+          factor: 2,
+          randomize: true,
+          onFailedAttempt: ({ error }) => {
+            if (!(error instanceof RetryableHttpError)) lastStatus = undefined;
+          },
+        },
+      );
+    } catch (error) {
+      if (error instanceof SendRejectedError) throw error;
+      throw new SendFailedError(batch.batch_id, attempts, {
+        ...(lastStatus !== undefined ? { lastStatus } : {}),
+        cause: error,
+      });
+    }
+  }
+
+  private async post(body: Buffer): Promise<Response> {
+    let headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'content-encoding': 'gzip',
+    };
+    if (this.signer) {
+      const request = new HttpRequest({
+        method: 'POST',
+        protocol: this.url.protocol,
+        hostname: this.url.hostname,
+        ...(this.url.port ? { port: Number(this.url.port) } : {}),
+        path: this.url.pathname,
+        headers: { ...headers, host: this.url.host },
+        body,
+      });
+      const signed = await this.signer.sign(request, { signingDate: this.clock() });
+      // fetch sets Host itself from the URL (the same value that was signed).
+      const { host: _host, ...rest } = signed.headers;
+      headers = rest;
+    }
+    return this.doFetch(this.url, {
+      method: 'POST',
+      headers,
+      body,
+      signal: AbortSignal.timeout(this.requestTimeoutMs),
+    });
+  }
+}
+
+function checkRange(name: string, value: number, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max)
+    throw new RangeError(
+      `Expected \`${name}\` to be a number in ${min}..${max}, got \`${value}\` (${typeof value})`,
+    );
+  return value;
+}
