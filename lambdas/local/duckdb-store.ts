@@ -32,18 +32,35 @@ export const DUCKDB_TABLES = [
 /** One of {@link DUCKDB_TABLES}. */
 export type DuckDbTable = (typeof DUCKDB_TABLES)[number];
 
-const GPU_UPSERT = upsertSql('gpu_windows', GPU_WINDOW_COLUMNS, ['instance_id', 'gpu_index', 'time'], {
-  time: '::TIMESTAMPTZ',
-  start: '::TIMESTAMPTZ',
-});
-const EFA_UPSERT = upsertSql('efa_windows', EFA_WINDOW_COLUMNS, ['instance_id', 'device', 'port', 'time'], {
-  time: '::TIMESTAMPTZ',
-  start: '::TIMESTAMPTZ',
-  deltas: '::JSON::MAP(VARCHAR, BIGINT)',
-});
-const EVENT_UPSERT = upsertSql('events', EVENT_COLUMNS, ['instance_id', 'kind', 'gpu_slot', 'time'], {
-  time: '::TIMESTAMPTZ',
-});
+/** One upsertable table: columns, key, parameter casts. */
+interface UpsertTable {
+  readonly name: 'gpu_windows' | 'efa_windows' | 'events';
+  readonly columns: readonly string[];
+  readonly key: readonly string[];
+  readonly casts: Readonly<Record<string, string>>;
+}
+
+const GPU_TABLE: UpsertTable = {
+  name: 'gpu_windows',
+  columns: GPU_WINDOW_COLUMNS,
+  key: ['instance_id', 'gpu_index', 'time'],
+  casts: { time: '::TIMESTAMPTZ', start: '::TIMESTAMPTZ' },
+};
+const EFA_TABLE: UpsertTable = {
+  name: 'efa_windows',
+  columns: EFA_WINDOW_COLUMNS,
+  key: ['instance_id', 'device', 'port', 'time'],
+  casts: { time: '::TIMESTAMPTZ', start: '::TIMESTAMPTZ', deltas: '::JSON::MAP(VARCHAR, BIGINT)' },
+};
+const EVENT_TABLE: UpsertTable = {
+  name: 'events',
+  columns: EVENT_COLUMNS,
+  key: ['instance_id', 'kind', 'gpu_slot', 'time'],
+  casts: { time: '::TIMESTAMPTZ' },
+};
+
+/** Rows per upsert statement (bounds the statement's parameter count to ~4,000). */
+const ROWS_PER_STATEMENT = 64;
 
 const WASTE_SQL = `SELECT instance_id, gpu_index,
   arg_max(instance_type, time) AS instance_type,
@@ -146,6 +163,33 @@ export class DuckDbStore implements TelemetryStore, StateStore {
     return run;
   }
 
+  /**
+   * Upserts value rows (in `table.columns` order) with multi-row statements. Rows with the same key
+   * are reduced first to the one with the highest seq (the later one on a tie), as Timestream does.
+   */
+  async #upsert(table: UpsertTable, values: DuckDBValue[][]): Promise<void> {
+    const keyAt = table.key.map((k) => table.columns.indexOf(k));
+    const seqAt = table.columns.indexOf('seq');
+    const byKey = new Map<string, DuckDBValue[]>();
+    for (const row of values) {
+      const key = JSON.stringify(
+        keyAt.map((i) =>
+          table.casts[table.columns[i] ?? ''] === '::TIMESTAMPTZ' ? Date.parse(String(row[i])) : row[i],
+        ),
+      );
+      const seen = byKey.get(key);
+      if (seen === undefined || Number(row[seqAt]) >= Number(seen[seqAt])) byKey.set(key, row);
+    }
+    const unique = [...byKey.values()];
+    for (let i = 0; i < unique.length; i += ROWS_PER_STATEMENT) {
+      const chunk = unique.slice(i, i + ROWS_PER_STATEMENT);
+      await this.#connection.run(
+        upsertSql(table.name, table.columns, table.key, table.casts, chunk.length),
+        chunk.flat(),
+      );
+    }
+  }
+
   async #rows(sql: string, params: DuckDBValue[] = []): Promise<Record<string, unknown>[]> {
     const reader = await this.#connection.runAndReadAll(sql, params);
     return reader
@@ -166,12 +210,12 @@ export class DuckDbStore implements TelemetryStore, StateStore {
       const c = this.#connection;
       await c.run('BEGIN TRANSACTION');
       try {
-        for (const r of rows.gpu) {
+        const gpu = rows.gpu.map((r) => {
           const metrics = r.metrics as Readonly<Record<string, number | boolean | undefined>>;
           const ledger = r.ledger as unknown as Readonly<
             Record<string, string | number | boolean | undefined>
           >;
-          await c.run(GPU_UPSERT, [
+          return [
             r.time,
             r.start,
             r.instance_id,
@@ -187,38 +231,37 @@ export class DuckDbStore implements TelemetryStore, StateStore {
             r.seq,
             ...GPU_METRIC_NAMES.map((n) => v(metrics[n])),
             ...LEDGER_FIELD_NAMES.map((n) => v(ledger[n])),
-          ]);
-        }
-        for (const r of rows.efa) {
-          await c.run(EFA_UPSERT, [
-            r.time,
-            r.start,
-            r.instance_id,
-            r.instance_type,
-            r.device,
-            r.port,
-            r.seq,
-            JSON.stringify(r.deltas),
-          ]);
-        }
-        for (const r of rows.events) {
-          await c.run(EVENT_UPSERT, [
-            r.time,
-            r.instance_id,
-            r.instance_type,
-            v(r.gpu_index),
-            r.gpu_index ?? -1,
-            v(r.pci_bus_id),
-            r.kind,
-            v(r.xid),
-            r.source,
-            v(r.pid),
-            v(r.process_name),
-            v(r.detail),
-            r.batch_id,
-            r.seq,
-          ]);
-        }
+          ];
+        });
+        const efa = rows.efa.map((r) => [
+          r.time,
+          r.start,
+          r.instance_id,
+          r.instance_type,
+          r.device,
+          r.port,
+          r.seq,
+          JSON.stringify(r.deltas),
+        ]);
+        const events = rows.events.map((r) => [
+          r.time,
+          r.instance_id,
+          r.instance_type,
+          v(r.gpu_index),
+          r.gpu_index ?? -1,
+          v(r.pci_bus_id),
+          r.kind,
+          v(r.xid),
+          r.source,
+          v(r.pid),
+          v(r.process_name),
+          v(r.detail),
+          r.batch_id,
+          r.seq,
+        ]);
+        await this.#upsert(GPU_TABLE, gpu);
+        await this.#upsert(EFA_TABLE, efa);
+        await this.#upsert(EVENT_TABLE, events);
         await c.run('COMMIT');
       } catch (error) {
         await c.run('ROLLBACK').catch(() => undefined);

@@ -1,0 +1,155 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { StoreQueryError, StoreUnavailableError } from '../../../lambdas/adapters/errors';
+import type { EventRow } from '../../../lambdas/domain/types';
+import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
+import { batchRows, efaRow, eventRow, gpuRow } from '../rows';
+
+describe('DuckDbStore details', () => {
+  let store: DuckDbStore;
+
+  beforeEach(async () => {
+    store = await DuckDbStore.open(':memory:');
+  });
+
+  afterEach(async () => {
+    await store.close();
+  });
+
+  it('stores a GPU window with its dimensions, metrics and ledger in columns', async () => {
+    // Prepare
+    const row = gpuRow();
+
+    // Act
+    await store.write({ gpu: [row], efa: [], events: [] });
+
+    // Assess
+    const [stored] = await store.readAll('gpu_windows');
+    expect(stored).toMatchObject({
+      time: '2026-03-10T12:00:10.000Z',
+      start: '2026-03-10T12:00:00.000Z',
+      instance_id: row.instance_id,
+      region: 'us-east-1',
+      gpu_index: 0,
+      gpu_name: 'NVIDIA H100 80GB HBM3',
+      seq: 7,
+      sm_active: 0.4,
+      fb_used_bytes: 60_000_000_000,
+      remapped_rows_failure: false,
+      tensor_active: null,
+      cost_usd: row.ledger.cost_usd,
+      efficiency_source: 'sm_active',
+      processes_known: true,
+      gpu_count: 8,
+    });
+  });
+
+  it('stores EFA deltas as a map and events with and without a GPU', async () => {
+    // Prepare
+    const instanceWide: EventRow = {
+      ...eventRow({ kind: 'spot_interruption', source: 'imds' }),
+      gpu_index: undefined,
+    };
+
+    // Act
+    await store.write({ gpu: [], efa: [efaRow()], events: [eventRow(), instanceWide] });
+
+    // Assess
+    expect(await store.readAll('efa_windows')).toEqual([
+      expect.objectContaining({
+        device: 'rdmap16s27',
+        port: 1,
+        deltas: { rx_drops: 0, rx_pkts: 1200, tx_pkts: 1100 },
+      }),
+    ]);
+    const events = await store.readAll('events');
+    expect(events).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ kind: 'spot_interruption', gpu_index: null, gpu_slot: -1 }),
+        expect.objectContaining({ kind: 'xid', gpu_index: 3, xid: 79, time: '2026-03-10T12:00:05.250Z' }),
+      ]),
+    );
+  });
+
+  it('keeps the highest seq when one batch holds the same key twice', async () => {
+    // Act
+    const result = await store.write({ gpu: [gpuRow({ seq: 9 }), gpuRow({ seq: 8 })], efa: [], events: [] });
+
+    // Assess
+    expect(result.written).toBe(2);
+    expect((await store.readAll('gpu_windows')).map((r) => r.seq)).toEqual([9]);
+  });
+
+  it('writes nothing of a batch when one row fails', async () => {
+    // Prepare
+    const bad = { ...eventRow(), source: null } as unknown as EventRow;
+
+    // Act
+    const result = store.write({ ...batchRows(4), events: [bad] });
+
+    // Assess
+    await expect(result).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(await store.readAll('gpu_windows')).toEqual([]);
+    expect(await store.readAll('efa_windows')).toEqual([]);
+  });
+
+  it.each([
+    { case: 'to before from', from: '2026-03-10T13:00:00Z', to: '2026-03-10T12:00:00Z' },
+    { case: 'an empty range', from: '2026-03-10T12:00:00Z', to: '2026-03-10T12:00:00Z' },
+    { case: 'an invalid date', from: 'yesterday', to: '2026-03-10T12:00:00Z' },
+  ])('throws StoreQueryError for $case', async ({ from, to }) => {
+    // Act
+    const result = store.queryWaste({ from: new Date(from), to: new Date(to) });
+
+    // Assess
+    await expect(result).rejects.toBeInstanceOf(StoreQueryError);
+  });
+
+  it('rejects calls after close', async () => {
+    // Prepare
+    const closed = await DuckDbStore.open(':memory:');
+    await closed.close();
+
+    // Act
+    const result = closed.write(batchRows(1));
+
+    // Assess
+    await expect(result).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+});
+
+describe('DuckDbStore on a file', () => {
+  let dir: string;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'gpu-sentinel-duckdb-'));
+  });
+
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('creates the parent directories and keeps the data across reopen', async () => {
+    // Prepare
+    const path = join(dir, 'nested', '.gpu-sentinel', 'store.duckdb');
+    const first = await DuckDbStore.open(path);
+    await first.write(batchRows(2));
+    await first.markBroken('i-0123456789abcdef0', '3', '2026-03-10T12:00:05.250Z');
+    await first.close();
+
+    // Act
+    const second = await DuckDbStore.open(path);
+    const report = await second.queryWaste({
+      from: new Date('2026-03-10T00:00:00Z'),
+      to: new Date('2026-03-11T00:00:00Z'),
+    });
+    const broken = await second.getBrokenSince('i-0123456789abcdef0');
+    await second.close();
+
+    // Assess
+    expect(report.map((r) => r.gpu_index)).toEqual([0, 1]);
+    expect(broken.get('3')).toBe('2026-03-10T12:00:05.250Z');
+  });
+});

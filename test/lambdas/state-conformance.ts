@@ -1,0 +1,182 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { RemediationRecord, StateStore } from '../../lambdas/domain/ports';
+
+/** What a conformance run needs: a fresh, empty state store, and how to dispose of it. */
+export type MakeStateStore = () => Promise<{ store: StateStore; close?: () => Promise<void> }>;
+
+const replace = (instance_id: string, at: string, asg_name = 'p5-train'): RemediationRecord => ({
+  instance_id,
+  asg_name,
+  action: 'replace',
+  at,
+  rule: 'xid_fatal',
+});
+
+/**
+ * The `StateStore` contract (ports.ts), read back through the store itself: one remediation per
+ * instance, group history since a time, earliest broken mark kept, alert claims with cooldown.
+ *
+ * @param name - adapter name shown in the test report
+ * @param makeStore - makes a fresh, empty store per test
+ */
+export function describeStateStoreContract(name: string, makeStore: MakeStateStore): void {
+  describe(`StateStore contract: ${name}`, () => {
+    let store: StateStore;
+    let close: (() => Promise<void>) | undefined;
+
+    beforeEach(async () => {
+      const made = await makeStore();
+      store = made.store;
+      close = made.close;
+    });
+
+    afterEach(async () => {
+      await close?.();
+    });
+
+    it('returns undefined for an instance never remediated', async () => {
+      // Act
+      const record = await store.getRemediation('i-0000000000000000a');
+
+      // Assess
+      expect(record).toBeUndefined();
+    });
+
+    it('records the first remediation of an instance and refuses the second', async () => {
+      // Prepare
+      const first = replace('i-0000000000000000a', '2026-03-10T12:00:00Z');
+      const second: RemediationRecord = { ...first, at: '2026-03-10T12:05:00Z', rule: 'ecc_dbe' };
+
+      // Act
+      const won = await store.putRemediationIfAbsent(first);
+      const lost = await store.putRemediationIfAbsent(second);
+
+      // Assess
+      expect([won, lost]).toEqual([true, false]);
+      expect(await store.getRemediation('i-0000000000000000a')).toEqual(first);
+    });
+
+    it('records a quarantine without a group', async () => {
+      // Prepare
+      const record: RemediationRecord = {
+        instance_id: 'i-0000000000000000b',
+        action: 'quarantine',
+        at: '2026-03-10T12:00:00.000Z',
+        rule: 'gpu_lost',
+      };
+
+      // Act
+      const won = await store.putRemediationIfAbsent(record);
+
+      // Assess
+      expect(won).toBe(true);
+      expect(await store.getRemediation('i-0000000000000000b')).toEqual(record);
+    });
+
+    it('lists the replacements of a group since a time', async () => {
+      // Prepare
+      await store.putRemediationIfAbsent(replace('i-0000000000000000a', '2026-03-10T10:00:00.000Z'));
+      await store.putRemediationIfAbsent(replace('i-0000000000000000b', '2026-03-10T11:30:00.000Z'));
+      await store.putRemediationIfAbsent(replace('i-0000000000000000c', '2026-03-10T11:45:00.000Z'));
+      await store.putRemediationIfAbsent(
+        replace('i-0000000000000000d', '2026-03-10T11:50:00.000Z', 'other-group'),
+      );
+
+      // Act
+      const recent = await store.listRemediations('p5-train', new Date('2026-03-10T11:00:00Z'));
+
+      // Assess
+      expect(recent.map((r) => r.instance_id).sort()).toEqual(['i-0000000000000000b', 'i-0000000000000000c']);
+      expect(recent.find((r) => r.instance_id === 'i-0000000000000000b')).toEqual(
+        replace('i-0000000000000000b', '2026-03-10T11:30:00.000Z'),
+      );
+    });
+
+    it('keeps the earliest broken mark of a GPU', async () => {
+      // Prepare
+      await store.markBroken('i-0000000000000000a', '3', '2026-03-10T12:00:00.000Z');
+      await store.markBroken('i-0000000000000000a', '3', '2026-03-10T12:10:00.000Z');
+      await store.markBroken('i-0000000000000000a', '3', '2026-03-10T11:50:00.000Z');
+      await store.markBroken('i-0000000000000000a', '*', '2026-03-10T12:20:00.000Z');
+      await store.markBroken('i-0000000000000000b', '0', '2026-03-10T12:00:00.000Z');
+
+      // Act
+      const broken = await store.getBrokenSince('i-0000000000000000a');
+
+      // Assess
+      expect(new Map(broken)).toEqual(
+        new Map([
+          ['3', '2026-03-10T11:50:00.000Z'],
+          ['*', '2026-03-10T12:20:00.000Z'],
+        ]),
+      );
+    });
+
+    it('returns an empty map for an instance with no broken GPU', async () => {
+      // Act
+      const broken = await store.getBrokenSince('i-0000000000000000f');
+
+      // Assess
+      expect(broken.size).toBe(0);
+    });
+
+    it.each([
+      { case: 'never sent', previous: undefined, at: '2026-03-10T12:00:00.000Z', expected: true },
+      {
+        case: 'inside the cooldown',
+        previous: '2026-03-10T11:50:00.000Z',
+        at: '2026-03-10T12:00:00.000Z',
+        expected: false,
+      },
+      {
+        case: 'exactly at the cooldown',
+        previous: '2026-03-10T11:30:00.000Z',
+        at: '2026-03-10T12:00:00.000Z',
+        expected: true,
+      },
+      {
+        case: 'after the cooldown',
+        previous: '2026-03-10T11:00:00.000Z',
+        at: '2026-03-10T12:00:00.000Z',
+        expected: true,
+      },
+    ])('claims an alert $case: $expected', async ({ previous, at, expected }) => {
+      // Prepare
+      if (previous !== undefined)
+        expect(await store.claimAlert('xid_fatal:i-0000000000000000a:3', previous, 1800)).toBe(true);
+
+      // Act
+      const claimed = await store.claimAlert('xid_fatal:i-0000000000000000a:3', at, 1800);
+
+      // Assess
+      expect(claimed).toBe(expected);
+    });
+
+    it('lets only one of two simultaneous claims win', async () => {
+      // Act
+      const results = await Promise.all([
+        store.claimAlert('ecc_dbe:i-0000000000000000a:0', '2026-03-10T12:00:00.000Z', 1800),
+        store.claimAlert('ecc_dbe:i-0000000000000000a:0', '2026-03-10T12:00:00.000Z', 1800),
+      ]);
+
+      // Assess
+      expect(results.filter(Boolean)).toHaveLength(1);
+    });
+
+    it('counts the cooldown from the last successful claim, not from refused ones', async () => {
+      // Prepare
+      await store.claimAlert('fake_load:i-0000000000000000a:1', '2026-03-10T12:00:00.000Z', 600);
+      await store.claimAlert('fake_load:i-0000000000000000a:1', '2026-03-10T12:05:00.000Z', 600);
+
+      // Act
+      const claimed = await store.claimAlert(
+        'fake_load:i-0000000000000000a:1',
+        '2026-03-10T12:10:00.000Z',
+        600,
+      );
+
+      // Assess
+      expect(claimed).toBe(true);
+    });
+  });
+}
