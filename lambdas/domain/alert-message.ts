@@ -1,5 +1,6 @@
 import type { Host } from '../contract';
 import { JOB_TAG, MAX_ALERT_SUBJECT_CHARS, PROJECT_TAG, TEAM_TAG } from './constants';
+import { describeGpu } from './rules/gpu-ref';
 import type { Alert, Finding } from './types';
 
 /**
@@ -65,8 +66,8 @@ function where(finding: Finding): string {
 /**
  * Builds the alert for a finding on a host.
  *
- * - `subject`: `[SEVERITY] rule instance_id [GPU g] instance_type: summary`, printable ASCII only, at
- *   most {@link MAX_ALERT_SUBJECT_CHARS} characters (cut with `...`).
+ * - `subject`: `[SEVERITY] rule instance_id [GPU g] instance_type: summary` (the summary's `on GPU …`
+ *   dropped, the head names the GPU), printable ASCII only, at most {@link MAX_ALERT_SUBJECT_CHARS} characters (cut with `...`).
  * - `body`: plain text: what, when, where (instance, type, region/AZ, Auto Scaling group, GPU, team/job/
  *   project tags), the numbers (every evidence field), what to do, and the alert id.
  * - `attributes`: `severity`, `rule`, `instance_type`, and `team` only when the instance has the tag.
@@ -81,7 +82,9 @@ export function toAlert(finding: Finding, host: Host): Alert {
   const id = alertId(finding);
   const gpu = where(finding);
   const head = `[${finding.severity.toUpperCase()}] ${finding.rule} ${finding.instance_id}${gpu === '' ? '' : ` ${gpu}`} ${finding.instance_type}: `;
-  let subject = toAsciiLine(head + finding.summary);
+  // The head already names the GPU: drop the summary's " on GPU …" so the subject keeps the key words.
+  const short = finding.summary.replace(` on ${describeGpu(finding)}`, '');
+  let subject = toAsciiLine(head + short);
   if (subject.length > MAX_ALERT_SUBJECT_CHARS)
     subject = `${subject.slice(0, MAX_ALERT_SUBJECT_CHARS - 3)}...`;
 

@@ -1,0 +1,140 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { GpuMetrics, GpuWindow } from '../../../lambdas/contract';
+import { computeLedger, type InstancePrice, LedgerInputError, priceFor } from '../../../lambdas/domain';
+
+const P5 = priceFor('p5.48xlarge', 'us-east-1');
+const COST_10S = (55.04 / 8) * (10 / 3600);
+
+function win(metrics: GpuMetrics, start = '2026-03-10T10:00:00Z', end = '2026-03-10T10:00:10Z'): GpuWindow {
+  return { kind: 'flush', start, end, gpu: { index: 0 }, metrics };
+}
+
+describe('computeLedger', () => {
+  it('costs a 10 s p5.48xlarge GPU window at 55.04 / 8 × 10 / 3600 USD', () => {
+    // Prepare / Act
+    const entry = computeLedger(win({ sm_active: 0.5, compute_processes: 1 }), P5);
+    // Assess
+    expect(entry.window_s).toBe(10);
+    expect(entry.gpu_hours).toBeCloseTo(10 / 3600, 15);
+    expect(entry.cost_usd).toBeCloseTo(COST_10S, 15);
+    expect(entry).toMatchObject({ price_usd_per_hour: 55.04, gpu_count: 8, price_source: P5.price_source });
+  });
+
+  it.each([
+    ['idle', { sm_active: 0.005, compute_processes: 0 }, 'sm_active', true, { idle_usd: 1 }],
+    ['held_idle', { sm_active: 0, compute_processes: 2 }, 'sm_active', true, { held_idle_usd: 1 }],
+    ['idle', { sm_active: 0.001 }, 'sm_active', false, { idle_usd: 1 }],
+    ['underused', { sm_active: 0.25, compute_processes: 1 }, 'sm_active', true, { underused_usd: 0.75 }],
+    ['underused', { sm_active: 0.01, compute_processes: 1 }, 'sm_active', true, { underused_usd: 0.99 }],
+    ['none', { sm_active: 0.995, compute_processes: 1 }, 'sm_active', true, { underused_usd: 0.005 }],
+    ['underused', { gpu_util: 0.6, compute_processes: 1 }, 'gpu_util', true, { underused_usd: 0.4 }],
+    ['underused', { gpu_util: 0.97, sm_active: 0.12 }, 'sm_active', false, { underused_usd: 0.88 }],
+    ['unknown', { compute_processes: 1, power_w: 300 }, 'none', true, {}],
+  ] as const)('classes %s for %j (source %s)', (cls, metrics, source, known, shares) => {
+    // Prepare
+    const expected = { idle_usd: 0, held_idle_usd: 0, underused_usd: 0, broken_usd: 0, ...shares };
+    // Act
+    const entry = computeLedger(win(metrics), P5);
+    // Assess
+    expect(entry.waste_class).toBe(cls);
+    expect(entry.efficiency_source).toBe(source);
+    expect(entry.processes_known).toBe(known);
+    for (const [k, share] of Object.entries(expected)) {
+      expect(entry[k as keyof typeof expected]).toBeCloseTo(COST_10S * share, 15);
+    }
+    const sum = entry.idle_usd + entry.held_idle_usd + entry.underused_usd + entry.broken_usd;
+    expect(entry.wasted_usd).toBe(sum);
+  });
+
+  it('leaves efficiency absent when neither sm_active nor gpu_util was measured', () => {
+    // Prepare / Act
+    const entry = computeLedger(win({}), P5);
+    // Assess
+    expect('efficiency' in entry).toBe(false);
+    expect(entry.wasted_usd).toBe(0);
+  });
+
+  it.each([
+    ['after', '2026-03-10T10:00:05Z', 'broken', COST_10S],
+    ['exactly at the window end', '2026-03-10T10:00:10Z', 'underused', 0],
+    ['later than', '2026-03-10T11:00:00Z', 'underused', 0],
+  ])(
+    'puts the whole cost in broken_usd only when the window ends %s brokenSince',
+    (_n, since, cls, broken) => {
+      // Prepare / Act
+      const entry = computeLedger(win({ sm_active: 0.9, compute_processes: 1 }), P5, { brokenSince: since });
+      // Assess
+      expect(entry.waste_class).toBe(cls);
+      expect(entry.broken_usd).toBeCloseTo(broken, 15);
+      if (cls === 'broken') expect(entry.wasted_usd).toBe(entry.cost_usd);
+    },
+  );
+
+  it('costs an unpriced instance 0 and says so', () => {
+    // Prepare / Act
+    const entry = computeLedger(win({ sm_active: 0 }), priceFor('x9.metal', 'us-east-1'));
+    // Assess
+    expect(entry).toMatchObject({
+      cost_usd: 0,
+      wasted_usd: 0,
+      price_source: 'unpriced',
+      waste_class: 'idle',
+    });
+  });
+
+  it.each([
+    ['an end before the start', win({}, '2026-03-10T10:00:10Z', '2026-03-10T10:00:00Z'), P5, 'window.end'],
+    ['a negative price', win({}), { ...P5, price_usd_per_hour: -1 }, 'price.price_usd_per_hour'],
+    ['zero GPUs', win({}), { ...P5, gpu_count: 0 }, 'price.gpu_count'],
+  ])('throws LedgerInputError on %s', (_n, window, price, field) => {
+    // Prepare / Act / Assess
+    expect(() => computeLedger(window, price as InstancePrice)).toThrow(LedgerInputError);
+    try {
+      computeLedger(window, price as InstancePrice);
+    } catch (e) {
+      expect((e as LedgerInputError).field).toBe(field);
+    }
+  });
+
+  it('keeps 0 <= wasted_usd <= cost_usd for any valid window and price', () => {
+    // Prepare
+    const ratio = fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined });
+    const arb = fc.record({
+      startMs: fc.integer({ min: 1_700_000_000_000, max: 1_800_000_000_000 }),
+      lengthMs: fc.integer({ min: 1, max: 3_600_000 }),
+      sm: ratio,
+      util: ratio,
+      procs: fc.option(fc.integer({ min: 0, max: 4096 }), { nil: undefined }),
+      usd: fc.double({ min: 0, max: 1000, noNaN: true }),
+      gpus: fc.integer({ min: 1, max: 64 }),
+      brokenOffsetMs: fc.option(fc.integer({ min: -3_600_000, max: 3_600_000 }), { nil: undefined }),
+    });
+    // Act / Assess
+    fc.assert(
+      fc.property(arb, (a) => {
+        const metrics: GpuMetrics = {
+          ...(a.sm === undefined ? {} : { sm_active: a.sm }),
+          ...(a.util === undefined ? {} : { gpu_util: a.util }),
+          ...(a.procs === undefined ? {} : { compute_processes: a.procs }),
+        };
+        const start = new Date(a.startMs).toISOString();
+        const end = new Date(a.startMs + a.lengthMs).toISOString();
+        const price: InstancePrice = {
+          price_usd_per_hour: a.usd,
+          price_source: 'override',
+          gpu_count: a.gpus,
+          gpu_count_source: 'table',
+        };
+        const brokenSince =
+          a.brokenOffsetMs === undefined ? undefined : new Date(a.startMs + a.brokenOffsetMs).toISOString();
+        const e = computeLedger(
+          win(metrics, start, end),
+          price,
+          brokenSince === undefined ? {} : { brokenSince },
+        );
+        return e.wasted_usd >= 0 && e.wasted_usd <= e.cost_usd + 1e-12;
+      }),
+    );
+  });
+});
