@@ -1,0 +1,267 @@
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { z } from 'zod';
+import {
+  type AgentInfo,
+  type Batch,
+  formatPath,
+  type GpuEvent,
+  type GpuWindow,
+  type Host,
+  HostSchema,
+  MAX_FLUSH_WINDOW_S,
+  MAX_PAST_S,
+  type ProfilingSource,
+} from '../../lambdas/contract';
+import { ReplayManifestError } from '../errors';
+import { BatchBuilder } from '../send/batcher';
+import { type DcgmExporterParse, parseDcgmExporterText } from './dcgm-exporter';
+import { type KernelLogParse, type KernelLogTime, parseKernelLog, toXidEvent } from './kmsg';
+
+/**
+ * Replay source: turns recorded captures (dcgm-exporter scrapes, kernel logs) of real hosts into
+ * the batches those hosts' agents would have sent over the last `duration_s`, for `gpu-sentinel
+ * local` demos and end-to-end tests. Loading reads files; building is pure (`now` is passed in).
+ */
+
+/** Longest replay span, s: 6 days, so every time stays inside the contract's 7-day past limit. */
+export const MAX_REPLAY_DURATION_S = 6 * 24 * 3600;
+
+/** Kept back from the contract's past limit for events re-based far into the past, s. */
+const PAST_MARGIN_S = 3600;
+
+/** The manifest file as written (JSON). */
+export const ReplayManifestFileSchema = z.strictObject({
+  /** Flush window, s, 1..3600. @default 60 */
+  window_s: z.int().min(1).max(MAX_FLUSH_WINDOW_S).default(60),
+  /** Replayed span ending at `now`, s, ≥ `window_s`, ≤ 6 days. @default 3600 */
+  duration_s: z.int().min(1).max(MAX_REPLAY_DURATION_S).default(3600),
+  hosts: z
+    .array(
+      z.strictObject({
+        instance_id: HostSchema.shape.instance_id,
+        instance_type: HostSchema.shape.instance_type,
+        region: HostSchema.shape.region,
+        az: HostSchema.shape.az,
+        lifecycle: HostSchema.shape.lifecycle,
+        asg_name: HostSchema.shape.asg_name,
+        ami_id: HostSchema.shape.ami_id,
+        tags: HostSchema.shape.tags,
+        /** dcgm-exporter scrape files, relative to the manifest; played in order, cycling. */
+        dcgm_exporter: z.array(z.string().min(1)).optional(),
+        /** Kernel logs (any dmesg/journalctl format), relative to the manifest. */
+        kernel_logs: z.array(z.string().min(1)).optional(),
+      }),
+    )
+    .min(1, 'expected at least one host'),
+});
+
+/** The manifest file's shape (before defaults). */
+export type ReplayManifestFile = z.input<typeof ReplayManifestFileSchema>;
+
+/** One replayed host, its files read and parsed. */
+export interface ReplayHost {
+  /** Contract identity of the host. */
+  readonly host: Host;
+  /** Parsed scrapes, in manifest order (absolute `file`). */
+  readonly scrapes: readonly { readonly file: string; readonly parse: DcgmExporterParse }[];
+  /** Parsed kernel logs, in manifest order (absolute `file`). */
+  readonly kernel_logs: readonly { readonly file: string; readonly parse: KernelLogParse }[];
+}
+
+/** A loaded replay manifest. */
+export interface ReplayManifest {
+  /** Absolute path of the manifest file. */
+  readonly file: string;
+  /** Flush window, s. */
+  readonly window_s: number;
+  /** Replayed span, s. */
+  readonly duration_s: number;
+  /** The hosts. */
+  readonly hosts: readonly ReplayHost[];
+}
+
+/**
+ * Reads and validates a replay manifest, then reads and parses every file it names (paths
+ * relative to the manifest's folder).
+ *
+ * @param path - the manifest file
+ * @returns the manifest with its captures parsed
+ * @throws {ReplayManifestError} naming the field, when the manifest cannot be read, is not JSON,
+ *   breaks the schema, or names a file that cannot be read or has no GPU readings
+ */
+export async function loadReplayManifest(path: string): Promise<ReplayManifest> {
+  const file = resolve(path);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (cause) {
+    throw new ReplayManifestError(file, '(root)', `cannot read the manifest (${String(cause)})`, { cause });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (cause) {
+    throw new ReplayManifestError(file, '(root)', `expected JSON (${String(cause)})`, { cause });
+  }
+  const result = ReplayManifestFileSchema.safeParse(json);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    let field = formatPath(issue?.path ?? []);
+    if (issue?.code === 'unrecognized_keys')
+      field = field === '(root)' ? (issue.keys[0] ?? '') : `${field}.${issue.keys[0] ?? ''}`;
+    throw new ReplayManifestError(file, field, issue?.message ?? 'invalid manifest', { cause: result.error });
+  }
+  const m = result.data;
+  if (m.duration_s < m.window_s)
+    throw new ReplayManifestError(
+      file,
+      'duration_s',
+      `expected at least window_s (${m.window_s}), got ${m.duration_s}`,
+    );
+  const base = dirname(file);
+  const read = async (rel: string, field: string): Promise<{ file: string; text: string }> => {
+    const abs = resolve(base, rel);
+    try {
+      return { file: abs, text: await readFile(abs, 'utf8') };
+    } catch (cause) {
+      throw new ReplayManifestError(file, field, `cannot read ${abs} (${String(cause)})`, { cause });
+    }
+  };
+  const hosts = await Promise.all(
+    m.hosts.map(async (h, i): Promise<ReplayHost> => {
+      const { dcgm_exporter = [], kernel_logs = [], ...identity } = h;
+      const scrapes = await Promise.all(
+        dcgm_exporter.map(async (rel, j) => {
+          const field = `hosts[${i}].dcgm_exporter[${j}]`;
+          const f = await read(rel, field);
+          const parse = parseDcgmExporterText(f.text);
+          if (parse.gpus.length === 0)
+            throw new ReplayManifestError(
+              file,
+              field,
+              `expected a dcgm-exporter scrape with GPU readings in ${f.file}, found none`,
+            );
+          return { file: f.file, parse };
+        }),
+      );
+      const logs = await Promise.all(
+        kernel_logs.map(async (rel, j) => {
+          const f = await read(rel, `hosts[${i}].kernel_logs[${j}]`);
+          return { file: f.file, parse: parseKernelLog(f.text) };
+        }),
+      );
+      return { host: stripUndefined(identity) as Host, scrapes, kernel_logs: logs };
+    }),
+  );
+  return { file, window_s: m.window_s, duration_s: m.duration_s, hosts };
+}
+
+/** Options of {@link buildReplayBatches}. */
+export interface BuildReplayOptions {
+  /** End of the replayed span: the last window ends here, the logs' last lines land here. */
+  readonly now: Date;
+  /** `agent.version` of the batches. */
+  readonly agentVersion: string;
+  /** One builder for every host (shared seq). @default a new BatchBuilder per host, seq from 0 */
+  readonly builder?: BatchBuilder;
+}
+
+/**
+ * Builds the batches the manifest's hosts would have sent over [now − duration_s, now]: per host,
+ * one flush window per GPU per `window_s` (the scrapes are the GPUs' steady state: one scrape is
+ * the same reading every window, several are played in order, cycling) and one batch per window
+ * end (`sent_at` = window end). Kernel-log XIDs are re-based so each log's last line lands at
+ * `now`, keeping relative offsets; each event is sent once, in the batch of the window that
+ * contains it (older ones in the host's first batch; events older than 7 days − 1 h are
+ * dropped). A host with logs but no scrape sends event-only batches.
+ * `agent.profiling_source` is `dcgm` when any scrape gives a DCGM profiling ratio (`sm_active`,
+ * `sm_occupancy`, `tensor_active`, `dram_active`, `fp*_active`), else `none`.
+ *
+ * @param manifest - from {@link loadReplayManifest}
+ * @param opts - `now`, `agentVersion`, optional shared `builder`
+ * @returns batches, host by host, each host's in time order
+ */
+export function buildReplayBatches(manifest: ReplayManifest, opts: BuildReplayOptions): Batch[] {
+  const nowMs = opts.now.getTime();
+  const windowMs = manifest.window_s * 1000;
+  const count = Math.floor(manifest.duration_s / manifest.window_s);
+  const firstStartMs = nowMs - count * windowMs;
+  const out: Batch[] = [];
+  for (const rh of manifest.hosts) {
+    const builder = opts.builder ?? new BatchBuilder({ clock: () => opts.now });
+    const agent = agentInfo(rh, opts.agentVersion);
+    const eventsByWindow = new Map<number, GpuEvent[]>();
+    for (const log of rh.kernel_logs) {
+      for (const event of rebase(log.parse, nowMs)) {
+        const idx = Math.min(
+          count - 1,
+          Math.max(0, Math.ceil((Date.parse(event.at) - firstStartMs) / windowMs) - 1),
+        );
+        const list = eventsByWindow.get(idx);
+        if (list) list.push(event);
+        else eventsByWindow.set(idx, [event]);
+      }
+    }
+    for (let k = 0; k < count; k++) {
+      const end = new Date(firstStartMs + (k + 1) * windowMs);
+      const start = new Date(end.getTime() - windowMs);
+      const scrape = rh.scrapes.length > 0 ? rh.scrapes[k % rh.scrapes.length] : undefined;
+      const windows: GpuWindow[] = (scrape?.parse.gpus ?? []).map((g) => ({
+        kind: 'flush',
+        start: start.toISOString(),
+        end: end.toISOString(),
+        gpu: g.gpu,
+        metrics: g.metrics,
+      }));
+      const events = eventsByWindow.get(k) ?? [];
+      out.push(...builder.build({ host: rh.host, agent, windows, events, sentAt: end }));
+    }
+  }
+  return out;
+}
+
+const PROFILING_METRICS = [
+  'sm_active',
+  'sm_occupancy',
+  'tensor_active',
+  'dram_active',
+  'fp16_active',
+  'fp32_active',
+  'fp64_active',
+] as const;
+
+function agentInfo(rh: ReplayHost, version: string): AgentInfo {
+  const readings = rh.scrapes.flatMap((s) => s.parse.gpus);
+  const profiling: ProfilingSource = readings.some((r) =>
+    PROFILING_METRICS.some((m) => r.metrics[m] !== undefined),
+  )
+    ? 'dcgm'
+    : 'none';
+  const driver = readings.find((r) => r.driver_version !== undefined)?.driver_version;
+  return { version, profiling_source: profiling, ...(driver ? { driver_version: driver } : {}) };
+}
+
+function seconds(t: KernelLogTime): number {
+  return t.kind === 'wall' ? t.epochMs / 1000 : t.sinceBootS;
+}
+
+/** Re-bases a log's XIDs so its last timed line lands at `nowMs`, keeping relative offsets. */
+function rebase(parse: KernelLogParse, nowMs: number): GpuEvent[] {
+  const last = parse.lastTime;
+  if (!last) return [];
+  const oldestMs = nowMs - (MAX_PAST_S - PAST_MARGIN_S) * 1000;
+  const events: GpuEvent[] = [];
+  for (const record of parse.records) {
+    if (!record.time || record.time.kind !== last.kind) continue;
+    const atMs = nowMs - (seconds(last) - seconds(record.time)) * 1000;
+    if (atMs < oldestMs) continue;
+    const event = toXidEvent({ ...record, time: { kind: 'wall', epochMs: atMs } });
+    if (event) events.push(event);
+  }
+  return events;
+}
+
+function stripUndefined<T extends Record<string, unknown>>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}

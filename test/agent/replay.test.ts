@@ -1,0 +1,205 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ReplayManifestError } from '../../agent/errors';
+import { BatchBuilder } from '../../agent/send/batcher';
+import { buildReplayBatches, loadReplayManifest, type ReplayManifest } from '../../agent/sources/replay';
+import { type Batch, parseBatch } from '../../lambdas/contract';
+
+const DEMO = fileURLToPath(new URL('../fixtures/replay/real-captures.json', import.meta.url));
+const REAL = fileURLToPath(new URL('../fixtures/real/', import.meta.url));
+const NOW = new Date('2026-03-10T12:00:00Z');
+
+const of = (batches: Batch[], id: string) => batches.filter((b) => b.host.instance_id === id);
+
+describe('buildReplayBatches on the bundled real-captures manifest', () => {
+  let manifest: ReplayManifest;
+  let batches: Batch[];
+
+  beforeAll(async () => {
+    manifest = await loadReplayManifest(DEMO);
+    batches = buildReplayBatches(manifest, { now: NOW, agentVersion: '0.1.0-test' });
+  });
+
+  it('builds batches that all pass the contract', () => {
+    // Prepare / Act (beforeAll) / Assess
+    expect(batches.length).toBeGreaterThan(0);
+    for (const batch of batches)
+      expect(() => parseBatch(JSON.parse(JSON.stringify(batch)), NOW)).not.toThrow();
+  });
+
+  it('sends one batch per window end for each scraped host: 60 × 8 GPU windows over the hour', () => {
+    // Prepare / Act (beforeAll)
+    const a1 = of(batches, 'i-0a5e00000000000a1');
+
+    // Assess
+    expect(a1).toHaveLength(60);
+    expect(a1.every((b) => b.windows.length === 8)).toBe(true);
+    expect(a1[0]?.windows[0]).toMatchObject({
+      start: '2026-03-10T11:00:00.000Z',
+      end: '2026-03-10T11:01:00.000Z',
+    });
+    expect(a1.at(-1)?.windows[0]?.end).toBe(NOW.toISOString());
+    expect(a1.map((b) => b.seq)).toEqual(a1.map((_, i) => i));
+    expect(a1[0]?.agent).toEqual({
+      version: '0.1.0-test',
+      profiling_source: 'none',
+      driver_version: '580.105.08',
+    });
+    expect(a1[0]?.host).toEqual({
+      instance_id: 'i-0a5e00000000000a1',
+      instance_type: 'p5.48xlarge',
+      region: 'us-east-1',
+      az: 'us-east-1a',
+      lifecycle: 'on-demand',
+      tags: { team: 'inference', job: 'vllm-decode' },
+    });
+    expect(a1[30]?.windows[0]?.metrics.power_w).toBe(113.611);
+    expect(of(batches, 'i-0a5e00000000000a2')[0]?.windows[2]?.metrics.power_w).toBe(110.786);
+  });
+
+  it('puts the 48/63/94 XIDs on the ASG host, re-based so the last log line is now', () => {
+    // Prepare / Act (beforeAll)
+    const b1 = of(batches, 'i-0a5e00000000000b1');
+    const events = b1.flatMap((b) => b.events ?? []);
+
+    // Assess
+    expect(b1.every((b) => b.windows.length === 0 && b.host.asg_name === 'gpu-train-p5')).toBe(true);
+    expect(events.map((e) => e.xid)).toEqual([48, 63, 94, 94, 94, 94, 94, 94, 94, 94, 94]);
+    expect(events.every((e) => e.pci_bus_id === '0000:19:00.0' && e.source === 'kmsg')).toBe(true);
+    // 12:02:03.470068 → 12:02:15.950445 in the log: the Xid 48 lands 12.480377 s before now
+    expect(events[0]?.at).toBe('2026-03-10T11:59:47.519Z');
+    expect(b1).toHaveLength(1);
+    expect(b1[0]?.sent_at).toBe(NOW.toISOString());
+    expect(of(batches, 'i-0a5e00000000000a1').some((b) => (b.events ?? []).length > 0)).toBe(false);
+  });
+
+  it('sends all 636 XIDs of the 13/43 host once, older ones in its first batch', () => {
+    // Prepare / Act (beforeAll)
+    const b2 = of(batches, 'i-0a5e00000000000b2');
+    const events = b2.flatMap((b) => b.events ?? []);
+
+    // Assess
+    expect(events).toHaveLength(636);
+    expect(events.filter((e) => e.xid === 13)).toHaveLength(629);
+    expect(events.filter((e) => e.xid === 43)).toHaveLength(7);
+    expect(events.at(-1)?.at).toBe(NOW.toISOString());
+    const first = b2[0] as Batch;
+    expect(first.sent_at).toBe('2026-03-10T11:01:00.000Z');
+    for (const batch of b2) {
+      const end = Date.parse(batch.sent_at);
+      for (const e of batch.events ?? []) {
+        expect(Date.parse(e.at)).toBeLessThanOrEqual(end);
+        if (batch !== first && batch.sent_at !== first.sent_at)
+          expect(Date.parse(e.at)).toBeGreaterThan(end - 60_000);
+      }
+    }
+  });
+
+  it('shares the seq of an injected builder across hosts', () => {
+    // Prepare
+    const builder = new BatchBuilder({ startSeq: 100, clock: () => NOW });
+
+    // Act
+    const shared = buildReplayBatches(manifest, { now: NOW, agentVersion: '0.1.0', builder });
+
+    // Assess
+    expect(shared.map((b) => b.seq)).toEqual(shared.map((_, i) => 100 + i));
+  });
+});
+
+describe('loadReplayManifest', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'replay-'));
+  const write = (name: string, content: unknown): string => {
+    const path = join(dir, name);
+    writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+    return path;
+  };
+  const host = { instance_id: 'i-0a5e00000000000c1', instance_type: 'p4d.24xlarge', region: 'us-east-1' };
+
+  it('applies the defaults and resolves files relative to the manifest', async () => {
+    // Prepare
+    const path = write('ok.json', {
+      hosts: [
+        { ...host, dcgm_exporter: [join(REAL, 'dcgm-exporter-h100-eks_ip-10-0-171-111_2026-03-10.prom')] },
+      ],
+    });
+
+    // Act
+    const manifest = await loadReplayManifest(path);
+
+    // Assess
+    expect(manifest.window_s).toBe(60);
+    expect(manifest.duration_s).toBe(3600);
+    expect(manifest.hosts[0]?.host).toEqual(host);
+    expect(manifest.hosts[0]?.scrapes[0]?.parse.gpus).toHaveLength(8);
+  });
+
+  it('cycles through several scrapes in order', async () => {
+    // Prepare
+    const a = write('a.prom', 'DCGM_FI_DEV_POWER_USAGE{gpu="0"} 100');
+    const b = write('b.prom', 'DCGM_FI_DEV_POWER_USAGE{gpu="0"} 200');
+    const path = write('cycle.json', {
+      window_s: 10,
+      duration_s: 40,
+      hosts: [{ ...host, dcgm_exporter: [a, b] }],
+    });
+
+    // Act
+    const batches = buildReplayBatches(await loadReplayManifest(path), { now: NOW, agentVersion: '1' });
+
+    // Assess
+    expect(batches.map((x) => x.windows[0]?.metrics.power_w)).toEqual([100, 200, 100, 200]);
+  });
+
+  it('marks profiling_source dcgm when a scrape has DCGM profiling ratios', async () => {
+    // Prepare
+    const a = write('prof.prom', 'DCGM_FI_PROF_SM_ACTIVE{gpu="0"} 0.4');
+    const path = write('prof.json', {
+      window_s: 60,
+      duration_s: 60,
+      hosts: [{ ...host, dcgm_exporter: [a] }],
+    });
+
+    // Act
+    const [batch] = buildReplayBatches(await loadReplayManifest(path), { now: NOW, agentVersion: '1' });
+
+    // Assess
+    expect(batch?.agent.profiling_source).toBe('dcgm');
+    expect(batch?.windows[0]?.metrics).toEqual({ sm_active: 0.4 });
+  });
+
+  it.each([
+    ['a missing manifest', null, '(root)'],
+    ['a manifest that is not JSON', '{ nope', '(root)'],
+    ['a bad instance id', { hosts: [{ ...host, instance_id: 'i-xyz' }] }, 'hosts[0].instance_id'],
+    ['an unknown field', { hosts: [{ ...host, gpus: 8 }] }, 'hosts[0].gpus'],
+    ['no hosts', { hosts: [] }, 'hosts'],
+    ['a window longer than the span', { window_s: 600, duration_s: 60, hosts: [host] }, 'duration_s'],
+    [
+      'a missing scrape file',
+      { hosts: [{ ...host, dcgm_exporter: ['nope.prom'] }] },
+      'hosts[0].dcgm_exporter[0]',
+    ],
+    [
+      'a scrape with no GPU',
+      { hosts: [{ ...host, dcgm_exporter: ['empty.prom'] }] },
+      'hosts[0].dcgm_exporter[0]',
+    ],
+    ['a missing kernel log', { hosts: [{ ...host, kernel_logs: ['nope.log'] }] }, 'hosts[0].kernel_logs[0]'],
+  ])('throws ReplayManifestError naming the field for %s', async (_case, content, field) => {
+    // Prepare
+    write('empty.prom', '# nothing\n');
+    const path = content === null ? join(dir, 'absent.json') : write('bad.json', content);
+
+    // Act
+    const error = await loadReplayManifest(path).catch((e: unknown) => e);
+
+    // Assess
+    expect(error).toBeInstanceOf(ReplayManifestError);
+    expect((error as ReplayManifestError).field).toBe(field);
+    expect((error as ReplayManifestError).message).toContain(field);
+  });
+});
