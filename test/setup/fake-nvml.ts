@@ -1,5 +1,6 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import koffi from 'koffi';
 
 /** Repository root, from this file's place in `test/setup/`. */
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -79,4 +80,47 @@ export function setFakeNvmlEnv(settings: FakeNvmlSettings = {}, env: NodeJS.Proc
     const key = `FAKE_NVML_${name}`;
     env[key] = Array.isArray(value) ? value.join(',') : value === true ? '1' : String(value);
   }
+}
+
+/** koffi functions of the fake's test helpers, per variant, bound on first use. */
+const helpers = new Map<
+  FakeNvmlVariant,
+  { callCount: (name: string) => number; setLostGpu: (index: number) => void }
+>();
+
+function fakeHelpers(variant: FakeNvmlVariant) {
+  let bound = helpers.get(variant);
+  if (bound === undefined) {
+    // The same path as the source under test: dlopen returns the already-loaded library, so
+    // these read the very counters the source's calls increment.
+    const lib = koffi.load(fakeNvmlPath(variant));
+    const callCount = lib.func('fakeNvmlCallCount', 'int', ['const char *']);
+    const setLostGpu = lib.func('fakeNvmlSetLostGpu', 'void', ['int']);
+    bound = { callCount: (name) => Number(callCount(name)), setLostGpu: (index) => setLostGpu(index) };
+    helpers.set(variant, bound);
+  }
+  return bound;
+}
+
+/**
+ * How many times the fake's NVML function `name` was called since the last `nvmlInit_v2`.
+ *
+ * @param name - an NVML symbol, e.g. `nvmlDeviceGetTotalEnergyConsumption`
+ * @param variant - which build @default 'current'
+ * @returns the call count, 0 if never called
+ */
+export function fakeNvmlCallCount(name: string, variant: FakeNvmlVariant = 'current'): number {
+  return fakeHelpers(variant).callCount(name);
+}
+
+/**
+ * Makes a GPU of the fake answer GPU_IS_LOST (15) to every device call from now on, as if it fell
+ * off the bus mid-run; `-1` heals it. Lasts until the next `nvmlInit_v2`, which re-reads
+ * `FAKE_NVML_LOST_GPU`.
+ *
+ * @param index - GPU index 0..7, or -1 for none
+ * @param variant - which build @default 'current'
+ */
+export function setFakeNvmlLostGpu(index: number, variant: FakeNvmlVariant = 'current'): void {
+  fakeHelpers(variant).setLostGpu(index);
 }

@@ -1,0 +1,3 @@
+export * from './aggregate';
+export * from './errors';
+export * from './gpu-sample';

@@ -1,0 +1,98 @@
+import koffi from 'koffi';
+import { describe, expect, it } from 'vitest';
+import {
+  assertNvmlAbi,
+  NVML_STRUCT_LAYOUTS,
+  NvmlAbiError,
+  type NvmlStructLayout,
+  nvmlMemory,
+  nvmlMemoryV2,
+  nvmlPciInfo,
+  nvmlProcessInfo,
+  nvmlUtilization,
+} from '../../../agent/sources/nvml';
+
+// The x86-64 layouts of /work/shared/reference/gpu.md §1.4, written here independently of the
+// table in structs.ts so a typo in either one fails.
+const REFERENCE = [
+  { struct: 'nvmlPciInfo_t', type: nvmlPciInfo, size: 68, field: 'busIdLegacy', offset: 0 },
+  { struct: 'nvmlPciInfo_t', type: nvmlPciInfo, size: 68, field: 'domain', offset: 16 },
+  { struct: 'nvmlPciInfo_t', type: nvmlPciInfo, size: 68, field: 'bus', offset: 20 },
+  { struct: 'nvmlPciInfo_t', type: nvmlPciInfo, size: 68, field: 'device', offset: 24 },
+  { struct: 'nvmlPciInfo_t', type: nvmlPciInfo, size: 68, field: 'pciDeviceId', offset: 28 },
+  { struct: 'nvmlPciInfo_t', type: nvmlPciInfo, size: 68, field: 'pciSubSystemId', offset: 32 },
+  { struct: 'nvmlPciInfo_t', type: nvmlPciInfo, size: 68, field: 'busId', offset: 36 },
+  { struct: 'nvmlMemory_t', type: nvmlMemory, size: 24, field: 'total', offset: 0 },
+  { struct: 'nvmlMemory_t', type: nvmlMemory, size: 24, field: 'free', offset: 8 },
+  { struct: 'nvmlMemory_t', type: nvmlMemory, size: 24, field: 'used', offset: 16 },
+  { struct: 'nvmlMemory_v2_t', type: nvmlMemoryV2, size: 40, field: 'version', offset: 0 },
+  { struct: 'nvmlMemory_v2_t', type: nvmlMemoryV2, size: 40, field: 'total', offset: 8 },
+  { struct: 'nvmlMemory_v2_t', type: nvmlMemoryV2, size: 40, field: 'reserved', offset: 16 },
+  { struct: 'nvmlMemory_v2_t', type: nvmlMemoryV2, size: 40, field: 'free', offset: 24 },
+  { struct: 'nvmlMemory_v2_t', type: nvmlMemoryV2, size: 40, field: 'used', offset: 32 },
+  { struct: 'nvmlUtilization_t', type: nvmlUtilization, size: 8, field: 'gpu', offset: 0 },
+  { struct: 'nvmlUtilization_t', type: nvmlUtilization, size: 8, field: 'memory', offset: 4 },
+  { struct: 'nvmlProcessInfo_t', type: nvmlProcessInfo, size: 24, field: 'pid', offset: 0 },
+  { struct: 'nvmlProcessInfo_t', type: nvmlProcessInfo, size: 24, field: 'usedGpuMemory', offset: 8 },
+  { struct: 'nvmlProcessInfo_t', type: nvmlProcessInfo, size: 24, field: 'gpuInstanceId', offset: 16 },
+  { struct: 'nvmlProcessInfo_t', type: nvmlProcessInfo, size: 24, field: 'computeInstanceId', offset: 20 },
+];
+
+describe('NVML struct layouts', () => {
+  it.each(REFERENCE)('$struct is $size bytes with .$field at $offset', ({ type, size, field, offset }) => {
+    // Prepare / Act
+    const actualSize = koffi.sizeof(type);
+    const actualOffset = koffi.offsetof(type, field);
+    // Assess
+    expect(actualSize).toBe(size);
+    expect(actualOffset).toBe(offset);
+  });
+
+  it('checks the same sizes and offsets at startup as the reference lists', () => {
+    // Prepare
+    const fromTable = NVML_STRUCT_LAYOUTS.flatMap((l) =>
+      Object.entries(l.offsetsBytes).map(
+        ([field, offset]) => `${l.struct} ${l.sizeBytes} ${field}@${offset}`,
+      ),
+    );
+    // Act
+    const fromReference = REFERENCE.map((r) => `${r.struct} ${r.size} ${r.field}@${r.offset}`);
+    // Assess
+    expect(fromTable.sort()).toEqual(fromReference.sort());
+    expect(() => assertNvmlAbi()).not.toThrow();
+  });
+
+  it.each<{
+    case: string;
+    layout: { sizeBytes: number; offsetsBytes: Record<string, number> };
+    field: string;
+    expected: number;
+  }>([
+    { case: 'a wrong size', layout: { sizeBytes: 44, offsetsBytes: {} }, field: '(size)', expected: 44 },
+    {
+      case: 'a wrong offset',
+      layout: { sizeBytes: 40, offsetsBytes: { used: 24 } },
+      field: 'used',
+      expected: 24,
+    },
+  ])('throws NvmlAbiError naming the struct for $case', ({ layout, field, expected }) => {
+    // Prepare
+    const wrong: NvmlStructLayout[] = [{ struct: 'nvmlMemory_v2_t', type: nvmlMemoryV2, ...layout }];
+    // Act
+    let thrown: unknown;
+    try {
+      assertNvmlAbi(wrong);
+    } catch (error) {
+      thrown = error;
+    }
+    // Assess
+    expect(thrown).toBeInstanceOf(NvmlAbiError);
+    expect(thrown).toMatchObject({
+      name: 'NvmlAbiError',
+      struct: 'nvmlMemory_v2_t',
+      field,
+      expectedBytes: expected,
+    });
+    expect((thrown as Error).message).toContain('nvmlMemory_v2_t');
+  });
+});
