@@ -66,6 +66,8 @@ export function gpuKey(ref: GpuRef): string {
 /**
  * Orders GPU references: by index (known first), then by PCI bus id, then the instance-wide one.
  *
+ * @param a - one reference
+ * @param b - the other
  * @returns negative, 0 or positive, as `Array.prototype.sort` wants
  */
 export function compareGpuRefs(a: GpuRef, b: GpuRef): number {
@@ -113,7 +115,12 @@ export function groupByGpu<T>(
   return [...groups.values()].sort((a, b) => compareGpuRefs(a.ref, b.ref));
 }
 
-/** Flush windows only: horizon windows are for the window rules. */
+/**
+ * Flush windows only: horizon windows are for the window rules (DESIGN §6).
+ *
+ * @param batch - a validated batch
+ * @returns its `kind: "flush"` windows, in batch order
+ */
 export function flushWindows(batch: Batch): Batch['windows'] {
   return batch.windows.filter((w) => w.kind === 'flush');
 }
