@@ -1,0 +1,498 @@
+import { QueryCommand, TimestreamQueryClient } from '@aws-sdk/client-timestream-query';
+import {
+  RejectedRecordsException,
+  ThrottlingException,
+  TimestreamWriteClient,
+  WriteRecordsCommand,
+} from '@aws-sdk/client-timestream-write';
+import { mockClient } from 'aws-sdk-client-mock';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { StoreQueryError, StoreUnavailableError } from '../../../lambdas/adapters/errors';
+import { TimestreamStore } from '../../../lambdas/adapters/timestream-store';
+import type { EventRow, GpuWindowRow } from '../../../lambdas/domain/types';
+import { efaRow, eventRow, gpuRow, ledger } from '../rows';
+import { describeTelemetryStoreContract } from '../store-conformance';
+import { fakeTimestream } from './timestream-fake';
+
+describeTelemetryStoreContract(
+  'TimestreamStore (write half, fake Timestream)',
+  async () => ({ store: new TimestreamStore({ client: fakeTimestream().client, database: 'gpu_sentinel' }) }),
+  { readBack: false },
+);
+
+const cost = 55.04 / 8 / 360;
+
+describe('TimestreamStore.write', () => {
+  const client = new TimestreamWriteClient({ region: 'us-east-1' });
+  const mock = mockClient(client);
+  let store: TimestreamStore;
+
+  beforeEach(() => {
+    mock.reset();
+    mock.on(WriteRecordsCommand).resolves({});
+    store = new TimestreamStore({ client, database: 'gpu_sentinel' });
+  });
+
+  it('writes a GPU window as one multi-measure record with fixed measure types, time in ms and seq as version', async () => {
+    // Act
+    await store.write({ gpu: [gpuRow()], efa: [], events: [] });
+
+    // Assess
+    expect(mock.commandCalls(WriteRecordsCommand)[0]!.args[0].input).toEqual({
+      DatabaseName: 'gpu_sentinel',
+      TableName: 'gpu_windows',
+      Records: [
+        {
+          Dimensions: [
+            { Name: 'instance_id', Value: 'i-0123456789abcdef0' },
+            { Name: 'instance_type', Value: 'p5.48xlarge' },
+            { Name: 'gpu_index', Value: '0' },
+            { Name: 'gpu_uuid', Value: 'GPU-7f3c2a1e-0000-4000-8000-000000000000' },
+            { Name: 'az', Value: 'us-east-1a' },
+            { Name: 'team', Value: 'vision' },
+            { Name: 'job', Value: 'train-42' },
+          ],
+          MeasureName: 'gpu',
+          MeasureValueType: 'MULTI',
+          MeasureValues: [
+            { Name: 'gpu_util', Value: '0.97', Type: 'DOUBLE' },
+            { Name: 'sm_active', Value: '0.4', Type: 'DOUBLE' },
+            { Name: 'fb_used_bytes', Value: '60000000000', Type: 'BIGINT' },
+            { Name: 'fb_total_bytes', Value: '85520809984', Type: 'BIGINT' },
+            { Name: 'max_gpu_temp_c', Value: '71', Type: 'DOUBLE' },
+            { Name: 'power_w', Value: '512.5', Type: 'DOUBLE' },
+            { Name: 'ecc_dbe_volatile', Value: '0', Type: 'BIGINT' },
+            { Name: 'remapped_rows_failure', Value: 'false', Type: 'BOOLEAN' },
+            { Name: 'compute_processes', Value: '1', Type: 'BIGINT' },
+            { Name: 'window_s', Value: '10', Type: 'DOUBLE' },
+            { Name: 'gpu_hours', Value: String(10 / 3600), Type: 'DOUBLE' },
+            { Name: 'price_usd_per_hour', Value: '55.04', Type: 'DOUBLE' },
+            { Name: 'price_source', Value: 'builtin:aws-2025-06', Type: 'VARCHAR' },
+            { Name: 'gpu_count', Value: '8', Type: 'BIGINT' },
+            { Name: 'cost_usd', Value: String(cost), Type: 'DOUBLE' },
+            { Name: 'efficiency', Value: '0.4', Type: 'DOUBLE' },
+            { Name: 'efficiency_source', Value: 'sm_active', Type: 'VARCHAR' },
+            { Name: 'processes_known', Value: 'true', Type: 'BOOLEAN' },
+            { Name: 'waste_class', Value: 'underused', Type: 'VARCHAR' },
+            { Name: 'idle_usd', Value: '0', Type: 'DOUBLE' },
+            { Name: 'held_idle_usd', Value: '0', Type: 'DOUBLE' },
+            { Name: 'underused_usd', Value: String(cost * 0.6), Type: 'DOUBLE' },
+            { Name: 'broken_usd', Value: '0', Type: 'DOUBLE' },
+            { Name: 'wasted_usd', Value: String(cost * 0.6), Type: 'DOUBLE' },
+          ],
+          Time: '1773144010000',
+          TimeUnit: 'MILLISECONDS',
+          Version: 7,
+        },
+      ],
+    });
+  });
+
+  it('omits optional dimensions and measures that are unknown', async () => {
+    // Prepare
+    const {
+      az: _az,
+      team: _team,
+      job: _job,
+      gpu_uuid: _uuid,
+      ...bare
+    } = gpuRow({ ledger: ledger({ efficiency: undefined }) });
+
+    // Act
+    await store.write({ gpu: [bare], efa: [], events: [] });
+
+    // Assess
+    const record = mock.commandCalls(WriteRecordsCommand)[0]!.args[0].input.Records![0]!;
+    expect(record.Dimensions).toEqual([
+      { Name: 'instance_id', Value: 'i-0123456789abcdef0' },
+      { Name: 'instance_type', Value: 'p5.48xlarge' },
+      { Name: 'gpu_index', Value: '0' },
+    ]);
+    expect(record.MeasureValues?.map((m) => m.Name)).not.toContain('efficiency');
+  });
+
+  it('writes EFA windows and events to their tables with their dimensions and measures', async () => {
+    // Prepare
+    const bare: EventRow = {
+      time: '2026-03-10T12:00:01.000Z',
+      instance_id: 'i-0123456789abcdef0',
+      instance_type: 'p5.48xlarge',
+      kind: 'agent_start',
+      source: 'nvml',
+      batch_id: 'b',
+      seq: 3,
+    };
+
+    // Act
+    await store.write({
+      gpu: [],
+      efa: [efaRow()],
+      events: [eventRow({ pid: 4242, process_name: 'python' }), bare],
+    });
+
+    // Assess
+    const calls = mock.commandCalls(WriteRecordsCommand).map((c) => c.args[0].input);
+    expect(calls).toEqual([
+      {
+        DatabaseName: 'gpu_sentinel',
+        TableName: 'efa_windows',
+        Records: [
+          {
+            Dimensions: [
+              { Name: 'instance_id', Value: 'i-0123456789abcdef0' },
+              { Name: 'instance_type', Value: 'p5.48xlarge' },
+              { Name: 'device', Value: 'rdmap16s27' },
+              { Name: 'port', Value: '1' },
+            ],
+            MeasureName: 'efa',
+            MeasureValueType: 'MULTI',
+            MeasureValues: [
+              { Name: 'rx_drops', Value: '0', Type: 'BIGINT' },
+              { Name: 'rx_pkts', Value: '1200', Type: 'BIGINT' },
+              { Name: 'tx_pkts', Value: '1100', Type: 'BIGINT' },
+            ],
+            Time: '1773144010000',
+            TimeUnit: 'MILLISECONDS',
+            Version: 7,
+          },
+        ],
+      },
+      {
+        DatabaseName: 'gpu_sentinel',
+        TableName: 'events',
+        Records: [
+          {
+            Dimensions: [
+              { Name: 'instance_id', Value: 'i-0123456789abcdef0' },
+              { Name: 'gpu_index', Value: '3' },
+              { Name: 'kind', Value: 'xid' },
+            ],
+            MeasureName: 'event',
+            MeasureValueType: 'MULTI',
+            MeasureValues: [
+              { Name: 'source', Value: 'kmsg', Type: 'VARCHAR' },
+              { Name: 'xid', Value: '79', Type: 'BIGINT' },
+              { Name: 'pid', Value: '4242', Type: 'BIGINT' },
+              { Name: 'detail', Value: 'GPU has fallen off the bus.', Type: 'VARCHAR' },
+              { Name: 'pci_bus_id', Value: '0000:53:00.0', Type: 'VARCHAR' },
+              { Name: 'process_name', Value: 'python', Type: 'VARCHAR' },
+            ],
+            Time: '1773144005250',
+            TimeUnit: 'MILLISECONDS',
+            Version: 7,
+          },
+          {
+            Dimensions: [
+              { Name: 'instance_id', Value: 'i-0123456789abcdef0' },
+              { Name: 'kind', Value: 'agent_start' },
+            ],
+            MeasureName: 'event',
+            MeasureValueType: 'MULTI',
+            MeasureValues: [{ Name: 'source', Value: 'nvml', Type: 'VARCHAR' }],
+            Time: '1773144001000',
+            TimeUnit: 'MILLISECONDS',
+            Version: 3,
+          },
+        ],
+      },
+    ]);
+  });
+
+  it.each([
+    { rows: 1, sizes: [1] },
+    { rows: 100, sizes: [100] },
+    { rows: 101, sizes: [100, 1] },
+    { rows: 250, sizes: [100, 100, 50] },
+  ])('writes $rows GPU windows in calls of $sizes records', async ({ rows, sizes }) => {
+    // Prepare
+    const gpu = Array.from({ length: rows }, (_, i) =>
+      gpuRow({
+        gpu_index: i % 64,
+        time: new Date(1_773_144_010_000 + Math.floor(i / 64) * 10_000).toISOString(),
+      }),
+    );
+
+    // Act
+    const result = await store.write({ gpu, efa: [], events: [] });
+
+    // Assess
+    expect(mock.commandCalls(WriteRecordsCommand).map((c) => c.args[0].input.Records?.length)).toEqual(sizes);
+    expect(result).toEqual({ written: rows, rejected: [] });
+  });
+
+  it('writes to the configured table names', async () => {
+    // Prepare
+    const named = new TimestreamStore({
+      client,
+      database: 'db',
+      tables: { gpu: 'g', efa: 'e', events: 'v' },
+    });
+
+    // Act
+    await named.write({ gpu: [gpuRow()], efa: [efaRow()], events: [eventRow()] });
+
+    // Assess
+    expect(
+      mock
+        .commandCalls(WriteRecordsCommand)
+        .map((c) => [c.args[0].input.DatabaseName, c.args[0].input.TableName]),
+    ).toEqual([
+      ['db', 'g'],
+      ['db', 'e'],
+      ['db', 'v'],
+    ]);
+  });
+
+  it('refuses an EFA window without counters without sending it', async () => {
+    // Act
+    const result = await store.write({ gpu: [], efa: [efaRow({ deltas: {} })], events: [] });
+
+    // Assess
+    expect(mock.commandCalls(WriteRecordsCommand)).toHaveLength(0);
+    expect(result).toEqual({
+      written: 0,
+      rejected: [{ table: 'efa_windows', index: 0, reason: expect.stringContaining('no measure values') }],
+    });
+  });
+
+  it('maps rejected records back to their row index, counting version duplicates as written', async () => {
+    // Prepare
+    const gpu: GpuWindowRow[] = Array.from({ length: 150 }, (_, i) =>
+      gpuRow({
+        gpu_index: i % 50,
+        time: new Date(1_773_144_010_000 + Math.floor(i / 50) * 10_000).toISOString(),
+      }),
+    );
+    mock
+      .on(WriteRecordsCommand)
+      .resolvesOnce({})
+      .rejectsOnce(
+        new RejectedRecordsException({
+          message: 'One or more records have been rejected.',
+          $metadata: {},
+          RejectedRecords: [
+            {
+              RecordIndex: 3,
+              Reason: 'The record timestamp is outside the time range of the data ingestion window.',
+            },
+            { RecordIndex: 7, Reason: 'A record with a higher version exists', ExistingVersion: 9 },
+            { RecordIndex: 8, Reason: 'Same version, different value', ExistingVersion: 7 },
+            { RecordIndex: 9, Reason: 'Older version exists with different value', ExistingVersion: 6 },
+          ],
+        }),
+      );
+
+    // Act
+    const result = await store.write({ gpu, efa: [], events: [] });
+
+    // Assess
+    expect(result).toEqual({
+      written: 148,
+      rejected: [
+        {
+          table: 'gpu_windows',
+          index: 103,
+          reason: 'The record timestamp is outside the time range of the data ingestion window.',
+        },
+        { table: 'gpu_windows', index: 109, reason: 'Older version exists with different value' },
+      ],
+    });
+  });
+
+  it.each([
+    { case: 'throttling', error: new ThrottlingException({ message: 'Rate exceeded', Message: 'Rate exceeded', $metadata: {} }) },
+    { case: 'a network error', error: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) },
+    {
+      case: 'a RecordIndex out of range',
+      error: new RejectedRecordsException({
+        message: 'x',
+        $metadata: {},
+        RejectedRecords: [{ RecordIndex: 5, Reason: 'r' }],
+      }),
+    },
+  ])('throws StoreUnavailableError with the cause on $case', async ({ error }) => {
+    // Prepare
+    mock.on(WriteRecordsCommand).rejects(error);
+
+    // Act
+    const result = store.write({ gpu: [gpuRow()], efa: [], events: [] });
+
+    // Assess
+    await expect(result).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(result).rejects.toMatchObject({ cause: error, operation: 'WriteRecords gpu_windows' });
+  });
+});
+
+describe('TimestreamStore.queryWaste', () => {
+  const client = new TimestreamWriteClient({ region: 'us-east-1' });
+  const queryClient = new TimestreamQueryClient({ region: 'us-east-1' });
+  const queryMock = mockClient(queryClient);
+  const columns = [
+    'instance_id',
+    'gpu_index',
+    'instance_type',
+    'team',
+    'job',
+    'gpu_hours',
+    'cost_usd',
+    'idle_usd',
+    'held_idle_usd',
+    'underused_usd',
+    'broken_usd',
+    'wasted_usd',
+    'efficiency_weighted',
+    'efficiency_hours',
+    'source_count',
+    'any_source',
+    'price_usd_per_hour',
+    'price_source',
+    'processes_unknown',
+  ].map((Name) => ({ Name, Type: {} }));
+  const row = (values: (string | undefined)[]) => ({
+    Data: values.map((v) => (v === undefined ? { NullValue: true } : { ScalarValue: v })),
+  });
+
+  beforeEach(() => {
+    queryMock.reset();
+  });
+
+  it('reads every page and returns report rows, most wasted first', async () => {
+    // Prepare
+    queryMock
+      .on(QueryCommand)
+      .resolvesOnce({
+        ColumnInfo: columns,
+        Rows: [
+          row([
+            'i-a',
+            '0',
+            'p5.48xlarge',
+            'vision',
+            undefined,
+            '1',
+            '6.88',
+            '0',
+            '0',
+            '1',
+            '0',
+            '1',
+            '0.45',
+            '1',
+            '1',
+            'sm_active',
+            '55.04',
+            'builtin',
+            '0',
+          ]),
+        ],
+        NextToken: 'page-2',
+        QueryId: 'q',
+      })
+      .resolvesOnce({
+        ColumnInfo: columns,
+        Rows: [
+          row([
+            'i-b',
+            '1',
+            'p4d.24xlarge',
+            undefined,
+            undefined,
+            '2',
+            '5.49',
+            '5.49',
+            '0',
+            '0',
+            '0',
+            '5.49',
+            '0',
+            '0',
+            '0',
+            undefined,
+            '21.96',
+            'override',
+            '1',
+          ]),
+        ],
+        QueryId: 'q',
+      });
+    const store = new TimestreamStore({ client, queryClient, database: 'gpu_sentinel' });
+
+    // Act
+    const report = await store.queryWaste({
+      from: new Date('2026-03-10T00:00:00Z'),
+      to: new Date('2026-03-11T00:00:00Z'),
+    });
+
+    // Assess
+    const calls = queryMock.commandCalls(QueryCommand).map((c) => c.args[0].input);
+    expect(calls[1]).toEqual({ QueryString: calls[0]!.QueryString, NextToken: 'page-2' });
+    expect(calls[0]!.QueryString).toContain('FROM "gpu_sentinel"."gpu_windows"');
+    expect(calls[0]!.QueryString).toContain("time >= from_iso8601_timestamp('2026-03-10T00:00:00.000Z')");
+    expect(calls[0]!.QueryString).toContain("time < from_iso8601_timestamp('2026-03-11T00:00:00.000Z')");
+    expect(report).toEqual([
+      {
+        instance_id: 'i-b',
+        instance_type: 'p4d.24xlarge',
+        gpu_index: 1,
+        gpu_hours: 2,
+        cost_usd: 5.49,
+        idle_usd: 5.49,
+        held_idle_usd: 0,
+        underused_usd: 0,
+        broken_usd: 0,
+        wasted_usd: 5.49,
+        efficiency_source: 'none',
+        price_usd_per_hour: 21.96,
+        price_source: 'override',
+        processes_unknown: true,
+      },
+      {
+        instance_id: 'i-a',
+        instance_type: 'p5.48xlarge',
+        gpu_index: 0,
+        team: 'vision',
+        gpu_hours: 1,
+        cost_usd: 6.88,
+        idle_usd: 0,
+        held_idle_usd: 0,
+        underused_usd: 1,
+        broken_usd: 0,
+        wasted_usd: 1,
+        efficiency: 0.45,
+        efficiency_source: 'sm_active',
+        price_usd_per_hour: 55.04,
+        price_source: 'builtin',
+        processes_unknown: false,
+      },
+    ]);
+  });
+
+  it('throws StoreQueryError without a query client', async () => {
+    // Prepare
+    const store = new TimestreamStore({ client, database: 'gpu_sentinel' });
+
+    // Act
+    const result = store.queryWaste({
+      from: new Date('2026-03-10T00:00:00Z'),
+      to: new Date('2026-03-11T00:00:00Z'),
+    });
+
+    // Assess
+    await expect(result).rejects.toBeInstanceOf(StoreQueryError);
+  });
+
+  it('throws StoreUnavailableError when the query fails', async () => {
+    // Prepare
+    queryMock.on(QueryCommand).rejects(new Error('ThrottlingException'));
+    const store = new TimestreamStore({ client, queryClient, database: 'gpu_sentinel' });
+
+    // Act
+    const result = store.queryWaste({
+      from: new Date('2026-03-10T00:00:00Z'),
+      to: new Date('2026-03-11T00:00:00Z'),
+    });
+
+    // Assess
+    await expect(result).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+});
