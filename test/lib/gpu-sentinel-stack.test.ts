@@ -1,0 +1,96 @@
+import type { CfnResource } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
+import { PropsValidationError } from '../../lib/props-validation-error';
+import { buildStack } from './build-stack';
+
+describe('GpuSentinelStack', () => {
+  let stack: GpuSentinelStack;
+  let template: Template;
+
+  beforeAll(() => {
+    stack = buildStack({ logRetention: logs.RetentionDays.THREE_MONTHS });
+    template = Template.fromStack(stack);
+  });
+
+  it.each([
+    'TelemetryDatabase',
+    'AlertTopics',
+    'RemediationState',
+    'IngestFunction',
+    'IngestApi',
+    'AgentPolicy',
+  ])('keeps the construct id %s (a contract)', (id) => {
+    // Prepare / Act / Assess
+    expect(stack.node.tryFindChild(id)).toBeDefined();
+  });
+
+  it('outputs the batches URL ending in /v1/batches', () => {
+    // Prepare
+    const apiLogicalId = stack.getLogicalId(stack.api.api.node.defaultChild as CfnResource);
+
+    // Act / Assess
+    template.hasOutput('BatchesUrl', {
+      Value: {
+        'Fn::Join': [
+          '',
+          [
+            'https://',
+            { Ref: apiLogicalId },
+            '.execute-api.',
+            { Ref: 'AWS::Region' },
+            '.',
+            { Ref: 'AWS::URLSuffix' },
+            '/',
+            Match.anyValue(),
+            '/v1/batches',
+          ],
+        ],
+      },
+    });
+  });
+
+  it.each([
+    ['CriticalTopicArn', (s: GpuSentinelStack) => s.topics.critical],
+    ['WarningTopicArn', (s: GpuSentinelStack) => s.topics.warning],
+    ['InfoTopicArn', (s: GpuSentinelStack) => s.topics.info],
+    ['ReportsTopicArn', (s: GpuSentinelStack) => s.topics.reports],
+    ['AgentPolicyArn', (s: GpuSentinelStack) => s.agentPolicy.policy],
+    ['StateTableName', (s: GpuSentinelStack) => s.state.table],
+  ])('outputs %s', (outputId, resource) => {
+    // Prepare
+    const logicalId = stack.getLogicalId(resource(stack).node.defaultChild as CfnResource);
+
+    // Act / Assess
+    template.hasOutput(outputId, { Value: { Ref: logicalId } });
+  });
+
+  it('outputs the Timestream database name', () => {
+    // Prepare / Act / Assess
+    template.hasOutput('TimestreamDatabaseName', {
+      Value: { Ref: stack.getLogicalId(stack.database.database) },
+    });
+  });
+
+  it('applies logRetention to the Lambda and the access log groups', () => {
+    // Prepare / Act / Assess
+    template.resourceCountIs('AWS::Logs::LogGroup', 2);
+    template.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 90 });
+  });
+
+  it.each([
+    [{ logRetention: 42 as logs.RetentionDays }, '`42` (number)'],
+    [{ logRetention: -1 as logs.RetentionDays }, '`-1` (number)'],
+  ])('fails if logRetention is not a RetentionDays value (%j)', (props, got) => {
+    // Prepare / Act
+    const build = () => buildStack(props);
+
+    // Assess
+    expect(build).toThrow(PropsValidationError);
+    expect(build).toThrow(
+      `Expected \`logRetention\` to be one of logs.RetentionDays (a number of days), got ${got}`,
+    );
+  });
+});

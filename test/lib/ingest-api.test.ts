@@ -1,0 +1,204 @@
+import type { CfnResource } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
+import { PropsValidationError } from '../../lib/props-validation-error';
+import { buildStack } from './build-stack';
+
+describe('IngestApi', () => {
+  let stack: GpuSentinelStack;
+  let template: Template;
+  let apiLogicalId: string;
+
+  beforeAll(() => {
+    stack = buildStack();
+    template = Template.fromStack(stack);
+    apiLogicalId = stack.getLogicalId(stack.api.api.node.defaultChild as CfnResource);
+  });
+
+  it('exposes POST /v1/batches with AWS_IAM authorization and a Lambda proxy integration', () => {
+    // Prepare / Act / Assess
+    template.resourceCountIs('AWS::ApiGateway::Method', 1);
+    template.hasResourceProperties('AWS::ApiGateway::Method', {
+      HttpMethod: 'POST',
+      AuthorizationType: 'AWS_IAM',
+      Integration: { Type: 'AWS_PROXY', IntegrationHttpMethod: 'POST' },
+      RequestValidatorId: Match.anyValue(),
+    });
+    template.hasResourceProperties('AWS::ApiGateway::Resource', { PathPart: 'v1' });
+    template.hasResourceProperties('AWS::ApiGateway::Resource', { PathPart: 'batches' });
+  });
+
+  it('validates request parameters and bodies', () => {
+    // Prepare / Act / Assess
+    template.hasResourceProperties('AWS::ApiGateway::RequestValidator', {
+      RestApiId: { Ref: apiLogicalId },
+      ValidateRequestBody: true,
+      ValidateRequestParameters: true,
+    });
+  });
+
+  it('allows execute-api:Invoke to principals of this account only', () => {
+    // Prepare / Act / Assess
+    template.hasResourceProperties('AWS::ApiGateway::RestApi', {
+      Policy: {
+        Statement: [
+          {
+            Sid: 'AllowThisAccount',
+            Effect: 'Allow',
+            Action: 'execute-api:Invoke',
+            Principal: {
+              AWS: {
+                'Fn::Join': [
+                  '',
+                  ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':root'],
+                ],
+              },
+            },
+            Resource: 'execute-api:/prod/POST/v1/batches',
+          },
+        ],
+      },
+    });
+  });
+
+  it('allows principals of the organization when organizationId is set', () => {
+    // Prepare
+    const orgStack = buildStack({ organizationId: 'o-a1b2c3d4e5' });
+
+    // Act
+    const orgTemplate = Template.fromStack(orgStack);
+
+    // Assess
+    orgTemplate.hasResourceProperties('AWS::ApiGateway::RestApi', {
+      Policy: {
+        Statement: [
+          {
+            Sid: 'AllowThisOrganization',
+            Effect: 'Allow',
+            Action: 'execute-api:Invoke',
+            Principal: { AWS: '*' },
+            Resource: 'execute-api:/prod/POST/v1/batches',
+            Condition: { StringEquals: { 'aws:PrincipalOrgID': 'o-a1b2c3d4e5' } },
+          },
+        ],
+      },
+    });
+  });
+
+  it('turns on compression and declares gzip bodies binary, on a regional endpoint', () => {
+    // Prepare / Act / Assess
+    template.hasResourceProperties('AWS::ApiGateway::RestApi', {
+      MinimumCompressionSize: 1024,
+      BinaryMediaTypes: ['application/gzip', 'application/x-gzip', 'application/octet-stream'],
+      EndpointConfiguration: { Types: ['REGIONAL'] },
+    });
+  });
+
+  it('deploys stage prod with tracing, throttling, execution and JSON access logging', () => {
+    // Prepare
+    const accessLogGroupId = stack.getLogicalId(stack.api.accessLogGroup.node.defaultChild as CfnResource);
+
+    // Act / Assess
+    template.hasResourceProperties('AWS::ApiGateway::Stage', {
+      StageName: 'prod',
+      TracingEnabled: true,
+      AccessLogSetting: {
+        DestinationArn: { 'Fn::GetAtt': [accessLogGroupId, 'Arn'] },
+        Format: Match.stringLikeRegexp('"requestId":"\\$context.requestId"'),
+      },
+      MethodSettings: [
+        Match.objectLike({
+          HttpMethod: '*',
+          ResourcePath: '/*',
+          LoggingLevel: 'ERROR',
+          DataTraceEnabled: false,
+          MetricsEnabled: true,
+          ThrottlingRateLimit: 1000,
+          ThrottlingBurstLimit: 2000,
+        }),
+      ],
+    });
+  });
+
+  it('keeps access logs one month', () => {
+    // Prepare
+    const accessLogGroupId = stack.getLogicalId(stack.api.accessLogGroup.node.defaultChild as CfnResource);
+
+    // Act
+    const group = template.findResources('AWS::Logs::LogGroup')[accessLogGroupId];
+
+    // Assess
+    expect(group?.Properties.RetentionInDays).toBe(30);
+  });
+
+  it('creates the account logging role for API Gateway by default', () => {
+    // Prepare / Act / Assess
+    template.resourceCountIs('AWS::ApiGateway::Account', 1);
+  });
+
+  it('lets only API Gateway invoke the function, from this method', () => {
+    // Prepare / Act / Assess
+    template.resourceCountIs('AWS::Lambda::Permission', 1);
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      Principal: 'apigateway.amazonaws.com',
+      SourceArn: Match.objectLike({ 'Fn::Join': Match.anyValue() }),
+    });
+  });
+
+  it('grantIngest allows execute-api:Invoke on POST /v1/batches of stage prod only', () => {
+    // Prepare
+    const role = new iam.Role(stack, 'GpuInstanceRole', {
+      assumedBy: new iam.ServicePrincipal('ec2.amazonaws.com'),
+    });
+
+    // Act
+    stack.grantIngest(role);
+    const policy = stack.resolve((role.node.findChild('DefaultPolicy') as iam.Policy).document.toJSON());
+
+    // Assess
+    expect(policy.Statement).toEqual([
+      {
+        Action: 'execute-api:Invoke',
+        Effect: 'Allow',
+        Resource: {
+          'Fn::Join': [
+            '',
+            [
+              'arn:',
+              { Ref: 'AWS::Partition' },
+              ':execute-api:',
+              { Ref: 'AWS::Region' },
+              ':',
+              { Ref: 'AWS::AccountId' },
+              ':',
+              { Ref: apiLogicalId },
+              '/prod/POST/v1/batches',
+            ],
+          ],
+        },
+      },
+    ]);
+  });
+
+  it.each([
+    ['throttlingRateLimit', { throttlingRateLimit: 0 }, '`0` (number)'],
+    ['throttlingRateLimit', { throttlingRateLimit: -5 }, '`-5` (number)'],
+    ['throttlingRateLimit', { throttlingRateLimit: Number.NaN }, '`NaN`'],
+    ['throttlingBurstLimit', { throttlingBurstLimit: 0 }, '`0` (number)'],
+    ['throttlingBurstLimit', { throttlingBurstLimit: Number.POSITIVE_INFINITY }, '`Infinity`'],
+    ['organizationId', { organizationId: 'o-short' }, '`"o-short"`'],
+    ['organizationId', { organizationId: 'O-A1B2C3D4E5' }, '`"O-A1B2C3D4E5"`'],
+    ['organizationId', { organizationId: '123456789012' }, '`"123456789012"`'],
+  ])('fails if %s is invalid (%j)', (prop, props, got) => {
+    // Prepare / Act
+    const build = () => buildStack(props);
+
+    // Assess
+    expect(build).toThrow(PropsValidationError);
+    expect(build).toThrow(`Expected \`${prop}\` to be`);
+    expect(build).toThrow(got);
+  });
+});

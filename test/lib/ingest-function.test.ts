@@ -1,0 +1,305 @@
+import type { CfnResource } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
+import { PropsValidationError } from '../../lib/props-validation-error';
+import { buildStack } from './build-stack';
+import {
+  actionsOf,
+  resourcesOf,
+  roleStatements,
+  statementsGranting,
+  type TemplateStatement,
+} from './iam-statements';
+
+function logicalId(stack: GpuSentinelStack, resource: { node: { defaultChild?: unknown } }): string {
+  return stack.getLogicalId(resource.node.defaultChild as CfnResource);
+}
+
+describe('IngestFunction', () => {
+  let stack: GpuSentinelStack;
+  let template: Template;
+  let statements: TemplateStatement[];
+
+  beforeAll(() => {
+    stack = buildStack({ priceOverridesUsdPerHour: { 'p5.48xlarge': 55.04, 'g6e.xlarge': 0 } });
+    template = Template.fromStack(stack);
+    statements = roleStatements(template, logicalId(stack, stack.ingest.role));
+  });
+
+  it('runs on nodejs24.x, arm64, 512 MB, 25 s, with X-Ray active', () => {
+    // Prepare / Act / Assess
+    template.resourceCountIs('AWS::Lambda::Function', 1);
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Runtime: 'nodejs24.x',
+      Architectures: ['arm64'],
+      MemorySize: 512,
+      Timeout: 25,
+      Handler: 'index.handler',
+      TracingConfig: { Mode: 'Active' },
+    });
+  });
+
+  it('passes exactly the documented environment variables', () => {
+    // Prepare
+    const fn = Object.values(template.findResources('AWS::Lambda::Function'))[0];
+
+    // Act
+    const names = Object.keys(fn?.Properties.Environment.Variables ?? {}).sort();
+
+    // Assess
+    expect(names).toEqual(
+      [
+        'NODE_OPTIONS',
+        'POWERTOOLS_SERVICE_NAME',
+        'PRICE_OVERRIDES',
+        'REMEDIATION_MODE',
+        'STATE_TABLE',
+        'TIMESTREAM_DATABASE',
+        'TIMESTREAM_EFA_TABLE',
+        'TIMESTREAM_EVENTS_TABLE',
+        'TIMESTREAM_GPU_TABLE',
+        'TOPIC_CRITICAL_ARN',
+        'TOPIC_INFO_ARN',
+        'TOPIC_WARNING_ARN',
+      ].sort(),
+    );
+  });
+
+  it('points the environment at this stack’s resources', () => {
+    // Prepare / Act / Assess
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: {
+        Variables: {
+          TIMESTREAM_DATABASE: { Ref: logicalId(stack, { node: { defaultChild: stack.database.database } }) },
+          TIMESTREAM_GPU_TABLE: { 'Fn::GetAtt': [stack.getLogicalId(stack.database.gpuTable), 'Name'] },
+          TIMESTREAM_EFA_TABLE: { 'Fn::GetAtt': [stack.getLogicalId(stack.database.efaTable), 'Name'] },
+          TIMESTREAM_EVENTS_TABLE: { 'Fn::GetAtt': [stack.getLogicalId(stack.database.eventsTable), 'Name'] },
+          TOPIC_CRITICAL_ARN: { Ref: logicalId(stack, stack.topics.critical) },
+          TOPIC_WARNING_ARN: { Ref: logicalId(stack, stack.topics.warning) },
+          TOPIC_INFO_ARN: { Ref: logicalId(stack, stack.topics.info) },
+          STATE_TABLE: { Ref: logicalId(stack, stack.state.table) },
+          REMEDIATION_MODE: 'replace',
+          PRICE_OVERRIDES: '{"p5.48xlarge":55.04,"g6e.xlarge":0}',
+          POWERTOOLS_SERVICE_NAME: 'gpu-sentinel-ingest',
+          NODE_OPTIONS: '--enable-source-maps',
+        },
+      },
+    });
+  });
+
+  it('logs to its own log group kept one month', () => {
+    // Prepare / Act / Assess
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      LoggingConfig: { LogGroup: { Ref: logicalId(stack, stack.ingest.logGroup) } },
+    });
+    template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
+  });
+
+  it('uses a role with no managed policy, assumable by Lambda only', () => {
+    // Prepare / Act / Assess
+    template.hasResourceProperties('AWS::IAM::Role', {
+      AssumeRolePolicyDocument: {
+        Statement: [Match.objectLike({ Principal: { Service: 'lambda.amazonaws.com' } })],
+      },
+      ManagedPolicyArns: Match.absent(),
+      Description: Match.stringLikeRegexp('ingest Lambda'),
+    });
+  });
+
+  it('grants exactly the documented actions', () => {
+    // Prepare / Act
+    const actions = [...new Set(statements.flatMap(actionsOf))].sort();
+
+    // Assess
+    expect(actions).toEqual(
+      [
+        'autoscaling:DescribeAutoScalingInstances',
+        'autoscaling:SetInstanceHealth',
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+        'ec2:CreateTags',
+        'kms:Decrypt',
+        'kms:GenerateDataKey',
+        'logs:CreateLogStream',
+        'logs:PutLogEvents',
+        'sns:Publish',
+        'timestream:DescribeEndpoints',
+        'timestream:WriteRecords',
+        'xray:PutTelemetryRecords',
+        'xray:PutTraceSegments',
+      ].sort(),
+    );
+    expect(statements.every((s) => s.Effect === 'Allow')).toBe(true);
+  });
+
+  it.each([
+    ['logs:CreateLogStream', (s: GpuSentinelStack) => [getAtt(s, s.ingest.logGroup, 'Arn')]],
+    ['logs:PutLogEvents', (s: GpuSentinelStack) => [getAtt(s, s.ingest.logGroup, 'Arn')]],
+    [
+      'timestream:WriteRecords',
+      (s: GpuSentinelStack) =>
+        [s.database.gpuTable, s.database.efaTable, s.database.eventsTable].map((t) => ({
+          'Fn::GetAtt': [s.getLogicalId(t), 'Arn'],
+        })),
+    ],
+    [
+      'sns:Publish',
+      (s: GpuSentinelStack) =>
+        [s.topics.critical, s.topics.warning, s.topics.info].map((t) => ({ Ref: logicalId(s, t) })),
+    ],
+    ['kms:GenerateDataKey', (s: GpuSentinelStack) => [getAtt(s, s.topics.key, 'Arn')]],
+    ['kms:Decrypt', (s: GpuSentinelStack) => [getAtt(s, s.topics.key, 'Arn')]],
+    ['dynamodb:GetItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
+    ['dynamodb:PutItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
+    ['dynamodb:UpdateItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
+    ['dynamodb:Query', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
+    ['timestream:DescribeEndpoints', () => ['*']],
+    ['autoscaling:DescribeAutoScalingInstances', () => ['*']],
+    ['xray:PutTraceSegments', () => ['*']],
+    ['xray:PutTelemetryRecords', () => ['*']],
+  ])('grants %s on exactly its resources', (action, expected) => {
+    // Prepare
+    const granting = statementsGranting(statements, action);
+
+    // Act
+    const resources = granting.flatMap(resourcesOf);
+
+    // Assess
+    expect(granting.every((s) => s.Condition === undefined)).toBe(true);
+    expect(resources).toHaveLength(expected(stack).length);
+    expect(resources).toEqual(expect.arrayContaining(expected(stack)));
+  });
+
+  it('grants Resource "*" only for actions without resource-level permissions', () => {
+    // Prepare / Act
+    const starActions = statements
+      .filter((s) => resourcesOf(s).includes('*'))
+      .flatMap(actionsOf)
+      .sort();
+
+    // Assess
+    expect(starActions).toEqual(
+      [
+        'autoscaling:DescribeAutoScalingInstances',
+        'timestream:DescribeEndpoints',
+        'xray:PutTelemetryRecords',
+        'xray:PutTraceSegments',
+      ].sort(),
+    );
+  });
+
+  it('grants SetInstanceHealth on the account’s groups unless tagged gpu-sentinel:remediation=off', () => {
+    // Prepare / Act
+    const [statement, ...rest] = statementsGranting(statements, 'autoscaling:SetInstanceHealth');
+
+    // Assess
+    expect(rest).toHaveLength(0);
+    expect(actionsOf(statement!)).toEqual(['autoscaling:SetInstanceHealth']);
+    expect(statement?.Resource).toEqual({
+      'Fn::Join': [
+        '',
+        [
+          'arn:',
+          { Ref: 'AWS::Partition' },
+          ':autoscaling:*:',
+          { Ref: 'AWS::AccountId' },
+          ':autoScalingGroup:*:autoScalingGroupName/*',
+        ],
+      ],
+    });
+    expect(statement?.Condition).toEqual({
+      StringNotEquals: { 'aws:ResourceTag/gpu-sentinel:remediation': 'off' },
+    });
+  });
+
+  it('grants CreateTags on the account’s instances for the quarantine tag key only', () => {
+    // Prepare / Act
+    const [statement, ...rest] = statementsGranting(statements, 'ec2:CreateTags');
+
+    // Assess
+    expect(rest).toHaveLength(0);
+    expect(actionsOf(statement!)).toEqual(['ec2:CreateTags']);
+    expect(statement?.Resource).toEqual({
+      'Fn::Join': [
+        '',
+        ['arn:', { Ref: 'AWS::Partition' }, ':ec2:*:', { Ref: 'AWS::AccountId' }, ':instance/*'],
+      ],
+    });
+    expect(statement?.Condition).toEqual({
+      'ForAllValues:StringEquals': { 'aws:TagKeys': ['gpu-sentinel:quarantine'] },
+    });
+  });
+
+  it.each(['off', 'notify'] as const)(
+    'grants no SetInstanceHealth nor CreateTags in %s mode',
+    (remediationMode) => {
+      // Prepare
+      const s = buildStack({ remediationMode });
+
+      // Act
+      const t = Template.fromStack(s);
+      const actions = roleStatements(t, logicalId(s, s.ingest.role)).flatMap(actionsOf);
+
+      // Assess
+      t.hasResourceProperties('AWS::Lambda::Function', {
+        Environment: {
+          Variables: Match.objectLike({ REMEDIATION_MODE: remediationMode, PRICE_OVERRIDES: '{}' }),
+        },
+      });
+      expect(actions).not.toContain('autoscaling:SetInstanceHealth');
+      expect(actions).not.toContain('ec2:CreateTags');
+      expect(actions).toContain('autoscaling:DescribeAutoScalingInstances');
+    },
+  );
+
+  it.each([
+    [
+      'remediationMode',
+      { remediationMode: 'terminate' as never },
+      'one of `off`, `notify`, `replace`, got `"terminate"`',
+    ],
+    ['remediationMode', { remediationMode: 'Replace' as never }, '`"Replace"`'],
+    [
+      'priceOverridesUsdPerHour.p5.48xlarge',
+      { priceOverridesUsdPerHour: { 'p5.48xlarge': -1 } },
+      '`-1` (number)',
+    ],
+    [
+      'priceOverridesUsdPerHour.p5.48xlarge',
+      { priceOverridesUsdPerHour: { 'p5.48xlarge': Number.NaN } },
+      '`NaN`',
+    ],
+    [
+      'priceOverridesUsdPerHour.p5.48xlarge',
+      { priceOverridesUsdPerHour: { 'p5.48xlarge': Number.POSITIVE_INFINITY } },
+      '`Infinity`',
+    ],
+    [
+      'priceOverridesUsdPerHour.p4d.24xlarge',
+      { priceOverridesUsdPerHour: { 'p4d.24xlarge': '21.96' as never } },
+      '(string)',
+    ],
+    ['priceOverridesUsdPerHour', { priceOverridesUsdPerHour: { P5: 55 } }, '`"P5"`'],
+    ['priceOverridesUsdPerHour', { priceOverridesUsdPerHour: { 'p5 48xlarge': 55 } }, '`"p5 48xlarge"`'],
+    ['priceOverridesUsdPerHour', { priceOverridesUsdPerHour: [55] as never }, '(array)'],
+  ])('fails if %s is invalid (%j)', (prop, props, got) => {
+    // Prepare / Act
+    const build = () => buildStack(props);
+
+    // Assess
+    expect(build).toThrow(PropsValidationError);
+    expect(build).toThrow(`Expected \`${prop}\` to be`);
+    expect(build).toThrow(got);
+  });
+});
+
+function getAtt(
+  stack: GpuSentinelStack,
+  resource: { node: { defaultChild?: unknown } },
+  attribute: string,
+): unknown {
+  return { 'Fn::GetAtt': [logicalId(stack, resource), attribute] };
+}

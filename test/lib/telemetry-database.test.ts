@@ -1,0 +1,110 @@
+import { Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { PropsValidationError } from '../../lib/props-validation-error';
+import { buildStack } from './build-stack';
+
+describe('TelemetryDatabase', () => {
+  let template: Template;
+  let keyLogicalId: string;
+
+  beforeAll(() => {
+    const stack = buildStack();
+    template = Template.fromStack(stack);
+    keyLogicalId = stack.getLogicalId(stack.database.key.node.defaultChild as never);
+  });
+
+  it('creates the database gpu_sentinel encrypted with its own customer-managed key', () => {
+    // Prepare / Act / Assess
+    template.resourceCountIs('AWS::Timestream::Database', 1);
+    template.hasResourceProperties('AWS::Timestream::Database', {
+      DatabaseName: 'gpu_sentinel',
+      KmsKeyId: { 'Fn::GetAtt': [keyLogicalId, 'Arn'] },
+    });
+  });
+
+  it('rotates the database key', () => {
+    // Prepare / Act / Assess
+    template.hasResourceProperties('AWS::KMS::Key', {
+      EnableKeyRotation: true,
+      Description: 'gpu-sentinel: encrypts the Timestream database gpu_sentinel',
+    });
+  });
+
+  it('retains the database when the stack is deleted', () => {
+    // Prepare / Act / Assess
+    template.hasResource('AWS::Timestream::Database', {
+      DeletionPolicy: 'Retain',
+      UpdateReplacePolicy: 'Retain',
+    });
+  });
+
+  it.each(['gpu_windows', 'efa_windows', 'events'])(
+    'creates table %s with 24 h memory, 365 d magnetic retention and magnetic writes on',
+    (tableName) => {
+      // Prepare / Act / Assess
+      template.hasResourceProperties('AWS::Timestream::Table', {
+        TableName: tableName,
+        RetentionProperties: {
+          MemoryStoreRetentionPeriodInHours: '24',
+          MagneticStoreRetentionPeriodInDays: '365',
+        },
+        MagneticStoreWriteProperties: { EnableMagneticStoreWrites: true },
+      });
+    },
+  );
+
+  it('creates exactly three tables', () => {
+    // Prepare / Act / Assess
+    template.resourceCountIs('AWS::Timestream::Table', 3);
+  });
+
+  it('passes custom name and retention through', () => {
+    // Prepare
+    const stack = buildStack({
+      databaseName: 'fleet.metrics-2',
+      memoryRetentionHours: 8766,
+      magneticRetentionDays: 1,
+    });
+
+    // Act
+    const custom = Template.fromStack(stack);
+
+    // Assess
+    custom.hasResourceProperties('AWS::Timestream::Database', { DatabaseName: 'fleet.metrics-2' });
+    custom.hasResourceProperties('AWS::Timestream::Table', {
+      RetentionProperties: {
+        MemoryStoreRetentionPeriodInHours: '8766',
+        MagneticStoreRetentionPeriodInDays: '1',
+      },
+    });
+  });
+
+  it.each([
+    ['databaseName', { databaseName: 'ab' }, '`"ab"` (string)'],
+    ['databaseName', { databaseName: 'gpu sentinel' }, '`"gpu sentinel"` (string)'],
+    ['databaseName', { databaseName: 'x'.repeat(257) }, '(string)'],
+    ['databaseName', { databaseName: 'gpu/sentinel' }, '`"gpu/sentinel"`'],
+    ['memoryRetentionHours', { memoryRetentionHours: 0 }, '`0` (number)'],
+    ['memoryRetentionHours', { memoryRetentionHours: 8767 }, '`8767` (number)'],
+    ['memoryRetentionHours', { memoryRetentionHours: 1.5 }, '`1.5` (number)'],
+    ['memoryRetentionHours', { memoryRetentionHours: Number.NaN }, '`NaN` (number)'],
+    ['magneticRetentionDays', { magneticRetentionDays: 0 }, '`0` (number)'],
+    ['magneticRetentionDays', { magneticRetentionDays: 73_001 }, '`73001` (number)'],
+    ['magneticRetentionDays', { magneticRetentionDays: -1 }, '`-1` (number)'],
+  ])('fails if %s is %j', (prop, props, got) => {
+    // Prepare / Act
+    const build = () => buildStack(props);
+
+    // Assess
+    expect(build).toThrow(PropsValidationError);
+    expect(build).toThrow(`Expected \`${prop}\` to be`);
+    expect(build).toThrow(got);
+  });
+
+  it('names the allowed range in the retention error', () => {
+    // Prepare / Act / Assess
+    expect(() => buildStack({ memoryRetentionHours: 0 })).toThrow(
+      'Expected `memoryRetentionHours` to be an integer in 1..8766, got `0` (number)',
+    );
+  });
+});
