@@ -50,3 +50,20 @@ export class StoreQueryError extends Error {
     super(message, options);
   }
 }
+
+/** SNS refused or could not take a message (alert or decision); the caller logs it and may retry. */
+export class AlertPublishError extends Error {
+  override readonly name = 'AlertPublishError';
+  /** The topic ARN the message was for. */
+  readonly topicArn: string;
+
+  /**
+   * @param topicArn - the topic the message was for
+   * @param message - what was expected, what came, what to do
+   * @param options - `cause`: the SDK error
+   */
+  constructor(topicArn: string, message: string, options?: { cause?: unknown }) {
+    super(`${topicArn}: ${message}`, options);
+    this.topicArn = topicArn;
+  }
+}
