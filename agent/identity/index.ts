@@ -1,0 +1,3 @@
+export * from './imds';
+export * from './pci-bus-id';
+export * from './resolve-identity';
