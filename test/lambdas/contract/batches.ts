@@ -1,5 +1,17 @@
 import type { Batch } from '../../../lambdas/contract';
 
+/** PCI bus ids of the 8 H100s of a p5.48xlarge (real dcgm-exporter capture). */
+export const P5_BUS_IDS = [
+  '0000:53:00.0',
+  '0000:64:00.0',
+  '0000:75:00.0',
+  '0000:86:00.0',
+  '0000:97:00.0',
+  '0000:a8:00.0',
+  '0000:b9:00.0',
+  '0000:ca:00.0',
+];
+
 /** The fixed server clock the contract tests judge times against. */
 export const NOW = new Date('2026-11-21T10:00:00.000Z');
 
@@ -41,7 +53,7 @@ export function validBatch(overrides: Partial<Batch> = {}, gpus = 8, now: Date =
         index,
         uuid: `GPU-c4529c8d-69c4-b61d-e0bc-7b246009600${index}`,
         name: 'NVIDIA H100 80GB HBM3',
-        pci_bus_id: '0000:53:00.0',
+        pci_bus_id: P5_BUS_IDS[index % 8],
       },
       metrics: {
         gpu_util: 0,

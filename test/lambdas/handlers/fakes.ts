@@ -1,0 +1,47 @@
+import type { AlertSink, DecisionSink, Remediator } from '../../../lambdas/domain/ports';
+import type { Alert, RemediationDecision } from '../../../lambdas/domain/types';
+import type { Log } from '../../../lambdas/handlers/log';
+
+/** Records published alerts. */
+export class RecordingAlertSink implements AlertSink {
+  readonly alerts: Alert[] = [];
+  async publish(alert: Alert): Promise<void> {
+    this.alerts.push(alert);
+  }
+}
+
+/** Records remediation decisions. */
+export class RecordingDecisionSink implements DecisionSink {
+  readonly decisions: RemediationDecision[] = [];
+  async record(decision: RemediationDecision): Promise<void> {
+    this.decisions.push(decision);
+  }
+}
+
+/** Records what it was asked to do; throws `failWith` when set. */
+export class RecordingRemediator implements Remediator {
+  readonly replaced: string[] = [];
+  readonly quarantined: string[] = [];
+  failWith: Error | undefined;
+  async replace(decision: RemediationDecision): Promise<void> {
+    if (this.failWith) throw this.failWith;
+    this.replaced.push(decision.instance_id);
+  }
+  async quarantine(decision: RemediationDecision): Promise<void> {
+    if (this.failWith) throw this.failWith;
+    this.quarantined.push(decision.instance_id);
+  }
+}
+
+/** A log that keeps its lines for assertions. */
+export function recordingLog(): Log & {
+  lines: { level: string; message: string; data?: Record<string, unknown> }[];
+} {
+  const lines: { level: string; message: string; data?: Record<string, unknown> }[] = [];
+  return {
+    lines,
+    info: (message, data) => lines.push({ level: 'info', message, data }),
+    warn: (message, data) => lines.push({ level: 'warn', message, data }),
+    error: (message, data) => lines.push({ level: 'error', message, data }),
+  };
+}

@@ -1,0 +1,201 @@
+import { gzipSync } from 'node:zlib';
+import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Batch, GpuEvent } from '../../../lambdas/contract';
+import { DEFAULT_RULE_CONTEXT } from '../../../lambdas/domain';
+import { createIngestHandler, type IngestHandlerDeps } from '../../../lambdas/handlers/ingest-handler';
+import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
+import { ago, NOW, validBatch } from '../contract/batches';
+import { RecordingAlertSink, RecordingDecisionSink, RecordingRemediator, recordingLog } from './fakes';
+
+const CALLER = 'arn:aws:sts::123456789012:assumed-role/GpuNodeRole/i-0a5e00000000000a1';
+
+function event(body: unknown, opts: { caller?: string | null; gzip?: boolean } = {}): APIGatewayProxyEvent {
+  const json = Buffer.from(JSON.stringify(body));
+  const gzip = opts.gzip ?? true;
+  return {
+    body: (gzip ? gzipSync(json) : json).toString('base64'),
+    isBase64Encoded: true,
+    headers: gzip ? { 'Content-Encoding': 'gzip', 'Content-Type': 'application/json' } : {},
+    requestContext: { identity: { userArn: opts.caller === undefined ? CALLER : opts.caller } },
+  } as unknown as APIGatewayProxyEvent;
+}
+
+function xid(code: number, at: string, pci = '0000:53:00.0'): GpuEvent {
+  return { at, kind: 'xid', xid: code, source: 'kmsg', pci_bus_id: pci, detail: `Xid ${code}` };
+}
+
+describe('ingest handler', () => {
+  let store: DuckDbStore;
+  let alerts: RecordingAlertSink;
+  let decisions: RecordingDecisionSink;
+  let remediator: RecordingRemediator;
+  let log: ReturnType<typeof recordingLog>;
+  let deps: IngestHandlerDeps;
+
+  beforeEach(async () => {
+    store = await DuckDbStore.open(':memory:');
+    alerts = new RecordingAlertSink();
+    decisions = new RecordingDecisionSink();
+    remediator = new RecordingRemediator();
+    log = recordingLog();
+    deps = {
+      store,
+      state: store,
+      alerts,
+      decisions,
+      remediator,
+      log,
+      remediationMode: 'replace',
+      dryRun: false,
+      rules: DEFAULT_RULE_CONTEXT,
+      clock: () => NOW,
+    };
+  });
+
+  afterEach(async () => {
+    await store.close();
+  });
+
+  async function storedWaste(): Promise<number> {
+    const rows = await store.queryWaste({
+      from: new Date(NOW.getTime() - 3600_000),
+      to: new Date(NOW.getTime() + 1000),
+    });
+    return rows.length;
+  }
+
+  it('accepts a valid gzip batch with 202, stores every flush window with its ledger', async () => {
+    // Prepare
+    const handler = createIngestHandler(deps);
+    // Act
+    const res = await handler(event(validBatch({ events: [] })));
+    // Assess
+    expect(res.statusCode).toBe(202);
+    expect(JSON.parse(res.body)).toMatchObject({ accepted: 8, rejected: 0 });
+    const rows = await store.queryWaste({
+      from: new Date(NOW.getTime() - 60_000),
+      to: new Date(NOW.getTime() + 1000),
+    });
+    expect(rows).toHaveLength(8);
+    for (const r of rows) {
+      expect(r.cost_usd).toBeCloseTo((55.04 / 8) * (10 / 3600), 12);
+      expect(r.wasted_usd).toBeCloseTo(r.cost_usd, 12);
+      expect(r.efficiency_source).toBe('gpu_util');
+    }
+  });
+
+  it('refuses an invalid batch with 400 naming the field, and stores nothing of it', async () => {
+    // Prepare
+    const bad = validBatch();
+    (bad.windows[3]!.metrics as Record<string, unknown>).gpu_util = 1.7;
+    // Act
+    const res = await createIngestHandler(deps)(event(bad));
+    // Assess
+    expect(res.statusCode).toBe(400);
+    expect(JSON.parse(res.body)).toMatchObject({ path: 'windows[3].metrics.gpu_util' });
+    expect(await storedWaste()).toBe(0);
+    expect(alerts.alerts).toEqual([]);
+  });
+
+  it('refuses with 403 a batch sent by another instance, and stores nothing', async () => {
+    const res = await createIngestHandler(deps)(
+      event(validBatch(), {
+        caller: 'arn:aws:sts::123456789012:assumed-role/GpuNodeRole/i-0bbbbbbbbbbbbbbb2',
+      }),
+    );
+    expect(res.statusCode).toBe(403);
+    expect(JSON.parse(res.body)).toMatchObject({ path: 'host.instance_id' });
+    expect(await storedWaste()).toBe(0);
+  });
+
+  it('answers 503 when the store is unavailable, before any alert or remediation', async () => {
+    // Prepare
+    const failing = Object.assign(Object.create(store) as DuckDbStore, {
+      write: async () => {
+        throw Object.assign(new Error('throttled'), { name: 'StoreUnavailableError' });
+      },
+    });
+    // Act
+    const res = await createIngestHandler({ ...deps, store: failing })(
+      event(validBatch({ events: [xid(48, ago(5))] })),
+    );
+    // Assess
+    expect(res.statusCode).toBe(503);
+    expect(alerts.alerts).toEqual([]);
+    expect(remediator.replaced).toEqual([]);
+  });
+
+  it('answers 500 with a generic body when something unexpected breaks', async () => {
+    const res = await createIngestHandler({
+      ...deps,
+      state: {
+        ...store,
+        getBrokenSince: async () => Promise.reject(new Error('secret detail')),
+      } as unknown as DuckDbStore,
+    })(event(validBatch()));
+    expect(res.statusCode).toBe(500);
+    expect(res.body).not.toMatch(/secret/);
+  });
+
+  it('alerts, replaces and marks the GPU broken on Xid 48; a retry of the same batch changes nothing', async () => {
+    // Prepare: the Xid comes from the kernel log with the PCI bus id of GPU 0's window
+    const batch: Batch = validBatch({ events: [xid(48, ago(5))] });
+    const handler = createIngestHandler(deps);
+    // Act
+    const first = await handler(event(batch));
+    const retry = await handler(event(batch));
+    // Assess
+    expect(first.statusCode).toBe(202);
+    expect(retry.statusCode).toBe(202);
+    const critical = alerts.alerts.filter((a) => a.finding.severity === 'critical');
+    expect(critical).toHaveLength(1);
+    expect(critical[0]!.finding).toMatchObject({ rule: 'xid_fatal', action: 'replace', gpu_index: 0 });
+    expect(remediator.replaced).toEqual(['i-0a5e00000000000a1']);
+    expect(decisions.decisions.map((d) => d.action)).toEqual(['replace', 'skip']);
+    const rows = await store.queryWaste({
+      from: new Date(NOW.getTime() - 60_000),
+      to: new Date(NOW.getTime() + 1000),
+    });
+    expect(rows).toHaveLength(8);
+    const gpu0 = rows.find((r) => r.gpu_index === 0)!;
+    expect(gpu0.broken_usd).toBeCloseTo(gpu0.cost_usd, 12);
+    expect(rows.find((r) => r.gpu_index === 1)!.broken_usd).toBe(0);
+  });
+
+  it('escalates to a human when the replacement cannot be done', async () => {
+    // Prepare
+    remediator.failWith = Object.assign(new Error('not in an Auto Scaling group'), {
+      name: 'RemediationNotPossibleError',
+    });
+    // Act
+    const res = await createIngestHandler(deps)(event(validBatch({ events: [xid(79, ago(5))] })));
+    // Assess
+    expect(res.statusCode).toBe(202);
+    expect(decisions.decisions).toHaveLength(1);
+    expect(decisions.decisions[0]).toMatchObject({ action: 'escalate' });
+    expect(decisions.decisions[0]!.reason).toMatch(/not in an Auto Scaling group/);
+    expect(log.lines.some((l) => l.level === 'error' && l.message.includes('remediation failed'))).toBe(true);
+  });
+
+  it('only notifies for application faults: Xid 13 and 43 never replace hardware', async () => {
+    // Prepare
+    const events = [...Array.from({ length: 20 }, (_, i) => xid(13, ago(9 - i * 0.1))), xid(43, ago(2))];
+    // Act
+    const res = await createIngestHandler(deps)(event(validBatch({ events })));
+    // Assess
+    expect(res.statusCode).toBe(202);
+    expect(remediator.replaced).toEqual([]);
+    expect(decisions.decisions.filter((d) => d.action !== 'notify' && d.action !== 'skip')).toEqual([]);
+    expect(alerts.alerts.every((a) => a.finding.severity !== 'critical')).toBe(true);
+  });
+
+  it('does not touch instances in dry-run: the decision is recorded, nothing executed', async () => {
+    const res = await createIngestHandler({ ...deps, dryRun: true })(
+      event(validBatch({ events: [xid(48, ago(5))] })),
+    );
+    expect(res.statusCode).toBe(202);
+    expect(remediator.replaced).toEqual([]);
+    expect(decisions.decisions[0]).toMatchObject({ action: 'replace', dry_run: true });
+  });
+});
