@@ -89,7 +89,8 @@ export function groupReplacementLimit(
  *
  * 1. mode `off` → `skip`;
  * 2. finding action `none` → `skip`; `notify` → `notify`; `reset` → `escalate` (a human resets the GPU
- *    when it is idle; no automatic action resets GPUs);
+ *    when it is idle; no automatic action resets GPUs), or `skip` when the instance is already being
+ *    replaced or quarantined (`existing`): a reset of a GPU on its way out helps nobody;
  * 3. mode `notify` → `notify` (says what `replace` mode would have done);
  * 4. opt-out tag `gpu-sentinel:remediation=off` on the instance or its group → `skip`;
  * 5. already replaced or quarantined (`existing`) → `skip` (one replacement per instance, ever);
@@ -122,6 +123,12 @@ export function decideRemediation(input: RemediationInput, now: Date): Remediati
   if (finding.action === 'none') return decide('skip', 'the finding asks for no action');
   if (finding.action === 'notify') return decide('notify', 'the finding asks only for a notification');
   if (finding.action === 'reset') {
+    if (input.existing !== undefined) {
+      return decide(
+        'skip',
+        `the GPU needs a reset, but the instance is already ${input.existing.action === 'replace' ? 'being replaced' : 'quarantined'} (${input.existing.at}, rule ${input.existing.rule})`,
+      );
+    }
     return decide(
       'escalate',
       'the GPU needs a reset, which a human does when it is idle (nvidia-smi -r or a reboot); no automatic action',

@@ -84,6 +84,15 @@ describe('decideRemediation', () => {
       /human does when it is idle/,
     ],
     [
+      'a reset finding on an instance already being replaced',
+      input({
+        finding: { ...FINDING, action: 'reset' },
+        existing: { ...replaced('2026-03-10T11:59:00Z'), instance_id: HOST.instance_id },
+      }),
+      'skip',
+      /already being replaced \(2026-03-10T11:59:00Z, rule xid_fatal\)/,
+    ],
+    [
       'mode notify',
       input({ mode: 'notify' }),
       'notify',
