@@ -67,3 +67,27 @@ export class AlertPublishError extends Error {
     this.topicArn = topicArn;
   }
 }
+
+/**
+ * An AWS call of a remediation failed (throttling, permissions, ResourceContention after every
+ * retry). Nothing was done or it is unknown whether it was; the handler escalates to a human.
+ */
+export class RemediationFailedError extends Error {
+  override readonly name = 'RemediationFailedError';
+  /** The instance the remediation was for. */
+  readonly instanceId: string;
+  /** The AWS call that failed, e.g. `SetInstanceHealth`. */
+  readonly operation: string;
+
+  /**
+   * @param instanceId - the instance the remediation was for
+   * @param operation - the AWS call that failed
+   * @param message - what was expected, what came, what to do
+   * @param options - `cause`: the SDK error
+   */
+  constructor(instanceId: string, operation: string, message: string, options?: { cause?: unknown }) {
+    super(`${operation} ${instanceId}: ${message}`, options);
+    this.instanceId = instanceId;
+    this.operation = operation;
+  }
+}

@@ -1,0 +1,161 @@
+import {
+  type AutoScalingClient,
+  DescribeAutoScalingInstancesCommand,
+  SetInstanceHealthCommand,
+} from '@aws-sdk/client-auto-scaling';
+import { CreateTagsCommand, type EC2Client } from '@aws-sdk/client-ec2';
+import type { Remediator } from '../domain/ports';
+import type { RemediationDecision } from '../domain/types';
+import {
+  QUARANTINE_TAG_KEY,
+  SET_INSTANCE_HEALTH_BASE_DELAY_MS,
+  SET_INSTANCE_HEALTH_MAX_ATTEMPTS,
+} from './constants';
+import { RemediationFailedError, RemediationNotPossibleError } from './errors';
+
+/** Options of {@link AutoScalingRemediator}. */
+export interface AutoScalingRemediatorOptions {
+  readonly autoScaling: AutoScalingClient;
+  readonly ec2: EC2Client;
+  /** Waits `ms` milliseconds between retries. @default setTimeout-based */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** SetInstanceHealth attempts on `ResourceContention`, ≥ 1. @default 4 (1 try + 3 retries) */
+  readonly maxAttempts?: number;
+  /** First retry delay, ms, doubled each retry. @default 200 */
+  readonly baseDelayMs?: number;
+}
+
+const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** True for Auto Scaling's `ResourceContention` (an update of the group is already in progress). */
+function isResourceContention(error: unknown): boolean {
+  const e = error as { name?: string; Code?: string } | undefined;
+  return (
+    e?.name === 'ResourceContentionFault' ||
+    e?.name === 'ResourceContention' ||
+    e?.Code === 'ResourceContention'
+  );
+}
+
+/**
+ * Carries out remediation decisions on AWS (DESIGN §8, aws.md §5): `replace` marks an instance
+ * of an Auto Scaling group Unhealthy so the group replaces it; `quarantine` tags an instance
+ * outside any group. It never terminates, stops or reboots anything itself.
+ *
+ * @example
+ * const remediator = new AutoScalingRemediator({ autoScaling: new AutoScalingClient({}), ec2: new EC2Client({}) });
+ * await remediator.replace(decision);
+ */
+export class AutoScalingRemediator implements Remediator {
+  readonly #autoScaling: AutoScalingClient;
+  readonly #ec2: EC2Client;
+  readonly #sleep: (ms: number) => Promise<void>;
+  readonly #maxAttempts: number;
+  readonly #baseDelayMs: number;
+
+  /**
+   * @param options - clients, sleep and retry settings
+   * @throws {RangeError} when `maxAttempts` < 1 or `baseDelayMs` < 0
+   */
+  constructor(options: AutoScalingRemediatorOptions) {
+    this.#autoScaling = options.autoScaling;
+    this.#ec2 = options.ec2;
+    this.#sleep = options.sleep ?? defaultSleep;
+    this.#maxAttempts = options.maxAttempts ?? SET_INSTANCE_HEALTH_MAX_ATTEMPTS;
+    this.#baseDelayMs = options.baseDelayMs ?? SET_INSTANCE_HEALTH_BASE_DELAY_MS;
+    if (!Number.isInteger(this.#maxAttempts) || this.#maxAttempts < 1) {
+      throw new RangeError(
+        `Expected \`maxAttempts\` to be an integer >= 1, got \`${String(options.maxAttempts)}\``,
+      );
+    }
+    if (!(this.#baseDelayMs >= 0)) {
+      throw new RangeError(
+        `Expected \`baseDelayMs\` to be a number >= 0, got \`${String(options.baseDelayMs)}\``,
+      );
+    }
+  }
+
+  /**
+   * Confirms the instance is in an Auto Scaling group (`DescribeAutoScalingInstances`), then calls
+   * `SetInstanceHealth(Unhealthy, ShouldRespectGracePeriod=false)`; retries `ResourceContention`
+   * with exponential backoff (200, 400, 800 ms by default).
+   *
+   * @param decision - a `replace` decision
+   * @throws {RemediationNotPossibleError} when the instance is in no Auto Scaling group (escalate)
+   * @throws {RemediationFailedError} when an AWS call fails, or ResourceContention persists
+   */
+  async replace(decision: RemediationDecision): Promise<void> {
+    const id = decision.instance_id;
+    let group: string | undefined;
+    try {
+      const out = await this.#autoScaling.send(
+        new DescribeAutoScalingInstancesCommand({ InstanceIds: [id] }),
+      );
+      group = out.AutoScalingInstances?.find((i) => i.InstanceId === id)?.AutoScalingGroupName;
+    } catch (error) {
+      throw new RemediationFailedError(
+        id,
+        'DescribeAutoScalingInstances',
+        'expected the group membership, the call failed; escalate to a human',
+        {
+          cause: error,
+        },
+      );
+    }
+    if (group === undefined) {
+      throw new RemediationNotPossibleError(
+        id,
+        `expected the instance in an Auto Scaling group (decision said ${decision.asg_name ?? 'none'}), it is in none; quarantine or escalate instead`,
+      );
+    }
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.#autoScaling.send(
+          new SetInstanceHealthCommand({
+            InstanceId: id,
+            HealthStatus: 'Unhealthy',
+            ShouldRespectGracePeriod: false,
+          }),
+        );
+        return;
+      } catch (error) {
+        if (isResourceContention(error) && attempt < this.#maxAttempts) {
+          await this.#sleep(this.#baseDelayMs * 2 ** (attempt - 1));
+          continue;
+        }
+        throw new RemediationFailedError(
+          id,
+          'SetInstanceHealth',
+          `expected group ${group} to accept Unhealthy, it failed after ${attempt} attempt(s); escalate to a human`,
+          { cause: error },
+        );
+      }
+    }
+  }
+
+  /**
+   * Tags the instance `gpu-sentinel:quarantine=<rule>` (EC2 CreateTags); never terminates it.
+   *
+   * @param decision - a `quarantine` decision
+   * @throws {RemediationFailedError} when CreateTags fails
+   */
+  async quarantine(decision: RemediationDecision): Promise<void> {
+    try {
+      await this.#ec2.send(
+        new CreateTagsCommand({
+          Resources: [decision.instance_id],
+          Tags: [{ Key: QUARANTINE_TAG_KEY, Value: decision.rule }],
+        }),
+      );
+    } catch (error) {
+      throw new RemediationFailedError(
+        decision.instance_id,
+        'CreateTags',
+        'expected the quarantine tag to be set, the call failed; escalate to a human',
+        {
+          cause: error,
+        },
+      );
+    }
+  }
+}
