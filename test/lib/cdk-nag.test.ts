@@ -15,14 +15,15 @@ function nagViolations(stack: GpuSentinelStack, ignoreAcknowledgments = false): 
   return [...checks.validateScope(stack).violations];
 }
 
-/** Every rule id acknowledged in the stack, with its reason. */
+/** Every AwsSolutions rule id acknowledged in the stack, with its reason. */
 function acknowledgments(stack: GpuSentinelStack): Map<string, string> {
   const found = new Map<string, string>();
   for (const construct of stack.node.findAll()) {
     for (const entry of construct.node.metadata) {
       if (entry.type !== Validations.ACKNOWLEDGED_RULES_METADATA_KEY) continue;
       for (const [id, reason] of Object.entries(entry.data as Record<string, string>)) {
-        found.set(id.replace(/^annotation::/i, ''), reason);
+        const ruleId = id.replace(/^annotation::/i, '');
+        if (ruleId.startsWith('AwsSolutions-')) found.set(ruleId, reason);
       }
     }
   }
