@@ -1,0 +1,288 @@
+import {
+  ConditionalCheckFailedException,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+} from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { DynamoDbStateStore } from '../../../lambdas/adapters/dynamodb-state-store';
+import { StoreUnavailableError } from '../../../lambdas/adapters/errors';
+import type { RemediationRecord } from '../../../lambdas/domain/ports';
+
+const conditionFailed = () =>
+  new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} });
+
+const record: RemediationRecord = {
+  instance_id: 'i-0abc',
+  asg_name: 'p5-train',
+  action: 'replace',
+  at: '2026-03-10T12:00:06Z',
+  rule: 'xid_fatal',
+};
+
+describe('DynamoDbStateStore', () => {
+  const client = new DynamoDBClient({ region: 'us-east-1' });
+  const mock = mockClient(client);
+  let store: DynamoDbStateStore;
+
+  beforeEach(() => {
+    mock.reset();
+    mock.on(PutItemCommand).resolves({});
+    store = new DynamoDbStateStore({ client, tableName: 'gpu-sentinel-state' });
+  });
+
+  it('records a remediation only if absent, then the group history item with a 7-day TTL', async () => {
+    // Act
+    const won = await store.putRemediationIfAbsent(record);
+
+    // Assess
+    expect(won).toBe(true);
+    expect(mock.commandCalls(PutItemCommand).map((c) => c.args[0].input)).toEqual([
+      {
+        TableName: 'gpu-sentinel-state',
+        Item: marshall({
+          pk: 'instance#i-0abc',
+          sk: 'remediation',
+          instance_id: 'i-0abc',
+          asg_name: 'p5-train',
+          action: 'replace',
+          at: '2026-03-10T12:00:06Z',
+          rule: 'xid_fatal',
+        }),
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
+      {
+        TableName: 'gpu-sentinel-state',
+        Item: marshall({
+          pk: 'asg#p5-train',
+          sk: '2026-03-10T12:00:06.000Z#i-0abc',
+          instance_id: 'i-0abc',
+          asg_name: 'p5-train',
+          action: 'replace',
+          at: '2026-03-10T12:00:06Z',
+          rule: 'xid_fatal',
+          expires_at: 1773144006 + 604800,
+        }),
+      },
+    ]);
+  });
+
+  it('returns false and writes no history when the instance already has a remediation', async () => {
+    // Prepare
+    mock.on(PutItemCommand).rejectsOnce(conditionFailed());
+
+    // Act
+    const won = await store.putRemediationIfAbsent(record);
+
+    // Assess
+    expect(won).toBe(false);
+    expect(mock.commandCalls(PutItemCommand)).toHaveLength(1);
+  });
+
+  it('writes no group history for a remediation outside a group', async () => {
+    // Act
+    await store.putRemediationIfAbsent({
+      instance_id: 'i-0def',
+      action: 'quarantine',
+      at: '2026-03-10T12:00:06Z',
+      rule: 'gpu_lost',
+    });
+
+    // Assess
+    expect(mock.commandCalls(PutItemCommand).map((c) => c.args[0].input.Item)).toEqual([
+      marshall({
+        pk: 'instance#i-0def',
+        sk: 'remediation',
+        instance_id: 'i-0def',
+        action: 'quarantine',
+        at: '2026-03-10T12:00:06Z',
+        rule: 'gpu_lost',
+      }),
+    ]);
+  });
+
+  it('reads a remediation with a consistent read', async () => {
+    // Prepare
+    mock
+      .on(GetItemCommand)
+      .resolves({ Item: marshall({ pk: 'instance#i-0abc', sk: 'remediation', ...record }) });
+
+    // Act
+    const found = await store.getRemediation('i-0abc');
+
+    // Assess
+    expect(mock.commandCalls(GetItemCommand)[0]!.args[0].input).toEqual({
+      TableName: 'gpu-sentinel-state',
+      Key: marshall({ pk: 'instance#i-0abc', sk: 'remediation' }),
+      ConsistentRead: true,
+    });
+    expect(found).toEqual(record);
+  });
+
+  it('returns undefined for an instance never remediated', async () => {
+    // Prepare
+    mock.on(GetItemCommand).resolves({});
+
+    // Act / Assess
+    expect(await store.getRemediation('i-0abc')).toBeUndefined();
+  });
+
+  it('lists the group replacements since a time over every page', async () => {
+    // Prepare
+    const item = (id: string, action: string) =>
+      marshall({
+        pk: 'asg#p5-train',
+        sk: `2026-03-10T12:00:06.000Z#${id}`,
+        ...record,
+        instance_id: id,
+        action,
+      });
+    mock
+      .on(QueryCommand)
+      .resolvesOnce({
+        Items: [item('i-1', 'replace')],
+        LastEvaluatedKey: marshall({ pk: 'asg#p5-train', sk: 'k' }),
+      })
+      .resolvesOnce({ Items: [item('i-2', 'replace'), item('i-3', 'quarantine')] });
+
+    // Act
+    const list = await store.listRemediations('p5-train', new Date('2026-03-10T11:00:00Z'));
+
+    // Assess
+    const inputs = mock.commandCalls(QueryCommand).map((c) => c.args[0].input);
+    expect(inputs[0]).toEqual({
+      TableName: 'gpu-sentinel-state',
+      KeyConditionExpression: 'pk = :p AND sk >= :since',
+      ExpressionAttributeValues: marshall({ ':p': 'asg#p5-train', ':since': '2026-03-10T11:00:00.000Z' }),
+      ConsistentRead: true,
+    });
+    expect(inputs[1]?.ExclusiveStartKey).toEqual(marshall({ pk: 'asg#p5-train', sk: 'k' }));
+    expect(list.map((r) => r.instance_id)).toEqual(['i-1', 'i-2']);
+  });
+
+  it('marks a GPU broken keeping the earliest time', async () => {
+    // Act
+    await store.markBroken('i-0abc', '3', '2026-03-10T12:00:05.250Z');
+
+    // Assess
+    expect(mock.commandCalls(PutItemCommand)[0]!.args[0].input).toEqual({
+      TableName: 'gpu-sentinel-state',
+      Item: marshall({
+        pk: 'instance#i-0abc',
+        sk: 'broken#3',
+        instance_id: 'i-0abc',
+        gpu_key: '3',
+        at: '2026-03-10T12:00:05.250Z',
+        at_ms: 1773144005250,
+      }),
+      ConditionExpression: 'attribute_not_exists(pk) OR #at > :at',
+      ExpressionAttributeNames: { '#at': 'at_ms' },
+      ExpressionAttributeValues: marshall({ ':at': 1773144005250 }),
+    });
+  });
+
+  it('accepts a failed condition when an earlier broken mark exists', async () => {
+    // Prepare
+    mock.on(PutItemCommand).rejects(conditionFailed());
+
+    // Act / Assess
+    await expect(store.markBroken('i-0abc', '3', '2026-03-10T12:00:05.250Z')).resolves.toBeUndefined();
+  });
+
+  it('reads the broken GPUs of an instance', async () => {
+    // Prepare
+    mock.on(QueryCommand).resolves({
+      Items: [
+        marshall({
+          pk: 'instance#i-0abc',
+          sk: 'broken#3',
+          gpu_key: '3',
+          at: '2026-03-10T12:00:05.250Z',
+          at_ms: 1,
+        }),
+        marshall({
+          pk: 'instance#i-0abc',
+          sk: 'broken#*',
+          gpu_key: '*',
+          at: '2026-03-10T12:01:00Z',
+          at_ms: 2,
+        }),
+      ],
+    });
+
+    // Act
+    const broken = await store.getBrokenSince('i-0abc');
+
+    // Assess
+    expect(mock.commandCalls(QueryCommand)[0]!.args[0].input).toEqual({
+      TableName: 'gpu-sentinel-state',
+      KeyConditionExpression: 'pk = :p AND begins_with(sk, :b)',
+      ExpressionAttributeValues: marshall({ ':p': 'instance#i-0abc', ':b': 'broken#' }),
+      ConsistentRead: true,
+    });
+    expect(new Map(broken)).toEqual(
+      new Map([
+        ['3', '2026-03-10T12:00:05.250Z'],
+        ['*', '2026-03-10T12:01:00Z'],
+      ]),
+    );
+  });
+
+  it.each([
+    { case: 'the condition holds', reply: 'ok', expected: true },
+    { case: 'the condition fails', reply: 'failed', expected: false },
+  ])('claims an alert with a cooldown condition: $case', async ({ reply, expected }) => {
+    // Prepare
+    if (reply === 'failed') mock.on(PutItemCommand).rejects(conditionFailed());
+
+    // Act
+    const claimed = await store.claimAlert('xid_fatal:i-0abc:3', '2026-03-10T12:00:00Z', 1800);
+
+    // Assess
+    expect(claimed).toBe(expected);
+    expect(mock.commandCalls(PutItemCommand)[0]!.args[0].input).toEqual({
+      TableName: 'gpu-sentinel-state',
+      Item: marshall({
+        pk: 'alert#xid_fatal:i-0abc:3',
+        sk: 'last_sent',
+        at: '2026-03-10T12:00:00Z',
+        at_ms: 1773144000000,
+        expires_at: 1773144000 + 1800 + 86400,
+      }),
+      ConditionExpression: 'attribute_not_exists(pk) OR #at <= :cutoff',
+      ExpressionAttributeNames: { '#at': 'at_ms' },
+      ExpressionAttributeValues: marshall({ ':cutoff': 1773144000000 - 1_800_000 }),
+    });
+  });
+
+  it.each([
+    { op: 'putRemediationIfAbsent', call: (s: DynamoDbStateStore) => s.putRemediationIfAbsent(record) },
+    { op: 'claimAlert', call: (s: DynamoDbStateStore) => s.claimAlert('a', '2026-03-10T12:00:00Z', 60) },
+    { op: 'getBrokenSince', call: (s: DynamoDbStateStore) => s.getBrokenSince('i-0abc') },
+    { op: 'getRemediation', call: (s: DynamoDbStateStore) => s.getRemediation('i-0abc') },
+  ])('throws StoreUnavailableError from $op when DynamoDB fails', async ({ call }) => {
+    // Prepare
+    const cause = Object.assign(new Error('Rate exceeded'), {
+      name: 'ProvisionedThroughputExceededException',
+    });
+    mock.on(PutItemCommand).rejects(cause);
+    mock.on(QueryCommand).rejects(cause);
+    mock.on(GetItemCommand).rejects(cause);
+
+    // Act
+    const result = call(store);
+
+    // Assess
+    await expect(result).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(result).rejects.toMatchObject({ cause });
+  });
+
+  it('refuses a time that is not ISO 8601', async () => {
+    // Act / Assess
+    await expect(store.claimAlert('a', 'yesterday', 60)).rejects.toThrow(TypeError);
+    expect(mock.calls()).toHaveLength(0);
+  });
+});
