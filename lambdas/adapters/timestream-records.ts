@@ -1,4 +1,5 @@
 import type { _Record, Dimension, MeasureValue } from '@aws-sdk/client-timestream-write';
+import { epochMicros } from '../contract';
 import type { EfaWindowRow, EventRow, GpuWindowRow } from '../domain/types';
 import { EFA_MEASURE_NAME, EVENT_MEASURE_NAME, GPU_MEASURE_NAME } from './constants';
 import {
@@ -93,8 +94,10 @@ export function efaWindowRecord(row: EfaWindowRow): _Record {
 
 /**
  * Builds the record of one event (table `events`): dimensions `instance_id, gpu_index?, kind`,
- * measure name `event`, measures `source` (always), `xid`, `pid` (BIGINT), `detail`,
- * `pci_bus_id`, `process_name` (VARCHAR) when present.
+ * measure name `event`, time in MICROSECONDS (kernel logs stamp XIDs to the µs and bursts fall
+ * within one ms: a ms key would merge distinct events), measures `source` (always), `xid`, `pid` (BIGINT), `detail`,
+ * `pci_bus_id`, `process_name` (VARCHAR) when present. `Time` in MICROSECONDS: kernel logs stamp
+ * XIDs to the µs and a faulting GPU logs many within one ms, so a ms key would merge distinct events.
  *
  * @param row - the stored event
  * @returns one Timestream record
@@ -116,8 +119,8 @@ export function eventRecord(row: EventRow): _Record {
       ...measure('pci_bus_id', 'VARCHAR', row.pci_bus_id),
       ...measure('process_name', 'VARCHAR', row.process_name),
     ],
-    Time: epochMs(row.time),
-    TimeUnit: 'MILLISECONDS',
+    Time: String(epochMicros(row.time)),
+    TimeUnit: 'MICROSECONDS',
     Version: row.seq,
   };
 }

@@ -4,6 +4,7 @@ import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb
 import { StoreQueryError, StoreUnavailableError } from '../adapters/errors';
 import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../adapters/measure-types';
 import { compareWasteRows, toWasteReportRow, wasteRangeProblem } from '../adapters/waste-report';
+import { epochMicros } from '../contract';
 import type {
   RemediationRecord,
   StateStore,
@@ -174,7 +175,7 @@ export class DuckDbStore implements TelemetryStore, StateStore {
     for (const row of values) {
       const key = JSON.stringify(
         keyAt.map((i) =>
-          table.casts[table.columns[i] ?? ''] === '::TIMESTAMPTZ' ? Date.parse(String(row[i])) : row[i],
+          table.casts[table.columns[i] ?? ''] === '::TIMESTAMPTZ' ? epochMicros(String(row[i])) : row[i],
         ),
       );
       const seen = byKey.get(key);
@@ -320,7 +321,7 @@ export class DuckDbStore implements TelemetryStore, StateStore {
 
   /**
    * Reads every row of a table, for tests, the CLI and debugging: timestamps as ISO 8601 strings
-   * (ms precision, UTC), integers as numbers, NULL as `null`, `efa_windows.deltas` as an object.
+   * (UTC; ms precision, but `events.time` with 6 fractional digits, as events are keyed to the µs), integers as numbers, NULL as `null`, `efa_windows.deltas` as an object.
    *
    * @param table - one of {@link DUCKDB_TABLES}
    * @returns the rows, ordered by their key columns
@@ -338,6 +339,11 @@ export class DuckDbStore implements TelemetryStore, StateStore {
           'SELECT * EXCLUDE (deltas), CAST(deltas AS JSON)::VARCHAR AS deltas FROM efa_windows ORDER BY ALL',
         );
         return rows.map((r) => ({ ...r, deltas: JSON.parse(r.deltas as string) as unknown }));
+      }
+      if (table === 'events') {
+        return this.#rows(
+          "SELECT * REPLACE (strftime(time, '%Y-%m-%dT%H:%M:%S.%fZ') AS time) FROM events ORDER BY instance_id, kind, gpu_slot, events.time",
+        );
       }
       return this.#rows(`SELECT * FROM ${table} ORDER BY ALL`);
     });

@@ -11,6 +11,8 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { DynamoDbStateStore } from '../../../lambdas/adapters/dynamodb-state-store';
 import { StoreUnavailableError } from '../../../lambdas/adapters/errors';
 import type { RemediationRecord } from '../../../lambdas/domain/ports';
+import { describeStateStoreContract } from '../state-conformance';
+import { fakeDynamoDb } from './dynamodb-fake';
 
 const conditionFailed = () =>
   new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} });
@@ -286,3 +288,7 @@ describe('DynamoDbStateStore', () => {
     expect(mock.calls()).toHaveLength(0);
   });
 });
+
+describeStateStoreContract('DynamoDbStateStore (fake DynamoDB)', async () => ({
+  store: new DynamoDbStateStore({ client: fakeDynamoDb().client, tableName: 'gpu-sentinel-state' }),
+}));

@@ -177,8 +177,8 @@ describe('TimestreamStore.write', () => {
               { Name: 'pci_bus_id', Value: '0000:53:00.0', Type: 'VARCHAR' },
               { Name: 'process_name', Value: 'python', Type: 'VARCHAR' },
             ],
-            Time: '1773144005250',
-            TimeUnit: 'MILLISECONDS',
+            Time: '1773144005250000',
+            TimeUnit: 'MICROSECONDS',
             Version: 7,
           },
           {
@@ -189,8 +189,8 @@ describe('TimestreamStore.write', () => {
             MeasureName: 'event',
             MeasureValueType: 'MULTI',
             MeasureValues: [{ Name: 'source', Value: 'nvml', Type: 'VARCHAR' }],
-            Time: '1773144001000',
-            TimeUnit: 'MILLISECONDS',
+            Time: '1773144001000000',
+            TimeUnit: 'MICROSECONDS',
             Version: 3,
           },
         ],
@@ -300,7 +300,10 @@ describe('TimestreamStore.write', () => {
   });
 
   it.each([
-    { case: 'throttling', error: new ThrottlingException({ message: 'Rate exceeded', Message: 'Rate exceeded', $metadata: {} }) },
+    {
+      case: 'throttling',
+      error: new ThrottlingException({ message: 'Rate exceeded', Message: 'Rate exceeded', $metadata: {} }),
+    },
     { case: 'a network error', error: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) },
     {
       case: 'a RecordIndex out of range',

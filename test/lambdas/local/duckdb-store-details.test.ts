@@ -68,9 +68,25 @@ describe('DuckDbStore details', () => {
     expect(events).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ kind: 'spot_interruption', gpu_index: null, gpu_slot: -1 }),
-        expect.objectContaining({ kind: 'xid', gpu_index: 3, xid: 79, time: '2026-03-10T12:00:05.250Z' }),
+        expect.objectContaining({ kind: 'xid', gpu_index: 3, xid: 79, time: '2026-03-10T12:00:05.250000Z' }),
       ]),
     );
+  });
+
+  it('keeps events a few microseconds apart as distinct rows', async () => {
+    // Prepare
+    const a = eventRow({ time: '2024-11-15T12:02:03.470068Z', xid: 13 });
+    const b = eventRow({ time: '2024-11-15T12:02:03.470157Z', xid: 13 });
+
+    // Act
+    const result = await store.write({ gpu: [], efa: [], events: [a, b] });
+
+    // Assess
+    expect(result.written).toBe(2);
+    expect((await store.readAll('events')).map((r) => r.time)).toEqual([
+      '2024-11-15T12:02:03.470068Z',
+      '2024-11-15T12:02:03.470157Z',
+    ]);
   });
 
   it('keeps the highest seq when one batch holds the same key twice', async () => {
