@@ -1,4 +1,4 @@
-import { type GpuEvent, MAX_DETAIL_CHARS } from '../../lambdas/contract';
+import { formatIsoMicros, type GpuEvent, MAX_DETAIL_CHARS } from '../../lambdas/contract';
 import { normalizePciBusId } from '../identity/pci-bus-id';
 
 /**
@@ -224,7 +224,7 @@ export function toXidEvent(record: XidRecord, opts: { bootTime?: Date } = {}): G
   if (!Number.isInteger(record.xid) || record.xid < 1 || record.xid > 999) return undefined;
   const pci = normalizePciBusId(record.pci_bus_id);
   return {
-    at: new Date(Math.floor(epochMs)).toISOString(),
+    at: formatIsoMicros(epochMs),
     kind: 'xid',
     source: 'kmsg',
     xid: record.xid,

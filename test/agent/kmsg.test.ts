@@ -215,7 +215,7 @@ describe('toXidEvent', () => {
 
     // Assess
     expect(event).toEqual({
-      at: '2024-11-15T12:02:03.521Z',
+      at: '2024-11-15T12:02:03.521616Z',
       kind: 'xid',
       source: 'kmsg',
       xid: 94,
@@ -234,7 +234,7 @@ describe('toXidEvent', () => {
     const event = record && toXidEvent(record, { bootTime: BOOT });
 
     // Assess
-    expect(event?.at).toBe('2025-02-23T01:00:00.500Z');
+    expect(event?.at).toBe('2025-02-23T01:00:00.500000Z');
   });
 
   it('returns undefined for a monotonic record without a boot time', () => {
