@@ -1,0 +1,12 @@
+import { fileURLToPath } from 'node:url';
+
+/** The package root (the folder holding package.json), wherever the CLI is started from. */
+export const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The bundled manifest that replays the real captures in `test/fixtures/real/`. */
+export const BUNDLED_REPLAY_MANIFEST = fileURLToPath(
+  new URL('../../test/fixtures/replay/real-captures.json', import.meta.url),
+);
+
+/** Version reported in `agent.version`, from package.json. */
+export const AGENT_VERSION = '0.1.0';

@@ -1,0 +1,95 @@
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { runAgentCommand } from './commands/agent';
+import { runLocalCommand } from './commands/local';
+import { cliLogger } from './commands/logger';
+import { AGENT_VERSION } from './commands/paths';
+import { runReportCommand } from './commands/report';
+
+/**
+ * The gpu-sentinel CLI: `local` (the whole pipeline on this machine), `agent` (the host agent),
+ * `report` (waste report from the local store). Run as `npx gpu-sentinel <command> --help`.
+ */
+
+function positiveNumber(name: string): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!Number.isFinite(n) || n <= 0)
+      throw new InvalidArgumentError(`Expected \`${name}\` to be a number > 0, got \`${value}\``);
+    return n;
+  };
+}
+
+const write = (s: string): void => {
+  process.stdout.write(s);
+};
+
+const program = new Command()
+  .name('gpu-sentinel')
+  .description('GPU efficiency, waste-cost and hardware-health monitoring for AWS GPU fleets')
+  .version(AGENT_VERSION);
+
+program
+  .command('local')
+  .description(
+    'Run the whole pipeline on this machine: loopback API, DuckDB store, console alerts, dry-run remediation; fed by the real NVML if present, else by a replay of real captures',
+  )
+  .option(
+    '--replay <manifest>',
+    'replay manifest (JSON) of recorded captures; default: the bundled real captures',
+  )
+  .option('--out <dir>', 'output folder for alerts.jsonl, remediation.jsonl, waste.csv', 'out')
+  .option('--db <file>', 'DuckDB file to keep (default: <out>/gpu-sentinel.duckdb, recreated each run)')
+  .option(
+    '--duration-s <seconds>',
+    'with a real GPU: how long the live agent runs, s',
+    positiveNumber('--duration-s'),
+    60,
+  )
+  .option('--nvml-lib <path>', 'NVML library to load (env GPU_SENTINEL_NVML_LIB; default libnvidia-ml.so.1)')
+  .option('--no-nvml', 'never load NVML; replay the captures')
+  .addOption(
+    new Option('--remediation-mode <mode>', 'remediation mode (local mode is always dry-run)')
+      .choices(['off', 'notify', 'replace'])
+      .default('replace'),
+  )
+  .option('--price-overrides <json>', 'prices by instance type, USD/hour, e.g. {"p5.48xlarge":40}')
+  .action(async (opts) => {
+    process.exitCode = await runLocalCommand(opts, cliLogger(), write);
+  });
+
+program
+  .command('agent')
+  .description(
+    'Run the host agent: NVML every poll interval, flush windows, SigV4-signed gzip batches to the API',
+  )
+  .option('--endpoint <url>', 'API stage URL; batches go to <url>/v1/batches')
+  .option('--region <region>', 'AWS region for SigV4 (default: the instance region from IMDS)')
+  .addOption(new Option('--auth <mode>', 'request signing').choices(['sigv4', 'none']).default('sigv4'))
+  .option('--once', 'take one short window and stop', false)
+  .option('--print', 'print the batch as JSON (with --once)', false)
+  .option('--nvml-lib <path>', 'NVML library to load (env GPU_SENTINEL_NVML_LIB; default libnvidia-ml.so.1)')
+  .option('--poll-interval-ms <ms>', 'sampling interval, ms', positiveNumber('--poll-interval-ms'), 1000)
+  .option('--flush-interval-s <s>', 'flush window, s', positiveNumber('--flush-interval-s'), 10)
+  .option('--instance-id <id>', 'identity override when IMDS is not reachable')
+  .option('--instance-type <type>', 'identity override when IMDS is not reachable')
+  .action(async (opts) => {
+    process.exitCode = await runAgentCommand(opts, cliLogger(), write);
+  });
+
+program
+  .command('report')
+  .description('Waste report (GPU-hours, cost, wasted USD by class) from a local DuckDB store')
+  .requiredOption('--db <file>', 'DuckDB file written by `gpu-sentinel local --db`')
+  .option('--from <iso>', 'inclusive start (default: 24 h before --to)')
+  .option('--to <iso>', 'exclusive end (default: now)')
+  .addOption(new Option('--format <format>', 'output').choices(['text', 'csv']).default('text'))
+  .action(async (opts) => {
+    process.exitCode = await runReportCommand(opts, write);
+  });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  process.stderr.write(`gpu-sentinel: ${(err as Error).message}\n`);
+  process.exitCode = 2;
+}

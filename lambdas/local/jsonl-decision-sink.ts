@@ -1,0 +1,33 @@
+import { appendFile } from 'node:fs/promises';
+import type { DecisionSink } from '../domain/ports';
+import type { RemediationDecision } from '../domain/types';
+
+/**
+ * Local-mode remediation audit: appends every decision (done, skipped, escalated, and why) as one
+ * JSON object per line to `remediation.jsonl`: `rule`, `severity`, `instance_id`, `gpu_index`,
+ * `action`, `reason`, `asg_name`, `alert_id`, `at`, `dry_run`.
+ */
+export class JsonlDecisionSink implements DecisionSink {
+  /** Decisions recorded so far, in order. */
+  readonly recorded: RemediationDecision[] = [];
+
+  /** @param jsonlPath - file to append to (created if missing) */
+  constructor(private readonly jsonlPath: string) {}
+
+  async record(decision: RemediationDecision): Promise<void> {
+    this.recorded.push(decision);
+    const line = {
+      rule: decision.rule,
+      severity: decision.severity,
+      instance_id: decision.instance_id,
+      gpu_index: decision.gpu_index ?? null,
+      action: decision.action,
+      reason: decision.reason,
+      asg_name: decision.asg_name ?? null,
+      alert_id: decision.alert_id,
+      at: decision.at,
+      dry_run: decision.dry_run,
+    };
+    await appendFile(this.jsonlPath, `${JSON.stringify(line)}\n`);
+  }
+}

@@ -1,0 +1,93 @@
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DEFAULT_RULE_CONTEXT, type PriceOverrides, type RemediationMode } from '../domain';
+import type { WasteReportRow } from '../domain/types';
+import { createIngestHandler } from '../handlers/ingest-handler';
+import type { Log } from '../handlers/log';
+import { ConsoleAlertSink } from './console-alert-sink';
+import { DryRunRemediator } from './dry-run-remediator';
+import { DuckDbStore } from './duckdb-store';
+import { JsonlDecisionSink } from './jsonl-decision-sink';
+import { startLocalApi } from './local-api-server';
+import { wasteCsv } from './waste-report';
+
+/** Options of {@link startLocalPipeline}. */
+export interface LocalPipelineOptions {
+  /** Folder for `alerts.jsonl`, `remediation.jsonl`, `waste.csv` (created; those files are replaced). */
+  readonly outDir: string;
+  /** DuckDB file. @default `<outDir>/gpu-sentinel.duckdb`, recreated each run */
+  readonly dbPath?: string;
+  /** Remediation mode; local mode never executes it (dry-run). @default 'replace' */
+  readonly remediationMode?: RemediationMode;
+  /** Price overrides by instance type, USD/hour. @default {} */
+  readonly priceOverrides?: PriceOverrides;
+  /** Structured log of the pipeline. */
+  readonly log: Log;
+  /** Console writer for alert lines. @default process.stdout.write */
+  readonly write?: (line: string) => void;
+}
+
+/** A running local pipeline: loopback API in front of the ingest handler, DuckDB store, console/JSONL sinks. */
+export interface LocalPipeline {
+  /** Base URL of the loopback API (`POST ${url}/v1/batches`). */
+  readonly url: string;
+  readonly store: DuckDbStore;
+  readonly alerts: ConsoleAlertSink;
+  readonly decisions: JsonlDecisionSink;
+  /** Queries the ledger over [from, to), writes `waste.csv`, returns the rows. */
+  writeWasteReport(from: Date, to: Date): Promise<WasteReportRow[]>;
+  /** Stops the server and closes the store. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the embedded default (DESIGN §12): the same ingest handler as the Lambda behind a real
+ * HTTP server on 127.0.0.1, a DuckDB store, console + JSONL alert and decision sinks, and dry-run
+ * remediation (decisions recorded, nothing executed). No AWS account needed.
+ *
+ * @throws when the folder cannot be written or the port cannot be bound
+ */
+export async function startLocalPipeline(options: LocalPipelineOptions): Promise<LocalPipeline> {
+  await mkdir(options.outDir, { recursive: true });
+  const alertsPath = join(options.outDir, 'alerts.jsonl');
+  const decisionsPath = join(options.outDir, 'remediation.jsonl');
+  const dbPath = options.dbPath ?? join(options.outDir, 'gpu-sentinel.duckdb');
+  await Promise.all([
+    writeFile(alertsPath, ''),
+    writeFile(decisionsPath, ''),
+    options.dbPath ? Promise.resolve() : rm(dbPath, { force: true }),
+    options.dbPath ? Promise.resolve() : rm(`${dbPath}.wal`, { force: true }),
+  ]);
+  const store = await DuckDbStore.open(dbPath);
+  const alerts = new ConsoleAlertSink(alertsPath, options.write);
+  const decisions = new JsonlDecisionSink(decisionsPath);
+  const handler = createIngestHandler({
+    store,
+    state: store,
+    alerts,
+    decisions,
+    remediator: new DryRunRemediator(),
+    log: options.log,
+    remediationMode: options.remediationMode ?? 'replace',
+    dryRun: true,
+    priceOverrides: options.priceOverrides,
+    rules: DEFAULT_RULE_CONTEXT,
+    callerCheck: 'none',
+  });
+  const api = await startLocalApi({ handler });
+  return {
+    url: api.url,
+    store,
+    alerts,
+    decisions,
+    async writeWasteReport(from, to) {
+      const rows = await store.queryWaste({ from, to });
+      await writeFile(join(options.outDir, 'waste.csv'), wasteCsv(rows));
+      return rows;
+    },
+    async close() {
+      await api.close();
+      await store.close();
+    },
+  };
+}
