@@ -3,6 +3,7 @@ import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Batch, GpuEvent } from '../../../lambdas/contract';
 import { DEFAULT_RULE_CONTEXT } from '../../../lambdas/domain';
+import type { StateStore } from '../../../lambdas/domain/ports';
 import { createIngestHandler, type IngestHandlerDeps } from '../../../lambdas/handlers/ingest-handler';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { ago, NOW, validBatch } from '../contract/batches';
@@ -126,16 +127,22 @@ describe('ingest handler', () => {
     expect(remediator.replaced).toEqual([]);
   });
 
-  it('answers 500 with a generic body when something unexpected breaks', async () => {
-    const res = await createIngestHandler({
-      ...deps,
-      state: {
-        ...store,
-        getBrokenSince: async () => Promise.reject(new Error('secret detail')),
-      } as unknown as DuckDbStore,
-    })(event(validBatch()));
+  it('answers 500 with a generic body when something unexpected breaks, and logs the cause', async () => {
+    // Prepare: a state store whose broken-GPU lookup fails with a detail the caller must not see
+    const state: StateStore = {
+      getRemediation: (id) => store.getRemediation(id),
+      putRemediationIfAbsent: (r) => store.putRemediationIfAbsent(r),
+      listRemediations: (g, s) => store.listRemediations(g, s),
+      markBroken: (i, k, a) => store.markBroken(i, k, a),
+      claimAlert: (id, a, c) => store.claimAlert(id, a, c),
+      getBrokenSince: async () => Promise.reject(new Error('secret detail')),
+    };
+    // Act
+    const res = await createIngestHandler({ ...deps, state })(event(validBatch()));
+    // Assess
     expect(res.statusCode).toBe(500);
     expect(res.body).not.toMatch(/secret/);
+    expect(log.lines.some((l) => l.level === 'error' && l.data?.error === 'secret detail')).toBe(true);
   });
 
   it('alerts, replaces and marks the GPU broken on Xid 48; a retry of the same batch changes nothing', async () => {
