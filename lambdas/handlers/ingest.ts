@@ -1,0 +1,88 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { AutoScalingClient } from '@aws-sdk/client-auto-scaling';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { EC2Client } from '@aws-sdk/client-ec2';
+import { SNSClient } from '@aws-sdk/client-sns';
+import { TimestreamWriteClient } from '@aws-sdk/client-timestream-write';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import { AutoScalingRemediator } from '../adapters/auto-scaling-remediator';
+import { DynamoDbStateStore } from '../adapters/dynamodb-state-store';
+import { SnsAlertSink } from '../adapters/sns-alert-sink';
+import { SnsDecisionSink } from '../adapters/sns-decision-sink';
+import { TimestreamStore } from '../adapters/timestream-store';
+import { DEFAULT_RULE_CONTEXT, parsePriceOverrides, parseRemediationMode } from '../domain';
+import { createIngestHandler, type IngestHandler } from './ingest-handler';
+
+/**
+ * The ingest Lambda (`POST /v1/batches` behind API Gateway with IAM auth). Reads its settings from
+ * the environment the CDK stack sets (lib/ingest-function.ts) once per cold start, builds the real
+ * SDK clients and adapters, and delegates to {@link createIngestHandler}.
+ *
+ * Environment: `TIMESTREAM_DATABASE`, `TIMESTREAM_GPU_TABLE`, `TIMESTREAM_EFA_TABLE`,
+ * `TIMESTREAM_EVENTS_TABLE`, `TOPIC_CRITICAL_ARN`, `TOPIC_WARNING_ARN`, `TOPIC_INFO_ARN`,
+ * `STATE_TABLE`, `REMEDIATION_MODE` (`off|notify|replace`), `PRICE_OVERRIDES` (JSON, optional).
+ */
+
+/** Thrown at cold start when a required environment variable is missing. */
+export class IngestConfigError extends Error {
+  override readonly name = 'IngestConfigError';
+}
+
+function required(env: NodeJS.ProcessEnv, name: string): string {
+  const value = env[name];
+  if (value === undefined || value === '') {
+    throw new IngestConfigError(`Expected environment variable ${name} (set by the CDK stack), got nothing`);
+  }
+  return value;
+}
+
+/**
+ * Builds the production handler from the environment.
+ * @throws {IngestConfigError} naming the missing variable
+ * @throws {RemediationModeError} / {PriceOverridesError} for malformed values
+ */
+export function handlerFromEnvironment(env: NodeJS.ProcessEnv = process.env): IngestHandler {
+  const logger = new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'gpu-sentinel-ingest' });
+  const topics = {
+    critical: required(env, 'TOPIC_CRITICAL_ARN'),
+    warning: required(env, 'TOPIC_WARNING_ARN'),
+    info: required(env, 'TOPIC_INFO_ARN'),
+  };
+  const sns = new SNSClient({});
+  return createIngestHandler({
+    store: new TimestreamStore({
+      client: new TimestreamWriteClient({}),
+      database: required(env, 'TIMESTREAM_DATABASE'),
+      tables: {
+        gpu: required(env, 'TIMESTREAM_GPU_TABLE'),
+        efa: required(env, 'TIMESTREAM_EFA_TABLE'),
+        events: required(env, 'TIMESTREAM_EVENTS_TABLE'),
+      },
+    }),
+    state: new DynamoDbStateStore({
+      client: new DynamoDBClient({}),
+      tableName: required(env, 'STATE_TABLE'),
+    }),
+    alerts: new SnsAlertSink({ client: sns, topics }),
+    decisions: new SnsDecisionSink({ client: sns, topics: { critical: topics.critical, info: topics.info } }),
+    remediator: new AutoScalingRemediator({ autoScaling: new AutoScalingClient({}), ec2: new EC2Client({}) }),
+    log: {
+      info: (message, data) => logger.info(message, data ?? {}),
+      warn: (message, data) => logger.warn(message, data ?? {}),
+      error: (message, data) => logger.error(message, data ?? {}),
+    },
+    remediationMode: parseRemediationMode(env.REMEDIATION_MODE ?? 'replace'),
+    dryRun: false,
+    priceOverrides: parsePriceOverrides(env.PRICE_OVERRIDES),
+    rules: DEFAULT_RULE_CONTEXT,
+    callerCheck: 'instance-session',
+  });
+}
+
+let cached: IngestHandler | undefined;
+
+/** The Lambda entry point (`handler` in the CDK stack). */
+export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {
+  cached ??= handlerFromEnvironment();
+  return cached(event);
+}
