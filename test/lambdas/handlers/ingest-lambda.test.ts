@@ -54,13 +54,11 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
     dynamo.on(PutItemCommand).resolves({});
     dynamo.on(UpdateItemCommand).resolves({});
     autoscaling.reset();
-    autoscaling
-      .on(DescribeAutoScalingInstancesCommand)
-      .resolves({
-        AutoScalingInstances: [
-          { InstanceId: 'i-0a5e00000000000a1', AutoScalingGroupName: 'gpu-train-p5' } as never,
-        ],
-      });
+    autoscaling.on(DescribeAutoScalingInstancesCommand).resolves({
+      AutoScalingInstances: [
+        { InstanceId: 'i-0a5e00000000000a1', AutoScalingGroupName: 'gpu-train-p5' } as never,
+      ],
+    });
     autoscaling.on(SetInstanceHealthCommand).resolves({});
   });
 
