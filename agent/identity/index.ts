@@ -1,3 +1,2 @@
 export * from './imds';
-export * from './pci-bus-id';
 export * from './resolve-identity';

@@ -3,9 +3,9 @@ import {
   GpuIdentitySchema,
   type GpuMetrics,
   GpuMetricsSchema,
+  normalizePciBusId,
 } from '../../lambdas/contract';
 import { DcgmScrapeError } from '../errors';
-import { normalizePciBusId } from '../identity/pci-bus-id';
 
 /**
  * dcgm-exporter source: parses the Prometheus text exposition of NVIDIA dcgm-exporter

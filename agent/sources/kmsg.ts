@@ -1,5 +1,4 @@
-import { formatIsoMicros, type GpuEvent, MAX_DETAIL_CHARS } from '../../lambdas/contract';
-import { normalizePciBusId } from '../identity/pci-bus-id';
+import { formatIsoMicros, type GpuEvent, MAX_DETAIL_CHARS, normalizePciBusId } from '../../lambdas/contract';
 
 /**
  * Kernel-log XIDs: parses the NVIDIA driver's `NVRM: Xid (PCI:…): <code>, pid=…, name=…, <text>`

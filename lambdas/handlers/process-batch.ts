@@ -1,4 +1,4 @@
-import type { Batch, GpuEvent, GpuWindow } from '../contract';
+import { type Batch, type GpuEvent, type GpuWindow, normalizePciBusId } from '../contract';
 import {
   type Alert,
   alertId,
@@ -6,11 +6,13 @@ import {
   decideRemediation,
   evaluatePointRules,
   type Finding,
+  gpuKey,
   type PriceOverrides,
   priceFor,
   type RemediationDecision,
   type RemediationMode,
   type RuleContext,
+  resolveGpuRef,
   type StoreRows,
   toAlert,
 } from '../domain';
@@ -80,8 +82,7 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
     (a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity],
   );
   for (const f of findings) {
-    if (f.action === 'replace')
-      await deps.state.markBroken(host.instance_id, gpuKey(f.gpu_index, f.pci_bus_id), f.at);
+    if (f.action === 'replace') await deps.state.markBroken(host.instance_id, gpuKey(f), f.at);
   }
   const broken = await deps.state.getBrokenSince(host.instance_id);
 
@@ -226,46 +227,25 @@ async function remediate(
   return decision;
 }
 
-/**
- * Key of a GPU in the broken-state map: its index when known, else its PCI bus id (lowercase),
- * else `*` (the whole instance).
- */
-export function gpuKey(gpuIndex: number | undefined, pciBusId: string | undefined): string {
-  if (gpuIndex !== undefined) return String(gpuIndex);
-  if (pciBusId !== undefined) return normalizePciBusId(pciBusId);
-  return '*';
-}
-
 function brokenSinceFor(broken: ReadonlyMap<string, string>, w: GpuWindow): string | undefined {
   const candidates = [
     broken.get(String(w.gpu.index)),
-    w.gpu.pci_bus_id ? broken.get(normalizePciBusId(w.gpu.pci_bus_id)) : undefined,
+    broken.get(gpuKey({ pci_bus_id: normalizePciBusId(w.gpu.pci_bus_id) })),
     broken.get('*'),
   ].filter((t): t is string => t !== undefined);
   return candidates.sort()[0];
 }
 
-/** `00000000:53:00.0`, `0000:53:00` → `0000:53:00.0` (lowercase, 4-digit domain, function 0 by default). */
-export function normalizePciBusId(id: string): string {
-  const m = /^([0-9a-f]{4,8}):([0-9a-f]{2}):([0-9a-f]{2})(?:\.([0-9a-f]))?$/i.exec(id.trim());
-  if (!m) return id.toLowerCase();
-  return `${m[1]!.slice(-4)}:${m[2]}:${m[3]}.${m[4] ?? '0'}`.toLowerCase();
-}
-
 /**
  * Gives kernel-log events (which know only the PCI bus id) the GPU index of the window with the
- * same bus id, so rules, alerts and the ledger see one GPU under one key.
+ * same bus id (and the other way round), so rules, alerts, the store and the ledger see one GPU
+ * under one key.
  */
 function attributeEventsToGpus(batch: Batch): Batch {
-  if (!batch.events?.length) return batch;
-  const byBus = new Map<string, number>();
-  for (const w of batch.windows)
-    if (w.gpu.pci_bus_id) byBus.set(normalizePciBusId(w.gpu.pci_bus_id), w.gpu.index);
-  if (byBus.size === 0) return batch;
-  const events: GpuEvent[] = batch.events.map((e) => {
-    if (e.gpu_index !== undefined || e.pci_bus_id === undefined) return e;
-    const index = byBus.get(normalizePciBusId(e.pci_bus_id));
-    return index === undefined ? e : { ...e, gpu_index: index };
-  });
+  if (!batch.events?.length || batch.windows.length === 0) return batch;
+  const events: GpuEvent[] = batch.events.map((e) => ({
+    ...e,
+    ...resolveGpuRef(batch, e.gpu_index, e.pci_bus_id),
+  }));
   return { ...batch, events };
 }

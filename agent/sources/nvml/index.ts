@@ -4,5 +4,4 @@ export * from './errors';
 export * from './library-path';
 export * from './nvml-return';
 export * from './nvml-source';
-export * from './pci-bus-id';
 export * from './structs';

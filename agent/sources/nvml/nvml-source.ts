@@ -1,11 +1,10 @@
 import koffi from 'koffi';
-import type { GpuEvent, GpuIdentity } from '../../../lambdas/contract';
+import { type GpuEvent, type GpuIdentity, normalizePciBusId } from '../../../lambdas/contract';
 import type { GpuSample } from '../../window/gpu-sample';
 import { loadNvmlBinding, type NvmlBinding } from './binding';
 import { formatCudaVersion } from './cuda-version';
 import { NvmlCallError, NvmlClosedError, NvmlUnavailableError } from './errors';
 import { NVML_RETURN, nvmlOutcome } from './nvml-return';
-import { normalizePciBusId } from './pci-bus-id';
 import { assertNvmlAbi, NVML_MEMORY_V2_VERSION, nvmlMemory, nvmlMemoryV2, nvmlPciInfo } from './structs';
 
 /**

@@ -1,28 +1,10 @@
-import type { Batch } from '../../contract';
+import { type Batch, normalizePciBusId } from '../../contract';
 
 /** Which GPU something is about: its index, its PCI bus id, both, or neither (the whole instance). */
 export interface GpuRef {
   readonly gpu_index?: number;
-  /** Canonical form `dddd:bb:dd.f`, lower-case hex (see {@link canonicalPciBusId}). */
+  /** Canonical form `dddd:bb:dd.f`, lower-case hex (see the contract's `normalizePciBusId`). */
   readonly pci_bus_id?: string;
-}
-
-const PCI_PATTERN = /^([0-9a-f]{4,8}):([0-9a-f]{2}):([0-9a-f]{2})(?:\.([0-9a-f]))?$/i;
-
-/**
- * Canonical PCI bus id, so NVML's `00000000:19:00.0` and the kernel log's `0000:19:00` match.
- *
- * @param id - a PCI bus id, domain 4–8 hex digits, function optional
- * @returns `dddd:bb:dd.f` (4-digit domain, lower case, function 0 when absent), or undefined if not a PCI id
- */
-export function canonicalPciBusId(id: string | undefined): string | undefined {
-  if (id === undefined) return undefined;
-  const m = PCI_PATTERN.exec(id);
-  if (!m) return undefined;
-  const domain = Number.parseInt(m[1] ?? '0', 16)
-    .toString(16)
-    .padStart(4, '0');
-  return `${domain}:${(m[2] ?? '').toLowerCase()}:${(m[3] ?? '').toLowerCase()}.${(m[4] ?? '0').toLowerCase()}`;
 }
 
 /**
@@ -39,10 +21,10 @@ export function resolveGpuRef(
   gpuIndex: number | undefined,
   pciBusId: string | undefined,
 ): GpuRef {
-  let pci = canonicalPciBusId(pciBusId);
+  let pci = normalizePciBusId(pciBusId);
   let index = gpuIndex;
   for (const w of batch.windows) {
-    const wPci = canonicalPciBusId(w.gpu.pci_bus_id);
+    const wPci = normalizePciBusId(w.gpu.pci_bus_id);
     if (index === undefined && pci !== undefined && wPci === pci) index = w.gpu.index;
     if (pci === undefined && index !== undefined && w.gpu.index === index && wPci !== undefined) pci = wPci;
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normalizePciBusId } from '../../../agent/sources/nvml';
+import { normalizePciBusId } from '../../../lambdas/contract';
 
 describe('normalizePciBusId', () => {
   it.each([
@@ -8,7 +8,10 @@ describe('normalizePciBusId', () => {
     { input: '0000:BB:00.0', want: '0000:bb:00.0' },
     { input: '00010000:10:1C.0', want: '10000:10:1c.0' },
     { input: '0:5:1.3', want: '0000:05:01.3' },
+    { input: '0000:19:00', want: '0000:19:00.0' },
+    { input: ' 0000:38:00 ', want: '0000:38:00.0' },
     { input: 'N/A', want: undefined },
+    { input: '0000:19:00.9', want: undefined },
     { input: '', want: undefined },
   ])('normalises $input to $want', ({ input, want }) => {
     // Prepare / Act
