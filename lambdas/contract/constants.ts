@@ -52,6 +52,7 @@ export const EVENT_KINDS = [
   'ecc_dbe',
   'remap_failure',
   'spot_interruption',
+  'rebalance_recommendation',
   'agent_start',
   'agent_stop',
   'data_dropped',

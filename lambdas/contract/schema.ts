@@ -108,6 +108,12 @@ export const GpuMetricsSchema = z
     mem_copy_util: ratio.optional(),
     /** GPM `SM_UTIL` / 100 or DCGM 1002 `DCGM_FI_PROF_SM_ACTIVE`: SM cycles with ≥ 1 warp resident. */
     sm_active: ratio.optional(),
+    /** Lowest `sm_active` of the samples in the window (horizon windows; spread for the sawtooth and input-bound rules). */
+    min_sm_active: ratio.optional(),
+    /** Highest `sm_active` of the samples in the window. */
+    max_sm_active: ratio.optional(),
+    /** Coefficient of variation of the `sm_active` samples (population stddev / mean), ≥ 0. */
+    sm_active_cv: z.number().min(0).max(100).optional(),
     /** GPM `SM_OCCUPANCY` / 100 or DCGM 1003 `DCGM_FI_PROF_SM_OCCUPANCY`. */
     sm_occupancy: ratio.optional(),
     /** GPM `ANY_TENSOR_UTIL` / 100 or DCGM 1004 `DCGM_FI_PROF_PIPE_TENSOR_ACTIVE`. */
@@ -124,12 +130,16 @@ export const GpuMetricsSchema = z
     pcie_tx_bytes_per_s: nonNegative.optional(),
     /** PCIe receive rate, bytes/s (NVML field 198 deltas, GPM 21 × 2^20, or DCGM 1010). */
     pcie_rx_bytes_per_s: nonNegative.optional(),
+    /** Highest PCIe receive rate of the samples in the window, bytes/s (input-bound bursts). */
+    max_pcie_rx_bytes_per_s: nonNegative.optional(),
     /** NVLink transmit rate over all links, bytes/s (NVML field 138 deltas or DCGM 1011). */
     nvlink_tx_bytes_per_s: nonNegative.optional(),
     /** NVLink receive rate over all links, bytes/s (NVML field 139 deltas or DCGM 1012). */
     nvlink_rx_bytes_per_s: nonNegative.optional(),
     /** Framebuffer memory used, bytes (`nvmlDeviceGetMemoryInfo_v2().used`; DCGM 252 MiB × 2^20). */
     fb_used_bytes: count.optional(),
+    /** Least-squares slope of `fb_used_bytes` over the window, bytes/s (negative when memory is freed); a steady positive slope over a horizon suggests a leak. */
+    fb_used_growth_bytes_per_s: z.number().min(-1e12).max(1e12).optional(),
     /** Framebuffer memory total, bytes (`nvmlDeviceGetMemoryInfo_v2().total`). */
     fb_total_bytes: count.optional(),
     /** GPU core temperature, °C, average (`nvmlDeviceGetTemperature(GPU)`; DCGM 150). */
@@ -156,6 +166,8 @@ export const GpuMetricsSchema = z
     mem_clock_mhz: mhz.optional(),
     /** OR of the clocks-event (throttle) reason bitmasks seen in the window (`nvmlDeviceGetCurrentClocksEventReasons`; DCGM 112). */
     clocks_event_reasons: count.optional(),
+    /** Fraction of samples, 0..1, whose clocks-event reasons had a thermal slowdown bit (SW 0x20, HW 0x40) or HW slowdown (0x8). */
+    thermal_throttle_ratio: ratio.optional(),
     /** Volatile corrected (single-bit) ECC errors since driver load (`nvmlDeviceGetTotalEccErrors(CORRECTED, VOLATILE)`; DCGM 310). */
     ecc_sbe_volatile: count.optional(),
     /** Volatile uncorrected (double-bit) ECC errors since driver load (DCGM 311). */
@@ -194,6 +206,16 @@ export const GpuMetricsSchema = z
     }
   });
 
+/** A compute process seen on a GPU in the window (`nvmlDeviceGetComputeRunningProcesses_v3`), for attribution. */
+export const GpuProcessSchema = z.strictObject({
+  pid: z
+    .int()
+    .min(0)
+    .max(2 ** 32 - 1),
+  /** GPU memory the process holds, bytes; absent when NVML reports it unavailable. */
+  fb_used_bytes: count.optional(),
+});
+
 /** One GPU's aggregates over a flush window (stored) or the trailing horizon (rules only). */
 export const GpuWindowSchema = z
   .strictObject({
@@ -202,6 +224,8 @@ export const GpuWindowSchema = z
     end: timestamp,
     gpu: GpuIdentitySchema,
     metrics: GpuMetricsSchema,
+    /** Compute processes seen in the window (at most 64, largest memory first); absent when unknown. */
+    processes: z.array(GpuProcessSchema).max(64).optional(),
   })
   .superRefine((w, ctx) => {
     if (Date.parse(w.end) <= Date.parse(w.start)) {
@@ -276,6 +300,8 @@ export type AgentInfo = z.infer<typeof AgentInfoSchema>;
 export type GpuWindow = z.infer<typeof GpuWindowSchema>;
 /** GPU identity fields. */
 export type GpuIdentity = z.infer<typeof GpuIdentitySchema>;
+/** A compute process on a GPU. */
+export type GpuProcess = z.infer<typeof GpuProcessSchema>;
 /** Per-GPU metrics; each field absent when unsupported. */
 export type GpuMetrics = z.infer<typeof GpuMetricsSchema>;
 /** One EFA device/port's counter deltas. */
