@@ -44,4 +44,36 @@ export interface GpuSample {
   readonly remapped_rows_failure?: boolean;
   /** Running compute processes (`nvmlDeviceGetComputeRunningProcesses_v3` count, probed with count 0). */
   readonly compute_processes?: number;
+  /** The compute processes themselves (pid, GPU memory bytes when NVML knows it), at most 64, for attribution. */
+  readonly processes?: ReadonlyArray<{ readonly pid: number; readonly fb_used_bytes?: number }>;
+  /** HBM temperature, °C (field value 82 `NVML_FI_DEV_MEMORY_TEMP`). */
+  readonly mem_temp_c?: number;
+  /** Clocks-event (throttle) reasons bitmask at this instant (`nvmlDeviceGetCurrentClocksEventReasons`, fallback `…ThrottleReasons`). */
+  readonly clocks_event_reasons?: number;
+  /** PCIe bytes transmitted, cumulative, may wrap (field 197 `NVML_FI_DEV_PCIE_COUNT_TX_BYTES`). Take deltas. */
+  readonly pcie_tx_bytes_total?: number;
+  /** PCIe bytes received, cumulative, may wrap (field 198 `NVML_FI_DEV_PCIE_COUNT_RX_BYTES`). Take deltas. */
+  readonly pcie_rx_bytes_total?: number;
+  /** PCIe transmit rate, bytes/s, when only a rate is available (GPM `PCIE_TX_PER_SEC` × 2^20, or `nvmlDeviceGetPcieThroughput` KB/s × 1024). */
+  readonly pcie_tx_bytes_per_s?: number;
+  /** PCIe receive rate, bytes/s, when only a rate is available. */
+  readonly pcie_rx_bytes_per_s?: number;
+  /** PCIe replay counter (`nvmlDeviceGetPcieReplayCounter`). */
+  readonly pcie_replay_count?: number;
+  /** NVLink data bytes transmitted over all links, cumulative (field 138 `NVLINK_THROUGHPUT_DATA_TX`, KiB × 1024, scope UINT_MAX). */
+  readonly nvlink_tx_bytes_total?: number;
+  /** NVLink data bytes received over all links, cumulative (field 139, KiB × 1024). */
+  readonly nvlink_rx_bytes_total?: number;
+  /** NVLink CRC errors summed over links, cumulative (fields 38 + 45 `NVLINK_CRC_FLIT/DATA_ERROR_COUNT_TOTAL`). */
+  readonly nvlink_crc_errors?: number;
+  /** Retired pages waiting for a reboot (`nvmlDeviceGetRetiredPagesPendingStatus`; pre-Ampere, NOT_SUPPORTED on most A100/H100). */
+  readonly retired_pages_pending?: boolean;
+  /** Profiling counters over the interval since the previous sample, 0..1 (NVML GPM on Hopper+: SM_UTIL, SM_OCCUPANCY, ANY_TENSOR_UTIL, DRAM_BW_UTIL, FP16/32/64_UTIL / 100; or DCGM `DCGM_FI_PROF_*` from a local dcgm-exporter). Absent without a profiling source. */
+  readonly sm_active?: number;
+  readonly sm_occupancy?: number;
+  readonly tensor_active?: number;
+  readonly dram_active?: number;
+  readonly fp16_active?: number;
+  readonly fp32_active?: number;
+  readonly fp64_active?: number;
 }
