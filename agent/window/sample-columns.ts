@@ -1,0 +1,180 @@
+import { MAX_COMPUTE_PROCESSES } from '../../lambdas/contract';
+import type { GpuSample } from './gpu-sample';
+
+/**
+ * Tolerance above 1 for a ratio: NVML percentages are integers, but a source that divides or
+ * averages may give 100.0001 % by rounding. Such values are clamped to 1; anything larger is a
+ * broken reading and is left out (absent), never clamped into a fake 100 %.
+ */
+export const RATIO_ROUNDING_TOLERANCE = 1e-3;
+
+/** Most processes kept from one sample (the source reads at most 64; `GpuWindowSchema.processes` holds 64). */
+export const MAX_PROCESSES_PER_SAMPLE = 64;
+
+/**
+ * How a sample field is checked before it enters a column. A value that fails its check is
+ * stored as absent (`NaN`), exactly like a field the sample did not have:
+ * - `ratio`: finite, 0..1 + {@link RATIO_ROUNDING_TOLERANCE};
+ * - `celsius`: −40..150 °C (contract `celsius`);
+ * - `watts`: 0..5000 W (contract `watts`; NVML's 0xFFFFFFFF mW "not available" lands above);
+ * - `mhz`: 0..10,000 MHz (contract `mhz`);
+ * - `count`: a safe integer ≥ 0 (counters, byte totals, bitmasks);
+ * - `processCount`: a `count` ≤ `MAX_COMPUTE_PROCESSES` (4096);
+ * - `rate`: finite ≥ 0 (bytes/s);
+ * - `flag`: a boolean, stored as 1 (true) or 0 (false).
+ */
+export type FieldCheck = 'ratio' | 'celsius' | 'watts' | 'mhz' | 'count' | 'processCount' | 'rate' | 'flag';
+
+/** A scalar `GpuSample` field: everything but the GPU index, the time and the process list. */
+export type ColumnField = Exclude<keyof GpuSample, 'gpu_index' | 'at_ms' | 'processes'>;
+
+/**
+ * Every scalar `GpuSample` field and the check its values pass before they are stored (the
+ * compiler refuses this table when a `GpuSample` field is missing from it). The order is the
+ * column order of {@link SampleColumns}.
+ */
+export const COLUMN_CHECKS = {
+  gpu_util: 'ratio',
+  mem_copy_util: 'ratio',
+  sm_active: 'ratio',
+  sm_occupancy: 'ratio',
+  tensor_active: 'ratio',
+  dram_active: 'ratio',
+  fp16_active: 'ratio',
+  fp32_active: 'ratio',
+  fp64_active: 'ratio',
+  pcie_tx_bytes_total: 'count',
+  pcie_rx_bytes_total: 'count',
+  pcie_tx_bytes_per_s: 'rate',
+  pcie_rx_bytes_per_s: 'rate',
+  nvlink_tx_bytes_total: 'count',
+  nvlink_rx_bytes_total: 'count',
+  fb_used_bytes: 'count',
+  fb_total_bytes: 'count',
+  gpu_temp_c: 'celsius',
+  mem_temp_c: 'celsius',
+  power_w: 'watts',
+  power_limit_w: 'watts',
+  energy_mj_total: 'count',
+  sm_clock_mhz: 'mhz',
+  mem_clock_mhz: 'mhz',
+  clocks_event_reasons: 'count',
+  ecc_sbe_volatile: 'count',
+  ecc_dbe_volatile: 'count',
+  ecc_sbe_aggregate: 'count',
+  ecc_dbe_aggregate: 'count',
+  retired_pages_pending: 'flag',
+  remapped_rows_pending: 'flag',
+  remapped_rows_failure: 'flag',
+  pcie_replay_count: 'count',
+  nvlink_crc_errors: 'count',
+  compute_processes: 'processCount',
+} as const satisfies Record<ColumnField, FieldCheck>;
+
+/** The scalar fields in column order (35 fields). */
+export const COLUMN_FIELDS = Object.keys(COLUMN_CHECKS) as readonly ColumnField[];
+
+/**
+ * One GPU's samples of a window in columns: one `Float64Array` per field, `NaN` where a sample
+ * lacked the field or its value failed the field's {@link FieldCheck}; booleans as 1/0. The
+ * processes of all samples are flattened, oldest sample first, into two parallel arrays. This is
+ * the one input of every window statistic, whether the samples came as objects
+ * (`aggregateWindow`) or from a horizon's ring of typed arrays (`HorizonTracker`).
+ */
+export interface SampleColumns {
+  /** Number of samples, ≥ 0. */
+  readonly length: number;
+  /** Sample times, ms since the Unix epoch, ascending. */
+  readonly atMs: Float64Array;
+  /** Field values, one array of `length` per field. */
+  readonly fields: { readonly [F in ColumnField]: Float64Array };
+  /** Pids of the processes of all samples, flattened (integers 0..2^32 − 1). */
+  readonly processPids: Float64Array;
+  /** GPU memory of each flattened process, bytes; `NaN` when NVML did not know it. */
+  readonly processFbUsedBytes: Float64Array;
+  /** Whether any sample had the `processes` field (an empty list counts). */
+  readonly processesSeen: boolean;
+}
+
+/**
+ * Checks one field value and encodes it for a column.
+ *
+ * @param check - the field's check
+ * @param value - the sample's value, or `undefined` when absent
+ * @returns the value as a number (flags 1/0), or `NaN` when absent or failing the check
+ */
+export function encodeField(check: FieldCheck, value: number | boolean | undefined): number {
+  if (value === undefined) return Number.NaN;
+  if (check === 'flag') return typeof value === 'boolean' ? (value ? 1 : 0) : Number.NaN;
+  if (typeof value !== 'number' || !Number.isFinite(value)) return Number.NaN;
+  switch (check) {
+    case 'ratio':
+      return inRange(value, 0, 1 + RATIO_ROUNDING_TOLERANCE);
+    case 'celsius':
+      return inRange(value, -40, 150);
+    case 'watts':
+      return inRange(value, 0, 5000);
+    case 'mhz':
+      return inRange(value, 0, 10_000);
+    case 'count':
+      return Number.isSafeInteger(value) && value >= 0 ? value : Number.NaN;
+    case 'processCount':
+      return Number.isSafeInteger(value) && value >= 0 && value <= MAX_COMPUTE_PROCESSES ? value : Number.NaN;
+    case 'rate':
+      return value >= 0 ? value : Number.NaN;
+  }
+}
+
+/**
+ * Checks one process entry: a pid must be an integer 0..2^32 − 1 (else the entry is dropped,
+ * `undefined`); its memory a safe integer ≥ 0 (else `NaN`, unknown).
+ *
+ * @returns `[pid, fbUsedBytes]`, or `undefined` for an entry without a valid pid
+ */
+export function encodeProcess(process: {
+  readonly pid: number;
+  readonly fb_used_bytes?: number;
+}): readonly [number, number] | undefined {
+  if (!Number.isSafeInteger(process.pid) || process.pid < 0 || process.pid > 0xffff_ffff) return undefined;
+  return [process.pid, encodeField('count', process.fb_used_bytes)];
+}
+
+/**
+ * Turns sample objects into {@link SampleColumns} (copies; the samples are not kept).
+ *
+ * @param samples - one GPU's samples, oldest first
+ * @returns columns of `samples.length` rows; processes beyond {@link MAX_PROCESSES_PER_SAMPLE} per sample are dropped
+ */
+export function columnsFromSamples(samples: readonly GpuSample[]): SampleColumns {
+  const length = samples.length;
+  const atMs = new Float64Array(length);
+  const fields = {} as Record<ColumnField, Float64Array>;
+  for (const field of COLUMN_FIELDS) fields[field] = new Float64Array(length);
+  const pids: number[] = [];
+  const memories: number[] = [];
+  let processesSeen = false;
+  samples.forEach((sample, row) => {
+    atMs[row] = sample.at_ms;
+    for (const field of COLUMN_FIELDS) fields[field][row] = encodeField(COLUMN_CHECKS[field], sample[field]);
+    if (sample.processes === undefined) return;
+    processesSeen = true;
+    for (const process of sample.processes.slice(0, MAX_PROCESSES_PER_SAMPLE)) {
+      const entry = encodeProcess(process);
+      if (entry === undefined) continue;
+      pids.push(entry[0]);
+      memories.push(entry[1]);
+    }
+  });
+  return {
+    length,
+    atMs,
+    fields,
+    processPids: Float64Array.from(pids),
+    processFbUsedBytes: Float64Array.from(memories),
+    processesSeen,
+  };
+}
+
+function inRange(value: number, min: number, max: number): number {
+  return value >= min && value <= max ? value : Number.NaN;
+}

@@ -1,0 +1,217 @@
+/**
+ * The window statistics, one implementation each, over `Float64Array` columns in which `NaN`
+ * means "absent in this sample" (see `SampleColumns`). Every function skips absent values and
+ * returns `undefined` when it has too few values to say anything: a statistic of nothing is
+ * absent, never 0. Times are ms since the Unix epoch, ascending; rates come out per second.
+ */
+
+/**
+ * Arithmetic mean of the present values, as a running mean (mean += (value − mean) / count,
+ * Welford), which keeps a constant series exactly at its value (a plain sum of ten 0.8 gives
+ * 0.7999…).
+ *
+ * @returns the mean, or `undefined` when no value is present
+ */
+export function meanOf(values: Float64Array): number | undefined {
+  let mean = 0;
+  let count = 0;
+  for (const value of values) {
+    if (Number.isNaN(value)) continue;
+    count++;
+    mean += (value - mean) / count;
+  }
+  return count === 0 ? undefined : mean;
+}
+
+/** Smallest present value, or `undefined` when none is present. */
+export function minOf(values: Float64Array): number | undefined {
+  let min: number | undefined;
+  for (const value of values) if (!Number.isNaN(value) && (min === undefined || value < min)) min = value;
+  return min;
+}
+
+/** Largest present value, or `undefined` when none is present. */
+export function maxOf(values: Float64Array): number | undefined {
+  let max: number | undefined;
+  for (const value of values) if (!Number.isNaN(value) && (max === undefined || value > max)) max = value;
+  return max;
+}
+
+/** Last present value (the newest reading of a counter or a setting), or `undefined` when none is present. */
+export function lastOf(values: Float64Array): number | undefined {
+  for (let i = values.length - 1; i >= 0; i--) if (!Number.isNaN(values[i]!)) return values[i]!;
+  return undefined;
+}
+
+/**
+ * Coefficient of variation: population standard deviation / mean, computed in two passes
+ * (mean first, then the mean squared deviation from it), ≥ 0.
+ *
+ * @returns the CV, or `undefined` with fewer than 2 present values or a mean of 0
+ */
+export function coefficientOfVariation(values: Float64Array): number | undefined {
+  let count = 0;
+  for (const value of values) if (!Number.isNaN(value)) count++;
+  const mean = meanOf(values);
+  if (count < 2 || mean === undefined || mean === 0) return undefined;
+  let squares = 0;
+  for (const value of values) if (!Number.isNaN(value)) squares += (value - mean) * (value - mean);
+  return Math.sqrt(squares / count) / Math.abs(mean);
+}
+
+/**
+ * OR of flags stored as 1/0.
+ *
+ * @returns `true` when any present value is 1, `false` when all present are 0, `undefined` when none is present
+ */
+export function anyFlag(values: Float64Array): boolean | undefined {
+  let seen = false;
+  for (const value of values) {
+    if (value === 1) return true;
+    if (value === 0) seen = true;
+  }
+  return seen ? false : undefined;
+}
+
+const TWO_POW_32 = 2 ** 32;
+
+/**
+ * Bitwise OR of the present bitmasks, exact up to 2^53 (JavaScript's `|` works on 32 bits, so the
+ * high and low 32-bit halves are ORed apart).
+ *
+ * @returns the OR, or `undefined` when none is present
+ */
+export function bitwiseOr(values: Float64Array): number | undefined {
+  let high = 0;
+  let low = 0;
+  let seen = false;
+  for (const value of values) {
+    if (Number.isNaN(value)) continue;
+    seen = true;
+    high = (high | Math.floor(value / TWO_POW_32)) >>> 0;
+    low = (low | (value % TWO_POW_32)) >>> 0;
+  }
+  return seen ? high * TWO_POW_32 + low : undefined;
+}
+
+/**
+ * Share of the present bitmasks that have at least one bit of `mask` set: count with
+ * `value & mask ≠ 0` / count present, 0..1. `mask` must fit in 32 bits.
+ *
+ * @returns the share, or `undefined` when none is present
+ */
+export function shareWithAnyBit(values: Float64Array, mask: number): number | undefined {
+  let count = 0;
+  let hits = 0;
+  for (const value of values) {
+    if (Number.isNaN(value)) continue;
+    count++;
+    if (((value % TWO_POW_32) & mask) !== 0) hits++;
+  }
+  return count === 0 ? undefined : hits / count;
+}
+
+/**
+ * Delta of a cumulative counter that must not go backwards (the energy counter: a decrease
+ * means a driver reload, and the window's energy is then unknown): last − first present value.
+ *
+ * @returns `{ delta, spanS }` (counter units; seconds between the first and last present
+ *   samples, may be 0), or `undefined` with fewer than 2 present values or any decrease
+ */
+export function monotonicDelta(
+  atMs: Float64Array,
+  values: Float64Array,
+): { readonly delta: number; readonly spanS: number } | undefined {
+  let first = -1;
+  let last = -1;
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]!;
+    if (Number.isNaN(value)) continue;
+    if (last >= 0 && value < values[last]!) return undefined;
+    if (first < 0) first = i;
+    last = i;
+  }
+  if (first < 0 || first === last) return undefined;
+  return { delta: values[last]! - values[first]!, spanS: (atMs[last]! - atMs[first]!) / 1000 };
+}
+
+/**
+ * Mean rate of a cumulative counter that may wrap or reset (PCIe and NVLink byte counters):
+ * the sum of the non-negative steps between consecutive present values, / (t_last − t_first)
+ * of the first and last present samples. A decrease (wrap, driver reload) adds nothing, so the
+ * rate never goes negative and a reset costs at most the one step it hides.
+ *
+ * @returns units per second, or `undefined` with fewer than 2 present values or a zero span
+ */
+export function counterRate(atMs: Float64Array, values: Float64Array): number | undefined {
+  let first = -1;
+  let previous = -1;
+  let sum = 0;
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]!;
+    if (Number.isNaN(value)) continue;
+    if (previous >= 0 && value >= values[previous]!) sum += value - values[previous]!;
+    if (first < 0) first = i;
+    previous = i;
+  }
+  if (first < 0 || previous === first) return undefined;
+  const spanS = (atMs[previous]! - atMs[first]!) / 1000;
+  return spanS > 0 ? sum / spanS : undefined;
+}
+
+/**
+ * Highest step rate of a cumulative counter: max over consecutive present values of
+ * (value − previous) / (Δt s), over steps with Δt > 0 that do not go backwards.
+ *
+ * @returns units per second, or `undefined` when no such step exists
+ */
+export function maxStepRate(atMs: Float64Array, values: Float64Array): number | undefined {
+  let previous = -1;
+  let max: number | undefined;
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]!;
+    if (Number.isNaN(value)) continue;
+    if (previous >= 0) {
+      const step = value - values[previous]!;
+      const spanS = (atMs[i]! - atMs[previous]!) / 1000;
+      if (step >= 0 && spanS > 0 && (max === undefined || step / spanS > max)) max = step / spanS;
+    }
+    previous = i;
+  }
+  return max;
+}
+
+/**
+ * Least-squares slope of the present values against time, per second: Σ(t − t̄)(y − ȳ) / Σ(t − t̄)²,
+ * with t in seconds since the first present sample and the means taken first (two passes), so
+ * a perfectly linear series gives its slope exactly for moderate integers.
+ *
+ * @returns units per second, or `undefined` with fewer than 3 present values or all at one time
+ */
+export function leastSquaresSlope(atMs: Float64Array, values: Float64Array): number | undefined {
+  let count = 0;
+  let t0 = Number.NaN;
+  let sumT = 0;
+  let sumY = 0;
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]!;
+    if (Number.isNaN(value)) continue;
+    if (count === 0) t0 = atMs[i]!;
+    count++;
+    sumT += (atMs[i]! - t0) / 1000;
+    sumY += value;
+  }
+  if (count < 3) return undefined;
+  const meanT = sumT / count;
+  const meanY = sumY / count;
+  let covariance = 0;
+  let variance = 0;
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]!;
+    if (Number.isNaN(value)) continue;
+    const dt = (atMs[i]! - t0) / 1000 - meanT;
+    covariance += dt * (value - meanY);
+    variance += dt * dt;
+  }
+  return variance > 0 ? covariance / variance : undefined;
+}
