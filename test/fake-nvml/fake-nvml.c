@@ -7,8 +7,10 @@
  * Built by test/setup/global-setup.ts:
  *   gcc -shared -fPIC -O2 -o test/.build/libnvidia-ml.so.1 fake-nvml.c
  *   gcc -shared -fPIC -O2 -DFAKE_NVML_LEGACY -o test/.build/legacy/libnvidia-ml.so.1 fake-nvml.c
- * The legacy build lacks nvmlDeviceGetMemoryInfo_v2 and nvmlSystemGetCudaDriverVersion_v2, as
- * drivers older than R510 do, so the agent's fallbacks run.
+ * The legacy build lacks nvmlDeviceGetMemoryInfo_v2, nvmlSystemGetCudaDriverVersion_v2 and
+ * nvmlDeviceGetCurrentClocksEventReasons, as older drivers do, so the agent's fallbacks run.
+ * Link with -pthread: nvmlEventSetWait_v2 runs on a libuv pool thread (koffi .async) while the
+ * main thread calls everything else, so the shared state it touches is behind a mutex.
  *
  * Settings (environment, all read again at every nvmlInit_v2, so a test changes them between
  * NvmlSource.open() and close()):
@@ -21,12 +23,42 @@
  *   FAKE_NVML_FAIL_CALL       comma-separated function names answering UNKNOWN (999)
  *   FAKE_NVML_UTIL_GPU        utilization.gpu in percent, 0..100 (default 0: idle)
  *   FAKE_NVML_DBE_VOLATILE    volatile uncorrected ECC count on every GPU (default 0)
- *   FAKE_NVML_PROCESSES       running compute processes per GPU (default 0)
+ *   FAKE_NVML_PROCESSES       running compute processes per GPU (default 0); process k of GPU i
+ *                             has pid 4000 + 100*i + k and (256 + 128*k) MiB
+ *   FAKE_NVML_PROCESS_MEMORY_UNAVAILABLE
+ *                             the first N processes of each GPU report usedGpuMemory
+ *                             NVML_VALUE_NOT_AVAILABLE (default 0)
+ *   FAKE_NVML_CLOCKS_EVENT_REASONS
+ *                             clocks-event reasons bitmask (default p5: 0x88 HwSlowdown |
+ *                             HwPowerBrake as in the real capture; p4d: 0x1 GpuIdle)
+ *   FAKE_NVML_UNSUPPORTED_FIELDS
+ *                             comma-separated field ids nvmlDeviceGetFieldValues answers
+ *                             NOT_SUPPORTED for (per value)
+ *   FAKE_NVML_PCIE_REPLAY     PCIe replay counter on every GPU (default: the capture's per-GPU values)
+ *   FAKE_NVML_RETIRED_PAGES_PENDING
+ *                             unset: nvmlDeviceGetRetiredPagesPendingStatus answers NOT_SUPPORTED
+ *                             (as on A100/H100, where rows are remapped instead); 0 or 1: the flag
+ *   FAKE_NVML_SM_ACTIVE       GPM SM_UTIL percent (default 0); SM_OCCUPANCY is half of it
+ *   FAKE_NVML_TENSOR_ACTIVE   GPM ANY_TENSOR_UTIL percent (default 0)
+ *   FAKE_NVML_GPM_FAIL_GPU    index of a GPU whose nvmlGpmQueryDeviceSupport answers UNKNOWN (999)
+ *   FAKE_NVML_XID_EVENTS      comma list of gpu:xid (or gpu:dbe for a DoubleBitEccError), queued
+ *                             at init and delivered one per nvmlEventSetWait_v2 call, in order,
+ *                             to a set the GPU registered that event type with
  *   FAKE_NVML_INIT_FAIL       any non-empty value: nvmlInit_v2 answers DRIVER_NOT_LOADED (9)
  *
- * Test helpers (not NVML): fakeNvmlCallCount(name) counts calls per function since the last
- * nvmlInit_v2; fakeNvmlSetLostGpu(index) makes a GPU fall off the bus mid-run (-1: none).
+ * nvmlInit_v2 / nvmlShutdown are reference-counted as in the real library: the knobs are read and
+ * the call counters reset when the count goes from 0 to 1 (two users in one process, e.g. the
+ * source and the event watcher, share one state).
+ *
+ * Presets: GPM is supported on p5 (Hopper), not on p4d (isSupportedDevice = 0, as on A100).
+ *
+ * Test helpers (not NVML): fakeNvmlCallCount(name) counts calls per function since init;
+ * fakeNvmlSetLostGpu(index) makes a GPU fall off the bus mid-run (-1: none);
+ * fakeNvmlInjectXid(gpu, xid) and fakeNvmlInjectEvent(gpu, eventType, eventData) queue an event
+ * for the next nvmlEventSetWait_v2 (thread-safe).
  */
+#include <limits.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +73,7 @@ typedef int nvmlReturn_t;
 #define NVML_ERROR_NOT_SUPPORTED 3
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_ERROR_DRIVER_NOT_LOADED 9
+#define NVML_ERROR_TIMEOUT 10
 #define NVML_ERROR_GPU_IS_LOST 15
 #define NVML_ERROR_UNKNOWN 999
 
@@ -93,6 +126,76 @@ typedef struct fake_device {
   int index;
 } *nvmlDevice_t;
 
+typedef union {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+  unsigned short usVal;
+} nvmlValue_t;
+
+typedef struct {
+  unsigned int fieldId;
+  unsigned int scopeId;
+  long long timestamp;
+  long long latencyUsec;
+  unsigned int valueType;
+  nvmlReturn_t nvmlReturn;
+  nvmlValue_t value;
+} nvmlFieldValue_t;
+
+typedef struct fake_event_set {
+  unsigned long long registered[MAX_GPUS];
+} *nvmlEventSet_t;
+
+typedef struct {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+typedef struct fake_gpm_sample {
+  int device_index;
+  unsigned long long seq;
+} *nvmlGpmSample_t;
+
+typedef struct {
+  unsigned int version;
+  unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
+
+typedef struct {
+  unsigned int metricId;
+  nvmlReturn_t nvmlReturn;
+  double value;
+  struct {
+    char *shortName;
+    char *longName;
+    char *unit;
+  } metricInfo;
+} nvmlGpmMetric_t;
+
+/* NVML_GPM_METRIC_MAX of the API 13 header; the API 11 header had 98 under the same version 1. */
+#define NVML_GPM_METRIC_MAX 333
+
+typedef struct {
+  unsigned int version;
+  unsigned int numMetrics;
+  nvmlGpmSample_t sample1;
+  nvmlGpmSample_t sample2;
+  nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
+_Static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t is 40 bytes");
+_Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t is 32 bytes");
+_Static_assert(sizeof(nvmlGpmSupport_t) == 8, "nvmlGpmSupport_t is 8 bytes");
+_Static_assert(sizeof(nvmlGpmMetric_t) == 40, "nvmlGpmMetric_t is 40 bytes");
+_Static_assert(sizeof(nvmlGpmMetricsGet_t) == 13344, "nvmlGpmMetricsGet_t is 13,344 bytes");
+
 typedef struct {
   const char *uuid;
   const char *serial;
@@ -100,6 +203,8 @@ typedef struct {
   unsigned int dev;
   unsigned int power_idle_mw;
   unsigned int temp_c;
+  unsigned int mem_temp_c;
+  unsigned int pcie_replay;
 } gpu_row;
 
 typedef struct {
@@ -115,6 +220,10 @@ typedef struct {
   unsigned int sm_idle_mhz;
   unsigned int sm_busy_mhz;
   unsigned int mem_mhz;
+  unsigned int gpm_supported;
+  unsigned long long clocks_event_reasons;
+  unsigned int threshold_c[4]; /* SHUTDOWN, SLOWDOWN, MEM_MAX, GPU_MAX */
+  unsigned int nvlink_links;
   gpu_row gpus[MAX_GPUS];
 } preset;
 
@@ -122,15 +231,18 @@ typedef struct {
 static const preset P5 = {
     "NVIDIA H100 80GB HBM3", "535.161.08", "12.535.161.08", 12020, 81559, 551, 700000,
     0x233010DE, 0x16C110DE, 86, 1980, 2619,
+    /* GPM on Hopper; event reasons, memory temperature and replays from the capture; thresholds
+       assumed (the capture prints only T.Limit margins: -8 / -2 / 0 around a limit of 85 C). */
+    1, 0x88, {92, 87, 95, 85}, 18,
     {
-        {"GPU-ee7954ec-da95-fd7a-ddfd-c6b32cc2f8aa", "1650124031592", 0x19, 0x00, 67740, 29},
-        {"GPU-47daa2ad-a218-6286-252b-af45f0dfaf00", "1650124008135", 0x3B, 0x00, 69520, 29},
-        {"GPU-167d8376-ee13-fca4-938a-a05167c43cdc", "1650124047722", 0x4C, 0x00, 70550, 30},
-        {"GPU-afe9f2ed-9dd0-572c-3cd8-b42b58b3bc99", "1650124032506", 0x5D, 0x00, 71370, 30},
-        {"GPU-2b6f61f9-8b00-3b57-d912-b62792120662", "1650124030635", 0x9B, 0x00, 70330, 31},
-        {"GPU-980ea11b-91dc-db7b-72ac-0685abc43658", "1650124048576", 0xBB, 0x00, 70210, 32},
-        {"GPU-4ef109e9-e925-4834-2b85-0771b4ef696c", "1650124047010", 0xCB, 0x00, 71050, 32},
-        {"GPU-b0fe4996-1f7c-91f6-0ccd-08ae3b7e23c5", "1650124007084", 0xDB, 0x00, 72270, 31},
+        {"GPU-ee7954ec-da95-fd7a-ddfd-c6b32cc2f8aa", "1650124031592", 0x19, 0x00, 67740, 29, 39, 67},
+        {"GPU-47daa2ad-a218-6286-252b-af45f0dfaf00", "1650124008135", 0x3B, 0x00, 69520, 29, 38, 63},
+        {"GPU-167d8376-ee13-fca4-938a-a05167c43cdc", "1650124047722", 0x4C, 0x00, 70550, 30, 38, 52},
+        {"GPU-afe9f2ed-9dd0-572c-3cd8-b42b58b3bc99", "1650124032506", 0x5D, 0x00, 71370, 30, 38, 43},
+        {"GPU-2b6f61f9-8b00-3b57-d912-b62792120662", "1650124030635", 0x9B, 0x00, 70330, 31, 38, 49},
+        {"GPU-980ea11b-91dc-db7b-72ac-0685abc43658", "1650124048576", 0xBB, 0x00, 70210, 32, 39, 53},
+        {"GPU-4ef109e9-e925-4834-2b85-0771b4ef696c", "1650124047010", 0xCB, 0x00, 71050, 32, 40, 82},
+        {"GPU-b0fe4996-1f7c-91f6-0ccd-08ae3b7e23c5", "1650124007084", 0xDB, 0x00, 72270, 31, 38, 67},
     },
 };
 
@@ -138,15 +250,17 @@ static const preset P5 = {
 static const preset P4D = {
     "NVIDIA A100-SXM4-40GB", "550.90.07", "12.550.90.07", 12040, 40960, 0, 400000,
     0x20B010DE, 0x134F10DE, 210, 1410, 1215,
+    /* No GPM on Ampere; thresholds as A100 SXM4 boards commonly report them (assumed). */
+    0, 0x1, {92, 89, 95, 85}, 12,
     {
-        {"GPU-a1000000-0000-4000-8000-000000000000", "1322621000000", 0x10, 0x1C, 52000, 27},
-        {"GPU-a1000001-0000-4000-8000-000000000001", "1322621000001", 0x10, 0x1D, 53000, 28},
-        {"GPU-a1000002-0000-4000-8000-000000000002", "1322621000002", 0x20, 0x1C, 54000, 28},
-        {"GPU-a1000003-0000-4000-8000-000000000003", "1322621000003", 0x20, 0x1D, 55000, 29},
-        {"GPU-a1000004-0000-4000-8000-000000000004", "1322621000004", 0x90, 0x1C, 56000, 29},
-        {"GPU-a1000005-0000-4000-8000-000000000005", "1322621000005", 0x90, 0x1D, 57000, 30},
-        {"GPU-a1000006-0000-4000-8000-000000000006", "1322621000006", 0xA0, 0x1C, 58000, 30},
-        {"GPU-a1000007-0000-4000-8000-000000000007", "1322621000007", 0xA0, 0x1D, 59000, 31},
+        {"GPU-a1000000-0000-4000-8000-000000000000", "1322621000000", 0x10, 0x1C, 52000, 27, 33, 0},
+        {"GPU-a1000001-0000-4000-8000-000000000001", "1322621000001", 0x10, 0x1D, 53000, 28, 34, 0},
+        {"GPU-a1000002-0000-4000-8000-000000000002", "1322621000002", 0x20, 0x1C, 54000, 28, 34, 0},
+        {"GPU-a1000003-0000-4000-8000-000000000003", "1322621000003", 0x20, 0x1D, 55000, 29, 35, 0},
+        {"GPU-a1000004-0000-4000-8000-000000000004", "1322621000004", 0x90, 0x1C, 56000, 29, 35, 0},
+        {"GPU-a1000005-0000-4000-8000-000000000005", "1322621000005", 0x90, 0x1D, 57000, 30, 36, 0},
+        {"GPU-a1000006-0000-4000-8000-000000000006", "1322621000006", 0xA0, 0x1C, 58000, 30, 36, 0},
+        {"GPU-a1000007-0000-4000-8000-000000000007", "1322621000007", 0xA0, 0x1D, 59000, 31, 37, 0},
     },
 };
 
@@ -160,7 +274,18 @@ static char fail_call[512];
 static unsigned int util_gpu = 0;
 static unsigned long long dbe_volatile = 0;
 static unsigned int processes = 0;
+static unsigned int processes_memory_na = 0;
+static unsigned long long clocks_event_reasons = 0;
+static char unsupported_fields[512];
+static long long pcie_replay = -1;   /* -1: the preset's per-GPU value */
+static int retired_pending = -1;     /* -1: NOT_SUPPORTED */
+static unsigned int sm_active_pct = 0;
+static unsigned int tensor_active_pct = 0;
+static int gpm_fail_gpu = -1;
 static double t0_s = 0;
+
+/* Guards the call counters and the event queue: nvmlEventSetWait_v2 runs on another thread. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Call counters: one slot per distinct function name. */
 #define MAX_COUNTERS 64
@@ -169,9 +294,11 @@ static int counter_values[MAX_COUNTERS];
 static int counter_used = 0;
 
 static void count_call(const char *fn) {
+  pthread_mutex_lock(&lock);
   for (int i = 0; i < counter_used; i++) {
     if (counter_names[i] == fn || strcmp(counter_names[i], fn) == 0) {
       counter_values[i]++;
+      pthread_mutex_unlock(&lock);
       return;
     }
   }
@@ -180,14 +307,18 @@ static void count_call(const char *fn) {
     counter_values[counter_used] = 1;
     counter_used++;
   }
+  pthread_mutex_unlock(&lock);
 }
 
 /** Calls of `fn` since the last nvmlInit_v2 (test helper, not NVML). */
 int fakeNvmlCallCount(const char *fn) {
+  int n = 0;
+  pthread_mutex_lock(&lock);
   for (int i = 0; i < counter_used; i++) {
-    if (strcmp(counter_names[i], fn) == 0) return counter_values[i];
+    if (strcmp(counter_names[i], fn) == 0) n = counter_values[i];
   }
-  return 0;
+  pthread_mutex_unlock(&lock);
+  return n;
 }
 
 /** Makes GPU `index` answer GPU_IS_LOST from now on; -1 heals every GPU (test helper, not NVML). */
@@ -270,8 +401,18 @@ static nvmlReturn_t copy_string(const char *src, char *dst, unsigned int length)
 
 /* ---------------------------------------------------------------- lifecycle, system */
 
+static void reset_events(void);
+static void queue_env_events(void);
+
 nvmlReturn_t nvmlInit_v2(void) {
+  if (initialized > 0) {
+    count_call("nvmlInit_v2");
+    initialized++;
+    return NVML_SUCCESS;
+  }
+  pthread_mutex_lock(&lock);
   counter_used = 0;
+  pthread_mutex_unlock(&lock);
   count_call("nvmlInit_v2");
   const char *fail = getenv("FAKE_NVML_INIT_FAIL");
   if (fail != NULL && *fail != '\0') return NVML_ERROR_DRIVER_NOT_LOADED;
@@ -287,7 +428,22 @@ nvmlReturn_t nvmlInit_v2(void) {
   if (util_gpu > 100) util_gpu = 100;
   dbe_volatile = env_ull("FAKE_NVML_DBE_VOLATILE", 0);
   processes = (unsigned int)env_ull("FAKE_NVML_PROCESSES", 0);
+  processes_memory_na = (unsigned int)env_ull("FAKE_NVML_PROCESS_MEMORY_UNAVAILABLE", 0);
+  const char *reasons = getenv("FAKE_NVML_CLOCKS_EVENT_REASONS");
+  clocks_event_reasons = (reasons != NULL && *reasons != '\0') ? strtoull(reasons, NULL, 0)
+                                                                : active->clocks_event_reasons;
+  env_str("FAKE_NVML_UNSUPPORTED_FIELDS", unsupported_fields, sizeof unsupported_fields);
+  const char *replay = getenv("FAKE_NVML_PCIE_REPLAY");
+  pcie_replay = (replay != NULL && *replay != '\0') ? atoll(replay) : -1;
+  const char *pending = getenv("FAKE_NVML_RETIRED_PAGES_PENDING");
+  retired_pending = (pending != NULL && *pending != '\0') ? (atoi(pending) != 0) : -1;
+  sm_active_pct = (unsigned int)env_ull("FAKE_NVML_SM_ACTIVE", 0);
+  tensor_active_pct = (unsigned int)env_ull("FAKE_NVML_TENSOR_ACTIVE", 0);
+  const char *gpm_fail = getenv("FAKE_NVML_GPM_FAIL_GPU");
+  gpm_fail_gpu = (gpm_fail != NULL && *gpm_fail != '\0') ? atoi(gpm_fail) : -1;
   for (int i = 0; i < MAX_GPUS; i++) devices[i].index = i;
+  reset_events();
+  queue_env_events();
   t0_s = monotonic_s();
   initialized = 1;
   return NVML_SUCCESS;
@@ -295,8 +451,8 @@ nvmlReturn_t nvmlInit_v2(void) {
 
 nvmlReturn_t nvmlShutdown(void) {
   count_call("nvmlShutdown");
-  if (!initialized) return NVML_ERROR_UNINITIALIZED;
-  initialized = 0;
+  if (initialized <= 0) return NVML_ERROR_UNINITIALIZED;
+  initialized--;
   return NVML_SUCCESS;
 }
 
@@ -308,6 +464,7 @@ const char *nvmlErrorString(nvmlReturn_t result) {
     case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
     case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
     case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT: return "Timeout";
     case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
     default: return "Unknown Error";
   }
@@ -472,7 +629,7 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsign
   if (processes > 0 && infos == NULL) return NVML_ERROR_INVALID_ARGUMENT;
   for (unsigned int i = 0; i < processes; i++) {
     infos[i].pid = 4000 + 100 * (unsigned int)device->index + i;
-    infos[i].usedGpuMemory = 1024ULL << 20;
+    infos[i].usedGpuMemory = i < processes_memory_na ? 0xFFFFFFFFFFFFFFFFULL : (256ULL + 128ULL * i) << 20;
     infos[i].gpuInstanceId = 0xFFFFFFFFu;
     infos[i].computeInstanceId = 0xFFFFFFFFu;
   }
@@ -500,4 +657,314 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrRo
   *isPending = dbe_volatile > 0 ? 1 : 0;
   *failureOccurred = 0;
   return NVML_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- clocks, PCIe, pages, thresholds */
+
+#ifndef FAKE_NVML_LEGACY
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long *reasons) {
+  ENTER_DEVICE("nvmlDeviceGetCurrentClocksEventReasons", device);
+  if (reasons == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *reasons = clocks_event_reasons;
+  return NVML_SUCCESS;
+}
+#endif
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long *reasons) {
+  ENTER_DEVICE("nvmlDeviceGetCurrentClocksThrottleReasons", device);
+  if (reasons == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *reasons = clocks_event_reasons;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int *value) {
+  ENTER_DEVICE("nvmlDeviceGetPcieReplayCounter", device);
+  if (value == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *value = pcie_replay >= 0 ? (unsigned int)pcie_replay : active->gpus[device->index].pcie_replay;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, unsigned int *isPending) {
+  ENTER_DEVICE("nvmlDeviceGetRetiredPagesPendingStatus", device);
+  if (isPending == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if (retired_pending < 0) return NVML_ERROR_NOT_SUPPORTED;
+  *isPending = (unsigned int)retired_pending;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, unsigned int thresholdType,
+                                               unsigned int *temp) {
+  ENTER_DEVICE("nvmlDeviceGetTemperatureThreshold", device);
+  if (temp == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if (thresholdType > 3) return NVML_ERROR_NOT_SUPPORTED;
+  *temp = active->threshold_c[thresholdType];
+  return NVML_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- field values */
+
+static int field_unsupported(unsigned int id) {
+  char name[16];
+  snprintf(name, sizeof name, "%u", id);
+  return listed(unsupported_fields, name);
+}
+
+static long long realtime_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
+}
+
+/* Cumulative counter: a base plus rate x seconds since init, so it grows between samples. */
+static unsigned long long grows(unsigned long long base, double per_s) {
+  return base + (unsigned long long)((monotonic_s() - t0_s) * per_s);
+}
+
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values) {
+  ENTER_DEVICE("nvmlDeviceGetFieldValues", device);
+  if (values == NULL || valuesCount < 0) return NVML_ERROR_INVALID_ARGUMENT;
+  const gpu_row *g = &active->gpus[device->index];
+  int i = device->index;
+  for (int k = 0; k < valuesCount; k++) {
+    nvmlFieldValue_t *v = &values[k];
+    v->timestamp = realtime_us();
+    v->latencyUsec = 0;
+    v->nvmlReturn = NVML_SUCCESS;
+    v->value.ullVal = 0;
+    if (field_unsupported(v->fieldId)) {
+      v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+      continue;
+    }
+    switch (v->fieldId) {
+      case 82: /* MEMORY_TEMP, C */
+        v->valueType = 1;
+        v->value.uiVal = g->mem_temp_c + util_gpu / 5;
+        break;
+      case 197: /* PCIE_COUNT_TX_BYTES: the capture's 3875 KB/s idle, more under load */
+        v->valueType = 3;
+        v->value.ullVal = grows(1000000000ULL * (unsigned long long)(i + 1), 3875.0 * 1024 + util_gpu * 1e8);
+        break;
+      case 198: /* PCIE_COUNT_RX_BYTES */
+        v->valueType = 3;
+        v->value.ullVal = grows(500000000ULL * (unsigned long long)(i + 1), 574.0 * 1024 + util_gpu * 2e8);
+        break;
+      case 138: /* NVLINK_THROUGHPUT_DATA_TX, KiB */
+      case 139: /* NVLINK_THROUGHPUT_DATA_RX, KiB */
+        if (v->scopeId != UINT_MAX && v->scopeId >= active->nvlink_links) {
+          v->nvmlReturn = NVML_ERROR_INVALID_ARGUMENT;
+          break;
+        }
+        v->valueType = 3;
+        v->value.ullVal = grows(4000000ULL * (unsigned long long)(i + 1) + (v->fieldId == 139 ? 1000 : 0),
+                                1024.0 + util_gpu * 1e5);
+        if (v->scopeId != UINT_MAX) v->value.ullVal /= active->nvlink_links;
+        break;
+      case 38: /* NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL */
+        v->valueType = 3;
+        v->value.ullVal = (unsigned long long)i;
+        break;
+      case 45: /* NVLINK_CRC_DATA_ERROR_COUNT_TOTAL */
+        v->valueType = 3;
+        v->value.ullVal = 1;
+        break;
+      default:
+        v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        break;
+    }
+  }
+  return NVML_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- GPM */
+
+static unsigned long long gpm_seq = 0;
+
+nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t *support) {
+  ENTER_DEVICE("nvmlGpmQueryDeviceSupport", device);
+  if (support == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if (device->index == gpm_fail_gpu) return NVML_ERROR_UNKNOWN;
+  if (support->version != 1) return 25; /* ARGUMENT_VERSION_MISMATCH */
+  support->isSupportedDevice = active->gpm_supported;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *sample) {
+  ENTER("nvmlGpmSampleAlloc");
+  if (sample == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *sample = calloc(1, sizeof(struct fake_gpm_sample));
+  if (*sample == NULL) return 20; /* MEMORY */
+  (*sample)->device_index = -1;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
+  ENTER("nvmlGpmSampleFree");
+  if (sample == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  free(sample);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample) {
+  ENTER_DEVICE("nvmlGpmSampleGet", device);
+  if (sample == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!active->gpm_supported) return NVML_ERROR_NOT_SUPPORTED;
+  sample->device_index = device->index;
+  sample->seq = ++gpm_seq;
+  return NVML_SUCCESS;
+}
+
+static int gpm_metric(unsigned int id, double *value) {
+  switch (id) {
+    case 1: *value = util_gpu; return 1;                     /* GRAPHICS_UTIL */
+    case 2: *value = sm_active_pct; return 1;                /* SM_UTIL */
+    case 3: *value = sm_active_pct / 2.0; return 1;          /* SM_OCCUPANCY */
+    case 5: *value = tensor_active_pct; return 1;            /* ANY_TENSOR_UTIL */
+    case 10: *value = util_gpu / 2.0; return 1;              /* DRAM_BW_UTIL */
+    case 11: *value = 0; return 1;                           /* FP64_UTIL */
+    case 12: *value = sm_active_pct / 4.0; return 1;         /* FP32_UTIL */
+    case 13: *value = tensor_active_pct / 8.0; return 1;     /* FP16_UTIL */
+    case 20: *value = 3875.0 / 1024; return 1;               /* PCIE_TX_PER_SEC, MiB/s */
+    case 21: *value = 574.0 / 1024; return 1;                /* PCIE_RX_PER_SEC, MiB/s */
+    default: return 0;
+  }
+}
+
+nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *mg) {
+  ENTER("nvmlGpmMetricsGet");
+  if (mg == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if (mg->version != 1) return 25; /* ARGUMENT_VERSION_MISMATCH */
+  if (mg->numMetrics == 0 || mg->numMetrics > NVML_GPM_METRIC_MAX) return NVML_ERROR_INVALID_ARGUMENT;
+  nvmlGpmSample_t s1 = mg->sample1, s2 = mg->sample2;
+  if (s1 == NULL || s2 == NULL || s1->device_index < 0 || s1->device_index != s2->device_index || s2->seq <= s1->seq) {
+    return NVML_ERROR_INVALID_ARGUMENT;
+  }
+  for (unsigned int k = 0; k < mg->numMetrics; k++) {
+    nvmlGpmMetric_t *m = &mg->metrics[k];
+    m->metricInfo.shortName = NULL;
+    m->metricInfo.longName = NULL;
+    m->metricInfo.unit = NULL;
+    m->value = 0;
+    m->nvmlReturn = gpm_metric(m->metricId, &m->value) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+  }
+  return NVML_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- events */
+
+#define NVML_EVENT_TYPE_SUPPORTED 0xFULL /* SingleBitEcc | DoubleBitEcc | PState | XidCriticalError */
+#define EVENT_QUEUE 256
+
+static struct {
+  int gpu;
+  unsigned long long type;
+  unsigned long long data;
+} event_queue[EVENT_QUEUE];
+static int event_head = 0;
+static int event_tail = 0;
+
+static void reset_events(void) {
+  pthread_mutex_lock(&lock);
+  event_head = event_tail = 0;
+  pthread_mutex_unlock(&lock);
+}
+
+/** Queues an event for the next nvmlEventSetWait_v2 (test helper, not NVML); -1 when the queue is full. */
+int fakeNvmlInjectEvent(unsigned int gpu, unsigned long long eventType, unsigned long long eventData) {
+  int r = -1;
+  pthread_mutex_lock(&lock);
+  if (event_tail < EVENT_QUEUE) {
+    event_queue[event_tail].gpu = (int)gpu;
+    event_queue[event_tail].type = eventType;
+    event_queue[event_tail].data = eventData;
+    event_tail++;
+    r = 0;
+  }
+  pthread_mutex_unlock(&lock);
+  return r;
+}
+
+/** Queues an XidCriticalError (0x8) with code `xid` on GPU `gpu` (test helper, not NVML). */
+int fakeNvmlInjectXid(unsigned int gpu, unsigned long long xid) { return fakeNvmlInjectEvent(gpu, 0x8ULL, xid); }
+
+static void queue_env_events(void) {
+  char list[1024];
+  env_str("FAKE_NVML_XID_EVENTS", list, sizeof list);
+  char *save = NULL;
+  for (char *tok = strtok_r(list, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+    char *colon = strchr(tok, ':');
+    if (colon == NULL) continue;
+    unsigned int gpu = (unsigned int)strtoul(tok, NULL, 10);
+    if (strcmp(colon + 1, "dbe") == 0) fakeNvmlInjectEvent(gpu, 0x2ULL, 0);
+    else fakeNvmlInjectXid(gpu, strtoull(colon + 1, NULL, 10));
+  }
+}
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
+  ENTER("nvmlEventSetCreate");
+  if (set == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *set = calloc(1, sizeof(struct fake_event_set));
+  return *set == NULL ? 20 : NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+  ENTER("nvmlEventSetFree");
+  if (set == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  free(set);
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *eventTypes) {
+  ENTER_DEVICE("nvmlDeviceGetSupportedEventTypes", device);
+  if (eventTypes == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *eventTypes = NVML_EVENT_TYPE_SUPPORTED;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set) {
+  ENTER_DEVICE("nvmlDeviceRegisterEvents", device);
+  if (set == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if ((eventTypes & ~NVML_EVENT_TYPE_SUPPORTED) != 0) return NVML_ERROR_NOT_SUPPORTED;
+  set->registered[device->index] |= eventTypes;
+  return NVML_SUCCESS;
+}
+
+/* Pops the first queued event the set registered (events nobody registered are dropped). */
+static int pop_event(nvmlEventSet_t set, nvmlEventData_t *data) {
+  int found = 0;
+  pthread_mutex_lock(&lock);
+  while (event_head < event_tail && !found) {
+    int gpu = event_queue[event_head].gpu;
+    unsigned long long type = event_queue[event_head].type;
+    if (gpu >= 0 && gpu < (int)gpu_count && (set->registered[gpu] & type) != 0) {
+      data->device = &devices[gpu];
+      data->eventType = type;
+      data->eventData = event_queue[event_head].data;
+      data->gpuInstanceId = 0xFFFFFFFFu;
+      data->computeInstanceId = 0xFFFFFFFFu;
+      found = 1;
+    }
+    event_head++;
+  }
+  pthread_mutex_unlock(&lock);
+  return found;
+}
+
+/* Blocks up to `timeoutms` in 2 ms steps; GPU_IS_LOST at once when a registered GPU is lost. */
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
+  ENTER("nvmlEventSetWait_v2");
+  if (set == NULL || data == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  double deadline = monotonic_s() + timeoutms / 1000.0;
+  for (;;) {
+    int lost = lost_gpu;
+    if (lost >= 0 && lost < (int)gpu_count && set->registered[lost] != 0) {
+      memset(data, 0, sizeof *data);
+      data->device = &devices[lost];
+      return NVML_ERROR_GPU_IS_LOST;
+    }
+    if (pop_event(set, data)) return NVML_SUCCESS;
+    double left = deadline - monotonic_s();
+    if (left <= 0) return NVML_ERROR_TIMEOUT;
+    struct timespec step = {0, left < 0.002 ? (long)(left * 1e9) : 2000000L};
+    nanosleep(&step, NULL);
+  }
 }

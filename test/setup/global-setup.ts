@@ -31,9 +31,13 @@ function mtimeMs(path: string): number {
 function buildSharedLibrary(source: string, output: string, defines: readonly string[]): void {
   if (mtimeMs(output) >= mtimeMs(source)) return;
   mkdirSync(dirname(output), { recursive: true });
-  execFileSync('gcc', ['-shared', '-fPIC', '-O2', ...defines.map((d) => `-D${d}`), '-o', output, source], {
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  execFileSync(
+    'gcc',
+    ['-shared', '-fPIC', '-O2', '-pthread', '-Wall', ...defines.map((d) => `-D${d}`), '-o', output, source],
+    {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
+  );
 }
 
 /**

@@ -1,6 +1,25 @@
 import koffi, { type LibraryHandle } from 'koffi';
 import { NvmlUnavailableError } from './errors';
-import { nvmlDeviceHandle, nvmlMemory, nvmlMemoryV2, nvmlPciInfo, nvmlUtilization } from './structs';
+import {
+  nvmlDeviceHandle,
+  nvmlEventSetHandle,
+  nvmlGpmSampleHandle,
+  nvmlMemory,
+  nvmlMemoryV2,
+  nvmlPciInfo,
+  nvmlUtilization,
+} from './structs';
+
+/**
+ * A koffi-bound NVML call that can also run on the libuv thread pool: `fn.async(...args, cb)`
+ * calls it off the main thread and `cb(error, code)` runs on the main thread when it returns
+ * (out-parameters are filled by then).
+ */
+export interface NvmlAsyncCall<Args extends unknown[]> {
+  (...args: Args): number;
+  /** Runs the call on the libuv pool; `callback(error, code)` runs on the main thread. */
+  async(...args: [...Args, (error: unknown, code: number) => void]): void;
+}
 
 /**
  * The NVML functions the source calls, bound through koffi. Out-parameters are caller-owned typed
@@ -63,8 +82,49 @@ export interface NvmlBinding {
     counterType: number,
     out: Uint32Array,
   ) => number;
-  /** `nvmlDeviceGetComputeRunningProcesses_v3(dev, uint *count, nvmlProcessInfo_t *infos)`; `infos` null probes the count. */
-  readonly computeProcesses?: (handle: bigint, count: Uint32Array, infos: null) => number;
+  /**
+   * `nvmlDeviceGetComputeRunningProcesses_v3(dev, uint *count, nvmlProcessInfo_t *infos)`; `infos`
+   * null probes the count, else a Buffer of `count` × 24-byte `nvmlProcessInfo_t`.
+   */
+  readonly computeProcesses?: (handle: bigint, count: Uint32Array, infos: Buffer | null) => number;
+  /**
+   * `nvmlDeviceGetCurrentClocksEventReasons(dev, ull *reasons)`, else the older
+   * `nvmlDeviceGetCurrentClocksThrottleReasons` (same bits), into a `Uint32Array(2)`.
+   */
+  readonly clocksEventReasons?: (handle: bigint, out: Uint32Array) => number;
+  /** `nvmlDeviceGetFieldValues(dev, int count, nvmlFieldValue_t *values)`: `values` is a Buffer of `count` × 40 bytes. */
+  readonly fieldValues?: (handle: bigint, count: number, values: Buffer) => number;
+  /** `nvmlDeviceGetPcieReplayCounter(dev, uint *value)`. */
+  readonly pcieReplayCounter?: (handle: bigint, out: Uint32Array) => number;
+  /** `nvmlDeviceGetRetiredPagesPendingStatus(dev, nvmlEnableState_t *isPending)`. */
+  readonly retiredPagesPending?: (handle: bigint, out: Uint32Array) => number;
+  /** `nvmlDeviceGetTemperatureThreshold(dev, uint thresholdType, uint *temp)`, °C. */
+  readonly temperatureThreshold?: (handle: bigint, type: number, out: Uint32Array) => number;
+  /** `nvmlGpmQueryDeviceSupport(dev, nvmlGpmSupport_t *)`: `out` = `[version, isSupportedDevice]`. */
+  readonly gpmQueryDeviceSupport?: (handle: bigint, out: Uint32Array) => number;
+  /** `nvmlGpmSampleAlloc(nvmlGpmSample_t *sample)`. */
+  readonly gpmSampleAlloc?: (out: BigUint64Array) => number;
+  /** `nvmlGpmSampleFree(nvmlGpmSample_t sample)`. */
+  readonly gpmSampleFree?: (sample: bigint) => number;
+  /** `nvmlGpmSampleGet(dev, nvmlGpmSample_t sample)`. */
+  readonly gpmSampleGet?: (handle: bigint, sample: bigint) => number;
+  /** `nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *)`: a Buffer of `koffi.sizeof(nvmlGpmMetricsGet)` bytes. */
+  readonly gpmMetricsGet?: (metricsGet: Buffer) => number;
+  /** `nvmlDeviceGetIndex(dev, uint *index)`. */
+  readonly deviceIndex?: (handle: bigint, out: Uint32Array) => number;
+  /** `nvmlEventSetCreate(nvmlEventSet_t *set)`. */
+  readonly eventSetCreate?: (out: BigUint64Array) => number;
+  /** `nvmlEventSetFree(nvmlEventSet_t set)`. */
+  readonly eventSetFree?: (set: bigint) => number;
+  /** `nvmlDeviceGetSupportedEventTypes(dev, ull *eventTypes)`, into a `Uint32Array(2)`. */
+  readonly supportedEventTypes?: (handle: bigint, out: Uint32Array) => number;
+  /** `nvmlDeviceRegisterEvents(dev, ull eventTypes, nvmlEventSet_t set)`. */
+  readonly registerEvents?: (handle: bigint, eventTypes: number, set: bigint) => number;
+  /**
+   * `nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, uint timeoutms)`: `data` is a
+   * 32-byte Buffer. Blocks up to the timeout: call it through `.async`.
+   */
+  readonly eventSetWait?: NvmlAsyncCall<[set: bigint, data: Buffer, timeoutMs: number]>;
   /** `nvmlDeviceGetClockInfo(dev, uint type, uint *MHz)`. */
   readonly clockInfo?: (handle: bigint, type: number, out: Uint32Array) => number;
   /** `nvmlDeviceGetRemappedRows(dev, uint *corr, uint *unc, uint *isPending, uint *failureOccurred)`. */
@@ -95,7 +155,23 @@ export type NvmlOptionalCall =
   | 'totalEccErrors'
   | 'computeProcesses'
   | 'clockInfo'
-  | 'remappedRows';
+  | 'remappedRows'
+  | 'clocksEventReasons'
+  | 'fieldValues'
+  | 'pcieReplayCounter'
+  | 'retiredPagesPending'
+  | 'temperatureThreshold'
+  | 'gpmQueryDeviceSupport'
+  | 'gpmSampleAlloc'
+  | 'gpmSampleFree'
+  | 'gpmSampleGet'
+  | 'gpmMetricsGet'
+  | 'deviceIndex'
+  | 'eventSetCreate'
+  | 'eventSetFree'
+  | 'supportedEventTypes'
+  | 'registerEvents'
+  | 'eventSetWait';
 
 type KoffiTypeSpec = Parameters<typeof koffi.sizeof>[0];
 
@@ -135,6 +211,25 @@ const OPTIONAL_CALLS: Readonly<Record<NvmlOptionalCall, readonly Candidate[]>> =
   computeProcesses: [{ symbol: 'nvmlDeviceGetComputeRunningProcesses_v3', params: [dev, u32p, 'void *'] }],
   clockInfo: [{ symbol: 'nvmlDeviceGetClockInfo', params: [dev, 'uint32', u32p] }],
   remappedRows: [{ symbol: 'nvmlDeviceGetRemappedRows', params: [dev, u32p, u32p, u32p, u32p] }],
+  clocksEventReasons: [
+    { symbol: 'nvmlDeviceGetCurrentClocksEventReasons', params: [dev, u64p] },
+    { symbol: 'nvmlDeviceGetCurrentClocksThrottleReasons', params: [dev, u64p] },
+  ],
+  fieldValues: [{ symbol: 'nvmlDeviceGetFieldValues', params: [dev, 'int', 'void *'] }],
+  pcieReplayCounter: [{ symbol: 'nvmlDeviceGetPcieReplayCounter', params: [dev, u32p] }],
+  retiredPagesPending: [{ symbol: 'nvmlDeviceGetRetiredPagesPendingStatus', params: [dev, u32p] }],
+  temperatureThreshold: [{ symbol: 'nvmlDeviceGetTemperatureThreshold', params: [dev, 'uint32', u32p] }],
+  gpmQueryDeviceSupport: [{ symbol: 'nvmlGpmQueryDeviceSupport', params: [dev, 'void *'] }],
+  gpmSampleAlloc: [{ symbol: 'nvmlGpmSampleAlloc', params: [koffi.pointer(nvmlGpmSampleHandle)] }],
+  gpmSampleFree: [{ symbol: 'nvmlGpmSampleFree', params: [nvmlGpmSampleHandle] }],
+  gpmSampleGet: [{ symbol: 'nvmlGpmSampleGet', params: [dev, nvmlGpmSampleHandle] }],
+  gpmMetricsGet: [{ symbol: 'nvmlGpmMetricsGet', params: ['void *'] }],
+  deviceIndex: [{ symbol: 'nvmlDeviceGetIndex', params: [dev, u32p] }],
+  eventSetCreate: [{ symbol: 'nvmlEventSetCreate', params: [koffi.pointer(nvmlEventSetHandle)] }],
+  eventSetFree: [{ symbol: 'nvmlEventSetFree', params: [nvmlEventSetHandle] }],
+  supportedEventTypes: [{ symbol: 'nvmlDeviceGetSupportedEventTypes', params: [dev, u64p] }],
+  registerEvents: [{ symbol: 'nvmlDeviceRegisterEvents', params: [dev, 'uint64', nvmlEventSetHandle] }],
+  eventSetWait: [{ symbol: 'nvmlEventSetWait_v2', params: [nvmlEventSetHandle, 'void *', 'uint32'] }],
 };
 
 /**
@@ -219,5 +314,21 @@ export function loadNvmlBinding(libraryPath: string): NvmlBinding {
     computeProcesses: optional('computeProcesses'),
     clockInfo: optional('clockInfo'),
     remappedRows: optional('remappedRows'),
+    clocksEventReasons: optional('clocksEventReasons'),
+    fieldValues: optional('fieldValues'),
+    pcieReplayCounter: optional('pcieReplayCounter'),
+    retiredPagesPending: optional('retiredPagesPending'),
+    temperatureThreshold: optional('temperatureThreshold'),
+    gpmQueryDeviceSupport: optional('gpmQueryDeviceSupport'),
+    gpmSampleAlloc: optional('gpmSampleAlloc'),
+    gpmSampleFree: optional('gpmSampleFree'),
+    gpmSampleGet: optional('gpmSampleGet'),
+    gpmMetricsGet: optional('gpmMetricsGet'),
+    deviceIndex: optional('deviceIndex'),
+    eventSetCreate: optional('eventSetCreate'),
+    eventSetFree: optional('eventSetFree'),
+    supportedEventTypes: optional('supportedEventTypes'),
+    registerEvents: optional('registerEvents'),
+    eventSetWait: optional('eventSetWait') as NvmlBinding['eventSetWait'],
   };
 }

@@ -45,6 +45,80 @@ export const nvmlProcessInfo = koffi.struct({
   computeInstanceId: 'uint32',
 });
 
+/** `nvmlValue_t` (8 B union): read the member `nvmlFieldValue_t.valueType` names (reference/gpu.md §1.5). */
+export const nvmlValue = koffi.union({
+  dVal: 'double',
+  siVal: 'int32',
+  uiVal: 'uint32',
+  ulVal: 'uint64',
+  ullVal: 'uint64',
+  sllVal: 'int64',
+  usVal: 'uint16',
+});
+
+/**
+ * `nvmlFieldValue_t` (40 B): one entry of `nvmlDeviceGetFieldValues`. The caller sets `fieldId`
+ * and `scopeId`; NVML writes `timestamp` (µs since the epoch), `latencyUsec`, `valueType`, the
+ * per-value `nvmlReturn` and `value`.
+ */
+export const nvmlFieldValue = koffi.struct({
+  fieldId: 'uint32',
+  scopeId: 'uint32',
+  timestamp: 'int64',
+  latencyUsec: 'int64',
+  valueType: 'uint32',
+  nvmlReturn: 'uint32',
+  value: nvmlValue,
+});
+
+/** `nvmlEventSet_t`: an opaque 8-byte handle (`bigint` in koffi 3). */
+export const nvmlEventSetHandle = koffi.pointer(koffi.opaque());
+
+/**
+ * `nvmlEventData_t` (32 B): what `nvmlEventSetWait_v2` delivers. `device` is the same handle value
+ * `nvmlDeviceGetHandleByIndex_v2` gave; `eventData` is the XID for `XidCriticalError` (999 = unknown).
+ */
+export const nvmlEventData = koffi.struct({
+  device: nvmlDeviceHandle,
+  eventType: 'uint64',
+  eventData: 'uint64',
+  gpuInstanceId: 'uint32',
+  computeInstanceId: 'uint32',
+});
+
+/** `nvmlGpmSample_t`: an opaque 8-byte handle (`bigint` in koffi 3). */
+export const nvmlGpmSampleHandle = koffi.pointer(koffi.opaque());
+
+/** `nvmlGpmSupport_t` (8 B): `nvmlGpmQueryDeviceSupport`; set `version` = 1 first. */
+export const nvmlGpmSupport = koffi.struct({ version: 'uint32', isSupportedDevice: 'uint32' });
+
+/** `nvmlGpmMetric_t` (40 B): one metric of `nvmlGpmMetricsGet_t`; `value` in the metric's unit (% or MiB/s). */
+export const nvmlGpmMetric = koffi.struct({
+  metricId: 'uint32',
+  nvmlReturn: 'uint32',
+  value: 'double',
+  metricInfo: koffi.struct({ shortName: 'const char *', longName: 'const char *', unit: 'const char *' }),
+});
+
+/**
+ * `NVML_GPM_METRIC_MAX` of the API 13 header (333). The API 11 header had 98 under the same
+ * `NVML_GPM_METRICS_GET_VERSION` 1, so the larger array is the safe one: tail space is harmless
+ * (reference/gpu.md §1.4, GPM size caveat).
+ */
+export const NVML_GPM_METRIC_MAX = 333;
+
+/** `NVML_GPM_METRICS_GET_VERSION` and `NVML_GPM_SUPPORT_VERSION`: 1 in both API 11 and API 13 headers. */
+export const NVML_GPM_VERSION = 1;
+
+/** `nvmlGpmMetricsGet_t` with the 333-entry metrics array (13,344 B): `nvmlGpmMetricsGet`. */
+export const nvmlGpmMetricsGet = koffi.struct({
+  version: 'uint32',
+  numMetrics: 'uint32',
+  sample1: nvmlGpmSampleHandle,
+  sample2: nvmlGpmSampleHandle,
+  metrics: koffi.array(nvmlGpmMetric, NVML_GPM_METRIC_MAX),
+});
+
 /** `NVML_STRUCT_VERSION(Memory, 2)` = `sizeof(nvmlMemory_v2_t) | 2 << 24` = `0x02000028`. */
 export const NVML_MEMORY_V2_VERSION = 0x0200_0028;
 
@@ -89,6 +163,44 @@ export const NVML_STRUCT_LAYOUTS: readonly NvmlStructLayout[] = [
     type: nvmlProcessInfo,
     sizeBytes: 24,
     offsetsBytes: { pid: 0, usedGpuMemory: 8, gpuInstanceId: 16, computeInstanceId: 20 },
+  },
+  {
+    struct: 'nvmlFieldValue_t',
+    type: nvmlFieldValue,
+    sizeBytes: 40,
+    offsetsBytes: {
+      fieldId: 0,
+      scopeId: 4,
+      timestamp: 8,
+      latencyUsec: 16,
+      valueType: 24,
+      nvmlReturn: 28,
+      value: 32,
+    },
+  },
+  {
+    struct: 'nvmlEventData_t',
+    type: nvmlEventData,
+    sizeBytes: 32,
+    offsetsBytes: { device: 0, eventType: 8, eventData: 16, gpuInstanceId: 24, computeInstanceId: 28 },
+  },
+  {
+    struct: 'nvmlGpmSupport_t',
+    type: nvmlGpmSupport,
+    sizeBytes: 8,
+    offsetsBytes: { version: 0, isSupportedDevice: 4 },
+  },
+  {
+    struct: 'nvmlGpmMetric_t',
+    type: nvmlGpmMetric,
+    sizeBytes: 40,
+    offsetsBytes: { metricId: 0, nvmlReturn: 4, value: 8, metricInfo: 16 },
+  },
+  {
+    struct: 'nvmlGpmMetricsGet_t',
+    type: nvmlGpmMetricsGet,
+    sizeBytes: 13_344,
+    offsetsBytes: { version: 0, numMetrics: 4, sample1: 8, sample2: 16, metrics: 24 },
   },
 ];
 
