@@ -1,0 +1,137 @@
+import { epochMicros, type GpuEvent, normalizePciBusId } from '../../lambdas/contract';
+
+/**
+ * Merges the two views of the same XID: NVML's event set (`source: 'nvml'`, with `gpu_index`
+ * and `pci_bus_id`, read by `nvmlEventSetWait`) and the kernel log's NVRM Xid line
+ * (`source: 'kmsg'`, `pci_bus_id` only, plus the pid and process name the driver blamed). The
+ * driver raises both for one fault, so without a merge every XID would count twice.
+ */
+
+/** Options of {@link XidMerger}. */
+export interface XidMergerOptions {
+  /**
+   * Largest gap between the two sources' times (`at`) of one fault, ms, ≥ 0. Covers the kernel
+   * log's boot-time rounding (`btime` is whole seconds) and NVML's event delivery delay.
+   * @default 2000
+   */
+  readonly toleranceMs?: number;
+  /** The clock, to forget entries that arrived more than `toleranceMs` ago. @default () => new Date() */
+  readonly clock?: () => Date;
+  /** Most unmatched events remembered (a burst of 629 Xid 13s fits); past it the oldest are forgotten. @default 4096 */
+  readonly maxEntries?: number;
+}
+
+/** An emitted event still waiting for its twin from the other source. */
+interface Entry {
+  readonly source: GpuEvent['source'];
+  readonly xid: number;
+  readonly pci?: string;
+  readonly index?: number;
+  readonly atUs: number;
+  readonly arrivedMs: number;
+}
+
+/**
+ * Decides, per XID event, whether to emit it or drop it as the other source's twin.
+ *
+ * An event is a duplicate when an event of the **other** source (nvml ↔ kmsg) with the same
+ * GPU (normalised PCI bus id when both carry one, else `gpu_index` when both carry one) and the
+ * same Xid code, not yet paired, has an `at` within `toleranceMs`. The first arrival is kept
+ * (and emitted at once; it is not enriched afterwards) and the pair is consumed, so each event
+ * pairs with at most one: 9 NVML Xid 94s and 9 kmsg Xid 94s give 9 events. Events of the same
+ * source are never merged (629 Xid 13 lines stay 629). Non-XID events and events of other
+ * sources always pass. Memory is bounded: entries are forgotten `toleranceMs` after they
+ * arrived (by the injected clock) and beyond `maxEntries`.
+ *
+ * @example
+ * const merger = new XidMerger();
+ * if (merger.add(event)) events.push(event);
+ */
+export class XidMerger {
+  private readonly toleranceMs: number;
+  private readonly clock: () => Date;
+  private readonly maxEntries: number;
+  private entries: Entry[] = [];
+
+  /**
+   * @param opts - see {@link XidMergerOptions}
+   * @throws {RangeError} when `toleranceMs` is negative or not finite, or `maxEntries` < 1
+   */
+  constructor(opts: XidMergerOptions = {}) {
+    this.toleranceMs = opts.toleranceMs ?? 2000;
+    this.clock = opts.clock ?? (() => new Date());
+    this.maxEntries = opts.maxEntries ?? 4096;
+    if (!Number.isFinite(this.toleranceMs) || this.toleranceMs < 0)
+      throw new RangeError(`Expected \`toleranceMs\` to be a number >= 0, got \`${this.toleranceMs}\``);
+    if (!Number.isInteger(this.maxEntries) || this.maxEntries < 1)
+      throw new RangeError(`Expected \`maxEntries\` to be an integer >= 1, got \`${this.maxEntries}\``);
+  }
+
+  /** Unpaired events remembered now (for tests and self-metrics). */
+  get size(): number {
+    return this.entries.length;
+  }
+
+  /**
+   * Offers one event.
+   *
+   * @param event - a contract event; only `kind: 'xid'` from `nvml` or `kmsg` takes part
+   * @returns `true` to emit it, `false` when it is the twin of an event already emitted
+   */
+  add(event: GpuEvent): boolean {
+    if (
+      event.kind !== 'xid' ||
+      event.xid === undefined ||
+      (event.source !== 'nvml' && event.source !== 'kmsg')
+    )
+      return true;
+    const nowMs = this.clock().getTime();
+    this.prune(nowMs);
+    let atUs: number;
+    try {
+      atUs = epochMicros(event.at);
+    } catch {
+      return true;
+    }
+    const pci = normalizePciBusId(event.pci_bus_id);
+    const index = event.gpu_index;
+    const toleranceUs = this.toleranceMs * 1000;
+    let best = -1;
+    let bestGap = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < this.entries.length; i++) {
+      const e = this.entries[i];
+      if (e === undefined || e.source === event.source || e.xid !== event.xid) continue;
+      const sameGpu =
+        pci !== undefined && e.pci !== undefined
+          ? pci === e.pci
+          : index !== undefined && e.index !== undefined && index === e.index;
+      if (!sameGpu) continue;
+      const gap = Math.abs(e.atUs - atUs);
+      if (gap <= toleranceUs && gap < bestGap) {
+        best = i;
+        bestGap = gap;
+      }
+    }
+    if (best >= 0) {
+      this.entries.splice(best, 1);
+      return false;
+    }
+    this.entries.push({
+      source: event.source,
+      xid: event.xid,
+      ...(pci !== undefined ? { pci } : {}),
+      ...(index !== undefined ? { index } : {}),
+      atUs,
+      arrivedMs: nowMs,
+    });
+    if (this.entries.length > this.maxEntries) this.entries.splice(0, this.entries.length - this.maxEntries);
+    return true;
+  }
+
+  private prune(nowMs: number): void {
+    const cutoff = nowMs - this.toleranceMs;
+    let drop = 0;
+    while (drop < this.entries.length && (this.entries[drop]?.arrivedMs ?? 0) < cutoff) drop++;
+    if (drop > 0) this.entries.splice(0, drop);
+  }
+}
