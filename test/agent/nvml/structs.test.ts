@@ -5,6 +5,12 @@ import {
   NVML_STRUCT_LAYOUTS,
   NvmlAbiError,
   type NvmlStructLayout,
+  NVML_GPM_METRIC_MAX,
+  nvmlEventData,
+  nvmlFieldValue,
+  nvmlGpmMetric,
+  nvmlGpmMetricsGet,
+  nvmlGpmSupport,
   nvmlMemory,
   nvmlMemoryV2,
   nvmlPciInfo,
@@ -36,6 +42,29 @@ const REFERENCE = [
   { struct: 'nvmlProcessInfo_t', type: nvmlProcessInfo, size: 24, field: 'usedGpuMemory', offset: 8 },
   { struct: 'nvmlProcessInfo_t', type: nvmlProcessInfo, size: 24, field: 'gpuInstanceId', offset: 16 },
   { struct: 'nvmlProcessInfo_t', type: nvmlProcessInfo, size: 24, field: 'computeInstanceId', offset: 20 },
+  { struct: 'nvmlFieldValue_t', type: nvmlFieldValue, size: 40, field: 'fieldId', offset: 0 },
+  { struct: 'nvmlFieldValue_t', type: nvmlFieldValue, size: 40, field: 'scopeId', offset: 4 },
+  { struct: 'nvmlFieldValue_t', type: nvmlFieldValue, size: 40, field: 'timestamp', offset: 8 },
+  { struct: 'nvmlFieldValue_t', type: nvmlFieldValue, size: 40, field: 'latencyUsec', offset: 16 },
+  { struct: 'nvmlFieldValue_t', type: nvmlFieldValue, size: 40, field: 'valueType', offset: 24 },
+  { struct: 'nvmlFieldValue_t', type: nvmlFieldValue, size: 40, field: 'nvmlReturn', offset: 28 },
+  { struct: 'nvmlFieldValue_t', type: nvmlFieldValue, size: 40, field: 'value', offset: 32 },
+  { struct: 'nvmlEventData_t', type: nvmlEventData, size: 32, field: 'device', offset: 0 },
+  { struct: 'nvmlEventData_t', type: nvmlEventData, size: 32, field: 'eventType', offset: 8 },
+  { struct: 'nvmlEventData_t', type: nvmlEventData, size: 32, field: 'eventData', offset: 16 },
+  { struct: 'nvmlEventData_t', type: nvmlEventData, size: 32, field: 'gpuInstanceId', offset: 24 },
+  { struct: 'nvmlEventData_t', type: nvmlEventData, size: 32, field: 'computeInstanceId', offset: 28 },
+  { struct: 'nvmlGpmSupport_t', type: nvmlGpmSupport, size: 8, field: 'version', offset: 0 },
+  { struct: 'nvmlGpmSupport_t', type: nvmlGpmSupport, size: 8, field: 'isSupportedDevice', offset: 4 },
+  { struct: 'nvmlGpmMetric_t', type: nvmlGpmMetric, size: 40, field: 'metricId', offset: 0 },
+  { struct: 'nvmlGpmMetric_t', type: nvmlGpmMetric, size: 40, field: 'nvmlReturn', offset: 4 },
+  { struct: 'nvmlGpmMetric_t', type: nvmlGpmMetric, size: 40, field: 'value', offset: 8 },
+  { struct: 'nvmlGpmMetric_t', type: nvmlGpmMetric, size: 40, field: 'metricInfo', offset: 16 },
+  { struct: 'nvmlGpmMetricsGet_t', type: nvmlGpmMetricsGet, size: 13_344, field: 'version', offset: 0 },
+  { struct: 'nvmlGpmMetricsGet_t', type: nvmlGpmMetricsGet, size: 13_344, field: 'numMetrics', offset: 4 },
+  { struct: 'nvmlGpmMetricsGet_t', type: nvmlGpmMetricsGet, size: 13_344, field: 'sample1', offset: 8 },
+  { struct: 'nvmlGpmMetricsGet_t', type: nvmlGpmMetricsGet, size: 13_344, field: 'sample2', offset: 16 },
+  { struct: 'nvmlGpmMetricsGet_t', type: nvmlGpmMetricsGet, size: 13_344, field: 'metrics', offset: 24 },
 ];
 
 describe('NVML struct layouts', () => {
@@ -46,6 +75,14 @@ describe('NVML struct layouts', () => {
     // Assess
     expect(actualSize).toBe(size);
     expect(actualOffset).toBe(offset);
+  });
+
+  it('declares the GPM metrics array with the 333 entries of the API 13 header', () => {
+    // Prepare / Act
+    const size = koffi.sizeof(nvmlGpmMetricsGet);
+    // Assess
+    expect(NVML_GPM_METRIC_MAX).toBe(333);
+    expect(size).toBe(24 + 40 * 333);
   });
 
   it('checks the same sizes and offsets at startup as the reference lists', () => {
