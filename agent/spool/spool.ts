@@ -620,9 +620,12 @@ export class Spool {
       }
       if (scan.tail !== 'clean') {
         await truncateFile(file, scan.validBytes);
-        if (scan.tail === 'corrupt') damaged.push({ seq: -1, batchId: '', atMs: 0, windows: 0 });
+        // A torn tail is a write cut short, never acknowledged: no loss. Only the last segment can
+        // have one in normal operation; elsewhere a bad tail is counted (over-reported, never silent).
+        const torn = scan.tail === 'torn' && index === indices.at(-1);
+        if (!torn) damaged.push({ seq: -1, batchId: '', atMs: 0, windows: 0 });
         this.warn(
-          scan.tail === 'torn'
+          torn
             ? 'spool segment ended in a torn record (a write cut short); truncated'
             : 'spool segment has a damaged record; it and the rest of the segment are dropped',
           { segment: segmentFileName(index), valid_bytes: scan.validBytes },

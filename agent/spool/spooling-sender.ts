@@ -231,7 +231,11 @@ export class SpoolingSender {
   }
 
   /** Quarantines a refused batch (from the spool's head when `spooledId` is given). False when the spool could not. */
-  private async reject(batch: Batch, error: SendRejectedError, spooledId: string | undefined): Promise<boolean> {
+  private async reject(
+    batch: Batch,
+    error: SendRejectedError,
+    spooledId: string | undefined,
+  ): Promise<boolean> {
     const reason = reasonOf(error);
     this.warn('batch refused by the API; quarantined, not retried', {
       seq: batch.seq,
