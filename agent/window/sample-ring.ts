@@ -1,0 +1,243 @@
+import type { GpuSample } from './gpu-sample';
+import {
+  COLUMN_CHECKS,
+  COLUMN_FIELDS,
+  type ColumnField,
+  encodeField,
+  encodeProcess,
+  MAX_PROCESSES_PER_SAMPLE,
+  type SampleColumns,
+} from './sample-columns';
+
+/** Rows a ring starts with; it doubles when full, up to its `maxSamples`. */
+const INITIAL_ROWS = 64;
+/** Process entries a ring starts with; doubles when full (bounded by rows × 64). */
+const INITIAL_PROCESS_ENTRIES = 64;
+
+/**
+ * Bytes one row costs: 35 `Float64Array` field columns + the time (8 B each) + the row's first
+ * process entry (`Float64Array`, 8 B) + its process count (`Int8Array`, 1 B) = 36 × 8 + 8 + 1.
+ */
+export const BYTES_PER_ROW = (COLUMN_FIELDS.length + 1) * 8 + 8 + 1;
+/** Bytes one process entry costs: pid (`Uint32Array`, 4 B) + memory (`Float64Array`, 8 B). */
+export const BYTES_PER_PROCESS_ENTRY = 4 + 8;
+
+/**
+ * One GPU's recent samples in a ring of typed arrays, one per field (`NaN` = absent, flags 1/0),
+ * plus a second ring of process entries (pid, memory) that the rows point into. Rows are kept in
+ * arrival order; the caller keeps `at_ms` ascending. Memory grows by doubling up to
+ * `maxSamples` rows and never shrinks (see {@link SampleRing.bytes}).
+ */
+export class SampleRing {
+  /** Most rows kept; a push beyond drops the oldest. */
+  readonly maxSamples: number;
+  #capacity = 0;
+  #head = 0;
+  #length = 0;
+  #atMs = new Float64Array(0);
+  #fields: Float64Array[] = COLUMN_FIELDS.map(() => new Float64Array(0));
+  /** Logical index of each row's first process entry (grows forever; exact to 2^53). */
+  #processStart = new Float64Array(0);
+  /** Each row's number of process entries; −1 when the sample had no `processes` field. */
+  #processCount = new Int8Array(0);
+  #pids = new Uint32Array(0);
+  #memories = new Float64Array(0);
+  /** Logical index the next process entry is written at. */
+  #processEnd = 0;
+
+  /** @param maxSamples - most rows kept, an integer ≥ 1 (the caller validates it) */
+  constructor(maxSamples: number) {
+    this.maxSamples = maxSamples;
+  }
+
+  /** Rows kept, 0..`maxSamples`. */
+  get length(): number {
+    return this.#length;
+  }
+
+  /** Bytes allocated by the typed arrays: capacity × {@link BYTES_PER_ROW} + process capacity × {@link BYTES_PER_PROCESS_ENTRY}. */
+  get bytes(): number {
+    return this.#capacity * BYTES_PER_ROW + this.#pids.length * BYTES_PER_PROCESS_ENTRY;
+  }
+
+  /** Time of row `row` (0 = oldest), ms since the epoch; `NaN` outside 0..length − 1. */
+  atMs(row: number): number {
+    if (row < 0 || row >= this.#length) return Number.NaN;
+    return this.#atMs[this.#physical(row)]!;
+  }
+
+  /** Appends a sample (checked and encoded as `columnsFromSamples` does), dropping the oldest row when full. */
+  push(sample: GpuSample): void {
+    if (this.#length === this.maxSamples) this.dropOldest(1);
+    if (this.#length === this.#capacity) this.#grow();
+    const row = this.#physical(this.#length);
+    this.#atMs[row] = sample.at_ms;
+    COLUMN_FIELDS.forEach((field: ColumnField, i) => {
+      this.#fields[i]![row] = encodeField(COLUMN_CHECKS[field], sample[field]);
+    });
+    this.#processStart[row] = this.#processEnd;
+    this.#processCount[row] = -1;
+    this.#length++;
+    if (sample.processes === undefined) return;
+    const entries = sample.processes
+      .slice(0, MAX_PROCESSES_PER_SAMPLE)
+      .map(encodeProcess)
+      .filter((entry) => entry !== undefined);
+    this.#reserveProcesses(entries.length);
+    for (const [pid, memory] of entries) {
+      const at = this.#processEnd % this.#pids.length;
+      this.#pids[at] = pid;
+      this.#memories[at] = memory;
+      this.#processEnd++;
+    }
+    this.#processCount[row] = entries.length;
+  }
+
+  /** Drops the `count` oldest rows (all when `count` ≥ length). */
+  dropOldest(count: number): void {
+    const dropped = Math.min(count, this.#length);
+    this.#head = (this.#head + dropped) % Math.max(1, this.#capacity);
+    this.#length -= dropped;
+  }
+
+  /** Drops every row; keeps the allocated arrays for reuse. */
+  clear(): void {
+    this.dropOldest(this.#length);
+  }
+
+  /** First row whose time is ≥ `atMs` (binary search; `length` when none). */
+  lowerBound(atMs: number): number {
+    let low = 0;
+    let high = this.#length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (this.atMs(mid) < atMs) low = mid + 1;
+      else high = mid;
+    }
+    return low;
+  }
+
+  /** First row whose time is > `atMs` (binary search; `length` when none). */
+  upperBound(atMs: number): number {
+    let low = 0;
+    let high = this.#length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (this.atMs(mid) <= atMs) low = mid + 1;
+      else high = mid;
+    }
+    return low;
+  }
+
+  /**
+   * Rows `from` (inclusive) to `to` (exclusive) as {@link SampleColumns}: views into the ring
+   * when the rows do not wrap, else copies into `scratch`. Valid until the next `push` or the
+   * next use of `scratch`.
+   */
+  columns(from: number, to: number, scratch: ColumnScratch): SampleColumns {
+    const length = Math.max(0, to - from);
+    const start = this.#physical(from);
+    const fields = {} as Record<ColumnField, Float64Array>;
+    COLUMN_FIELDS.forEach((field, i) => {
+      fields[field] = slice(this.#fields[i]!, start, length, scratch, i);
+    });
+    let processesSeen = false;
+    let firstEntry = this.#processEnd;
+    let endEntry = this.#processEnd;
+    for (let row = from; row < to; row++) {
+      const at = this.#physical(row);
+      if (this.#processCount[at]! < 0) continue;
+      if (!processesSeen) firstEntry = this.#processStart[at]!;
+      processesSeen = true;
+      endEntry = this.#processStart[at]! + this.#processCount[at]!;
+    }
+    const entries = endEntry - firstEntry;
+    const entryStart = this.#pids.length === 0 ? 0 : firstEntry % this.#pids.length;
+    return {
+      length,
+      atMs: slice(this.#atMs, start, length, scratch, COLUMN_FIELDS.length),
+      fields,
+      processPids: scratch.copy(COLUMN_FIELDS.length + 1, this.#pids, entryStart, entries),
+      processFbUsedBytes: slice(this.#memories, entryStart, entries, scratch, COLUMN_FIELDS.length + 2),
+      processesSeen,
+    };
+  }
+
+  #physical(row: number): number {
+    return this.#capacity === 0 ? 0 : (this.#head + row) % this.#capacity;
+  }
+
+  #grow(): void {
+    const capacity = Math.min(this.maxSamples, Math.max(INITIAL_ROWS, this.#capacity * 2));
+    const move = <T extends Float64Array | Int8Array>(old: T, fresh: T): T => {
+      for (let row = 0; row < this.#length; row++) fresh[row] = old[this.#physical(row)]!;
+      return fresh;
+    };
+    this.#atMs = move(this.#atMs, new Float64Array(capacity));
+    this.#fields = this.#fields.map((column) => move(column, new Float64Array(capacity)));
+    this.#processStart = move(this.#processStart, new Float64Array(capacity));
+    this.#processCount = move(this.#processCount, new Int8Array(capacity));
+    this.#capacity = capacity;
+    this.#head = 0;
+  }
+
+  /**
+   * Makes room for `count` more process entries of the newest row (already counted in
+   * `length`), doubling the entry ring while it is too small. Live entries run from the oldest
+   * row's first entry to `processEnd`.
+   */
+  #reserveProcesses(count: number): void {
+    const liveStart = this.#processStart[this.#physical(0)]!;
+    const needed = this.#processEnd - liveStart + count;
+    if (needed <= this.#pids.length) return;
+    let capacity = Math.max(INITIAL_PROCESS_ENTRIES, this.#pids.length);
+    while (capacity < needed) capacity *= 2;
+    const pids = new Uint32Array(capacity);
+    const memories = new Float64Array(capacity);
+    for (let entry = liveStart; entry < this.#processEnd; entry++) {
+      pids[entry % capacity] = this.#pids[entry % this.#pids.length]!;
+      memories[entry % capacity] = this.#memories[entry % this.#memories.length]!;
+    }
+    this.#pids = pids;
+    this.#memories = memories;
+  }
+}
+
+/**
+ * Reusable arrays that {@link SampleRing.columns} copies wrapped rows into, so a horizon window
+ * allocates nothing in steady state. One per tracker; it grows to the largest window asked for
+ * (about one ring's worth of bytes).
+ */
+export class ColumnScratch {
+  #arrays: Float64Array[] = [];
+
+  /**
+   * Copies `count` values of the ring `source`, starting at physical index `start` and wrapping
+   * at its end, into scratch slot `slot` (grown by doubling when short).
+   *
+   * @returns a view of the slot's first `count` values
+   */
+  copy(slot: number, source: Float64Array | Uint32Array, start: number, count: number): Float64Array {
+    let target = this.#arrays[slot];
+    if (target === undefined || target.length < count) {
+      target = new Float64Array(Math.max(count, (target?.length ?? 0) * 2));
+      this.#arrays[slot] = target;
+    }
+    const head = Math.min(count, source.length - start);
+    target.set(source.subarray(start, start + head), 0);
+    if (head < count) target.set(source.subarray(0, count - head), head);
+    return target.subarray(0, count);
+  }
+}
+
+function slice(
+  source: Float64Array,
+  start: number,
+  count: number,
+  scratch: ColumnScratch,
+  slot: number,
+): Float64Array {
+  return start + count <= source.length
+    ? source.subarray(start, start + count)
+    : scratch.copy(slot, source, start, count);
+}
