@@ -4,8 +4,25 @@ import type { GpuSample } from '../../window/gpu-sample';
 import { loadNvmlBinding, type NvmlBinding } from './binding';
 import { formatCudaVersion } from './cuda-version';
 import { NvmlCallError, NvmlClosedError, NvmlUnavailableError } from './errors';
+import { NVML_FIELD, NvmlFieldValueRequest } from './field-values';
+import {
+  GPM_MIN_INTERVAL_MS,
+  GPM_PROFILING_METRICS,
+  GPM_REQUESTS,
+  type GpmMetricRequest,
+  GpmMetricsRequest,
+  gpmValue,
+} from './gpm-metrics';
 import { NVML_RETURN, nvmlOutcome } from './nvml-return';
-import { assertNvmlAbi, NVML_MEMORY_V2_VERSION, nvmlMemory, nvmlMemoryV2, nvmlPciInfo } from './structs';
+import {
+  assertNvmlAbi,
+  NVML_GPM_VERSION,
+  NVML_MEMORY_V2_VERSION,
+  nvmlMemory,
+  nvmlMemoryV2,
+  nvmlPciInfo,
+  nvmlProcessInfo,
+} from './structs';
 
 /**
  * Structured logger the source reports operator-relevant conditions to, once per condition
@@ -56,6 +73,23 @@ export interface NvmlVersions {
   readonly cuda_version?: string;
 }
 
+/**
+ * A GPU's temperature thresholds, °C, read once at `open()` with
+ * `nvmlDeviceGetTemperatureThreshold`; each absent when unsupported or failed. On Ada and newer
+ * NVML prefers the T.Limit field values 193–196 (not read here).
+ */
+export interface NvmlTemperatureThresholds {
+  /** `NVML_TEMPERATURE_THRESHOLD_SHUTDOWN` (0): the GPU shuts down at this temperature. */
+  readonly shutdown_c?: number;
+  /** `NVML_TEMPERATURE_THRESHOLD_SLOWDOWN` (1): hardware slowdown starts here. */
+  readonly slowdown_c?: number;
+  /** `NVML_TEMPERATURE_THRESHOLD_GPU_MAX` (3): maximum operating temperature. */
+  readonly gpu_max_c?: number;
+}
+
+/** Where the profiling ratios (`sm_active`…) come from: NVML GPM (Hopper+) or nowhere. */
+export type NvmlProfilingSource = 'gpm' | 'none';
+
 /** Metrics remembered per GPU as NOT_SUPPORTED (one NVML call each, the remapped-rows call gives two fields). */
 const METRIC = {
   memory: 0,
@@ -72,6 +106,11 @@ const METRIC = {
   smClock: 11,
   memClock: 12,
   remappedRows: 13,
+  clocksEventReasons: 14,
+  fieldValues: 15,
+  pcieReplay: 16,
+  retiredPages: 17,
+  gpm: 18,
 } as const;
 type MetricId = (typeof METRIC)[keyof typeof METRIC];
 const METRIC_NAMES = Object.keys(METRIC) as readonly string[];
@@ -93,6 +132,21 @@ const SERIAL_BUFFER_BYTES = 30;
 const VERSION_BUFFER_BYTES = 80;
 /** GPU indices the contract accepts (0..63). */
 const MAX_GPUS = 64;
+/** Most processes kept per GPU sample (the contract's `processes` limit). */
+const MAX_PROCESSES = 64;
+/** Extra process entries allocated beyond the probed count: the list can grow between the two calls. */
+const PROCESS_SLACK = 8;
+/** `NVML_VALUE_NOT_AVAILABLE` (0xFFFFFFFFFFFFFFFF) as two 32-bit words. */
+const NOT_AVAILABLE_WORD = 0xffff_ffff;
+/** `nvmlTemperatureThresholds_t` values read at open. */
+const NVML_TEMPERATURE_THRESHOLD = { shutdown_c: 0, slowdown_c: 1, gpu_max_c: 3 } as const;
+const PROCESS_STRIDE = koffi.sizeof(nvmlProcessInfo);
+const PROCESS_MEMORY_OFFSET = koffi.offsetof(nvmlProcessInfo, 'usedGpuMemory');
+const KIB = 1024;
+type GpuProcessReading = NonNullable<GpuSample['processes']>[number];
+const NO_PROCESSES: readonly GpuProcessReading[] = Object.freeze([]);
+/** Field ids a driver answers this way per value when it lacks them: dropped and not requested again. */
+const FIELD_LACKING = new Set<number>([NVML_RETURN.ERROR_NOT_SUPPORTED, NVML_RETURN.ERROR_INVALID_ARGUMENT]);
 const TWO_POW_32 = 4_294_967_296;
 
 const NO_EVENTS: readonly GpuEvent[] = Object.freeze([]);
@@ -111,6 +165,22 @@ interface GpuState {
   lost: boolean;
   /** Errors already logged, as `call:code`: each is logged once. */
   readonly loggedErrors: Set<string>;
+  /** Temperature thresholds read at open. */
+  thresholds: NvmlTemperatureThresholds;
+  /** The reusable `nvmlDeviceGetFieldValues` request (fields the driver lacks are dropped from it). */
+  readonly fields: NvmlFieldValueRequest;
+  /** GPM state; undefined where GPM is unsupported or failed at open. */
+  gpm: GpmState | undefined;
+}
+
+/** Per-GPU GPM state: two samples used alternately. */
+interface GpmState {
+  /** The two `nvmlGpmSample_t` handles from `nvmlGpmSampleAlloc`, freed at `close()`. */
+  readonly samples: [bigint, bigint];
+  /** Which of `samples` the next `nvmlGpmSampleGet` fills. */
+  next: 0 | 1;
+  /** `at_ms` of the last good GPM sample (the other buffer); undefined when there is none. */
+  previousAtMs: number | undefined;
 }
 
 type MutableSample = { -readonly [K in keyof GpuSample]: GpuSample[K] };
@@ -152,6 +222,9 @@ export class NvmlSource {
   readonly #rows = [new Uint32Array(1), new Uint32Array(1), new Uint32Array(1), new Uint32Array(1)] as const;
   readonly #text = Buffer.alloc(STRING_BUFFER_BYTES);
   readonly #handle = new BigUint64Array(1);
+  readonly #gpmSupport = new Uint32Array(2);
+  readonly #gpmRequest = new GpmMetricsRequest();
+  #processBuffer = Buffer.alloc(PROCESS_STRIDE * 16);
   // Word offsets into #mem, from the asserted koffi layouts.
   readonly #memTotalWord: number;
   readonly #memUsedWord: number;
@@ -247,12 +320,46 @@ export class NvmlSource {
   }
 
   /**
-   * Calls `nvmlShutdown` (NVML is reference-counted: it tears down when the last user leaves).
-   * Idempotent. The shared library stays mapped: koffi unloads it when nothing references it.
+   * Temperature thresholds of every GPU, in index order, read once at `open()`
+   * (`nvmlDeviceGetTemperatureThreshold`, °C).
+   *
+   * @returns one `{ shutdown_c?, slowdown_c?, gpu_max_c? }` per GPU; each field absent when unsupported or failed
+   * @throws {NvmlClosedError} when called after `close()`
+   */
+  thresholds(): readonly NvmlTemperatureThresholds[] {
+    if (this.#closed) throw new NvmlClosedError('thresholds');
+    return this.#gpus.map((gpu) => gpu.thresholds);
+  }
+
+  /**
+   * Where `sm_active`, `sm_occupancy`, `tensor_active`, `dram_active` and `fp*_active` come from,
+   * for the batch's `agent.profiling_source`.
+   *
+   * @returns `gpm` when at least one GPU has NVML GPM (Hopper and newer: `nvmlGpmQueryDeviceSupport`
+   *   answered `isSupportedDevice != 0` and both samples were allocated), else `none` (A100: the
+   *   profiling fields stay absent; they are never derived from `gpu_util`)
+   * @throws {NvmlClosedError} when called after `close()`
+   */
+  profilingSource(): NvmlProfilingSource {
+    if (this.#closed) throw new NvmlClosedError('profilingSource');
+    return this.#gpus.some((gpu) => gpu.gpm !== undefined && gpu.unsupported[METRIC.gpm] === 0)
+      ? 'gpm'
+      : 'none';
+  }
+
+  /**
+   * Frees the GPM samples (`nvmlGpmSampleFree`) and calls `nvmlShutdown` (NVML is
+   * reference-counted: it tears down when the last user leaves). Idempotent. The shared library
+   * stays mapped: koffi unloads it when nothing references it.
    */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    const free = this.#nvml.gpmSampleFree;
+    for (const gpu of this.#gpus) {
+      if (gpu.gpm !== undefined && free !== undefined) for (const sample of gpu.gpm.samples) free(sample);
+      gpu.gpm = undefined;
+    }
     this.#nvml.shutdown();
   }
 
@@ -290,6 +397,9 @@ export class NvmlSource {
       unsupported: new Uint8Array(METRIC_COUNT),
       lost: false,
       loggedErrors: new Set(),
+      thresholds: {},
+      fields: new NvmlFieldValueRequest(),
+      gpm: undefined,
     };
     if (handle === undefined) {
       this.#judge(gpu, undefined, 'nvmlDeviceGetHandleByIndex_v2', code, new Date());
@@ -325,7 +435,54 @@ export class NvmlSource {
     }
     const serial = text('serial', SERIAL_BUFFER_BYTES);
     if (serial !== undefined && serial !== '') identity.serial = serial.slice(0, 64);
+    gpu.thresholds = this.#readThresholds(gpu, handle, at);
+    gpu.gpm = this.#openGpm(gpu, handle, at);
     return gpu;
+  }
+
+  #readThresholds(gpu: GpuState, handle: bigint, at: Date): NvmlTemperatureThresholds {
+    const fn = this.#nvml.temperatureThreshold;
+    const call = this.#nvml.symbols.temperatureThreshold ?? '';
+    const thresholds: { -readonly [K in keyof NvmlTemperatureThresholds]: NvmlTemperatureThresholds[K] } = {};
+    if (fn === undefined) return thresholds;
+    for (const [field, type] of Object.entries(NVML_TEMPERATURE_THRESHOLD)) {
+      if (gpu.lost) break;
+      if (this.#judge(gpu, undefined, call, fn(handle, type, this.#u32), at)) {
+        thresholds[field as keyof NvmlTemperatureThresholds] = this.#u32[0];
+      }
+    }
+    return thresholds;
+  }
+
+  /** GPM at open: support query, then two samples; undefined (fields absent) on any failure. */
+  #openGpm(gpu: GpuState, handle: bigint, at: Date): GpmState | undefined {
+    const nvml = this.#nvml;
+    const { gpmQueryDeviceSupport: query, gpmSampleAlloc: alloc, gpmSampleFree: free } = nvml;
+    if (query === undefined || alloc === undefined || free === undefined) return undefined;
+    if (nvml.gpmSampleGet === undefined || nvml.gpmMetricsGet === undefined || gpu.lost) return undefined;
+    const support = this.#gpmSupport;
+    support[0] = NVML_GPM_VERSION;
+    support[1] = 0;
+    if (!this.#judge(gpu, METRIC.gpm, 'nvmlGpmQueryDeviceSupport', query(handle, support), at))
+      return undefined;
+    if (support[1] === 0) {
+      gpu.unsupported[METRIC.gpm] = 1;
+      this.#logger.info(
+        { gpu_index: gpu.index, call: 'nvmlGpmQueryDeviceSupport' },
+        `GPU ${gpu.index} has no GPM (pre-Hopper): sm_active and the other profiling ratios stay absent`,
+      );
+      return undefined;
+    }
+    const samples: bigint[] = [];
+    for (let i = 0; i < 2; i++) {
+      const out = this.#handle;
+      if (!this.#judge(gpu, METRIC.gpm, 'nvmlGpmSampleAlloc', alloc(out), at)) {
+        for (const sample of samples) free(sample);
+        return undefined;
+      }
+      samples.push(out[0] ?? 0n);
+    }
+    return { samples: samples as [bigint, bigint], next: 0, previousAtMs: undefined };
   }
 
   #readVersions(): NvmlVersions {
@@ -537,18 +694,189 @@ export class NvmlSource {
       } else if (gpu.lost) return undefined;
     }
     if (nvml.computeProcesses !== undefined && off[METRIC.processes] === 0) {
-      // Probe with count 0: SUCCESS means none run; INSUFFICIENT_SIZE writes the count.
-      u32[0] = 0;
-      const code = nvml.computeProcesses(handle, u32, null);
-      if (code === NVML_RETURN.ERROR_INSUFFICIENT_SIZE || code === NVML_RETURN.SUCCESS) {
-        this.#judge(gpu, METRIC.processes, symbols.computeProcesses ?? '', NVML_RETURN.SUCCESS, at);
-        s.compute_processes = code === NVML_RETURN.SUCCESS ? 0 : u32[0];
-      } else if (!this.#judge(gpu, METRIC.processes, symbols.computeProcesses ?? '', code, at) && gpu.lost) {
-        return undefined;
-      }
+      if (!this.#readProcesses(gpu, handle, s, at) && gpu.lost) return undefined;
+    }
+    if (nvml.clocksEventReasons !== undefined && off[METRIC.clocksEventReasons] === 0) {
+      const code = nvml.clocksEventReasons(handle, u64);
+      if (this.#judge(gpu, METRIC.clocksEventReasons, symbols.clocksEventReasons ?? '', code, at)) {
+        s.clocks_event_reasons = word64(u64, 0);
+      } else if (gpu.lost) return undefined;
+    }
+    if (nvml.pcieReplayCounter !== undefined && off[METRIC.pcieReplay] === 0) {
+      const code = nvml.pcieReplayCounter(handle, u32);
+      if (this.#judge(gpu, METRIC.pcieReplay, symbols.pcieReplayCounter ?? '', code, at)) {
+        s.pcie_replay_count = u32[0];
+      } else if (gpu.lost) return undefined;
+    }
+    if (nvml.retiredPagesPending !== undefined && off[METRIC.retiredPages] === 0) {
+      const code = nvml.retiredPagesPending(handle, u32);
+      if (this.#judge(gpu, METRIC.retiredPages, symbols.retiredPagesPending ?? '', code, at)) {
+        s.retired_pages_pending = u32[0] !== 0;
+      } else if (gpu.lost) return undefined;
+    }
+    if (nvml.fieldValues !== undefined && off[METRIC.fieldValues] === 0 && gpu.fields.count > 0) {
+      if (!this.#readFieldValues(gpu, handle, s, at) && gpu.lost) return undefined;
+    }
+    if (gpu.gpm !== undefined && off[METRIC.gpm] === 0) {
+      if (!this.#readGpm(gpu, gpu.gpm, handle, s, atMs, at) && gpu.lost) return undefined;
     }
     // A GPU that was lost and answered nothing at all stays out of the sample.
     return gpu.lost ? undefined : s;
+  }
+
+  /**
+   * `nvmlDeviceGetComputeRunningProcesses_v3`: probe with count 0, then a reused buffer
+   * over-allocated by `PROCESS_SLACK` entries. @returns false when a call failed
+   */
+  #readProcesses(gpu: GpuState, handle: bigint, s: MutableSample, at: Date): boolean {
+    const fn = this.#nvml.computeProcesses;
+    const call = this.#nvml.symbols.computeProcesses ?? '';
+    const u32 = this.#u32;
+    if (fn === undefined) return false;
+    // Probe: SUCCESS means none run; INSUFFICIENT_SIZE writes the count.
+    u32[0] = 0;
+    const probe = fn(handle, u32, null);
+    if (probe === NVML_RETURN.SUCCESS) {
+      this.#judge(gpu, METRIC.processes, call, probe, at);
+      s.compute_processes = 0;
+      s.processes = NO_PROCESSES;
+      return true;
+    }
+    if (probe !== NVML_RETURN.ERROR_INSUFFICIENT_SIZE)
+      return this.#judge(gpu, METRIC.processes, call, probe, at);
+    const probed = u32[0] ?? 0;
+    const capacity = probed + PROCESS_SLACK;
+    if (this.#processBuffer.length < capacity * PROCESS_STRIDE) {
+      this.#processBuffer = Buffer.alloc(capacity * 2 * PROCESS_STRIDE);
+    }
+    const buffer = this.#processBuffer;
+    u32[0] = buffer.length / PROCESS_STRIDE;
+    const code = fn(handle, u32, buffer);
+    if (code === NVML_RETURN.ERROR_INSUFFICIENT_SIZE) {
+      // Grew past the slack between the two calls: the count is known, the list is not.
+      this.#judge(gpu, METRIC.processes, call, NVML_RETURN.SUCCESS, at);
+      s.compute_processes = u32[0] ?? probed;
+      return true;
+    }
+    if (!this.#judge(gpu, METRIC.processes, call, code, at)) return false;
+    const count = u32[0] ?? 0;
+    s.compute_processes = count;
+    const list: GpuProcessReading[] = [];
+    for (let i = 0; i < count; i++) {
+      const at = i * PROCESS_STRIDE;
+      const lo = buffer.readUInt32LE(at + PROCESS_MEMORY_OFFSET);
+      const hi = buffer.readUInt32LE(at + PROCESS_MEMORY_OFFSET + 4);
+      const pid = buffer.readUInt32LE(at);
+      list.push(
+        lo === NOT_AVAILABLE_WORD && hi === NOT_AVAILABLE_WORD
+          ? { pid }
+          : { pid, fb_used_bytes: lo + hi * TWO_POW_32 },
+      );
+    }
+    list.sort((a, b) => (b.fb_used_bytes ?? -1) - (a.fb_used_bytes ?? -1) || a.pid - b.pid);
+    s.processes = list.length > MAX_PROCESSES ? list.slice(0, MAX_PROCESSES) : list;
+    return true;
+  }
+
+  /**
+   * One `nvmlDeviceGetFieldValues` call for every field still requested; per-value NOT_SUPPORTED
+   * or INVALID_ARGUMENT drops the field for good. @returns false when the call or a value failed
+   */
+  #readFieldValues(gpu: GpuState, handle: bigint, s: MutableSample, at: Date): boolean {
+    const fn = this.#nvml.fieldValues;
+    const request = gpu.fields;
+    if (fn === undefined) return false;
+    request.prepare();
+    const code = fn(handle, request.count, request.buffer);
+    if (!this.#judge(gpu, METRIC.fieldValues, this.#nvml.symbols.fieldValues ?? '', code, at)) return false;
+    let ok = true;
+    let lacking: number[] | undefined;
+    let crc: number | undefined;
+    for (let i = 0; i < request.count; i++) {
+      const fieldId = request.fieldIdAt(i);
+      const rc = request.returnAt(i);
+      if (rc !== NVML_RETURN.SUCCESS) {
+        if (FIELD_LACKING.has(rc)) {
+          if (lacking === undefined) lacking = [];
+          lacking.push(fieldId);
+        } else if (!this.#judge(gpu, undefined, `nvmlDeviceGetFieldValues(fieldId ${fieldId})`, rc, at)) {
+          ok = false;
+          if (gpu.lost) return false;
+        }
+        continue;
+      }
+      const value = request.valueAt(i);
+      if (value === undefined || !Number.isFinite(value) || value < 0) continue;
+      switch (fieldId) {
+        case NVML_FIELD.MEMORY_TEMP:
+          s.mem_temp_c = value;
+          break;
+        case NVML_FIELD.PCIE_COUNT_TX_BYTES:
+          s.pcie_tx_bytes_total = value;
+          break;
+        case NVML_FIELD.PCIE_COUNT_RX_BYTES:
+          s.pcie_rx_bytes_total = value;
+          break;
+        case NVML_FIELD.NVLINK_THROUGHPUT_DATA_TX:
+          s.nvlink_tx_bytes_total = value * KIB;
+          break;
+        case NVML_FIELD.NVLINK_THROUGHPUT_DATA_RX:
+          s.nvlink_rx_bytes_total = value * KIB;
+          break;
+        case NVML_FIELD.NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL:
+        case NVML_FIELD.NVLINK_CRC_DATA_ERROR_COUNT_TOTAL:
+          crc = (crc ?? 0) + value;
+          break;
+      }
+    }
+    if (crc !== undefined) s.nvlink_crc_errors = crc;
+    if (lacking !== undefined) {
+      request.drop(lacking);
+      this.#logger.info(
+        { gpu_index: gpu.index, call: 'nvmlDeviceGetFieldValues', field_ids: lacking },
+        `GPU ${gpu.index} lacks NVML field ids ${lacking.join(', ')}: their metrics stay absent and are not requested again`,
+      );
+    }
+    return ok;
+  }
+
+  /**
+   * GPM: `nvmlGpmSampleGet` into the alternate buffer once ≥ `GPM_MIN_INTERVAL_MS` have passed
+   * (by the injected clock) since the last GPM sample, then `nvmlGpmMetricsGet` over the two.
+   * @returns false when a call failed
+   */
+  #readGpm(gpu: GpuState, gpm: GpmState, handle: bigint, s: MutableSample, atMs: number, at: Date): boolean {
+    const nvml = this.#nvml;
+    const sampleGet = nvml.gpmSampleGet;
+    const metricsGet = nvml.gpmMetricsGet;
+    if (sampleGet === undefined || metricsGet === undefined) return false;
+    const previousAtMs = gpm.previousAtMs;
+    // Too soon: keep the older sample so the next interval is long enough.
+    if (previousAtMs !== undefined && atMs >= previousAtMs && atMs - previousAtMs < GPM_MIN_INTERVAL_MS)
+      return true;
+    const newer = gpm.samples[gpm.next];
+    const older = gpm.samples[gpm.next === 0 ? 1 : 0];
+    if (!this.#judge(gpu, METRIC.gpm, 'nvmlGpmSampleGet', sampleGet(handle, newer), at)) {
+      gpm.previousAtMs = undefined;
+      return false;
+    }
+    gpm.previousAtMs = atMs;
+    gpm.next = gpm.next === 0 ? 1 : 0;
+    // First sample, or the clock went back: nothing to compare with yet.
+    if (previousAtMs === undefined || atMs < previousAtMs) return true;
+    const pcieCounters =
+      gpu.fields.has(NVML_FIELD.PCIE_COUNT_TX_BYTES) && gpu.fields.has(NVML_FIELD.PCIE_COUNT_RX_BYTES);
+    const numMetrics = pcieCounters ? GPM_PROFILING_METRICS : GPM_REQUESTS.length;
+    const request = this.#gpmRequest;
+    request.prepare(older, newer, numMetrics);
+    if (!this.#judge(gpu, undefined, 'nvmlGpmMetricsGet', metricsGet(request.buffer), at)) return false;
+    for (let i = 0; i < numMetrics; i++) {
+      if (request.returnAt(i) !== NVML_RETURN.SUCCESS) continue;
+      const metric = GPM_REQUESTS[i] as GpmMetricRequest;
+      const value = gpmValue(request.valueAt(i), metric.unit);
+      if (value !== undefined) s[metric.field] = value;
+    }
+    return true;
   }
 }
 
