@@ -85,7 +85,10 @@ export interface SpoolStats {
   readonly oldest_at?: string;
   /** Batches dropped (bound, age, damaged records) since the spool directory was created, ≥ 0. */
   readonly dropped_total: number;
-  /** Highest `seq` ever appended (queued or gone); absent for a new spool. A restarted agent resumes at `last_seq + 1`. */
+  /**
+   * Highest `seq` ever appended to this spool (queued or gone); absent for a new spool. Batches sent
+   * without passing through the spool are not seen, so this is a lower bound of the agent's last seq.
+   */
   readonly last_seq?: number;
 }
 
