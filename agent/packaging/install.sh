@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Installs the gpu-sentinel host agent from an unpacked bundle (this script's folder):
+#   /opt/gpu-sentinel/lib/        gpu-sentinel-agent.mjs + node_modules/ (koffi)
+#   /opt/gpu-sentinel/bin/gpu-sentinel-agent   launcher; linked from /usr/local/bin
+#   /etc/gpu-sentinel/agent.json  config, from agent.sample.json; an existing one is kept
+#   /var/lib/gpu-sentinel/        spool (the unit's StateDirectory)
+#   /etc/systemd/system/gpu-sentinel-agent.service   hardened unit, enabled
+# and a system user `gpu-sentinel` in the group owning /dev/nvidiactl (else `video`).
+# Idempotent: running it again upgrades the files and keeps the config.
+#
+# Usage: install.sh [--root DIR] [--prefix DIR] [--node PATH] [--endpoint URL] [--start] [--dry-run]
+#   --root DIR      install under DIR as if it were / (images, tests); users and systemctl are skipped
+#   --prefix DIR    installation folder (default /opt/gpu-sentinel)
+#   --node PATH     Node.js >= 20 to run the agent with (default: `command -v node`)
+#   --endpoint URL  API stage URL written into a new agent.json (an existing config is kept)
+#   --start         (re)start the service now (default: enable only, for AMI baking)
+#   --dry-run       print what would be done, change nothing
+set -euo pipefail
+
+readonly UNIT_NAME=gpu-sentinel-agent.service
+readonly SERVICE_USER=gpu-sentinel
+readonly MIN_NODE_MAJOR=20
+
+ROOT=/
+PREFIX=/opt/gpu-sentinel
+NODE=
+ENDPOINT=
+START=0
+DRY_RUN=0
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+say() { printf 'gpu-sentinel install: %s\n' "$*"; }
+die() { printf 'gpu-sentinel install: error: %s\n' "$*" >&2; exit 1; }
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --root) ROOT=${2:?--root needs a folder}; shift 2 ;;
+    --prefix) PREFIX=${2:?--prefix needs a folder}; shift 2 ;;
+    --node) NODE=${2:?--node needs a path}; shift 2 ;;
+    --endpoint) ENDPOINT=${2:?--endpoint needs a URL}; shift 2 ;;
+    --start) START=1; shift ;;
+    --dry-run) DRY_RUN=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) die "Expected one of --root, --prefix, --node, --endpoint, --start, --dry-run, got \`$1\`" ;;
+  esac
+done
+
+[[ $PREFIX == /* ]] || die "Expected \`--prefix\` to be an absolute path, got \`$PREFIX\`"
+if [[ -n $ENDPOINT && ! $ENDPOINT =~ ^https?://[^\"\|[:space:]]+$ ]]; then
+  die "Expected \`--endpoint\` to be an http(s) URL, got \`$ENDPOINT\`"
+fi
+ROOT=${ROOT%/}
+LIVE=0 # 1 when installing onto this very system (root /), the only case that touches users and systemd
+[[ -z $ROOT ]] && LIVE=1
+
+# Runs a command, or prints it under --dry-run.
+run() {
+  if [[ $DRY_RUN -eq 1 ]]; then
+    printf '+ %s\n' "$*"
+  else
+    "$@"
+  fi
+}
+
+# Writes stdin to a file (mode $2) through a temporary file and a rename, or prints it under --dry-run.
+write_file() {
+  local dest=$1 mode=$2
+  if [[ $DRY_RUN -eq 1 ]]; then
+    printf '+ write %s (mode %s)\n' "$dest" "$mode"
+    cat >/dev/null
+    return
+  fi
+  local tmp="$dest.tmp.$$"
+  cat >"$tmp"
+  chmod "$mode" "$tmp"
+  mv -f "$tmp" "$dest"
+}
+
+for f in gpu-sentinel-agent.mjs node_modules/koffi/package.json gpu-sentinel-agent.service agent.sample.json; do
+  [[ -e $SRC/$f ]] || die "Expected the bundle file $SRC/$f, got nothing; run this script from an unpacked bundle (agent/packaging/build.ts)"
+done
+
+# Node.js: the agent runs on the host's Node >= 20.
+if [[ -z $NODE ]]; then
+  NODE=$(command -v node || true)
+  [[ -n $NODE ]] || die "Expected Node.js >= $MIN_NODE_MAJOR on PATH, got nothing; install it or pass --node PATH"
+fi
+if [[ -x $NODE ]]; then
+  major=$("$NODE" -p 'process.versions.node.split(".")[0]')
+  [[ $major -ge $MIN_NODE_MAJOR ]] || die "Expected Node.js >= $MIN_NODE_MAJOR at $NODE, got $("$NODE" --version)"
+elif [[ $LIVE -eq 1 ]]; then
+  die "Expected an executable Node.js at \`$NODE\`, got nothing"
+else
+  say "node $NODE is not executable here; written into the unit as given (--root install)"
+fi
+
+# 1. Files: replace lib/ as a whole, so an upgrade leaves no stale module behind.
+lib="$ROOT$PREFIX/lib"
+run mkdir -p "$ROOT$PREFIX/bin" "$ROOT/usr/local/bin" "$ROOT/etc/gpu-sentinel" "$ROOT/etc/systemd/system" "$ROOT/var/lib/gpu-sentinel"
+run rm -rf "$lib.new"
+run mkdir -p "$lib.new"
+run cp -R "$SRC/gpu-sentinel-agent.mjs" "$SRC/node_modules" "$lib.new/"
+if [[ -e $SRC/VERSION ]]; then run cp "$SRC/VERSION" "$lib.new/"; fi
+run rm -rf "$lib"
+run mv "$lib.new" "$lib"
+printf '#!/bin/sh\nexec %s %s "$@"\n' "$NODE" "$PREFIX/lib/gpu-sentinel-agent.mjs" | write_file "$ROOT$PREFIX/bin/gpu-sentinel-agent" 0755
+run ln -sfn "$PREFIX/bin/gpu-sentinel-agent" "$ROOT/usr/local/bin/gpu-sentinel-agent"
+run cp "$SRC/agent.sample.json" "$ROOT/etc/gpu-sentinel/agent.sample.json"
+
+# 2. Config: created once, never overwritten.
+config="$ROOT/etc/gpu-sentinel/agent.json"
+if [[ -e $config ]]; then
+  say "kept the existing $config"
+elif [[ -n $ENDPOINT ]]; then
+  sed "s|\"endpoint\": null|\"endpoint\": \"$ENDPOINT\"|" "$SRC/agent.sample.json" | write_file "$config" 0644
+else
+  write_file "$config" 0644 <"$SRC/agent.sample.json"
+  say "$config has the defaults: set \"endpoint\" (or GPU_SENTINEL_ENDPOINT) before starting"
+fi
+
+# 3. The hardened unit.
+sed -e "s|@NODE@|$NODE|g" -e "s|@PREFIX@|$PREFIX|g" "$SRC/gpu-sentinel-agent.service" |
+  write_file "$ROOT/etc/systemd/system/$UNIT_NAME" 0644
+
+# 4. User and systemd: only on the live system, as root, with the tools present.
+if [[ $LIVE -eq 0 ]]; then
+  say "skipped user $SERVICE_USER and systemctl: --root $ROOT is not the live system"
+elif [[ $(id -u) -ne 0 && $DRY_RUN -eq 0 ]]; then
+  say "skipped user $SERVICE_USER and systemctl: not root (run with sudo)"
+else
+  if ! command -v useradd >/dev/null; then
+    say "skipped user $SERVICE_USER: useradd not found"
+  elif ! id -u "$SERVICE_USER" >/dev/null 2>&1; then
+    run useradd --system --no-create-home --home-dir /var/lib/gpu-sentinel --shell /usr/sbin/nologin "$SERVICE_USER"
+  fi
+  # NVIDIA device nodes: the group owning /dev/nvidiactl (often root with mode 0666), else video.
+  gpu_group=
+  if [[ -e /dev/nvidiactl ]]; then gpu_group=$(stat -c %G /dev/nvidiactl); fi
+  if [[ -z $gpu_group || $gpu_group == root ]] && getent group video >/dev/null; then gpu_group=video; fi
+  if [[ -n $gpu_group && $gpu_group != root ]] && command -v usermod >/dev/null; then
+    run usermod -a -G "$gpu_group" "$SERVICE_USER"
+  fi
+  if id -u "$SERVICE_USER" >/dev/null 2>&1 || [[ $DRY_RUN -eq 1 ]]; then
+    run chown "$SERVICE_USER:$SERVICE_USER" "$ROOT/var/lib/gpu-sentinel"
+    run chmod 0750 "$ROOT/var/lib/gpu-sentinel"
+  fi
+  if ! command -v systemctl >/dev/null; then
+    say "skipped systemctl: not found; enable $UNIT_NAME yourself"
+  elif [[ -d /run/systemd/system ]]; then
+    run systemctl daemon-reload
+    run systemctl enable "$UNIT_NAME"
+    if [[ $START -eq 1 ]]; then run systemctl restart "$UNIT_NAME"; fi
+  else
+    # A chroot or container build: enabling only makes the symlink, it starts at the image's first boot.
+    run systemctl enable "$UNIT_NAME"
+    say "systemd is not running here: enabled $UNIT_NAME for the next boot, not started"
+  fi
+fi
+
+version=$(cat "$SRC/VERSION" 2>/dev/null || echo unknown)
+if [[ $DRY_RUN -eq 1 ]]; then
+  say "dry run: nothing changed (would install $version under $ROOT$PREFIX)"
+else
+  say "installed $version under $ROOT$PREFIX"
+fi

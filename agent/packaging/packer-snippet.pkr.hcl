@@ -1,0 +1,37 @@
+# Packer: bake the gpu-sentinel agent into a GPU AMI (amazon-ebs builder).
+# Build the tarball first: npx tsx agent/packaging/build.ts --tarball
+# (dist/gpu-sentinel-agent-<version>-linux-<arch>.tar.gz). The AMI needs Node.js >= 20.
+
+variable "gpu_sentinel_bundle" {
+  type        = string
+  description = "Path of gpu-sentinel-agent-<version>-linux-<arch>.tar.gz on the Packer host"
+}
+
+variable "gpu_sentinel_endpoint" {
+  type        = string
+  default     = ""
+  description = "API stage URL written into /etc/gpu-sentinel/agent.json (empty: set it at boot, e.g. user data)"
+}
+
+build {
+  # sources = ["source.amazon-ebs.gpu"]
+
+  provisioner "file" {
+    source      = var.gpu_sentinel_bundle
+    destination = "/tmp/gpu-sentinel-agent.tar.gz"
+  }
+
+  provisioner "shell" {
+    environment_vars = ["GPU_SENTINEL_ENDPOINT_URL=${var.gpu_sentinel_endpoint}"]
+    execute_command  = "chmod +x {{ .Path }}; sudo -E bash '{{ .Path }}'"
+    inline = [
+      "set -euo pipefail",
+      "command -v node >/dev/null || { echo 'Node.js >= 20 is required' >&2; exit 1; }",
+      "mkdir -p /tmp/gpu-sentinel && tar -xzf /tmp/gpu-sentinel-agent.tar.gz -C /tmp/gpu-sentinel",
+      "/tmp/gpu-sentinel/agent/install.sh $${GPU_SENTINEL_ENDPOINT_URL:+--endpoint \"$GPU_SENTINEL_ENDPOINT_URL\"}",
+      "gpu-sentinel-agent --version",
+      "systemctl is-enabled gpu-sentinel-agent.service",
+      "rm -rf /tmp/gpu-sentinel /tmp/gpu-sentinel-agent.tar.gz",
+    ]
+  }
+}

@@ -1,0 +1,249 @@
+import { spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const PACKAGING = join(import.meta.dirname, '..', '..', '..', 'agent', 'packaging');
+const UNIT = 'etc/systemd/system/gpu-sentinel-agent.service';
+
+let dir: string;
+let bundle: string;
+
+/** A stand-in bundle: the real install.sh, unit and sample, a stub agent and koffi package.json. */
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'gpu-sentinel-install-'));
+  bundle = join(dir, 'bundle');
+  mkdirSync(join(bundle, 'node_modules', 'koffi'), { recursive: true });
+  for (const f of ['install.sh', 'gpu-sentinel-agent.service', 'agent.sample.json'])
+    copyFileSync(join(PACKAGING, f), join(bundle, f));
+  chmodSync(join(bundle, 'install.sh'), 0o755);
+  writeFileSync(join(bundle, 'gpu-sentinel-agent.mjs'), "console.log('stub agent');\n");
+  writeFileSync(join(bundle, 'node_modules', 'koffi', 'package.json'), '{"name":"koffi"}\n');
+  writeFileSync(join(bundle, 'VERSION'), '0.0.0-test linux-x64\n');
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Runs the bundle's install.sh with `args`; never without `--root` (the tests may run as root). */
+function install(root: string, ...args: string[]) {
+  return spawnSync(
+    'bash',
+    [join(bundle, 'install.sh'), '--root', root, '--node', process.execPath, ...args],
+    {
+      encoding: 'utf8',
+    },
+  );
+}
+
+describe('install.sh into a temporary root', () => {
+  let root: string;
+  let first: ReturnType<typeof install>;
+  beforeAll(() => {
+    root = join(dir, 'root');
+    first = install(root, '--endpoint', 'https://abc123.execute-api.us-east-1.amazonaws.com/prod');
+  });
+
+  it('exits 0 and says it skipped the user and systemctl', () => {
+    // Prepare / Act: done in beforeAll
+
+    // Assess
+    expect(first.stderr).toBe('');
+    expect(first.status).toBe(0);
+    expect(first.stdout).toContain('skipped user gpu-sentinel and systemctl');
+    expect(first.stdout).toContain('installed 0.0.0-test linux-x64');
+  });
+
+  it.each([
+    { path: 'opt/gpu-sentinel/lib/gpu-sentinel-agent.mjs', mode: 0o644 },
+    { path: 'opt/gpu-sentinel/lib/node_modules/koffi/package.json', mode: 0o644 },
+    { path: 'opt/gpu-sentinel/lib/VERSION', mode: 0o644 },
+    { path: 'opt/gpu-sentinel/bin/gpu-sentinel-agent', mode: 0o755 },
+    { path: 'etc/gpu-sentinel/agent.json', mode: 0o644 },
+    { path: 'etc/gpu-sentinel/agent.sample.json', mode: 0o644 },
+    { path: UNIT, mode: 0o644 },
+  ])('lays down $path', ({ path, mode }) => {
+    // Prepare
+    const file = join(root, path);
+
+    // Act
+    const stat = statSync(file);
+
+    // Assess
+    expect(stat.isFile()).toBe(true);
+    expect(stat.mode & 0o777).toBe(mode);
+  });
+
+  it('makes the spool folder and links the launcher from /usr/local/bin', () => {
+    // Prepare
+    const link = join(root, 'usr/local/bin/gpu-sentinel-agent');
+
+    // Act
+    const target = readlinkSync(link);
+
+    // Assess
+    expect(statSync(join(root, 'var/lib/gpu-sentinel')).isDirectory()).toBe(true);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(target).toBe('/opt/gpu-sentinel/bin/gpu-sentinel-agent');
+  });
+
+  it('writes a launcher that runs the agent with the given node', () => {
+    // Prepare / Act
+    const launcher = readFileSync(join(root, 'opt/gpu-sentinel/bin/gpu-sentinel-agent'), 'utf8');
+
+    // Assess
+    expect(launcher).toBe(
+      `#!/bin/sh\nexec ${process.execPath} /opt/gpu-sentinel/lib/gpu-sentinel-agent.mjs "$@"\n`,
+    );
+  });
+
+  it('writes the sample config with the endpoint given', () => {
+    // Prepare / Act
+    const config = JSON.parse(readFileSync(join(root, 'etc/gpu-sentinel/agent.json'), 'utf8'));
+
+    // Assess
+    expect(config).toEqual({
+      ...JSON.parse(readFileSync(join(PACKAGING, 'agent.sample.json'), 'utf8')),
+      endpoint: 'https://abc123.execute-api.us-east-1.amazonaws.com/prod',
+    });
+  });
+
+  it.each([
+    `ExecStart=${process.execPath} --max-old-space-size=64 /opt/gpu-sentinel/lib/gpu-sentinel-agent.mjs agent`,
+    'User=gpu-sentinel',
+    'Restart=on-failure',
+    'NoNewPrivileges=yes',
+    'ProtectSystem=strict',
+    'ProtectHome=yes',
+    'PrivateTmp=yes',
+    'StateDirectory=gpu-sentinel',
+    'ReadOnlyPaths=-/sys/class/infiniband',
+    'DevicePolicy=closed',
+    'DeviceAllow=char-nvidia-frontend rw',
+    'DeviceAllow=/dev/nvidiactl rw',
+    'DeviceAllow=/dev/nvidia-uvm rw',
+    'DeviceAllow=/dev/kmsg r',
+    'AmbientCapabilities=CAP_SYSLOG',
+    'CapabilityBoundingSet=CAP_SYSLOG',
+    'MemoryMax=128M',
+    'CPUQuota=5%',
+    'KillSignal=SIGTERM',
+    'TimeoutStopSec=120s',
+    'WantedBy=multi-user.target',
+  ])('writes the unit with %s', (line) => {
+    // Prepare / Act
+    const unit = readFileSync(join(root, UNIT), 'utf8').split('\n');
+
+    // Assess
+    expect(unit).toContain(line);
+  });
+
+  it('leaves no placeholder and no kernel-log or device hiding in the unit', () => {
+    // Prepare / Act
+    const unit = readFileSync(join(root, UNIT), 'utf8');
+
+    // Assess
+    expect(unit).not.toMatch(/@[A-Z]+@/);
+    expect(unit).not.toMatch(/^(ProtectKernelLogs|PrivateDevices|MemoryDenyWriteExecute)=/m);
+  });
+
+  it('passes systemd-analyze verify when it is available', (ctx) => {
+    // Prepare: the unit with its paths pointing into the temp root
+    const probe = spawnSync('systemd-analyze', ['--version'], { encoding: 'utf8' });
+    if (probe.status !== 0) ctx.skip();
+    const unit = join(dir, 'verify', 'gpu-sentinel-agent.service');
+    mkdirSync(join(dir, 'verify'), { recursive: true });
+    writeFileSync(unit, readFileSync(join(root, UNIT), 'utf8').replaceAll('/opt/', `${root}/opt/`));
+
+    // Act
+    const result = spawnSync('systemd-analyze', ['verify', unit], { encoding: 'utf8' });
+
+    // Assess: verify prints unknown keys and bad values, but exits 0 for them
+    if (/Failed to (initialize|connect)|Permission denied/.test(result.stderr)) ctx.skip();
+    expect(result.stderr.split('\n').filter((l) => l.includes(unit))).toEqual([]);
+    expect(result.status).toBe(0);
+  });
+
+  it('is idempotent and keeps an edited config', () => {
+    // Prepare
+    const configPath = join(root, 'etc/gpu-sentinel/agent.json');
+    const edited = '{ "endpoint": "https://edited.example.com/prod", "flushIntervalS": 30 }\n';
+    writeFileSync(configPath, edited);
+    const unitBefore = readFileSync(join(root, UNIT), 'utf8');
+
+    // Act
+    const again = install(root);
+
+    // Assess
+    expect(again.status).toBe(0);
+    expect(again.stdout).toContain('kept the existing');
+    expect(readFileSync(configPath, 'utf8')).toBe(edited);
+    expect(readFileSync(join(root, UNIT), 'utf8')).toBe(unitBefore);
+    expect(existsSync(join(root, 'opt/gpu-sentinel/lib.new'))).toBe(false);
+  });
+});
+
+describe('install.sh options', () => {
+  it('changes nothing with --dry-run and prints what it would do', () => {
+    // Prepare
+    const root = join(dir, 'dry');
+
+    // Act
+    const result = install(root, '--dry-run');
+
+    // Assess
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain(`+ write ${root}/etc/systemd/system/gpu-sentinel-agent.service`);
+    expect(result.stdout).toContain('dry run: nothing changed');
+    expect(existsSync(root)).toBe(false);
+  });
+
+  it('installs under another --prefix', () => {
+    // Prepare
+    const root = join(dir, 'prefix');
+
+    // Act
+    const result = install(root, '--prefix', '/usr/lib/gpu-sentinel');
+
+    // Assess
+    expect(result.status).toBe(0);
+    expect(existsSync(join(root, 'usr/lib/gpu-sentinel/lib/gpu-sentinel-agent.mjs'))).toBe(true);
+    expect(readFileSync(join(root, UNIT), 'utf8')).toContain(
+      ' /usr/lib/gpu-sentinel/lib/gpu-sentinel-agent.mjs agent',
+    );
+  });
+
+  it.each([
+    {
+      args: ['--bogus'],
+      message: 'Expected one of --root, --prefix, --node, --endpoint, --start, --dry-run, got `--bogus`',
+    },
+    { args: ['--prefix', 'opt/x'], message: 'Expected `--prefix` to be an absolute path, got `opt/x`' },
+    {
+      args: ['--endpoint', 'abc.example.com'],
+      message: 'Expected `--endpoint` to be an http(s) URL, got `abc.example.com`',
+    },
+  ])('fails on $args with a message', ({ args, message }) => {
+    // Prepare
+    const root = join(dir, 'bad');
+
+    // Act
+    const result = install(root, ...args);
+
+    // Assess
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(message);
+    expect(existsSync(root)).toBe(false);
+  });
+});
