@@ -15,7 +15,8 @@
 export function meanOf(values: Float64Array): number | undefined {
   let mean = 0;
   let count = 0;
-  for (const value of values) {
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]!;
     if (Number.isNaN(value)) continue;
     count++;
     mean += (value - mean) / count;
@@ -26,14 +27,20 @@ export function meanOf(values: Float64Array): number | undefined {
 /** Smallest present value, or `undefined` when none is present. */
 export function minOf(values: Float64Array): number | undefined {
   let min: number | undefined;
-  for (const value of values) if (!Number.isNaN(value) && (min === undefined || value < min)) min = value;
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]!;
+    if (!Number.isNaN(value) && (min === undefined || value < min)) min = value;
+  }
   return min;
 }
 
 /** Largest present value, or `undefined` when none is present. */
 export function maxOf(values: Float64Array): number | undefined {
   let max: number | undefined;
-  for (const value of values) if (!Number.isNaN(value) && (max === undefined || value > max)) max = value;
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]!;
+    if (!Number.isNaN(value) && (max === undefined || value > max)) max = value;
+  }
   return max;
 }
 
@@ -51,11 +58,14 @@ export function lastOf(values: Float64Array): number | undefined {
  */
 export function coefficientOfVariation(values: Float64Array): number | undefined {
   let count = 0;
-  for (const value of values) if (!Number.isNaN(value)) count++;
+  for (let i = 0; i < values.length; i++) if (!Number.isNaN(values[i]!)) count++;
   const mean = meanOf(values);
   if (count < 2 || mean === undefined || mean === 0) return undefined;
   let squares = 0;
-  for (const value of values) if (!Number.isNaN(value)) squares += (value - mean) * (value - mean);
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]!;
+    if (!Number.isNaN(value)) squares += (value - mean) * (value - mean);
+  }
   return Math.sqrt(squares / count) / Math.abs(mean);
 }
 
@@ -66,7 +76,8 @@ export function coefficientOfVariation(values: Float64Array): number | undefined
  */
 export function anyFlag(values: Float64Array): boolean | undefined {
   let seen = false;
-  for (const value of values) {
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]!;
     if (value === 1) return true;
     if (value === 0) seen = true;
   }
@@ -85,7 +96,8 @@ export function bitwiseOr(values: Float64Array): number | undefined {
   let high = 0;
   let low = 0;
   let seen = false;
-  for (const value of values) {
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]!;
     if (Number.isNaN(value)) continue;
     seen = true;
     high = (high | Math.floor(value / TWO_POW_32)) >>> 0;
@@ -103,7 +115,8 @@ export function bitwiseOr(values: Float64Array): number | undefined {
 export function shareWithAnyBit(values: Float64Array, mask: number): number | undefined {
   let count = 0;
   let hits = 0;
-  for (const value of values) {
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i]!;
     if (Number.isNaN(value)) continue;
     count++;
     if (((value % TWO_POW_32) & mask) !== 0) hits++;

@@ -22,7 +22,7 @@ export function at(
 }
 
 /** The date `second` seconds after START. */
-export function after(second: number): Date {
+export function dateAt(second: number): Date {
   return new Date(START.getTime() + second * 1000);
 }
 
