@@ -55,7 +55,8 @@
  * Test helpers (not NVML): fakeNvmlCallCount(name) counts calls per function since init;
  * fakeNvmlSetLostGpu(index) makes a GPU fall off the bus mid-run (-1: none);
  * fakeNvmlInjectXid(gpu, xid) and fakeNvmlInjectEvent(gpu, eventType, eventData) queue an event
- * for the next nvmlEventSetWait_v2 (thread-safe).
+ * for the next nvmlEventSetWait_v2 (thread-safe); fakeNvmlFieldRequests(fieldId) counts how often
+ * a field id was requested.
  */
 #include <limits.h>
 #include <pthread.h>
@@ -403,6 +404,8 @@ static nvmlReturn_t copy_string(const char *src, char *dst, unsigned int length)
 
 static void reset_events(void);
 static void queue_env_events(void);
+#define MAX_FIELD_ID 512
+static int field_requests[MAX_FIELD_ID];
 
 nvmlReturn_t nvmlInit_v2(void) {
   if (initialized > 0) {
@@ -444,6 +447,7 @@ nvmlReturn_t nvmlInit_v2(void) {
   for (int i = 0; i < MAX_GPUS; i++) devices[i].index = i;
   reset_events();
   queue_env_events();
+  memset(field_requests, 0, sizeof field_requests);
   t0_s = monotonic_s();
   initialized = 1;
   return NVML_SUCCESS;
@@ -703,6 +707,11 @@ nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, unsigned int
 
 /* ---------------------------------------------------------------- field values */
 
+/* field_requests (declared above nvmlInit_v2): requests per field id since init. */
+
+/** How many times field `fieldId` was requested from nvmlDeviceGetFieldValues since init (test helper, not NVML). */
+int fakeNvmlFieldRequests(unsigned int fieldId) { return fieldId < MAX_FIELD_ID ? field_requests[fieldId] : 0; }
+
 static int field_unsupported(unsigned int id) {
   char name[16];
   snprintf(name, sizeof name, "%u", id);
@@ -727,6 +736,7 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvml
   int i = device->index;
   for (int k = 0; k < valuesCount; k++) {
     nvmlFieldValue_t *v = &values[k];
+    if (v->fieldId < MAX_FIELD_ID) field_requests[v->fieldId]++;
     v->timestamp = realtime_us();
     v->latencyUsec = 0;
     v->nvmlReturn = NVML_SUCCESS;

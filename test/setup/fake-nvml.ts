@@ -18,6 +18,15 @@ export const FAKE_NVML_ENV_KEYS = [
   'FAKE_NVML_UTIL_GPU',
   'FAKE_NVML_DBE_VOLATILE',
   'FAKE_NVML_PROCESSES',
+  'FAKE_NVML_PROCESS_MEMORY_UNAVAILABLE',
+  'FAKE_NVML_CLOCKS_EVENT_REASONS',
+  'FAKE_NVML_UNSUPPORTED_FIELDS',
+  'FAKE_NVML_PCIE_REPLAY',
+  'FAKE_NVML_RETIRED_PAGES_PENDING',
+  'FAKE_NVML_SM_ACTIVE',
+  'FAKE_NVML_TENSOR_ACTIVE',
+  'FAKE_NVML_GPM_FAIL_GPU',
+  'FAKE_NVML_XID_EVENTS',
   'FAKE_NVML_INIT_FAIL',
 ] as const;
 
@@ -43,8 +52,26 @@ export interface FakeNvmlSettings {
   readonly UTIL_GPU?: number;
   /** Volatile uncorrected ECC count on every GPU. @default 0 */
   readonly DBE_VOLATILE?: number;
-  /** Running compute processes per GPU. @default 0 */
+  /** Running compute processes per GPU; process k of GPU i: pid 4000 + 100·i + k, (256 + 128·k) MiB. @default 0 */
   readonly PROCESSES?: number;
+  /** The first N processes of each GPU report `usedGpuMemory` = NVML_VALUE_NOT_AVAILABLE. @default 0 */
+  readonly PROCESS_MEMORY_UNAVAILABLE?: number;
+  /** Clocks-event reasons bitmask. @default p5 0x88 (the real capture), p4d 0x1 */
+  readonly CLOCKS_EVENT_REASONS?: number;
+  /** Field ids `nvmlDeviceGetFieldValues` answers NOT_SUPPORTED for, per value. */
+  readonly UNSUPPORTED_FIELDS?: readonly number[];
+  /** PCIe replay counter on every GPU. @default the capture's per-GPU values (p5), 0 (p4d) */
+  readonly PCIE_REPLAY?: number;
+  /** Retired pages pending flag, 0 or 1. @default absent: NOT_SUPPORTED, as on A100/H100 */
+  readonly RETIRED_PAGES_PENDING?: 0 | 1;
+  /** GPM SM_UTIL, percent (SM_OCCUPANCY = half, FP32 = a quarter). @default 0 */
+  readonly SM_ACTIVE?: number;
+  /** GPM ANY_TENSOR_UTIL, percent (FP16 = an eighth). @default 0 */
+  readonly TENSOR_ACTIVE?: number;
+  /** Index of a GPU whose `nvmlGpmQueryDeviceSupport` answers UNKNOWN (999). */
+  readonly GPM_FAIL_GPU?: number;
+  /** Events queued at init, in order: `gpu:xid`, or `gpu:dbe` for a DoubleBitEccError. */
+  readonly XID_EVENTS?: readonly string[];
   /** `true`: `nvmlInit_v2` answers DRIVER_NOT_LOADED (9). @default false */
   readonly INIT_FAIL?: boolean;
 }
@@ -85,7 +112,12 @@ export function setFakeNvmlEnv(settings: FakeNvmlSettings = {}, env: NodeJS.Proc
 /** koffi functions of the fake's test helpers, per variant, bound on first use. */
 const helpers = new Map<
   FakeNvmlVariant,
-  { callCount: (name: string) => number; setLostGpu: (index: number) => void }
+  {
+    callCount: (name: string) => number;
+    setLostGpu: (index: number) => void;
+    injectEvent: (gpu: number, eventType: number, eventData: number) => number;
+    fieldRequests: (fieldId: number) => number;
+  }
 >();
 
 function fakeHelpers(variant: FakeNvmlVariant) {
@@ -96,7 +128,14 @@ function fakeHelpers(variant: FakeNvmlVariant) {
     const lib = koffi.load(fakeNvmlPath(variant));
     const callCount = lib.func('fakeNvmlCallCount', 'int', ['const char *']);
     const setLostGpu = lib.func('fakeNvmlSetLostGpu', 'void', ['int']);
-    bound = { callCount: (name) => Number(callCount(name)), setLostGpu: (index) => setLostGpu(index) };
+    const injectEvent = lib.func('fakeNvmlInjectEvent', 'int', ['uint32', 'uint64', 'uint64']);
+    const fieldRequests = lib.func('fakeNvmlFieldRequests', 'int', ['uint32']);
+    bound = {
+      fieldRequests: (fieldId) => Number(fieldRequests(fieldId)),
+      callCount: (name) => Number(callCount(name)),
+      setLostGpu: (index) => setLostGpu(index),
+      injectEvent: (gpu, eventType, eventData) => Number(injectEvent(gpu, eventType, eventData)),
+    };
     helpers.set(variant, bound);
   }
   return bound;
@@ -123,4 +162,37 @@ export function fakeNvmlCallCount(name: string, variant: FakeNvmlVariant = 'curr
  */
 export function setFakeNvmlLostGpu(index: number, variant: FakeNvmlVariant = 'current'): void {
   fakeHelpers(variant).setLostGpu(index);
+}
+
+/**
+ * Queues an NVML event in the fake for the next `nvmlEventSetWait_v2` (thread-safe in the fake);
+ * delivered only to a set that registered that event type on that GPU.
+ *
+ * @param gpu - GPU index 0..7
+ * @param eventType - `nvmlEventType*` bit, e.g. 0x8 XidCriticalError, 0x2 DoubleBitEccError
+ * @param eventData - the Xid code for 0x8, else 0 @default 0
+ * @param variant - which build @default 'current'
+ * @throws {Error} when the fake's queue (256 events per init) is full
+ */
+export function injectFakeNvmlEvent(
+  gpu: number,
+  eventType: number,
+  eventData = 0,
+  variant: FakeNvmlVariant = 'current',
+): void {
+  if (fakeHelpers(variant).injectEvent(gpu, eventType, eventData) !== 0) {
+    throw new Error('Expected the fake NVML event queue to have room, got a full queue (256 per init)');
+  }
+}
+
+/**
+ * How many times the fake was asked for field `fieldId` through `nvmlDeviceGetFieldValues` since
+ * the last `nvmlInit_v2` (0→1).
+ *
+ * @param fieldId - an `NVML_FI_DEV_*` id, 0..511
+ * @param variant - which build @default 'current'
+ * @returns the request count
+ */
+export function fakeNvmlFieldRequests(fieldId: number, variant: FakeNvmlVariant = 'current'): number {
+  return fakeHelpers(variant).fieldRequests(fieldId);
 }

@@ -7,3 +7,4 @@ export * from './library-path';
 export * from './nvml-return';
 export * from './nvml-source';
 export * from './structs';
+export * from './xid-events';

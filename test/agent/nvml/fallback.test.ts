@@ -15,13 +15,29 @@ describe('NvmlSource symbol fallbacks', () => {
   it.each<{ variant: FakeNvmlVariant; used: string[]; unused: string[] }>([
     {
       variant: 'current',
-      used: ['nvmlDeviceGetMemoryInfo_v2', 'nvmlSystemGetCudaDriverVersion_v2'],
-      unused: ['nvmlDeviceGetMemoryInfo', 'nvmlSystemGetCudaDriverVersion'],
+      used: [
+        'nvmlDeviceGetMemoryInfo_v2',
+        'nvmlSystemGetCudaDriverVersion_v2',
+        'nvmlDeviceGetCurrentClocksEventReasons',
+      ],
+      unused: [
+        'nvmlDeviceGetMemoryInfo',
+        'nvmlSystemGetCudaDriverVersion',
+        'nvmlDeviceGetCurrentClocksThrottleReasons',
+      ],
     },
     {
       variant: 'legacy',
-      used: ['nvmlDeviceGetMemoryInfo', 'nvmlSystemGetCudaDriverVersion'],
-      unused: ['nvmlDeviceGetMemoryInfo_v2', 'nvmlSystemGetCudaDriverVersion_v2'],
+      used: [
+        'nvmlDeviceGetMemoryInfo',
+        'nvmlSystemGetCudaDriverVersion',
+        'nvmlDeviceGetCurrentClocksThrottleReasons',
+      ],
+      unused: [
+        'nvmlDeviceGetMemoryInfo_v2',
+        'nvmlSystemGetCudaDriverVersion_v2',
+        'nvmlDeviceGetCurrentClocksEventReasons',
+      ],
     },
   ])('binds the newest symbols the $variant library has', ({ variant, used, unused }) => {
     // Prepare
