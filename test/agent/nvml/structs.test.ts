@@ -2,10 +2,10 @@ import koffi from 'koffi';
 import { describe, expect, it } from 'vitest';
 import {
   assertNvmlAbi,
+  NVML_GPM_METRIC_MAX,
   NVML_STRUCT_LAYOUTS,
   NvmlAbiError,
   type NvmlStructLayout,
-  NVML_GPM_METRIC_MAX,
   nvmlEventData,
   nvmlFieldValue,
   nvmlGpmMetric,
