@@ -210,6 +210,24 @@ describe('Spool', () => {
     expect(reopened.takeDropped()).toBe(1);
   });
 
+  it('counts a damaged last record of an earlier segment as dropped (it was acknowledged once)', async () => {
+    // Prepare
+    const spool = await openSpool({ segmentBytes: 1024 });
+    for (let seq = 0; seq < 3; seq++) await spool.append(makeBatch(seq));
+    await spool.close();
+    const first = join(dir, (await segmentFiles())[0] ?? '');
+    const data = await readFile(first);
+    data[40] = (data[40] ?? 0) ^ 0xff;
+    await writeFile(first, data);
+
+    // Act
+    const reopened = await openSpool({ segmentBytes: 1024 });
+
+    // Assess
+    expect(await drainSeqs(reopened)).toEqual([1, 2]);
+    expect(reopened.takeDropped()).toBe(1);
+  });
+
   it('deletes a segment whose magic never reached the disk', async () => {
     // Prepare
     const spool = await openSpool();
