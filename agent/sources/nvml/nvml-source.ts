@@ -763,10 +763,10 @@ export class NvmlSource {
     s.compute_processes = count;
     const list: GpuProcessReading[] = [];
     for (let i = 0; i < count; i++) {
-      const at = i * PROCESS_STRIDE;
-      const lo = buffer.readUInt32LE(at + PROCESS_MEMORY_OFFSET);
-      const hi = buffer.readUInt32LE(at + PROCESS_MEMORY_OFFSET + 4);
-      const pid = buffer.readUInt32LE(at);
+      const offset = i * PROCESS_STRIDE;
+      const lo = buffer.readUInt32LE(offset + PROCESS_MEMORY_OFFSET);
+      const hi = buffer.readUInt32LE(offset + PROCESS_MEMORY_OFFSET + 4);
+      const pid = buffer.readUInt32LE(offset);
       list.push(
         lo === NOT_AVAILABLE_WORD && hi === NOT_AVAILABLE_WORD
           ? { pid }
