@@ -1,4 +1,12 @@
-import type { AgentInfo, Batch, GpuEvent, GpuIdentity, GpuWindow, Host } from '../lambdas/contract';
+import type {
+  AgentInfo,
+  Batch,
+  EfaWindow,
+  GpuEvent,
+  GpuIdentity,
+  GpuWindow,
+  Host,
+} from '../lambdas/contract';
 import { aggregateWindow } from './window/aggregate';
 import type { GpuSample } from './window/gpu-sample';
 
@@ -19,7 +27,50 @@ export interface SampleSource {
 
 /** Builds contract batches (seq, batch_id, sent_at, limits). */
 export interface BatchBuilderLike {
-  build(input: { host: Host; agent: AgentInfo; windows: GpuWindow[]; events?: GpuEvent[] }): Batch[];
+  build(input: {
+    host: Host;
+    agent: AgentInfo;
+    windows: readonly GpuWindow[];
+    efa?: readonly EfaWindow[];
+    events?: readonly GpuEvent[];
+  }): Batch[];
+}
+
+/** The trailing-horizon store (agent/window/horizon.ts). */
+export interface HorizonLike {
+  add(sample: GpuSample): void;
+  window(gpu: GpuIdentity, end: Date): GpuWindow | undefined;
+}
+
+/** The EFA counters source (agent/sources/efa.ts): sampled once per flush (each sample reads ~64 sysfs dirs). */
+export interface EfaLike {
+  sample(now: Date): void;
+  window(start: Date, end: Date): EfaWindow[];
+}
+
+/** Profiling counters from a local dcgm-exporter, for GPUs without GPM (agent/sources/dcgm-profiling.ts). */
+export interface ProfilingLike {
+  read(): Promise<ReadonlyMap<number, Partial<GpuSample>>>;
+}
+
+/** Deduplicates XIDs seen by both NVML and the kernel log (agent/sources/xid-merge.ts). */
+export interface XidMergerLike {
+  /** True: emit the event; false: a duplicate of one already emitted. */
+  add(event: GpuEvent): boolean;
+}
+
+/**
+ * Delivery with durability (agent/spool): `submit` appends a batch to the on-disk spool (fsync),
+ * `drain` replays the spool in order, acking each batch after a 2xx. Without one, the loop keeps
+ * undelivered batches in memory (bounded).
+ */
+export interface DeliveryLike {
+  submit(batch: Batch): Promise<unknown>;
+  drain(): Promise<unknown>;
+  /** A `data_dropped` event for batches the spool bound dropped since the last call, if any. */
+  takeDroppedEvent(now: Date): GpuEvent | undefined;
+  /** Batches waiting on disk. */
+  pending(): number;
 }
 
 /** Options of {@link AgentLoop}. */
@@ -29,13 +80,26 @@ export interface AgentLoopOptions {
   /** Agent description without `stats` (the loop fills them). */
   readonly agent: Omit<AgentInfo, 'stats'>;
   readonly builder: BatchBuilderLike;
-  /** Sends one batch; throws when it could not be delivered after its own retries. */
-  readonly send: (batch: Batch) => Promise<unknown>;
+  /**
+   * Sends one batch; throws when it could not be delivered after its own retries. Used when no
+   * `delivery` is given (then undelivered batches wait in a bounded in-memory queue).
+   */
+  readonly send?: (batch: Batch) => Promise<unknown>;
+  /** Durable delivery (spool); preferred over `send`. */
+  readonly delivery?: DeliveryLike;
+  /** Trailing-horizon summaries: one `horizon` window per GPU in every batch when given. */
+  readonly horizon?: HorizonLike;
+  /** EFA counter deltas per flush window when given. */
+  readonly efa?: EfaLike;
+  /** DCGM profiling counters merged into samples lacking them (A100: no GPM). */
+  readonly profiling?: ProfilingLike;
+  /** XID deduplication across NVML and the kernel log. */
+  readonly xidMerger?: XidMergerLike;
   /** Poll interval, ms. @default 1000 */
   readonly pollIntervalMs?: number;
   /** Flush window, s. @default 10 */
   readonly flushIntervalS?: number;
-  /** Most undelivered batches kept in memory; past it the oldest are dropped and counted. @default 360 (1 h of 10 s windows) */
+  /** Most undelivered batches kept in memory without a spool; past it the oldest are dropped and counted. @default 360 (1 h of 10 s windows) */
   readonly maxPendingBatches?: number;
   /** The clock. @default () => new Date() */
   readonly clock?: () => Date;
@@ -43,35 +107,47 @@ export interface AgentLoopOptions {
   readonly onWarning?: (message: string, data?: Record<string, unknown>) => void;
 }
 
-/** Event kinds that skip the flush timer and go out at once (DESIGN §1). */
+/** Event kinds that skip the flush timer and go out at once (DESIGN §1): hardware faults and loss of data. */
 export const CRITICAL_EVENT_KINDS: ReadonlySet<GpuEvent['kind']> = new Set([
   'gpu_lost',
   'ecc_dbe',
   'remap_failure',
   'xid',
+  'spot_interruption',
 ]);
 
 /**
- * The agent's run loop: poll the source every `pollIntervalMs`, aggregate each GPU's samples into
- * a flush window every `flushIntervalS`, build batches and send them. A batch that cannot be sent
- * stays queued in memory (bounded; the durable on-disk spool is a later step) and is retried at
- * the next flush, in order. Critical events flush at once.
+ * The agent's run loop: poll the GPU source every `pollIntervalMs` (NVML, with DCGM profiling
+ * merged where GPM is absent), feed the horizon, and every `flushIntervalS` close a window: one
+ * flush window and one horizon window per GPU, the EFA deltas, and every event since the last
+ * flush (XIDs deduplicated across NVML and the kernel log), built into contract batches and handed
+ * to durable delivery. Events pushed from other sources (NVML event watcher, kernel log, IMDS) go
+ * through {@link pushEvent}; a critical one flushes at once.
+ *
+ * Expected failures (a GPU fault, a send failure) are values: the loop never dies of them.
  */
 export class AgentLoop {
   private samples = new Map<number, GpuSample[]>();
   private events: GpuEvent[] = [];
   private pending: Batch[] = [];
   private windowStart: Date;
+  private urgent = false;
+  private profilingCache: ReadonlyMap<number, Partial<GpuSample>> = new Map();
+  private profilingInFlight = false;
   private readonly stats = { samples: 0, spooled: 0, dropped: 0, nvml_errors: 0 };
+  private wake: (() => void) | undefined;
+  private draining: Promise<void> | undefined;
 
   /** @param options - see {@link AgentLoopOptions} */
   constructor(private readonly options: AgentLoopOptions) {
+    if (!options.send && !options.delivery) throw new TypeError('Expected `send` or `delivery`, got neither');
     this.windowStart = this.now();
+    options.efa?.sample(this.windowStart);
   }
 
-  /** Batches built but not delivered yet. */
+  /** Batches built but not delivered yet (in memory, or on disk with a spool). */
   get pendingCount(): number {
-    return this.pending.length;
+    return this.options.delivery ? this.options.delivery.pending() : this.pending.length;
   }
 
   /** Counters reported in `agent.stats`. */
@@ -80,24 +156,45 @@ export class AgentLoop {
   }
 
   /**
-   * Takes one reading. Returns true when a critical event asks for an immediate flush.
+   * Adds an event from another source (NVML event watcher, kernel log follower, IMDS poller).
+   * XIDs go through the merger (a duplicate of the other source is dropped); a critical event
+   * makes the running loop flush at once.
    */
-  poll(): boolean {
-    const reading = this.options.source.sample(this.now());
-    this.stats.samples += 1;
-    this.stats.nvml_errors += reading.errors.length;
-    for (const s of reading.gpus) {
-      const list = this.samples.get(s.gpu_index);
-      if (list) list.push(s);
-      else this.samples.set(s.gpu_index, [s]);
+  pushEvent(event: GpuEvent): void {
+    if (event.kind === 'xid' && this.options.xidMerger && !this.options.xidMerger.add(event)) return;
+    this.events.push(event);
+    if (CRITICAL_EVENT_KINDS.has(event.kind)) {
+      this.urgent = true;
+      this.wake?.();
     }
-    this.events.push(...reading.events);
-    return reading.events.some((e) => CRITICAL_EVENT_KINDS.has(e.kind));
   }
 
   /**
-   * Closes the current window: aggregates every GPU with samples, builds batches, and tries to send
-   * everything pending in order. Never throws: an undelivered batch stays queued.
+   * Takes one reading of every GPU. Returns true when a critical event asks for an immediate flush.
+   */
+  poll(): boolean {
+    const now = this.now();
+    const reading = this.options.source.sample(now);
+    this.stats.samples += 1;
+    this.stats.nvml_errors += reading.errors.length;
+    this.refreshProfiling();
+    for (const raw of reading.gpus) {
+      const s = this.withProfiling(raw);
+      const list = this.samples.get(s.gpu_index);
+      if (list) list.push(s);
+      else this.samples.set(s.gpu_index, [s]);
+      this.options.horizon?.add(s);
+    }
+    for (const e of reading.events) this.pushEvent(e);
+    const urgent = this.urgent;
+    this.urgent = false;
+    return urgent;
+  }
+
+  /**
+   * Closes the current window: aggregates every GPU with samples (flush + horizon windows), the
+   * EFA deltas and the pending events into batches, and hands them to delivery, oldest first.
+   * Never throws: an undelivered batch stays spooled (or queued in memory).
    * @returns the batches built for this window
    */
   async flush(): Promise<Batch[]> {
@@ -105,31 +202,44 @@ export class AgentLoop {
     const start = this.windowStart;
     const identities = new Map(this.options.source.identity().map((g) => [g.index, g]));
     const windows: GpuWindow[] = [];
+    let efa: EfaWindow[] = [];
     if (end.getTime() > start.getTime()) {
       for (const [index, list] of [...this.samples.entries()].sort((a, b) => a[0] - b[0])) {
         if (list.length === 0) continue;
-        windows.push(aggregateWindow(list, start, end, identities.get(index) ?? { index }));
+        const gpu = identities.get(index) ?? { index };
+        windows.push(aggregateWindow(list, start, end, gpu));
+        const horizon = this.options.horizon?.window(gpu, end);
+        if (horizon) windows.push(horizon);
+      }
+      if (this.options.efa) {
+        this.options.efa.sample(end);
+        efa = this.options.efa.window(start, end);
       }
     }
-    const events = this.events;
+    const dropped = this.options.delivery?.takeDroppedEvent(end);
+    const events = dropped ? [...this.events, dropped] : this.events;
     this.samples = new Map();
     this.events = [];
     this.windowStart = end;
-    if (windows.length === 0 && events.length === 0) return [];
+    if (windows.length === 0 && events.length === 0 && efa.length === 0) {
+      this.kickDrain();
+      return [];
+    }
     const batches = this.options.builder.build({
       host: this.options.host,
       agent: { ...this.options.agent, stats: { ...this.stats } },
       windows,
+      efa,
       events,
     });
-    this.enqueue(batches);
-    await this.drain();
+    await this.deliver(batches);
     return batches;
   }
 
   /**
    * Runs until `signal` aborts: poll, flush on the interval (or at once on a critical event), then
-   * a final flush.
+   * a final flush whose batches are spooled, and a bounded wait for the drain (graceful shutdown:
+   * flush, then spool).
    */
   async run(signal: AbortSignal): Promise<void> {
     const pollMs = this.options.pollIntervalMs ?? 1000;
@@ -137,9 +247,62 @@ export class AgentLoop {
     while (!signal.aborted) {
       const urgent = this.poll();
       if (urgent || this.now().getTime() - this.windowStart.getTime() >= flushMs) await this.flush();
-      await sleep(pollMs, signal);
+      await this.sleep(pollMs, signal);
     }
     await this.flush();
+    await this.settle();
+  }
+
+  private async deliver(batches: Batch[]): Promise<void> {
+    const delivery = this.options.delivery;
+    if (delivery) {
+      // Durable first (an fsync'd append, milliseconds), then replay in the background so a slow or
+      // absent API never stalls sampling; the drain sends oldest first and acks after each 2xx.
+      for (const b of batches) {
+        try {
+          await delivery.submit(b);
+        } catch (err) {
+          this.stats.dropped += 1;
+          this.options.onWarning?.('spool append failed; batch lost', {
+            seq: b.seq,
+            error: (err as Error).message,
+          });
+        }
+      }
+      this.kickDrain();
+      this.stats.spooled = delivery.pending();
+      return;
+    }
+    this.enqueue(batches);
+    await this.drainMemory();
+  }
+
+  /** Starts a background drain of durable delivery unless one runs. */
+  private kickDrain(): void {
+    const delivery = this.options.delivery;
+    if (!delivery || this.draining) return;
+    this.draining = delivery
+      .drain()
+      .then(() => undefined)
+      .catch((err: unknown) => {
+        this.options.onWarning?.('delivery failed; batches stay spooled', { error: (err as Error).message });
+      })
+      .finally(() => {
+        this.draining = undefined;
+        this.stats.spooled = delivery.pending();
+      });
+  }
+
+  /**
+   * Waits for the background drain, at most `timeoutMs` (graceful shutdown: what is not sent by
+   * then stays in the spool for the next start).
+   */
+  async settle(timeoutMs = 5000): Promise<void> {
+    const draining = this.draining;
+    if (!draining) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([draining, new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
+    clearTimeout(timer);
   }
 
   private enqueue(batches: Batch[]): void {
@@ -154,14 +317,16 @@ export class AgentLoop {
     this.stats.spooled = this.pending.length;
   }
 
-  private async drain(): Promise<void> {
+  private async drainMemory(): Promise<void> {
+    const send = this.options.send;
+    if (!send) return;
     while (this.pending.length > 0) {
       const next = this.pending[0]!;
       try {
-        await this.options.send(next);
+        await send(next);
       } catch (err) {
         if ((err as Error).name === 'SendRejectedError') {
-          // The API refused the batch as invalid: retrying cannot help. Keep it out of the queue, say so.
+          // The API refused the batch as invalid: retrying cannot help. Say so and move on.
           this.options.onWarning?.('batch refused by the API; dropped', {
             seq: next.seq,
             error: (err as Error).message,
@@ -182,20 +347,50 @@ export class AgentLoop {
     this.stats.spooled = this.pending.length;
   }
 
+  /** Starts one asynchronous profiling read unless one is in flight; its result serves later samples. */
+  private refreshProfiling(): void {
+    const profiling = this.options.profiling;
+    if (!profiling || this.profilingInFlight) return;
+    this.profilingInFlight = true;
+    profiling
+      .read()
+      .then((m) => {
+        this.profilingCache = m;
+      })
+      .catch(() => {
+        this.profilingCache = new Map();
+      })
+      .finally(() => {
+        this.profilingInFlight = false;
+      });
+  }
+
+  /** Merges the latest DCGM profiling reading into a sample that has no profiling counters (GPM absent). */
+  private withProfiling(sample: GpuSample): GpuSample {
+    if (sample.sm_active !== undefined) return sample;
+    const extra = this.profilingCache.get(sample.gpu_index);
+    if (!extra) return sample;
+    const merged: Record<string, unknown> = { ...sample };
+    for (const [key, value] of Object.entries(extra)) if (merged[key] === undefined) merged[key] = value;
+    return merged as unknown as GpuSample;
+  }
+
+  private sleep(ms: number, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal.aborted || this.urgent) return resolve();
+      const done = (): void => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.wake = done;
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
   private now(): Date {
     return this.options.clock ? this.options.clock() : new Date();
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done(): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -1,0 +1,297 @@
+import { describe, expect, it } from 'vitest';
+import { AgentLoop, type DeliveryLike, type SampleSource } from '../../agent/agent-loop';
+import { SendFailedError, SendRejectedError } from '../../agent/errors';
+import { BatchBuilder } from '../../agent/send/batcher';
+import type { GpuSample } from '../../agent/window/gpu-sample';
+import { type Batch, type GpuEvent, type GpuIdentity, parseBatch } from '../../lambdas/contract';
+
+const HOST = {
+  instance_id: 'i-0a5e00000000000a1',
+  instance_type: 'p5.48xlarge',
+  region: 'us-east-1',
+} as const;
+const AGENT = { version: '0.1.0', profiling_source: 'gpm' as const };
+const T0 = Date.parse('2026-11-21T10:00:00.000Z');
+
+/** A clock the test moves by hand. */
+function manualClock(): { now: () => Date; advance: (ms: number) => void } {
+  let t = T0;
+  return { now: () => new Date(t), advance: (ms) => (t += ms) };
+}
+
+/** Two GPUs reading fixed values; `events` are returned once by the next sample. */
+function fakeSource(
+  clock: () => Date,
+  extra: Partial<GpuSample> = {},
+): SampleSource & { events: GpuEvent[] } {
+  const ids: GpuIdentity[] = [
+    { index: 0, uuid: 'GPU-aaaa', pci_bus_id: '0000:53:00.0' },
+    { index: 1, uuid: 'GPU-bbbb', pci_bus_id: '0000:64:00.0' },
+  ];
+  const src = {
+    events: [] as GpuEvent[],
+    identity: () => ids,
+    sample: (now: Date) => {
+      const events = src.events;
+      src.events = [];
+      return {
+        gpus: ids.map((g) => ({
+          gpu_index: g.index,
+          at_ms: now.getTime(),
+          gpu_util: 0.5,
+          power_w: 100,
+          ...extra,
+        })),
+        events,
+        errors: [],
+      };
+    },
+  };
+  void clock;
+  return src;
+}
+
+function xid(code: number, source: 'nvml' | 'kmsg', atMs: number): GpuEvent {
+  return { at: new Date(atMs).toISOString(), kind: 'xid', xid: code, source, pci_bus_id: '0000:53:00.0' };
+}
+
+describe('AgentLoop', () => {
+  it('aggregates each GPU into one flush window per flush, in contract-valid batches', async () => {
+    // Prepare
+    const clock = manualClock();
+    const sent: Batch[] = [];
+    const loop = new AgentLoop({
+      source: fakeSource(clock.now),
+      host: HOST,
+      agent: AGENT,
+      builder: new BatchBuilder({ clock: clock.now }),
+      send: async (b) => sent.push(b),
+      clock: clock.now,
+    });
+    // Act: 10 polls 1 s apart, then a flush
+    for (let i = 0; i < 10; i++) {
+      loop.poll();
+      clock.advance(1000);
+    }
+    const batches = await loop.flush();
+    // Assess
+    expect(sent).toEqual(batches);
+    expect(batches).toHaveLength(1);
+    const batch = parseBatch(JSON.parse(JSON.stringify(batches[0])), clock.now());
+    expect(batch.windows.map((w) => [w.kind, w.gpu.index])).toEqual([
+      ['flush', 0],
+      ['flush', 1],
+    ]);
+    expect(batch.windows[0]!.metrics).toMatchObject({ gpu_util: 0.5, power_w: 100 });
+    expect(batch.agent.stats).toMatchObject({ samples: 10, nvml_errors: 0 });
+  });
+
+  it('adds a horizon window per GPU and the EFA deltas when given', async () => {
+    // Prepare
+    const clock = manualClock();
+    const sent: Batch[] = [];
+    const efaCalls: string[] = [];
+    const loop = new AgentLoop({
+      source: fakeSource(clock.now),
+      host: HOST,
+      agent: AGENT,
+      builder: new BatchBuilder({ clock: clock.now }),
+      send: async (b) => sent.push(b),
+      clock: clock.now,
+      horizon: {
+        add: () => {},
+        window: (gpu, end) => ({
+          kind: 'horizon',
+          start: new Date(end.getTime() - 900_000).toISOString(),
+          end: end.toISOString(),
+          gpu,
+          metrics: { power_cv: 0.4 },
+        }),
+      },
+      efa: {
+        sample: (now) => efaCalls.push(now.toISOString()),
+        window: (start, end) => [
+          {
+            start: start.toISOString(),
+            end: end.toISOString(),
+            device: 'rdmap79s0',
+            port: 1,
+            deltas: { rx_drops: 3 },
+          },
+        ],
+      },
+    });
+    // Act
+    loop.poll();
+    clock.advance(10_000);
+    const [batch] = await loop.flush();
+    // Assess
+    expect(batch!.windows.map((w) => w.kind)).toEqual(['flush', 'horizon', 'flush', 'horizon']);
+    expect(batch!.efa).toEqual([expect.objectContaining({ device: 'rdmap79s0', deltas: { rx_drops: 3 } })]);
+    expect(efaCalls).toHaveLength(2); // once at start, once at the flush: EFA is read per window, not per second
+  });
+
+  it('drops an XID seen by both NVML and the kernel log, keeps every occurrence of one source', async () => {
+    // Prepare
+    const clock = manualClock();
+    const { XidMerger } = await import('../../agent/sources/xid-merge');
+    const sent: Batch[] = [];
+    const loop = new AgentLoop({
+      source: fakeSource(clock.now),
+      host: HOST,
+      agent: AGENT,
+      builder: new BatchBuilder({ clock: clock.now }),
+      send: async (b) => sent.push(b),
+      clock: clock.now,
+      xidMerger: new XidMerger({ clock: clock.now }),
+    });
+    // Act
+    loop.pushEvent(xid(48, 'nvml', T0));
+    loop.pushEvent(xid(48, 'kmsg', T0 + 300));
+    loop.pushEvent(xid(13, 'kmsg', T0 + 400));
+    loop.pushEvent(xid(13, 'kmsg', T0 + 400));
+    clock.advance(1000);
+    const [batch] = await loop.flush();
+    // Assess
+    expect(batch!.events!.map((e) => `${e.xid}:${e.source}`)).toEqual(['48:nvml', '13:kmsg', '13:kmsg']);
+  });
+
+  it('flushes at once on a critical event while running', async () => {
+    // Prepare: a 1 h flush interval, so only the event can trigger a flush before the abort
+    const sent: Batch[] = [];
+    const source = fakeSource(() => new Date());
+    const loop = new AgentLoop({
+      source,
+      host: HOST,
+      agent: AGENT,
+      builder: new BatchBuilder(),
+      send: async (b) => {
+        sent.push(b);
+      },
+      pollIntervalMs: 20,
+      flushIntervalS: 3600,
+    });
+    const controller = new AbortController();
+    const running = loop.run(controller.signal);
+    // Act
+    loop.pushEvent({ at: new Date().toISOString(), kind: 'gpu_lost', source: 'nvml', gpu_index: 1 });
+    while (sent.length === 0) await new Promise((r) => setTimeout(r, 5));
+    controller.abort();
+    await running;
+    // Assess
+    expect(sent[0]!.events).toEqual([expect.objectContaining({ kind: 'gpu_lost', gpu_index: 1 })]);
+  });
+
+  it('keeps undelivered batches in memory and sends them in order once the API answers', async () => {
+    // Prepare
+    const clock = manualClock();
+    const delivered: number[] = [];
+    let down = true;
+    const warnings: string[] = [];
+    const loop = new AgentLoop({
+      source: fakeSource(clock.now),
+      host: HOST,
+      agent: AGENT,
+      builder: new BatchBuilder({ clock: clock.now }),
+      send: async (b) => {
+        if (down) throw new SendFailedError(b.batch_id, 1, { lastStatus: 503 });
+        delivered.push(b.seq);
+      },
+      clock: clock.now,
+      onWarning: (m) => warnings.push(m),
+    });
+    // Act
+    for (let i = 0; i < 3; i++) {
+      loop.poll();
+      clock.advance(10_000);
+      await loop.flush();
+    }
+    const whileDown = loop.pendingCount;
+    down = false;
+    loop.poll();
+    clock.advance(10_000);
+    await loop.flush();
+    // Assess
+    expect(whileDown).toBe(3);
+    expect(delivered).toEqual([0, 1, 2, 3]);
+    expect(loop.pendingCount).toBe(0);
+    expect(warnings[0]).toMatch(/send failed/);
+  });
+
+  it('drops and counts a batch the API refuses as invalid instead of retrying it forever', async () => {
+    const clock = manualClock();
+    const loop = new AgentLoop({
+      source: fakeSource(clock.now),
+      host: HOST,
+      agent: AGENT,
+      builder: new BatchBuilder({ clock: clock.now }),
+      send: async (b) => {
+        throw new SendRejectedError(b.batch_id, 400, { error: 'x', path: 'seq' });
+      },
+      clock: clock.now,
+    });
+    loop.poll();
+    clock.advance(10_000);
+    await loop.flush();
+    expect(loop.pendingCount).toBe(0);
+    expect(loop.counters.dropped).toBe(1);
+  });
+
+  it('appends batches to durable delivery, then drains it in the background, and reports spool drops as a data_dropped event', async () => {
+    // Prepare
+    const clock = manualClock();
+    const calls: string[] = [];
+    const submitted: Batch[] = [];
+    const delivery: DeliveryLike = {
+      drain: async () => calls.push('drain'),
+      submit: async (b) => {
+        calls.push('submit');
+        submitted.push(b);
+      },
+      takeDroppedEvent: (now) => ({ at: now.toISOString(), kind: 'data_dropped', source: 'agent', count: 7 }),
+      pending: () => 0,
+    };
+    const loop = new AgentLoop({
+      source: fakeSource(clock.now),
+      host: HOST,
+      agent: AGENT,
+      builder: new BatchBuilder({ clock: clock.now }),
+      delivery,
+      clock: clock.now,
+    });
+    // Act
+    loop.poll();
+    clock.advance(10_000);
+    await loop.flush();
+    await loop.settle();
+    // Assess
+    expect(calls).toEqual(['submit', 'drain']);
+    expect(submitted[0]!.events).toEqual([expect.objectContaining({ kind: 'data_dropped', count: 7 })]);
+  });
+
+  it('fills profiling counters from DCGM only for samples that have none (no GPM), never from utilization', async () => {
+    // Prepare
+    const clock = manualClock();
+    const sent: Batch[] = [];
+    const loop = new AgentLoop({
+      source: fakeSource(clock.now, { gpu_util: 1 }),
+      host: HOST,
+      agent: { ...AGENT, profiling_source: 'dcgm' },
+      builder: new BatchBuilder({ clock: clock.now }),
+      send: async (b) => sent.push(b),
+      clock: clock.now,
+      profiling: { read: async () => new Map([[0, { sm_active: 0.02, tensor_active: 0 }]]) },
+    });
+    // Act: the first poll starts the read; the later ones use its result
+    loop.poll();
+    await new Promise((r) => setTimeout(r, 0));
+    clock.advance(1000);
+    loop.poll();
+    clock.advance(1000);
+    const [batch] = await loop.flush();
+    // Assess
+    const [gpu0, gpu1] = batch!.windows;
+    expect(gpu0!.metrics).toMatchObject({ gpu_util: 1, sm_active: 0.02, tensor_active: 0 });
+    expect(gpu1!.metrics.sm_active).toBeUndefined();
+  });
+});
