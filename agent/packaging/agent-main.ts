@@ -1,6 +1,5 @@
 import { Command, Option } from 'commander';
 import { runAgentCommand } from '../../bin/commands/agent';
-import { cliLogger } from '../../bin/commands/logger';
 import { AGENT_VERSION } from '../../bin/commands/paths';
 import {
   AGENT_CONFIG_FILE_ENV,
@@ -60,21 +59,9 @@ withConfigFlags(
     env: process.env,
     flags: flagValues(opts),
   });
-  const log = cliLogger(config.logLevel);
   process.exitCode = await runAgentCommand(
-    {
-      ...(config.endpoint ? { endpoint: config.endpoint } : {}),
-      ...(config.region ? { region: config.region } : {}),
-      ...(config.instanceId ? { instanceId: config.instanceId } : {}),
-      ...(config.instanceType ? { instanceType: config.instanceType } : {}),
-      auth: config.auth,
-      once: opts.once === true,
-      print: opts.print === true,
-      nvmlLib: config.nvmlLibraryPath,
-      pollIntervalMs: config.pollIntervalMs,
-      flushIntervalS: config.flushIntervalS,
-    },
-    log,
+    config,
+    { once: opts.once === true, print: opts.print === true },
     (s) => process.stdout.write(s),
   );
 });

@@ -1,0 +1,225 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { cpus } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { build } from 'esbuild';
+import { fakeNvmlPath } from '../setup/fake-nvml';
+import { setup as buildTestDoubles } from '../setup/global-setup';
+
+/**
+ * The agent's own cost, against the obvious alternative, in one run:
+ * `npx tsx test/bench/agent-overhead.ts [--seconds 60] [--poll-ms 1000] [--flush-s 10]`.
+ *
+ * Two child processes run side by side for `--seconds` (both plain Node, bundled by esbuild):
+ * 1. the real agent loop (NvmlSource on the fake libnvidia-ml.so, p5 preset, 8 GPUs; AgentLoop;
+ *    BatchBuilder; HttpSender, auth none, posting gzip batches to a loopback HTTP sink in this
+ *    process), polling every `--poll-ms` and flushing every `--flush-s`;
+ * 2. spawning `nvidia-smi --query-gpu=… --format=csv,noheader,nounits` every `--poll-ms` and
+ *    parsing the CSV. No GPU here: `test/bench/fixtures/nvidia-smi` is a stand-in shell script
+ *    printing the same CSV, far cheaper than the real binary.
+ * CPU is each child's own `process.cpuUsage()` over the measured run (startup excluded) plus, for
+ * nvidia-smi, the spawned processes (`cutime + cstime` of the runner); peak RSS is VmHWM. Prints
+ * a Markdown report on stdout.
+ */
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(HERE, '..', '..');
+const SMI = join(HERE, 'fixtures', 'nvidia-smi');
+/** The agent's budget (DESIGN §10): far below 1% of one core, small fixed memory. */
+const TARGET_CPU_PERCENT = 0.5;
+const TARGET_RSS_MB = 80;
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '60' },
+    'poll-ms': { type: 'string', default: '1000' },
+    'flush-s': { type: 'string', default: '10' },
+  },
+});
+const seconds = Number(values.seconds);
+const pollMs = Number(values['poll-ms']);
+const flushS = Number(values['flush-s']);
+for (const [name, v, min] of [
+  ['--seconds', seconds, 1],
+  ['--poll-ms', pollMs, 100],
+  ['--flush-s', flushS, 1],
+] as const)
+  if (!Number.isFinite(v) || v < min) {
+    process.stderr.write(`Expected \`${name}\` to be a number >= ${min}, got \`${v}\` (number)\n`);
+    process.exit(2);
+  }
+
+/** Node flags of the systemd unit's ExecStart (e.g. `--max-old-space-size=64`): the agent runs as deployed. */
+function unitNodeFlags(): string[] {
+  const unit = readFileSync(join(ROOT, 'agent', 'packaging', 'gpu-sentinel-agent.service'), 'utf8');
+  const exec = /^ExecStart=(.*)$/m.exec(unit)?.[1] ?? '';
+  return exec.split(/\s+/).filter((t) => /^--[a-z-]+(=\S+)?$/.test(t) && !t.startsWith('--config'));
+}
+
+/** What a child prints. */
+interface ChildResult {
+  readonly userUs: number;
+  readonly systemUs: number;
+  readonly childUs: number;
+  readonly wallMs: number;
+  /** CPU µs after the first flush (agent) or first flush interval (smi); NaN when the run was shorter. */
+  readonly steadyUs: number | null;
+  readonly steadyMs: number | null;
+  readonly vmHwmKb: number;
+  readonly polls: number;
+  readonly batches: number;
+  readonly sampleMeanUs?: number;
+  readonly gpus?: number;
+  readonly rows?: number;
+}
+
+/** Bundles the child runner to plain Node under test/.build/bench/ (koffi resolves from the repo). */
+async function bundleChild(): Promise<string> {
+  const out = join(ROOT, 'test', '.build', 'bench', 'agent-overhead-child.mjs');
+  mkdirSync(dirname(out), { recursive: true });
+  await build({
+    entryPoints: [join(HERE, 'fixtures', 'agent-overhead-child.ts')],
+    outfile: out,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'esm',
+    external: ['koffi'],
+    banner: {
+      js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);",
+    },
+    logLevel: 'silent',
+  });
+  return out;
+}
+
+/** Runs a child to the end and parses its JSON line. */
+function runChild(
+  entry: string,
+  nodeFlags: readonly string[],
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+): Promise<ChildResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...nodeFlags, entry, ...args], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => {
+      const line = stdout.trim().split('\n').at(-1) ?? '';
+      if (code !== 0 || !line.startsWith('{'))
+        reject(new Error(`child ${args.join(' ')} exited ${code}: ${stderr.trim() || stdout.trim()}`));
+      else resolve(JSON.parse(line) as ChildResult);
+    });
+  });
+}
+
+const fmt = (n: number, digits = 2): string => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
+const percent = (us: number, wallMs: number): number => (us / 1000 / wallMs) * 100;
+/** Steady-state CPU %, NaN when the run ended before the first flush (JSON turns NaN into null). */
+const steadyPct = (r: ChildResult): number =>
+  r.steadyUs === null || r.steadyMs === null ? Number.NaN : percent(r.steadyUs, r.steadyMs);
+
+await buildTestDoubles();
+const entry = await bundleChild();
+
+// The loopback sink: accepts every batch with 202, counts them.
+let received = 0;
+let receivedBytes = 0;
+const sink = createServer((req, res) => {
+  req.on('data', (d: Buffer) => {
+    receivedBytes += d.length;
+  });
+  req.on('end', () => {
+    received += 1;
+    res.writeHead(202, { 'content-type': 'application/json' }).end('{"accepted":8}');
+  });
+});
+await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
+const sinkUrl = `http://127.0.0.1:${(sink.address() as AddressInfo).port}`;
+
+const nodeFlags = unitNodeFlags();
+const common = ['--seconds', String(seconds), '--poll-ms', String(pollMs), '--flush-s', String(flushS)];
+const [agent, smi] = await Promise.all([
+  runChild(entry, nodeFlags, ['--mode', 'agent', '--sink', sinkUrl, ...common], {
+    PATH: process.env.PATH,
+    GPU_SENTINEL_NVML_LIB: fakeNvmlPath(),
+    FAKE_NVML_PRESET: 'p5',
+  }),
+  runChild(entry, nodeFlags, ['--mode', 'smi', '--smi', SMI, ...common], { PATH: process.env.PATH }),
+]);
+sink.close();
+
+const agentCpu = agent.userUs + agent.systemUs;
+const smiOwn = smi.userUs + smi.systemUs;
+const agentPct = percent(agentCpu, agent.wallMs);
+const agentRssMb = agent.vmHwmKb / 1024;
+const rows: string[][] = [
+  [
+    `gpu-sentinel agent (NvmlSource + AgentLoop + HttpSender → loopback sink), ${agent.gpus ?? '?'} GPUs`,
+    fmt(agentPct, 3),
+    fmt(steadyPct(agent), 3),
+    fmt(agentCpu / 1e6, 3),
+    fmt(agentRssMb, 1),
+    String(agent.polls),
+    `${agent.batches} batches sent, ${received} received (${(receivedBytes / 1024).toFixed(1)} KiB gzip)`,
+  ],
+  [
+    'nvidia-smi every poll (stand-in script): spawned processes',
+    fmt(percent(smi.childUs, smi.wallMs), 3),
+    '',
+    fmt(smi.childUs / 1e6, 3),
+    'n/a (short-lived)',
+    String(smi.polls),
+    `${smi.rows ?? 0} CSV rows parsed`,
+  ],
+  [
+    'nvidia-smi every poll (stand-in script): spawning Node process',
+    fmt(percent(smiOwn, smi.wallMs), 3),
+    '',
+    fmt(smiOwn / 1e6, 3),
+    fmt(smi.vmHwmKb / 1024, 1),
+    String(smi.polls),
+    'execFile + CSV parse',
+  ],
+  [
+    'nvidia-smi every poll (stand-in script): total',
+    fmt(percent(smiOwn + smi.childUs, smi.wallMs), 3),
+    fmt(steadyPct(smi), 3),
+    fmt((smiOwn + smi.childUs) / 1e6, 3),
+    fmt(smi.vmHwmKb / 1024, 1),
+    String(smi.polls),
+    'the real nvidia-smi costs far more per run',
+  ],
+];
+const cpuModel = cpus()[0]?.model ?? 'unknown CPU';
+const os = readFileSync('/proc/version', 'utf8').split(' ').slice(0, 3).join(' ');
+const lines = [
+  `## Agent overhead (${new Date().toISOString()})`,
+  '',
+  `Machine: ${cpuModel}, ${cpus().length} cores, Node ${process.version}, ${os}. Run: ${seconds} s, poll ${pollMs} ms, flush ${flushS} s; both sides at once, each in its own process.`,
+  'NVML is the fake libnvidia-ml.so (test/fake-nvml, p5 preset: 8× H100); nvidia-smi is the stand-in test/bench/fixtures/nvidia-smi (no GPU here).',
+  `CPU % is of one core over the measured run (process start excluded); peak RSS is VmHWM; both children run with the unit's Node flags: ${nodeFlags.join(' ') || 'none'}. CPU times of the spawned processes come from /proc cutime+cstime, 10 ms resolution.`,
+  '',
+  '| approach | CPU % of one core | steady CPU % (after 1st flush) | CPU s | peak RSS MB | polls | notes |',
+  '|---|---|---|---|---|---|---|',
+  ...rows.map((r) => `| ${r.join(' | ')} |`),
+  '',
+  `One \`sample()\` of ${agent.gpus ?? '?'} GPUs: ${fmt(agent.sampleMeanUs ?? Number.NaN, 1)} µs (mean of 2000 calls after the run).`,
+  '',
+  `Targets: agent CPU < ${TARGET_CPU_PERCENT}% of one core (steady state): ${steadyPct(agent) < TARGET_CPU_PERCENT ? 'met' : 'NOT met'} (${fmt(steadyPct(agent), 3)}%; whole run ${fmt(agentPct, 3)}%); peak RSS < ${TARGET_RSS_MB} MB: ${agentRssMb < TARGET_RSS_MB ? 'met' : 'NOT met'} (${fmt(agentRssMb, 1)} MB).`,
+];
+process.stdout.write(`${lines.join('\n')}\n`);
