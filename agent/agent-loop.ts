@@ -170,7 +170,8 @@ export class AgentLoop {
   }
 
   /**
-   * Takes one reading of every GPU. Returns true when a critical event asks for an immediate flush.
+   * Takes one reading of every GPU. Returns true when a critical event waits for an immediate flush
+   * (the running loop flushes it; a caller driving `poll`/`flush` by hand decides itself).
    */
   poll(): boolean {
     const now = this.now();
@@ -186,9 +187,7 @@ export class AgentLoop {
       this.options.horizon?.add(s);
     }
     for (const e of reading.events) this.pushEvent(e);
-    const urgent = this.urgent;
-    this.urgent = false;
-    return urgent;
+    return this.urgent;
   }
 
   /**
@@ -244,10 +243,16 @@ export class AgentLoop {
   async run(signal: AbortSignal): Promise<void> {
     const pollMs = this.options.pollIntervalMs ?? 1000;
     const flushMs = (this.options.flushIntervalS ?? 10) * 1000;
+    // Sleep first: the source's own baseline (GPM needs two samples ≥ 100 ms apart) is taken at open.
+    // A critical event wakes the loop to flush at once, without an off-cadence sample.
     while (!signal.aborted) {
-      const urgent = this.poll();
-      if (urgent || this.now().getTime() - this.windowStart.getTime() >= flushMs) await this.flush();
-      await this.sleep(pollMs, signal);
+      const woken = await this.sleep(pollMs, signal);
+      if (signal.aborted) break;
+      if (!woken) this.poll();
+      if (this.urgent || this.now().getTime() - this.windowStart.getTime() >= flushMs) {
+        this.urgent = false;
+        await this.flush();
+      }
     }
     await this.flush();
     await this.settle();
@@ -375,18 +380,21 @@ export class AgentLoop {
     return merged as unknown as GpuSample;
   }
 
-  private sleep(ms: number, signal: AbortSignal): Promise<void> {
+  /** Sleeps `ms`; resolves true when woken early by a critical event, false on time-out or abort. */
+  private sleep(ms: number, signal: AbortSignal): Promise<boolean> {
     return new Promise((resolve) => {
-      if (signal.aborted || this.urgent) return resolve();
-      const done = (): void => {
+      if (signal.aborted) return resolve(false);
+      if (this.urgent) return resolve(true);
+      const finish = (woken: boolean): void => {
         clearTimeout(timer);
-        signal.removeEventListener('abort', done);
+        signal.removeEventListener('abort', onAbort);
         this.wake = undefined;
-        resolve();
+        resolve(woken);
       };
-      const timer = setTimeout(done, ms);
-      this.wake = done;
-      signal.addEventListener('abort', done, { once: true });
+      const onAbort = (): void => finish(false);
+      const timer = setTimeout(() => finish(false), ms);
+      this.wake = () => finish(true);
+      signal.addEventListener('abort', onAbort, { once: true });
     });
   }
 

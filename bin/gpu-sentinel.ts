@@ -1,13 +1,13 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { runAgentCommand } from './commands/agent';
+import { registerAgentCommands } from './commands/agent-cli';
 import { runLocalCommand } from './commands/local';
 import { cliLogger } from './commands/logger';
 import { AGENT_VERSION } from './commands/paths';
 import { runReportCommand } from './commands/report';
 
 /**
- * The gpu-sentinel CLI: `local` (the whole pipeline on this machine), `agent` (the host agent),
- * `report` (waste report from the local store). Run as `npx gpu-sentinel <command> --help`.
+ * The gpu-sentinel CLI: `local` (the whole pipeline on this machine), `agent` (the host agent) and
+ * `agent-config` (its resolved configuration), `report` (waste report from the local store). Run as `npx gpu-sentinel <command> --help`.
  */
 
 function positiveNumber(name: string): (value: string) => number {
@@ -53,28 +53,15 @@ program
       .default('replace'),
   )
   .option('--price-overrides <json>', 'prices by instance type, USD/hour, e.g. {"p5.48xlarge":40}')
+  .option(
+    '--instance-type <type>',
+    'with a real GPU: the EC2 instance type to price the run at (default local.gpu, unpriced)',
+  )
   .action(async (opts) => {
     process.exitCode = await runLocalCommand(opts, cliLogger(), write);
   });
 
-program
-  .command('agent')
-  .description(
-    'Run the host agent: NVML every poll interval, flush windows, SigV4-signed gzip batches to the API',
-  )
-  .option('--endpoint <url>', 'API stage URL; batches go to <url>/v1/batches')
-  .option('--region <region>', 'AWS region for SigV4 (default: the instance region from IMDS)')
-  .addOption(new Option('--auth <mode>', 'request signing').choices(['sigv4', 'none']).default('sigv4'))
-  .option('--once', 'take one short window and stop', false)
-  .option('--print', 'print the batch as JSON (with --once)', false)
-  .option('--nvml-lib <path>', 'NVML library to load (env GPU_SENTINEL_NVML_LIB; default libnvidia-ml.so.1)')
-  .option('--poll-interval-ms <ms>', 'sampling interval, ms', positiveNumber('--poll-interval-ms'), 1000)
-  .option('--flush-interval-s <s>', 'flush window, s', positiveNumber('--flush-interval-s'), 10)
-  .option('--instance-id <id>', 'identity override when IMDS is not reachable')
-  .option('--instance-type <type>', 'identity override when IMDS is not reachable')
-  .action(async (opts) => {
-    process.exitCode = await runAgentCommand(opts, cliLogger(), write);
-  });
+registerAgentCommands(program, 'agent-config', write);
 
 program
   .command('report')

@@ -1,96 +1,93 @@
+import { pino } from 'pino';
 import { AgentLoop } from '../../agent/agent-loop';
+import { type AgentLog, startAgentRuntime } from '../../agent/agent-runtime';
+import type { AgentConfig } from '../../agent/config';
 import { resolveIdentity } from '../../agent/identity';
 import { BatchBuilder } from '../../agent/send/batcher';
-import { HttpSender } from '../../agent/send/sender';
 import { NvmlSource } from '../../agent/sources/nvml';
-import { resolveNvmlLibraryPath } from '../../agent/sources/nvml/library-path';
+import { HorizonTracker } from '../../agent/window/horizon';
 import type { Host } from '../../lambdas/contract';
-import type { Log } from '../../lambdas/handlers/log';
 import { AGENT_VERSION } from './paths';
 
-/** Options of `gpu-sentinel agent`, as commander parses them. */
-export interface AgentCommandOptions {
-  /** API stage URL (the batches go to `<endpoint>/v1/batches`). Required unless `--once --print`. */
-  readonly endpoint?: string;
-  /** Region for SigV4. @default the instance's region */
-  readonly region?: string;
-  /** `sigv4` (API Gateway IAM auth) or `none` (a local loopback API). @default 'sigv4' */
-  readonly auth: 'sigv4' | 'none';
-  /** Take one window, print the batch as JSON, send nothing. */
+/** Modes of `gpu-sentinel agent` beyond the configuration. */
+export interface AgentRunMode {
+  /** Take one short window (two samples 1 s apart), print it, send nothing, touch no spool. */
   readonly once: boolean;
+  /** Print the batch as JSON (with `once`). */
   readonly print: boolean;
-  readonly nvmlLib?: string;
-  /** Poll interval, ms. @default 1000 */
-  readonly pollIntervalMs: number;
-  /** Flush window, s. @default 10 */
-  readonly flushIntervalS: number;
-  /** Identity overrides for hosts without IMDS. */
-  readonly instanceId?: string;
-  readonly instanceType?: string;
 }
 
+/** The identity used for a diagnosis run where IMDS does not answer (not an EC2 instance). */
+export const DIAGNOSIS_HOST: Host = {
+  instance_id: 'i-00000000000000000',
+  instance_type: 'local.gpu',
+  region: 'us-east-1',
+};
+
 /**
- * `gpu-sentinel agent`: reads the real NVML every poll interval, aggregates flush windows and sends
- * them (SigV4, gzip, retries); `--once --print` prints one batch for diagnosis and sends nothing.
- * SIGTERM/SIGINT stop it after a final flush.
+ * `gpu-sentinel agent`: the host agent from a resolved configuration (see `agent/config`): reads
+ * NVML every poll interval, flushes windows, and delivers them through the on-disk spool
+ * (SigV4, gzip). SIGTERM/SIGINT: a final flush, the unsent batches stay spooled, then exit.
+ * `--once --print`: one short window printed as JSON for diagnosis; nothing sent or spooled.
  *
- * @throws {NvmlUnavailableError} when the NVML library cannot be loaded
- * @throws {Error} naming `--endpoint` when it is missing for a sending run
+ * @returns the exit code: 0, or 1 when batches are still waiting in the spool at exit
+ * @throws {NvmlUnavailableError} when the NVML library cannot be loaded (systemd restarts the unit)
+ * @throws {Error} naming `endpoint` when it is missing for a sending run
  */
 export async function runAgentCommand(
-  opts: AgentCommandOptions,
-  log: Log,
+  config: AgentConfig,
+  mode: AgentRunMode,
   write: (s: string) => void,
 ): Promise<number> {
-  const nvml = NvmlSource.open({ libraryPath: resolveNvmlLibraryPath(opts.nvmlLib) });
+  const log: AgentLog = pino(
+    { level: config.logLevel, base: { service: 'gpu-sentinel-agent' } },
+    pino.destination(2),
+  );
+  if (mode.once) return runOnce(config, mode, log, write);
+  if (!config.endpoint)
+    throw new Error(
+      'Expected `endpoint` (the API stage URL; flag --endpoint, env GPU_SENTINEL_ENDPOINT), got nothing',
+    );
+  const runtime = await startAgentRuntime({ config, version: AGENT_VERSION, log });
+  const controller = new AbortController();
+  const stop = (): void => controller.abort();
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  await runtime.run(controller.signal);
+  return runtime.loop.pendingCount === 0 ? 0 : 1;
+}
+
+async function runOnce(
+  config: AgentConfig,
+  mode: AgentRunMode,
+  log: AgentLog,
+  write: (s: string) => void,
+): Promise<number> {
+  const nvml = NvmlSource.open({ libraryPath: config.nvmlLibraryPath, logger: log });
   try {
     const override: Partial<Host> = {};
-    if (opts.instanceId) override.instance_id = opts.instanceId;
-    if (opts.instanceType) override.instance_type = opts.instanceType;
-    if (opts.region) override.region = opts.region;
-    const host = await resolveIdentity({ override });
-    const agent = { version: AGENT_VERSION, profiling_source: 'none' as const, ...nvml.versions() };
-    const builder = new BatchBuilder();
-    if (opts.once) {
-      const printed: unknown[] = [];
-      const loop = new AgentLoop({
-        source: nvml,
-        host,
-        agent,
-        builder,
-        send: async (batch) => printed.push(batch),
-        flushIntervalS: opts.flushIntervalS,
-      });
-      loop.poll();
-      await new Promise((r) => setTimeout(r, Math.min(opts.pollIntervalMs, 1000)));
-      loop.poll();
-      await loop.flush();
-      if (opts.print) write(`${JSON.stringify(printed.length === 1 ? printed[0] : printed, null, 2)}\n`);
-      return 0;
-    }
-    if (!opts.endpoint) throw new Error('Expected `--endpoint` (the API stage URL), got nothing');
-    const sender = new HttpSender({
-      endpoint: opts.endpoint,
-      auth: opts.auth,
-      region: opts.region ?? host.region,
+    if (config.instanceId) override.instance_id = config.instanceId;
+    if (config.instanceType) override.instance_type = config.instanceType;
+    if (config.region) override.region = config.region;
+    const host = await resolveIdentity({ override }).catch((err: unknown) => {
+      log.warn({ error: (err as Error).message }, 'IMDS unavailable; printing with a placeholder identity');
+      return { ...DIAGNOSIS_HOST, ...override };
     });
+    const printed: unknown[] = [];
     const loop = new AgentLoop({
       source: nvml,
       host,
-      agent,
-      builder,
-      send: (batch) => sender.send(batch),
-      pollIntervalMs: opts.pollIntervalMs,
-      flushIntervalS: opts.flushIntervalS,
-      onWarning: (message, data) => log.warn(message, data),
+      agent: { version: AGENT_VERSION, ...nvml.versions(), profiling_source: nvml.profilingSource() },
+      builder: new BatchBuilder(),
+      send: async (batch) => printed.push(batch),
+      horizon: new HorizonTracker({ horizonS: config.horizonS }),
     });
-    const controller = new AbortController();
-    const stop = (): void => controller.abort();
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
-    log.info('agent started', { instance_id: host.instance_id, gpus: nvml.identity().length });
-    await loop.run(controller.signal);
-    return loop.pendingCount === 0 ? 0 : 1;
+    loop.poll();
+    await new Promise((r) => setTimeout(r, Math.max(config.pollIntervalMs, 200)));
+    loop.poll();
+    await loop.flush();
+    if (mode.print) write(`${JSON.stringify(printed.length === 1 ? printed[0] : printed, null, 2)}\n`);
+    return 0;
   } finally {
     nvml.close();
   }

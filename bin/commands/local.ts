@@ -1,6 +1,6 @@
-import { resolve } from 'node:path';
-import { AgentLoop } from '../../agent/agent-loop';
-import { BatchBuilder } from '../../agent/send/batcher';
+import { join, resolve } from 'node:path';
+import { type AgentLog, startAgentRuntime } from '../../agent/agent-runtime';
+import { AgentConfigSchema } from '../../agent/config';
 import { HttpSender } from '../../agent/send/sender';
 import { NvmlSource } from '../../agent/sources/nvml';
 import { resolveNvmlLibraryPath } from '../../agent/sources/nvml/library-path';
@@ -27,6 +27,8 @@ export interface LocalCommandOptions {
   readonly nvml: boolean;
   readonly remediationMode: string;
   readonly priceOverrides?: string;
+  /** With a real GPU: the EC2 instance type to price the run at (there is no IMDS locally). @default 'local.gpu' (unpriced) */
+  readonly instanceType?: string;
 }
 
 /** The host identity used for a live local run on a machine that is not (or cannot ask) EC2. */
@@ -34,6 +36,11 @@ const LOCAL_HOST: Host = {
   instance_id: 'i-00000000000000000',
   instance_type: 'local.gpu',
   region: 'us-east-1',
+};
+const LOCAL_IDENTITY = {
+  instanceId: LOCAL_HOST.instance_id,
+  instanceType: LOCAL_HOST.instance_type,
+  region: LOCAL_HOST.region,
 };
 
 /**
@@ -60,28 +67,39 @@ export async function runLocalCommand(
   const sender = new HttpSender({ endpoint: pipeline.url, auth: 'none' });
   let failures = 0;
   let from: Date;
-  const to = new Date(Date.now() + 1000);
   try {
-    const nvml = opts.nvml && !opts.replay ? tryOpenNvml(opts.nvmlLib, log) : undefined;
+    const nvmlLibraryPath = resolveNvmlLibraryPath(opts.nvmlLib);
+    const nvml = opts.nvml && !opts.replay ? nvmlAvailable(nvmlLibraryPath, log) : false;
     if (nvml) {
+      // The real agent (NVML, GPM/DCGM, XIDs, EFA, horizons, spool) against the loopback API.
+      const flushIntervalS = Math.max(1, Math.min(10, Math.floor(opts.durationS / 3)));
+      const runtime = await startAgentRuntime({
+        config: AgentConfigSchema.parse({
+          endpoint: pipeline.url,
+          auth: 'none',
+          imds: 'off',
+          ...LOCAL_IDENTITY,
+          ...(opts.instanceType ? { instanceType: opts.instanceType } : {}),
+          nvmlLibraryPath,
+          flushIntervalS,
+          pollIntervalMs: Math.min(1000, flushIntervalS * 1000),
+          horizonS: Math.max(60, flushIntervalS),
+          spoolDir: join(outDir, 'spool'),
+          logLevel: 'warn',
+        }),
+        version: AGENT_VERSION,
+        log: agentLog(log),
+        fallbackHost: LOCAL_HOST,
+      });
       write(
-        `NVML found (driver ${nvml.versions().driver_version ?? '?'}): running the agent for ${opts.durationS} s\n`,
+        `NVML found at ${nvmlLibraryPath}: running the agent for ${opts.durationS} s (flush every ${flushIntervalS} s)\n`,
       );
       from = new Date();
       const controller = new AbortController();
-      const loop = new AgentLoop({
-        source: nvml,
-        host: LOCAL_HOST,
-        agent: { version: AGENT_VERSION, profiling_source: 'none', ...nvml.versions() },
-        builder: new BatchBuilder(),
-        send: (batch) => sender.send(batch),
-        onWarning: (message, data) => log.warn(message, data),
-      });
       const timer = setTimeout(() => controller.abort(), opts.durationS * 1000);
-      await loop.run(controller.signal);
+      await runtime.run(controller.signal);
       clearTimeout(timer);
-      failures = loop.pendingCount;
-      nvml.close();
+      failures = runtime.loop.pendingCount;
     } else {
       const manifestPath = resolve(opts.replay ?? BUNDLED_REPLAY_MANIFEST);
       const manifest = await loadReplayManifest(manifestPath);
@@ -104,7 +122,7 @@ export async function runLocalCommand(
         }
       }
     }
-    const rows = await pipeline.writeWasteReport(from, to);
+    const rows = await pipeline.writeWasteReport(from, new Date(Date.now() + 1000));
     write(`\nAlerts: ${pipeline.alerts.published.length}\n`);
     write(`Remediation decisions:\n`);
     for (const d of pipeline.decisions.recorded) {
@@ -121,11 +139,22 @@ export async function runLocalCommand(
   return failures === 0 ? 0 : 1;
 }
 
-function tryOpenNvml(flag: string | undefined, log: Log): NvmlSource | undefined {
+/** True when the NVML library loads and initialises (then closed again: the runtime opens its own). */
+function nvmlAvailable(libraryPath: string, log: Log): boolean {
   try {
-    return NvmlSource.open({ libraryPath: resolveNvmlLibraryPath(flag) });
+    NvmlSource.open({ libraryPath }).close();
+    return true;
   } catch (err) {
     log.info('NVML not available; using the replay', { error: (err as Error).message });
-    return undefined;
+    return false;
   }
+}
+
+/** The agent runtime's pino-shaped log onto the CLI log. */
+function agentLog(log: Log): AgentLog {
+  return {
+    info: (data, message) => log.info(message, data),
+    warn: (data, message) => log.warn(message, data),
+    error: (data, message) => log.error(message, data),
+  };
 }

@@ -1,0 +1,93 @@
+import { type Command, Option } from 'commander';
+import {
+  AGENT_CONFIG_FILE_ENV,
+  AGENT_CONFIG_OPTIONS,
+  type AgentConfigName,
+  DEFAULT_AGENT_CONFIG_FILE,
+  describeSource,
+  loadAgentConfig,
+  renderAgentConfigMarkdown,
+} from '../../agent/config';
+import { runAgentCommand } from './agent';
+
+/**
+ * The host agent's commands, shared by the full CLI (`gpu-sentinel agent`, `gpu-sentinel agent-config`)
+ * and the bundled agent (`gpu-sentinel-agent agent`, `gpu-sentinel-agent config`): one flag per
+ * option of the config table; options resolve flags > `GPU_SENTINEL_*` env > config file > defaults.
+ */
+
+/** Commander's attribute name of a long flag: `--flush-interval-s` → `flushIntervalS`. */
+const attribute = (flag: string): string => new Option(`${flag} <value>`).attributeName();
+
+/** Flag values by config name, from commander's parsed options. */
+function flagValues(opts: Record<string, unknown>): Partial<Record<AgentConfigName, unknown>> {
+  const out: Partial<Record<AgentConfigName, unknown>> = {};
+  for (const o of AGENT_CONFIG_OPTIONS) out[o.name] = opts[attribute(o.flag)];
+  return out;
+}
+
+/** Adds `--config` and one flag per option (no commander defaults: the config loader owns them). */
+function withConfigFlags(command: Command): Command {
+  command.option(
+    '--config <file>',
+    `agent config file, JSON (env ${AGENT_CONFIG_FILE_ENV}; default ${DEFAULT_AGENT_CONFIG_FILE} if present)`,
+  );
+  for (const o of AGENT_CONFIG_OPTIONS) {
+    const def = o.defaultNote ?? (o.default === undefined ? 'none' : String(o.default));
+    const unit = o.unit ? `, ${o.unit}` : '';
+    command.option(`${o.flag} <value>`, `${o.description} (env ${o.env}${unit}; default ${def})`);
+  }
+  return command;
+}
+
+/**
+ * Registers `agent` and the config-printing command on `program`.
+ * @param program - the commander program
+ * @param configCommand - name of the command that prints the resolved configuration
+ * @param write - stdout writer
+ */
+export function registerAgentCommands(
+  program: Command,
+  configCommand: string,
+  write: (s: string) => void,
+): void {
+  withConfigFlags(
+    program
+      .command('agent')
+      .description('Run the host agent: read NVML every poll interval, flush windows, send batches')
+      .option('--once', 'take one short window and stop', false)
+      .option('--print', 'print the batch as JSON (with --once)', false),
+  ).action(async (opts: Record<string, unknown>) => {
+    const { config } = loadAgentConfig({
+      ...(typeof opts.config === 'string' ? { file: opts.config } : {}),
+      env: process.env,
+      flags: flagValues(opts),
+    });
+    process.exitCode = await runAgentCommand(
+      config,
+      { once: opts.once === true, print: opts.print === true },
+      write,
+    );
+  });
+
+  withConfigFlags(
+    program
+      .command(configCommand)
+      .description('Print the resolved agent configuration (JSON, with the source of each option) and exit')
+      .option('--docs', 'print the options table as Markdown instead', false),
+  ).action((opts: Record<string, unknown>) => {
+    if (opts.docs === true) {
+      write(renderAgentConfigMarkdown());
+      return;
+    }
+    const loaded = loadAgentConfig({
+      ...(typeof opts.config === 'string' ? { file: opts.config } : {}),
+      env: process.env,
+      flags: flagValues(opts),
+    });
+    const sources = Object.fromEntries(
+      Object.entries(loaded.sources).map(([name, source]) => [name, describeSource(source)]),
+    );
+    write(`${JSON.stringify({ file: loaded.file ?? null, config: loaded.config, sources }, null, 2)}\n`);
+  });
+}

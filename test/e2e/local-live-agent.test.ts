@@ -1,0 +1,100 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fakeNvmlPath } from '../setup/fake-nvml';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+function jsonl(text: string): Record<string, unknown>[] {
+  return text
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+describe('gpu-sentinel local with an NVML library: the real agent runs under local mode end to end', () => {
+  let out: string;
+  let stdout: string;
+  let waste: string;
+  let alerts: Record<string, unknown>[];
+  let decisions: Record<string, unknown>[];
+
+  beforeAll(async () => {
+    // Prepare: the fake libnvidia-ml (8× H100), one GPU busy with a tiny kernel (util 100 %, SM active 2 %), and an
+    // Xid 79 delivered through the NVML event set on GPU 5
+    out = await mkdtemp(join(tmpdir(), 'gpu-sentinel-live-'));
+    // Act
+    const run = await promisify(execFile)(
+      process.execPath,
+      [
+        join(ROOT, 'bin/gpu-sentinel.mjs'),
+        'local',
+        '--out',
+        out,
+        '--nvml-lib',
+        fakeNvmlPath(),
+        '--duration-s',
+        '4',
+        '--instance-type',
+        'p5.48xlarge',
+      ],
+      {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          GPU_SENTINEL_LOG_LEVEL: 'error',
+          FAKE_NVML_PRESET: 'p5',
+          FAKE_NVML_UTIL_GPU: '100',
+          FAKE_NVML_SM_ACTIVE: '2',
+          FAKE_NVML_XID_EVENTS: '5:79',
+        },
+        maxBuffer: 16 * 1024 * 1024,
+      },
+    );
+    stdout = run.stdout;
+    waste = await readFile(join(out, 'waste.csv'), 'utf8');
+    alerts = jsonl(await readFile(join(out, 'alerts.jsonl'), 'utf8'));
+    decisions = jsonl(await readFile(join(out, 'remediation.jsonl'), 'utf8'));
+  }, 120_000);
+
+  afterAll(async () => {
+    await rm(out, { recursive: true, force: true });
+  });
+
+  it('runs the agent against NVML, not the replay', () => {
+    expect(stdout).toMatch(/NVML found at .*libnvidia-ml\.so\.1: running the agent/);
+  });
+
+  it('costs 8 GPUs at the p5.48xlarge price, wasting 98 % of a tiny-kernel GPU (efficiency from GPM SM activity, not utilization)', () => {
+    const rows = waste
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(','));
+    expect(rows).toHaveLength(8);
+    for (const r of rows) {
+      expect(r[6]).toBe('55.04');
+      expect(r[15]).toBe('sm_active');
+      expect(Number(r[14])).toBeCloseTo(0.02, 3);
+      if (r[2] === '5') {
+        // GPU 5 is broken from its Xid 79 on: those windows are wasted whole
+        expect(Number(r[13])).toBeGreaterThan(0);
+        expect(Number(r[9])).toBeCloseTo(Number(r[11]) + Number(r[12]) + Number(r[13]), 5);
+      } else {
+        expect(Number(r[9])).toBeCloseTo(Number(r[8]) * 0.98, 5); // the CSV rounds to micro-dollars
+      }
+    }
+  });
+
+  it('turns the Xid 79 from the NVML event set into a critical alert and a quarantine decision (no Auto Scaling group)', () => {
+    const fatal = alerts.find((a) => a.rule === 'xid_fatal' && (a.evidence as { xid?: number }).xid === 79);
+    expect(fatal).toMatchObject({ severity: 'critical', gpu_index: 5 });
+    expect(decisions).toContainEqual(
+      expect.objectContaining({ rule: 'xid_fatal', action: 'quarantine', gpu_index: 5, dry_run: true }),
+    );
+  });
+});
