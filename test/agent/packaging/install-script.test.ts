@@ -158,10 +158,8 @@ describe('install.sh into a temporary root', () => {
     expect(unit).not.toMatch(/^(ProtectKernelLogs|PrivateDevices|MemoryDenyWriteExecute)=/m);
   });
 
-  it('passes systemd-analyze verify when it is available', (ctx) => {
+  it('passes systemd-analyze verify (systemd is on every machine image; .ci/run installs it otherwise)', () => {
     // Prepare: the unit with its paths pointing into the temp root
-    const probe = spawnSync('systemd-analyze', ['--version'], { encoding: 'utf8' });
-    if (probe.status !== 0) ctx.skip();
     const unit = join(dir, 'verify', 'gpu-sentinel-agent.service');
     mkdirSync(join(dir, 'verify'), { recursive: true });
     writeFileSync(unit, readFileSync(join(root, UNIT), 'utf8').replaceAll('/opt/', `${root}/opt/`));
@@ -170,7 +168,6 @@ describe('install.sh into a temporary root', () => {
     const result = spawnSync('systemd-analyze', ['verify', unit], { encoding: 'utf8' });
 
     // Assess: verify prints unknown keys and bad values, but exits 0 for them
-    if (/Failed to (initialize|connect)|Permission denied/.test(result.stderr)) ctx.skip();
     expect(result.stderr.split('\n').filter((l) => l.includes(unit))).toEqual([]);
     expect(result.status).toBe(0);
   });
