@@ -59,6 +59,7 @@
  * a field id was requested.
  */
 #include <limits.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -287,6 +288,8 @@ static double t0_s = 0;
 
 /* Guards the call counters and the event queue: nvmlEventSetWait_v2 runs on another thread. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Signalled when an event is queued or a GPU is marked lost: waiters block like the driver does, using no CPU. */
+static pthread_cond_t event_cond = PTHREAD_COND_INITIALIZER;
 
 /* Call counters: one slot per distinct function name. */
 #define MAX_COUNTERS 64
@@ -323,7 +326,12 @@ int fakeNvmlCallCount(const char *fn) {
 }
 
 /** Makes GPU `index` answer GPU_IS_LOST from now on; -1 heals every GPU (test helper, not NVML). */
-void fakeNvmlSetLostGpu(int index) { lost_gpu = index; }
+void fakeNvmlSetLostGpu(int index) {
+  pthread_mutex_lock(&lock);
+  lost_gpu = index;
+  pthread_cond_broadcast(&event_cond);
+  pthread_mutex_unlock(&lock);
+}
 
 /* True when `fn` is one of the comma-separated names in `list`. */
 static int listed(const char *list, const char *fn) {
@@ -888,6 +896,7 @@ int fakeNvmlInjectEvent(unsigned int gpu, unsigned long long eventType, unsigned
     event_queue[event_tail].data = eventData;
     event_tail++;
     r = 0;
+    pthread_cond_broadcast(&event_cond);
   }
   pthread_mutex_unlock(&lock);
   return r;
@@ -939,9 +948,8 @@ nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long ev
 }
 
 /* Pops the first queued event the set registered (events nobody registered are dropped). */
-static int pop_event(nvmlEventSet_t set, nvmlEventData_t *data) {
+static int pop_event_locked(nvmlEventSet_t set, nvmlEventData_t *data) {
   int found = 0;
-  pthread_mutex_lock(&lock);
   while (event_head < event_tail && !found) {
     int gpu = event_queue[event_head].gpu;
     unsigned long long type = event_queue[event_head].type;
@@ -955,26 +963,41 @@ static int pop_event(nvmlEventSet_t set, nvmlEventData_t *data) {
     }
     event_head++;
   }
-  pthread_mutex_unlock(&lock);
   return found;
 }
 
-/* Blocks up to `timeoutms` in 2 ms steps; GPU_IS_LOST at once when a registered GPU is lost. */
+/* Blocks up to `timeoutms` on a condition variable (no CPU while idle, like the driver's wait);
+ * GPU_IS_LOST at once when a registered GPU is lost. */
 nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
   ENTER("nvmlEventSetWait_v2");
   if (set == NULL || data == NULL) return NVML_ERROR_INVALID_ARGUMENT;
-  double deadline = monotonic_s() + timeoutms / 1000.0;
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += timeoutms / 1000;
+  deadline.tv_nsec += (long)(timeoutms % 1000) * 1000000L;
+  if (deadline.tv_nsec >= 1000000000L) {
+    deadline.tv_sec += 1;
+    deadline.tv_nsec -= 1000000000L;
+  }
+  nvmlReturn_t result = NVML_ERROR_TIMEOUT;
+  pthread_mutex_lock(&lock);
   for (;;) {
     int lost = lost_gpu;
     if (lost >= 0 && lost < (int)gpu_count && set->registered[lost] != 0) {
       memset(data, 0, sizeof *data);
       data->device = &devices[lost];
-      return NVML_ERROR_GPU_IS_LOST;
+      result = NVML_ERROR_GPU_IS_LOST;
+      break;
     }
-    if (pop_event(set, data)) return NVML_SUCCESS;
-    double left = deadline - monotonic_s();
-    if (left <= 0) return NVML_ERROR_TIMEOUT;
-    struct timespec step = {0, left < 0.002 ? (long)(left * 1e9) : 2000000L};
-    nanosleep(&step, NULL);
+    if (pop_event_locked(set, data)) {
+      result = NVML_SUCCESS;
+      break;
+    }
+    if (pthread_cond_timedwait(&event_cond, &lock, &deadline) == ETIMEDOUT) {
+      if (pop_event_locked(set, data)) result = NVML_SUCCESS;
+      break;
+    }
   }
+  pthread_mutex_unlock(&lock);
+  return result;
 }
