@@ -51,6 +51,12 @@ export interface AgentRuntimeOptions {
   readonly imdsBaseUrl?: string;
 }
 
+/**
+ * Longest wait of one NVML event-set call, and the kernel-log poll interval, ms: 1 s, the top of the
+ * 0.5–1 s the reference advises (a pool thread is held at most this long; fewer wake-ups per second).
+ */
+export const EVENT_WAIT_MS = 1000;
+
 /** IMDS spot/rebalance notices are polled on this interval, ms (a spot notice comes ~2 min ahead). */
 export const INSTANCE_EVENT_POLL_MS = 5000;
 
@@ -149,7 +155,13 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
     for (const e of warmUp.events) push(e);
     const watcher = tryStart(
       () =>
-        NvmlEventWatcher.start({ libraryPath: config.nvmlLibraryPath, onEvent: push, clock, logger: log }),
+        NvmlEventWatcher.start({
+          libraryPath: config.nvmlLibraryPath,
+          onEvent: push,
+          clock,
+          logger: log,
+          waitTimeoutMs: EVENT_WAIT_MS,
+        }),
       warn,
       'NVML XID events unavailable; the kernel log is the only XID source',
     );
@@ -158,7 +170,13 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
     if (config.kmsgPath !== 'off') {
       const bootTime = readBootTime(opts.procStatPath ?? '/proc/stat');
       if (bootTime) {
-        const follower = new KmsgFollower({ path: config.kmsgPath, bootTime, onXid: push, onWarning: warn });
+        const follower = new KmsgFollower({
+          path: config.kmsgPath,
+          bootTime,
+          onXid: push,
+          onWarning: warn,
+          pollIntervalMs: EVENT_WAIT_MS,
+        });
         if (await follower.start()) stoppers.push(() => follower.stop());
       } else {
         warn('boot time unknown (/proc/stat btime); kernel-log XIDs off', {});
