@@ -1,5 +1,6 @@
 import { type Host, HostSchema } from '../../lambdas/contract';
 import { ImdsUnavailableError } from '../errors';
+import { nodeFetch } from '../send/node-fetch';
 
 /**
  * IMDSv2 client: a session token from `PUT /latest/api/token`, then GETs under
@@ -17,7 +18,7 @@ export const IMDS_DEFAULT_TAG_KEYS = ['team', 'job', 'project'] as const;
 export interface ImdsClientOptions {
   /** IMDS base URL (tests point it at a fake). @default {@link IMDS_DEFAULT_BASE_URL} */
   readonly baseUrl?: string;
-  /** The fetch to use. @default globalThis.fetch */
+  /** The fetch to use. @default {@link nodeFetch} (node:http, not undici: less RSS) */
   readonly fetch?: typeof fetch;
   /** Per-request timeout, ms, 1..60000; IMDS answers in a few ms on EC2. @default 1000 */
   readonly timeoutMs?: number;
@@ -40,7 +41,7 @@ export class ImdsClient {
   /** @param opts - see {@link ImdsClientOptions} */
   constructor(opts: ImdsClientOptions = {}) {
     this.baseUrl = (opts.baseUrl ?? IMDS_DEFAULT_BASE_URL).replace(/\/+$/, '');
-    this.doFetch = opts.fetch ?? globalThis.fetch;
+    this.doFetch = opts.fetch ?? nodeFetch;
     this.timeoutMs = opts.timeoutMs ?? 1000;
     this.tokenTtlS = opts.tokenTtlS ?? 21600;
     this.tagKeys = opts.tagKeys ?? IMDS_DEFAULT_TAG_KEYS;

@@ -7,6 +7,7 @@ import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smit
 import pRetry, { AbortError } from 'p-retry';
 import type { Batch } from '../../lambdas/contract';
 import { type ApiErrorBody, SendFailedError, SendRejectedError } from '../errors';
+import { nodeFetch } from './node-fetch';
 
 /** How requests are authenticated: `sigv4` (API Gateway IAM auth) or `none` (loopback local mode). */
 export const SENDER_AUTH_MODES = ['sigv4', 'none'] as const;
@@ -23,7 +24,7 @@ export interface HttpSenderOptions {
   readonly region?: string;
   /** Credentials or a provider. @default defaultProvider() of @aws-sdk/credential-provider-node (the instance role on EC2) */
   readonly credentials?: AwsCredentialIdentity | AwsCredentialIdentityProvider;
-  /** The fetch to use. @default globalThis.fetch */
+  /** The fetch to use. @default {@link nodeFetch} (node:http, not undici: less RSS) */
   readonly fetch?: typeof fetch;
   /** The clock used as the SigV4 signing date. @default () => new Date() */
   readonly clock?: () => Date;
@@ -88,7 +89,7 @@ export class HttpSender {
       throw new RangeError(`Expected \`endpoint\` to be an http(s) URL, got \`${opts.endpoint}\``);
     this.url = new URL(`${base.pathname.replace(/\/+$/, '')}/v1/batches`, base);
     this.auth = opts.auth ?? 'sigv4';
-    this.doFetch = opts.fetch ?? globalThis.fetch;
+    this.doFetch = opts.fetch ?? nodeFetch;
     this.clock = opts.clock ?? (() => new Date());
     this.retries = checkRange('retries', opts.retries ?? 5, 0, 20);
     this.minTimeoutMs = checkRange('minTimeoutMs', opts.minTimeoutMs ?? 500, 0, 3_600_000);

@@ -6,6 +6,7 @@ import {
   normalizePciBusId,
 } from '../../lambdas/contract';
 import { DcgmScrapeError } from '../errors';
+import { nodeFetch } from '../send/node-fetch';
 
 /**
  * dcgm-exporter source: parses the Prometheus text exposition of NVIDIA dcgm-exporter
@@ -374,7 +375,7 @@ function parseValue(token: string): number | undefined {
 
 /** Options of {@link scrapeDcgmExporter}. */
 export interface ScrapeDcgmExporterOptions {
-  /** The fetch to use (tests inject one). @default globalThis.fetch */
+  /** The fetch to use (tests inject one). @default {@link nodeFetch} (node:http, not undici: less RSS) */
   readonly fetch?: typeof fetch;
   /** Give up after this many milliseconds, 1..60000. @default 2000 */
   readonly timeoutMs?: number;
@@ -392,7 +393,7 @@ export async function scrapeDcgmExporter(
   url: string,
   opts: ScrapeDcgmExporterOptions = {},
 ): Promise<DcgmExporterParse> {
-  const doFetch = opts.fetch ?? globalThis.fetch;
+  const doFetch = opts.fetch ?? nodeFetch;
   const timeoutMs = opts.timeoutMs ?? 2000;
   let response: Response;
   let body: string;

@@ -1,3 +1,4 @@
+import { nodeFetch } from '../send/node-fetch';
 import type { GpuSample } from '../window/gpu-sample';
 import { type DcgmExporterParse, scrapeDcgmExporter } from './dcgm-exporter';
 
@@ -30,7 +31,7 @@ export type DcgmProfilingReading = Partial<Pick<GpuSample, (typeof DCGM_PROFILIN
 export interface DcgmProfilingSourceOptions {
   /** The dcgm-exporter metrics URL. @default 'http://127.0.0.1:9400/metrics' */
   readonly url?: string;
-  /** The fetch to use (tests inject one). @default globalThis.fetch */
+  /** The fetch to use (tests inject one). @default {@link nodeFetch} (node:http, not undici: less RSS) */
   readonly fetch?: typeof fetch;
   /** Give up on a scrape after this many ms, 1..60000; keep it below the poll interval. @default 500 */
   readonly timeoutMs?: number;
@@ -54,7 +55,7 @@ export interface DcgmProfilingSourceOptions {
  */
 export class DcgmProfilingSource {
   private readonly url: string;
-  private readonly doFetch: typeof fetch | undefined;
+  private readonly doFetch: typeof fetch;
   private readonly timeoutMs: number;
   private readonly onWarning: (message: string, data?: Record<string, unknown>) => void;
   private down = false;
@@ -65,7 +66,7 @@ export class DcgmProfilingSource {
    */
   constructor(opts: DcgmProfilingSourceOptions = {}) {
     this.url = opts.url ?? DCGM_PROFILING_DEFAULT_URL;
-    this.doFetch = opts.fetch;
+    this.doFetch = opts.fetch ?? nodeFetch;
     this.timeoutMs = opts.timeoutMs ?? 500;
     this.onWarning = opts.onWarning ?? (() => {});
     if (!Number.isInteger(this.timeoutMs) || this.timeoutMs < 1 || this.timeoutMs > 60_000)
@@ -94,7 +95,7 @@ export class DcgmProfilingSource {
     try {
       parse = await scrapeDcgmExporter(this.url, {
         timeoutMs: this.timeoutMs,
-        ...(this.doFetch ? { fetch: this.doFetch } : {}),
+        fetch: this.doFetch,
       });
     } catch (cause) {
       if (!this.down)
