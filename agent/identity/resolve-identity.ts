@@ -7,7 +7,7 @@ export interface ResolveIdentityOptions {
   readonly override?: Partial<Host>;
   /** IMDS base URL. @default http://169.254.169.254 */
   readonly imdsBaseUrl?: string;
-  /** The fetch to use. @default globalThis.fetch */
+  /** The fetch to use. @default `nodeFetch` (node:http; no undici) */
   readonly fetch?: typeof fetch;
   /** Per-request IMDS timeout, ms. @default 1000 */
   readonly timeoutMs?: number;
