@@ -1,3 +1,4 @@
+import { PROFILING_METRIC_NAMES } from '../../lambdas/contract';
 import { nodeFetch } from '../send/node-fetch';
 import type { GpuSample } from '../window/gpu-sample';
 import { type DcgmExporterParse, scrapeDcgmExporter } from './dcgm-exporter';
@@ -14,15 +15,7 @@ import { type DcgmExporterParse, scrapeDcgmExporter } from './dcgm-exporter';
 export const DCGM_PROFILING_DEFAULT_URL = 'http://127.0.0.1:9400/metrics';
 
 /** The profiling fields of a {@link GpuSample} this source fills. */
-export const DCGM_PROFILING_FIELDS = [
-  'sm_active',
-  'sm_occupancy',
-  'tensor_active',
-  'dram_active',
-  'fp16_active',
-  'fp32_active',
-  'fp64_active',
-] as const;
+export const DCGM_PROFILING_FIELDS = PROFILING_METRIC_NAMES;
 
 /** One GPU's profiling ratios, 0..1; a field the exporter does not export is absent. */
 export type DcgmProfilingReading = Partial<Pick<GpuSample, (typeof DCGM_PROFILING_FIELDS)[number]>>;

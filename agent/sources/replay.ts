@@ -11,6 +11,7 @@ import {
   HostSchema,
   MAX_FLUSH_WINDOW_S,
   MAX_PAST_S,
+  PROFILING_METRIC_NAMES,
   type ProfilingSource,
 } from '../../lambdas/contract';
 import { ReplayManifestError } from '../errors';
@@ -221,20 +222,10 @@ export function buildReplayBatches(manifest: ReplayManifest, opts: BuildReplayOp
   return out;
 }
 
-const PROFILING_METRICS = [
-  'sm_active',
-  'sm_occupancy',
-  'tensor_active',
-  'dram_active',
-  'fp16_active',
-  'fp32_active',
-  'fp64_active',
-] as const;
-
 function agentInfo(rh: ReplayHost, version: string): AgentInfo {
   const readings = rh.scrapes.flatMap((s) => s.parse.gpus);
   const profiling: ProfilingSource = readings.some((r) =>
-    PROFILING_METRICS.some((m) => r.metrics[m] !== undefined),
+    PROFILING_METRIC_NAMES.some((m) => r.metrics[m] !== undefined),
   )
     ? 'dcgm'
     : 'none';

@@ -11,6 +11,7 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { RemediationRecord, StateStore } from '../domain/ports';
 import { GROUP_HISTORY_TTL_S } from './constants';
 import { StoreUnavailableError } from './errors';
+import { isoToMs } from './iso-time';
 
 /** Options of {@link DynamoDbStateStore}. */
 export interface DynamoDbStateStoreOptions {
@@ -21,17 +22,6 @@ export interface DynamoDbStateStoreOptions {
 
 /** Seconds an alert claim is kept after its cooldown ends (then TTL deletes it; a missing claim is claimable). */
 const ALERT_CLAIM_TTL_MARGIN_S = 24 * 3600;
-
-/** ISO 8601 → epoch ms, or a clear error. */
-function toMs(iso: string, field: string): number {
-  const ms = Date.parse(iso);
-  if (Number.isNaN(ms)) {
-    throw new TypeError(
-      `Expected \`${field}\` to be an ISO 8601 time, got \`${iso}\`; pass e.g. 2026-01-01T00:00:00Z.`,
-    );
-  }
-  return ms;
-}
 
 /** An item → remediation record. */
 function toRecord(item: Record<string, unknown>): RemediationRecord {
@@ -145,7 +135,7 @@ export class DynamoDbStateStore implements StateStore {
    * @throws {TypeError} when `record.at` is not an ISO 8601 time
    */
   async putRemediationIfAbsent(record: RemediationRecord): Promise<boolean> {
-    const atMs = toMs(record.at, 'record.at');
+    const atMs = isoToMs(record.at, 'record.at');
     const fields = {
       instance_id: record.instance_id,
       asg_name: record.asg_name,
@@ -229,7 +219,7 @@ export class DynamoDbStateStore implements StateStore {
    * @throws {TypeError} when `at` is not an ISO 8601 time
    */
   async markBroken(instanceId: string, gpuKey: string, at: string): Promise<void> {
-    const atMs = toMs(at, 'at');
+    const atMs = isoToMs(at, 'at');
     await this.#putIf(
       {
         Item: marshall({
@@ -259,7 +249,7 @@ export class DynamoDbStateStore implements StateStore {
    * @throws {TypeError} when `at` is not an ISO 8601 time
    */
   async claimAlert(alertId: string, at: string, cooldownS: number): Promise<boolean> {
-    const atMs = toMs(at, 'at');
+    const atMs = isoToMs(at, 'at');
     return this.#putIf(
       {
         Item: marshall({

@@ -61,5 +61,19 @@ export const EVENT_KINDS = [
 /** Where an event was read: NVML event set, the kernel log, IMDS, or the agent itself. */
 export const EVENT_SOURCES = ['nvml', 'kmsg', 'imds', 'agent'] as const;
 
+/**
+ * The profiling metrics of a GPU window: NVML GPM (Hopper+) or DCGM `DCGM_FI_PROF_*` ratios, 0..1.
+ * Absent together when `agent.profiling_source` is `none`; never derived from `gpu_util`.
+ */
+export const PROFILING_METRIC_NAMES = [
+  'sm_active',
+  'sm_occupancy',
+  'tensor_active',
+  'dram_active',
+  'fp16_active',
+  'fp32_active',
+  'fp64_active',
+] as const;
+
 /** Where profiling counters (`sm_active`, …) came from; `none` = they are absent. */
 export const PROFILING_SOURCES = ['gpm', 'dcgm', 'none'] as const;

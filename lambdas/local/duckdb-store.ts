@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { StoreQueryError, StoreUnavailableError } from '../adapters/errors';
+import { isoToMs } from '../adapters/iso-time';
 import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../adapters/measure-types';
 import { compareWasteRows, toWasteReportRow, wasteRangeProblem } from '../adapters/waste-report';
 import { epochMicros } from '../contract';
@@ -80,17 +81,6 @@ const WASTE_SQL = `SELECT instance_id, gpu_index,
 FROM gpu_windows
 WHERE time >= ?::TIMESTAMPTZ AND time < ?::TIMESTAMPTZ
 GROUP BY instance_id, gpu_index`;
-
-/** ISO 8601 → epoch ms, or a clear error. */
-function toMs(iso: string, field: string): number {
-  const ms = Date.parse(iso);
-  if (Number.isNaN(ms)) {
-    throw new TypeError(
-      `Expected \`${field}\` to be an ISO 8601 time, got \`${iso}\`; pass e.g. 2026-01-01T00:00:00Z.`,
-    );
-  }
-  return ms;
-}
 
 /** `undefined` → SQL NULL. */
 function v(value: string | number | boolean | undefined): DuckDBValue {
@@ -368,7 +358,7 @@ export class DuckDbStore implements TelemetryStore, StateStore {
    * @throws {TypeError} when `record.at` is not an ISO 8601 time
    */
   putRemediationIfAbsent(record: RemediationRecord): Promise<boolean> {
-    const atMs = toMs(record.at, 'record.at');
+    const atMs = isoToMs(record.at, 'record.at');
     return this.#serial(async () => {
       const rows = await this.#rows(
         'INSERT INTO remediations VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (instance_id) DO NOTHING RETURNING instance_id',
@@ -416,7 +406,7 @@ export class DuckDbStore implements TelemetryStore, StateStore {
    * @throws {TypeError} when `at` is not an ISO 8601 time
    */
   markBroken(instanceId: string, gpuKey: string, at: string): Promise<void> {
-    const atMs = toMs(at, 'at');
+    const atMs = isoToMs(at, 'at');
     return this.#serial(async () => {
       await this.#connection.run(
         'INSERT INTO broken_gpus VALUES (?, ?, ?, ?) ON CONFLICT (instance_id, gpu_key) DO UPDATE SET "at" = excluded."at", at_ms = excluded.at_ms WHERE excluded.at_ms < broken_gpus.at_ms',
@@ -435,7 +425,7 @@ export class DuckDbStore implements TelemetryStore, StateStore {
    * @throws {TypeError} when `at` is not an ISO 8601 time
    */
   claimAlert(alertId: string, at: string, cooldownS: number): Promise<boolean> {
-    const atMs = toMs(at, 'at');
+    const atMs = isoToMs(at, 'at');
     const cutoffMs = atMs - cooldownS * 1000;
     return this.#serial(async () => {
       const rows = await this.#rows(
