@@ -4,19 +4,7 @@ import type { WasteReportRow } from '../domain/types';
  * One GPU's aggregates as both store adapters' SQL returns them, before they become a
  * {@link WasteReportRow}. Every number already a JS number; absent values `undefined`.
  */
-export interface WasteAggregate {
-  readonly instance_id: string;
-  readonly instance_type: string;
-  readonly gpu_index: number;
-  readonly team?: string;
-  readonly job?: string;
-  readonly gpu_hours: number;
-  readonly cost_usd: number;
-  readonly idle_usd: number;
-  readonly held_idle_usd: number;
-  readonly underused_usd: number;
-  readonly broken_usd: number;
-  readonly wasted_usd: number;
+export interface WasteAggregate extends Omit<WasteReportRow, 'efficiency' | 'efficiency_source'> {
   /** Σ efficiency × gpu_hours over the windows where efficiency was measured. */
   readonly efficiency_weighted: number;
   /** Σ gpu_hours over the windows where efficiency was measured (0 when never). */
@@ -25,9 +13,6 @@ export interface WasteAggregate {
   readonly source_count: number;
   /** One measured source (`sm_active` or `gpu_util`) when `source_count ≥ 1`. */
   readonly any_source?: string;
-  readonly price_usd_per_hour: number;
-  readonly price_source: string;
-  readonly processes_unknown: boolean;
 }
 
 /**
