@@ -116,6 +116,29 @@ export class BatchBuilder {
       efa: [],
       events: [],
     };
+    // Fast path, the common case (one flush of one host): everything fits one batch. One
+    // serialisation instead of one per window, EFA entry and event.
+    const efa = input.efa ?? [];
+    const events = input.events ?? [];
+    if (
+      input.windows.length <= MAX_WINDOWS_PER_BATCH &&
+      efa.length <= MAX_EFA_PORTS_PER_BATCH &&
+      events.length <= MAX_EVENTS_PER_BATCH &&
+      (input.windows.length > 0 || efa.length > 0 || events.length > 0) &&
+      byteSize({ ...envelope, windows: input.windows, efa, events }) + ENVELOPE_SLACK_BYTES <= this.maxBytes
+    ) {
+      const batch: Batch = {
+        ...envelope,
+        batch_id: this.makeId(),
+        seq: this.seq++,
+        windows: [...input.windows],
+      };
+      if (efa.length > 0) batch.efa = [...efa];
+      else delete batch.efa;
+      if (events.length > 0) batch.events = [...events];
+      else delete batch.events;
+      return [batch];
+    }
     const baseBytes = byteSize(envelope) + ENVELOPE_SLACK_BYTES;
     const bins: Bin[] = [];
     const newBin = (): Bin => {
