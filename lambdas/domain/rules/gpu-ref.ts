@@ -21,17 +21,40 @@ export function resolveGpuRef(
   gpuIndex: number | undefined,
   pciBusId: string | undefined,
 ): GpuRef {
+  const { byPci, byIndex } = windowIndex(batch.windows);
   let pci = normalizePciBusId(pciBusId);
   let index = gpuIndex;
-  for (const w of batch.windows) {
-    const wPci = normalizePciBusId(w.gpu.pci_bus_id);
-    if (index === undefined && pci !== undefined && wPci === pci) index = w.gpu.index;
-    if (pci === undefined && index !== undefined && w.gpu.index === index && wPci !== undefined) pci = wPci;
-  }
+  if (index === undefined && pci !== undefined) index = byPci.get(pci);
+  if (pci === undefined && index !== undefined) pci = byIndex.get(index);
   return {
     ...(index === undefined ? {} : { gpu_index: index }),
     ...(pci === undefined ? {} : { pci_bus_id: pci }),
   };
+}
+
+/** GPU index ↔ normalised PCI bus id of a batch's windows (first window wins), built once per windows array. */
+interface WindowIndex {
+  readonly byPci: ReadonlyMap<string, number>;
+  readonly byIndex: ReadonlyMap<number, string>;
+}
+
+const windowIndexCache = new WeakMap<readonly Batch['windows'][number][], WindowIndex>();
+
+/** Events are resolved one by one against the same windows: index them once, not once per event. */
+function windowIndex(windows: Batch['windows']): WindowIndex {
+  const cached = windowIndexCache.get(windows);
+  if (cached) return cached;
+  const byPci = new Map<string, number>();
+  const byIndex = new Map<number, string>();
+  for (const w of windows) {
+    const wPci = normalizePciBusId(w.gpu.pci_bus_id);
+    if (wPci === undefined) continue;
+    if (!byPci.has(wPci)) byPci.set(wPci, w.gpu.index);
+    if (!byIndex.has(w.gpu.index)) byIndex.set(w.gpu.index, wPci);
+  }
+  const built = { byPci, byIndex };
+  windowIndexCache.set(windows, built);
+  return built;
 }
 
 /**
