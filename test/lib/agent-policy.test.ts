@@ -2,7 +2,7 @@ import type { CfnResource } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, it } from 'vitest';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
-import { buildStack } from './build-stack';
+import { batchesInvokeArn, buildStack } from './build-stack';
 
 describe('AgentPolicy', () => {
   let stack: GpuSentinelStack;
@@ -27,22 +27,7 @@ describe('AgentPolicy', () => {
             Sid: 'SendBatches',
             Effect: 'Allow',
             Action: 'execute-api:Invoke',
-            Resource: {
-              'Fn::Join': [
-                '',
-                [
-                  'arn:',
-                  { Ref: 'AWS::Partition' },
-                  ':execute-api:',
-                  { Ref: 'AWS::Region' },
-                  ':',
-                  { Ref: 'AWS::AccountId' },
-                  ':',
-                  { Ref: apiLogicalId },
-                  '/prod/POST/v1/batches',
-                ],
-              ],
-            },
+            Resource: batchesInvokeArn(apiLogicalId),
           },
         ],
       },

@@ -16,3 +16,26 @@ export function buildStack(props: GpuSentinelStackProps = {}): GpuSentinelStack 
   const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
   return new GpuSentinelStack(app, 'TestStack', { ingestEntry: STUB_INGEST_ENTRY, ...props });
 }
+
+/**
+ * The CloudFormation value of the ARN that lets a caller POST batches to the stage:
+ * `arn:<partition>:execute-api:<region>:<account>:<api id>/prod/POST/v1/batches`.
+ */
+export function batchesInvokeArn(apiLogicalId: string): unknown {
+  return {
+    'Fn::Join': [
+      '',
+      [
+        'arn:',
+        { Ref: 'AWS::Partition' },
+        ':execute-api:',
+        { Ref: 'AWS::Region' },
+        ':',
+        { Ref: 'AWS::AccountId' },
+        ':',
+        { Ref: apiLogicalId },
+        '/prod/POST/v1/batches',
+      ],
+    ],
+  };
+}

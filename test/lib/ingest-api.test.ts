@@ -4,7 +4,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../../lib/props-validation-error';
-import { buildStack } from './build-stack';
+import { batchesInvokeArn, buildStack } from './build-stack';
 
 describe('IngestApi', () => {
   let stack: GpuSentinelStack;
@@ -163,22 +163,7 @@ describe('IngestApi', () => {
       {
         Action: 'execute-api:Invoke',
         Effect: 'Allow',
-        Resource: {
-          'Fn::Join': [
-            '',
-            [
-              'arn:',
-              { Ref: 'AWS::Partition' },
-              ':execute-api:',
-              { Ref: 'AWS::Region' },
-              ':',
-              { Ref: 'AWS::AccountId' },
-              ':',
-              { Ref: apiLogicalId },
-              '/prod/POST/v1/batches',
-            ],
-          ],
-        },
+        Resource: batchesInvokeArn(apiLogicalId),
       },
     ]);
   });
