@@ -51,6 +51,21 @@ function fakeSource(
   return src;
 }
 
+/** A loop on the fake source with a hand-moved clock; `options` add to or replace the defaults. */
+function manualLoop(
+  clock: ReturnType<typeof manualClock>,
+  options: Partial<ConstructorParameters<typeof AgentLoop>[0]>,
+): AgentLoop {
+  return new AgentLoop({
+    source: fakeSource(clock.now),
+    host: HOST,
+    agent: AGENT,
+    builder: new BatchBuilder({ clock: clock.now }),
+    clock: clock.now,
+    ...options,
+  });
+}
+
 function xid(code: number, source: 'nvml' | 'kmsg', atMs: number): GpuEvent {
   return { at: new Date(atMs).toISOString(), kind: 'xid', xid: code, source, pci_bus_id: '0000:53:00.0' };
 }
@@ -60,13 +75,8 @@ describe('AgentLoop', () => {
     // Prepare
     const clock = manualClock();
     const sent: Batch[] = [];
-    const loop = new AgentLoop({
-      source: fakeSource(clock.now),
-      host: HOST,
-      agent: AGENT,
-      builder: new BatchBuilder({ clock: clock.now }),
+    const loop = manualLoop(clock, {
       send: async (b) => sent.push(b),
-      clock: clock.now,
     });
     // Act: 10 polls 1 s apart, then a flush
     for (let i = 0; i < 10; i++) {
@@ -91,13 +101,8 @@ describe('AgentLoop', () => {
     const clock = manualClock();
     const sent: Batch[] = [];
     const efaCalls: string[] = [];
-    const loop = new AgentLoop({
-      source: fakeSource(clock.now),
-      host: HOST,
-      agent: AGENT,
-      builder: new BatchBuilder({ clock: clock.now }),
+    const loop = manualLoop(clock, {
       send: async (b) => sent.push(b),
-      clock: clock.now,
       horizon: {
         add: () => {},
         window: (gpu, end) => ({
@@ -136,13 +141,8 @@ describe('AgentLoop', () => {
     const clock = manualClock();
     const { XidMerger } = await import('../../agent/sources/xid-merge');
     const sent: Batch[] = [];
-    const loop = new AgentLoop({
-      source: fakeSource(clock.now),
-      host: HOST,
-      agent: AGENT,
-      builder: new BatchBuilder({ clock: clock.now }),
+    const loop = manualLoop(clock, {
       send: async (b) => sent.push(b),
-      clock: clock.now,
       xidMerger: new XidMerger({ clock: clock.now }),
     });
     // Act
@@ -188,16 +188,11 @@ describe('AgentLoop', () => {
     const delivered: number[] = [];
     let down = true;
     const warnings: string[] = [];
-    const loop = new AgentLoop({
-      source: fakeSource(clock.now),
-      host: HOST,
-      agent: AGENT,
-      builder: new BatchBuilder({ clock: clock.now }),
+    const loop = manualLoop(clock, {
       send: async (b) => {
         if (down) throw new SendFailedError(b.batch_id, 1, { lastStatus: 503 });
         delivered.push(b.seq);
       },
-      clock: clock.now,
       onWarning: (m) => warnings.push(m),
     });
     // Act
@@ -220,15 +215,10 @@ describe('AgentLoop', () => {
 
   it('drops and counts a batch the API refuses as invalid instead of retrying it forever', async () => {
     const clock = manualClock();
-    const loop = new AgentLoop({
-      source: fakeSource(clock.now),
-      host: HOST,
-      agent: AGENT,
-      builder: new BatchBuilder({ clock: clock.now }),
+    const loop = manualLoop(clock, {
       send: async (b) => {
         throw new SendRejectedError(b.batch_id, 400, { error: 'x', path: 'seq' });
       },
-      clock: clock.now,
     });
     loop.poll();
     clock.advance(10_000);
@@ -251,13 +241,8 @@ describe('AgentLoop', () => {
       takeDroppedEvent: (now) => ({ at: now.toISOString(), kind: 'data_dropped', source: 'agent', count: 7 }),
       pending: () => 0,
     };
-    const loop = new AgentLoop({
-      source: fakeSource(clock.now),
-      host: HOST,
-      agent: AGENT,
-      builder: new BatchBuilder({ clock: clock.now }),
+    const loop = manualLoop(clock, {
       delivery,
-      clock: clock.now,
     });
     // Act
     loop.poll();
@@ -273,13 +258,10 @@ describe('AgentLoop', () => {
     // Prepare
     const clock = manualClock();
     const sent: Batch[] = [];
-    const loop = new AgentLoop({
+    const loop = manualLoop(clock, {
       source: fakeSource(clock.now, { gpu_util: 1 }),
-      host: HOST,
       agent: { ...AGENT, profiling_source: 'dcgm' },
-      builder: new BatchBuilder({ clock: clock.now }),
       send: async (b) => sent.push(b),
-      clock: clock.now,
       profiling: { read: async () => new Map([[0, { sm_active: 0.02, tensor_active: 0 }]]) },
     });
     // Act: the first poll starts the read; the later ones use its result
