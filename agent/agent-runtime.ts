@@ -78,7 +78,7 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
   const nvml = NvmlSource.open({ libraryPath: config.nvmlLibraryPath, logger: log });
   const stoppers: Array<() => Promise<void> | void> = [() => nvml.close()];
   try {
-    const host = await identity(opts);
+    const host = await resolveAgentIdentity(opts);
     let profilingSource: 'gpm' | 'dcgm' | 'none' = nvml.profilingSource();
     let profiling: DcgmProfilingSource | undefined;
     if (profilingSource === 'none' && config.dcgmExporterUrl !== 'off') {
@@ -249,7 +249,15 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
   }
 }
 
-async function identity(opts: AgentRuntimeOptions): Promise<Host> {
+/**
+ * The host identity from the configuration: the overrides (`instanceId`, `instanceType`, `region`,
+ * `az`) on top of IMDSv2, or on top of `fallbackHost` when IMDS is off or does not answer.
+ *
+ * @throws {RangeError} when IMDS is off or down and no complete identity is given
+ */
+export async function resolveAgentIdentity(
+  opts: Pick<AgentRuntimeOptions, 'config' | 'log' | 'fallbackHost' | 'imdsBaseUrl'>,
+): Promise<Host> {
   const { config } = opts;
   const override: Partial<Host> = {};
   if (config.instanceId) override.instance_id = config.instanceId;

@@ -1,8 +1,7 @@
 import { pino } from 'pino';
 import { AgentLoop } from '../../agent/agent-loop';
-import { type AgentLog, startAgentRuntime } from '../../agent/agent-runtime';
+import { type AgentLog, resolveAgentIdentity, startAgentRuntime } from '../../agent/agent-runtime';
 import type { AgentConfig } from '../../agent/config';
-import { resolveIdentity } from '../../agent/identity';
 import { BatchBuilder } from '../../agent/send/batcher';
 import { NvmlSource } from '../../agent/sources/nvml';
 import { HorizonTracker } from '../../agent/window/horizon';
@@ -65,14 +64,7 @@ async function runOnce(
 ): Promise<number> {
   const nvml = NvmlSource.open({ libraryPath: config.nvmlLibraryPath, logger: log });
   try {
-    const override: Partial<Host> = {};
-    if (config.instanceId) override.instance_id = config.instanceId;
-    if (config.instanceType) override.instance_type = config.instanceType;
-    if (config.region) override.region = config.region;
-    const host = await resolveIdentity({ override }).catch((err: unknown) => {
-      log.warn({ error: (err as Error).message }, 'IMDS unavailable; printing with a placeholder identity');
-      return { ...DIAGNOSIS_HOST, ...override };
-    });
+    const host = await resolveAgentIdentity({ config, log, fallbackHost: DIAGNOSIS_HOST });
     const printed: unknown[] = [];
     const loop = new AgentLoop({
       source: nvml,

@@ -10,6 +10,7 @@ import { parsePriceOverrides, parseRemediationMode } from '../../lambdas/domain'
 import type { Log } from '../../lambdas/handlers/log';
 import { startLocalPipeline } from '../../lambdas/local/local-pipeline';
 import { wasteSummary } from '../../lambdas/local/waste-report';
+import { DIAGNOSIS_HOST } from './agent';
 import { AGENT_VERSION, BUNDLED_REPLAY_MANIFEST } from './paths';
 
 /** Options of `gpu-sentinel local`, as commander parses them. */
@@ -31,12 +32,8 @@ export interface LocalCommandOptions {
   readonly instanceType?: string;
 }
 
-/** The host identity used for a live local run on a machine that is not (or cannot ask) EC2. */
-const LOCAL_HOST: Host = {
-  instance_id: 'i-00000000000000000',
-  instance_type: 'local.gpu',
-  region: 'us-east-1',
-};
+/** A live local run on a machine that is not (or cannot ask) EC2 uses the diagnosis identity. */
+const LOCAL_HOST: Host = DIAGNOSIS_HOST;
 const LOCAL_IDENTITY = {
   instanceId: LOCAL_HOST.instance_id,
   instanceType: LOCAL_HOST.instance_type,
