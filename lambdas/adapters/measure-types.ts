@@ -73,6 +73,7 @@ export const LEDGER_MEASURE_TYPES: { readonly [K in keyof Required<LedgerEntry>]
   underused_usd: 'DOUBLE',
   broken_usd: 'DOUBLE',
   wasted_usd: 'DOUBLE',
+  diagnosis: 'VARCHAR',
 };
 
 /** GPU metric names in a stable order (the key order of {@link GPU_METRIC_TYPES}). */

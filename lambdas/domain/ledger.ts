@@ -7,7 +7,7 @@ import {
 } from './constants';
 import { LedgerInputError } from './errors';
 import type { InstancePrice } from './pricing';
-import type { EfficiencySource, LedgerEntry, WasteClass } from './types';
+import type { Diagnosis, EfficiencySource, LedgerEntry, WasteClass } from './types';
 
 /** Options of {@link computeLedger}. */
 export interface LedgerOptions {
@@ -17,6 +17,11 @@ export interface LedgerOptions {
    * @default undefined (not broken)
    */
   readonly brokenSince?: string;
+  /**
+   * The GPU's efficiency diagnosis from its horizon, stored with the entry so wasted dollars have a
+   * cause. @default undefined (no horizon for this GPU in the batch)
+   */
+  readonly diagnosis?: Diagnosis;
 }
 
 /**
@@ -38,7 +43,7 @@ export interface LedgerOptions {
  *
  * @param window - a validated GPU window (flush; a horizon window would double-count the money)
  * @param price - the instance price (see `priceFor`)
- * @param opts - `brokenSince`, see {@link LedgerOptions}
+ * @param opts - `brokenSince` and `diagnosis`, see {@link LedgerOptions}
  * @returns the ledger entry; money in USD, `window_s` in s, `gpu_hours` in h
  * @throws {LedgerInputError} when the window end is not after its start, or the price is negative,
  *   non-finite, or split over fewer than 1 GPU
@@ -115,5 +120,6 @@ export function computeLedger(window: GpuWindow, price: InstancePrice, opts?: Le
     broken_usd,
     wasted_usd: idle_usd + held_idle_usd + underused_usd + broken_usd,
   };
-  return efficiency === undefined ? base : { ...base, efficiency };
+  const withDiagnosis = opts?.diagnosis === undefined ? base : { ...base, diagnosis: opts.diagnosis };
+  return efficiency === undefined ? withDiagnosis : { ...withDiagnosis, efficiency };
 }

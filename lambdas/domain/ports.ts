@@ -1,4 +1,4 @@
-import type { Alert, RemediationDecision, StoreRows, WasteReportRow } from './types';
+import type { Alert, InstanceInfo, RemediationDecision, StoreRows, WasteReportRow } from './types';
 
 /**
  * Ports: what the pipeline needs from the outside world. Adapters in `lambdas/adapters/` and
@@ -93,4 +93,18 @@ export interface Remediator {
 /** Receives every remediation decision, done or skipped (audit log: SNS + JSONL locally). */
 export interface DecisionSink {
   record(decision: RemediationDecision): Promise<void>;
+}
+
+/**
+ * Looks up what EC2 and Auto Scaling say about an instance (server-side enrichment). Adapters cache
+ * answers for a while; the ingest path asks once per batch.
+ */
+export interface InstanceDirectory {
+  /**
+   * @param instanceId - EC2 instance id
+   * @param region - the instance's region (`host.region`); clients are made per region
+   * @returns the instance, or undefined when EC2 does not know it (terminated long ago, or never existed)
+   * @throws when EC2 or Auto Scaling cannot be asked (throttled, no permission, unreachable)
+   */
+  describe(instanceId: string, region: string): Promise<InstanceInfo | undefined>;
 }

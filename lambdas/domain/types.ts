@@ -13,6 +13,30 @@ export type Severity = (typeof SEVERITIES)[number];
 /** Where the efficiency number of a ledger entry comes from. `none`: neither SM activity nor GPU util was measured. */
 export type EfficiencySource = 'sm_active' | 'gpu_util' | 'none';
 
+/**
+ * The efficiency diagnosis of a GPU over the trailing horizon: the leaf of the playbook's decision tree
+ * (SM active < 30 % → data loading / CPU preprocessing / small batch; 30–70 % → tensor idle;
+ * > 70 % → memory or compute bound), plus `idle`/`held_idle` (no work), `fake_load` (GPU util high,
+ * SM active low), `throttled` (clocks held down by heat or power) and `unknown` (no profiling source:
+ * SM activity not measured, so no leaf can be named). Stored with every flush window so wasted
+ * dollars have a cause.
+ */
+export const DIAGNOSES = [
+  'idle',
+  'held_idle',
+  'fake_load',
+  'input_bound',
+  'cpu_bound',
+  'low_occupancy',
+  'tensor_idle',
+  'memory_bound',
+  'compute_bound',
+  'throttled',
+  'unknown',
+] as const;
+/** Diagnosis union, see {@link DIAGNOSES}. */
+export type Diagnosis = (typeof DIAGNOSES)[number];
+
 /** The waste class a GPU window falls in (DESIGN §5). `unknown` when efficiency was not measured. */
 export type WasteClass = 'idle' | 'held_idle' | 'underused' | 'broken' | 'none' | 'unknown';
 
@@ -50,6 +74,11 @@ export interface LedgerEntry {
   readonly broken_usd: number;
   /** idle + held_idle + underused + broken. */
   readonly wasted_usd: number;
+  /**
+   * Why this GPU is (or is not) wasting money: the diagnosis of its horizon at ingest (see
+   * {@link DIAGNOSES}); absent when the batch carried no horizon for the GPU.
+   */
+  readonly diagnosis?: Diagnosis;
 }
 
 /** One stored GPU flush window (table `gpu_windows`): identity, dimensions, metrics and ledger. */
@@ -169,6 +198,37 @@ export interface Alert {
   readonly body: string;
   /** SNS message attributes: `severity`, `rule`, `instance_type`, and `team` when known. */
   readonly attributes: Readonly<Record<string, string>>;
+}
+
+/**
+ * What EC2 and Auto Scaling say about an instance (server-side enrichment, so IMDS instance tags on
+ * the host are optional): from EC2 `DescribeInstances` and Auto Scaling
+ * `DescribeAutoScalingInstances` / `DescribeAutoScalingGroups`, in the instance's own region.
+ */
+export interface InstanceInfo {
+  readonly instance_id: string;
+  /** The region asked (the batch's `host.region`). */
+  readonly region: string;
+  /** EC2 instance state name: `pending`, `running`, `stopping`, `stopped`, `shutting-down`, `terminated`. */
+  readonly state: string;
+  /** EC2 instance type, e.g. `p5.48xlarge`. */
+  readonly instance_type: string;
+  /** EC2 instance tags (key → value). */
+  readonly tags: Readonly<Record<string, string>>;
+  /** ARN of the instance profile attached to the instance, when one is. */
+  readonly instance_profile_arn?: string;
+  /** The Auto Scaling group the instance belongs to, when it belongs to one. */
+  readonly asg?: AutoScalingGroupInfo;
+}
+
+/** An Auto Scaling group as the remediation policy needs it. */
+export interface AutoScalingGroupInfo {
+  /** `AutoScalingGroupName`. */
+  readonly name: string;
+  /** `DesiredCapacity`, instances ≥ 0. */
+  readonly desired_capacity: number;
+  /** Group tags (key → value); the opt-out tag may sit here. */
+  readonly tags: Readonly<Record<string, string>>;
 }
 
 /** What remediation did, or would do in dry-run, for a finding. */

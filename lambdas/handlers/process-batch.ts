@@ -16,7 +16,15 @@ import {
   type StoreRows,
   toAlert,
 } from '../domain';
-import type { AlertSink, DecisionSink, Remediator, StateStore, TelemetryStore } from '../domain/ports';
+import type {
+  AlertSink,
+  DecisionSink,
+  InstanceDirectory,
+  Remediator,
+  StateStore,
+  TelemetryStore,
+} from '../domain/ports';
+import type { InstanceInfo } from '../domain/types';
 import type { Log } from './log';
 
 /** Everything `processBatch` needs from the outside, injected. */
@@ -37,6 +45,12 @@ export interface PipelineDeps {
   readonly rules: RuleContext;
   /** An alert that is still firing is sent again after this many seconds. @default 3600 */
   readonly alertCooldownS?: number;
+  /**
+   * What EC2 and Auto Scaling say about the sender (server-side enrichment): the real Auto Scaling
+   * group, its desired capacity and tags for the remediation policy. @default undefined (trust the
+   * batch's `host`; local mode)
+   */
+  readonly instances?: InstanceDirectory;
 }
 
 /** What `processBatch` did with one batch. */
@@ -85,6 +99,7 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
     if (f.action === 'replace') await deps.state.markBroken(host.instance_id, gpuKey(f), f.at);
   }
   const broken = await deps.state.getBrokenSince(host.instance_id);
+  const instance = deps.instances ? await deps.instances.describe(host.instance_id, host.region) : undefined;
 
   const rows: StoreRows = {
     gpu: flush.map((w) => ({
@@ -150,7 +165,7 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
       sent.push(alert);
     }
     if (finding.action === 'replace' || finding.action === 'reset') {
-      decisions.push(await remediate(finding, batch, deps, now));
+      decisions.push(await remediate(finding, batch, instance, deps, now));
     }
   }
   deps.log.info('batch accepted', {
@@ -170,14 +185,19 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
   };
 }
 
-/** Decides remediation for one finding through the domain policy, then carries it out unless dry-run. */
+/**
+ * Decides remediation for one finding through the domain policy, then carries it out unless dry-run.
+ * With enrichment (`instance`), the group, its desired capacity and tags come from Auto Scaling, not
+ * from what the agent says about itself.
+ */
 async function remediate(
   finding: Finding,
   batch: Batch,
+  instance: InstanceInfo | undefined,
   deps: PipelineDeps,
   now: Date,
 ): Promise<RemediationDecision> {
-  const { host } = batch;
+  const host = instance ? { ...batch.host, asg_name: instance.asg?.name } : batch.host;
   const hourAgo = new Date(now.getTime() - 3600_000);
   let decision = decideRemediation(
     {
@@ -187,6 +207,8 @@ async function remediate(
       mode: deps.remediationMode,
       existing: await deps.state.getRemediation(host.instance_id),
       recentInGroup: host.asg_name ? await deps.state.listRemediations(host.asg_name, hourAgo) : [],
+      groupDesiredCapacity: instance?.asg?.desired_capacity,
+      groupTags: instance?.asg?.tags,
       dryRun: deps.dryRun,
     },
     now,
