@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { registerAgentCommands } from './commands/agent-cli';
+import { registerAgentCommands } from '../agent/cli/agent-cli';
 import { runLocalCommand } from './commands/local';
 import { cliLogger } from './commands/logger';
 import { AGENT_VERSION } from './commands/paths';

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
-import { registerAgentCommands } from '../../bin/commands/agent-cli';
-import { AGENT_VERSION } from '../../bin/commands/paths';
+import { registerAgentCommands } from '../cli/agent-cli';
+import { AGENT_VERSION } from '../version';
 
 /**
  * Entry of the bundled host agent (`gpu-sentinel-agent.mjs`): only the `agent` command, with every

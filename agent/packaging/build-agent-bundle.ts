@@ -13,8 +13,8 @@ import { createRequire } from 'node:module';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { AGENT_VERSION } from '../../bin/commands/paths';
 import { AgentError } from '../errors';
+import { AGENT_VERSION } from '../version';
 
 /** Repository root, from this file's place in `agent/packaging/`. */
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

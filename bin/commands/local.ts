@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
 import { type AgentLog, startAgentRuntime } from '../../agent/agent-runtime';
+import { DIAGNOSIS_HOST } from '../../agent/cli/agent-command';
 import { AgentConfigSchema } from '../../agent/config';
 import { HttpSender } from '../../agent/send/sender';
 import { NvmlSource } from '../../agent/sources/nvml';
@@ -10,7 +11,6 @@ import { parsePriceOverrides, parseRemediationMode } from '../../lambdas/domain'
 import type { Log } from '../../lambdas/handlers/log';
 import { startLocalPipeline } from '../../lambdas/local/local-pipeline';
 import { wasteSummary } from '../../lambdas/local/waste-report';
-import { DIAGNOSIS_HOST } from './agent';
 import { AGENT_VERSION, BUNDLED_REPLAY_MANIFEST } from './paths';
 
 /** Options of `gpu-sentinel local`, as commander parses them. */

@@ -8,5 +8,5 @@ export const BUNDLED_REPLAY_MANIFEST = fileURLToPath(
   new URL('../../test/fixtures/replay/real-captures.json', import.meta.url),
 );
 
-/** Version reported in `agent.version`, from package.json. */
-export const AGENT_VERSION = '0.1.0';
+/** Version reported in `agent.version` (the agent owns it). */
+export { AGENT_VERSION } from '../../agent/version';

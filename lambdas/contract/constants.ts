@@ -1,6 +1,6 @@
 /**
  * Published limits of the wire contract v1 (`POST /v1/batches`). The API enforces every one of them
- * and the agent sizes its batches by them. Source: ../shared/DESIGN.md §3.
+ * and the agent sizes its batches by them. Source: docs/design.md §3.
  */
 
 /** The only schema identifier this API accepts in `batch.schema`. */
@@ -45,7 +45,7 @@ export const MAX_TAGS = 50;
 /** Most GPU compute processes a GPU may report in one window. */
 export const MAX_COMPUTE_PROCESSES = 4096;
 
-/** The event kinds of contract v1, as DESIGN §3 names them. */
+/** The event kinds of contract v1, as docs/design.md §3 names them. */
 export const EVENT_KINDS = [
   'xid',
   'gpu_lost',

@@ -18,7 +18,7 @@ import {
   nvmlUtilization,
 } from '../../../agent/sources/nvml';
 
-// The x86-64 layouts of /work/shared/reference/gpu.md §1.4, written here independently of the
+// The x86-64 layouts of docs/nvml.md §4, written here independently of the
 // table in structs.ts so a typo in either one fails.
 const REFERENCE = [
   { struct: 'nvmlPciInfo_t', type: nvmlPciInfo, size: 68, field: 'busIdLegacy', offset: 0 },

@@ -1,12 +1,12 @@
 import { pino } from 'pino';
-import { AgentLoop } from '../../agent/agent-loop';
-import { type AgentLog, resolveAgentIdentity, startAgentRuntime } from '../../agent/agent-runtime';
-import type { AgentConfig } from '../../agent/config';
-import { BatchBuilder } from '../../agent/send/batcher';
-import { NvmlSource } from '../../agent/sources/nvml';
-import { HorizonTracker } from '../../agent/window/horizon';
 import type { Host } from '../../lambdas/contract';
-import { AGENT_VERSION } from './paths';
+import { AgentLoop } from '../agent-loop';
+import { type AgentLog, resolveAgentIdentity, startAgentRuntime } from '../agent-runtime';
+import type { AgentConfig } from '../config';
+import { BatchBuilder } from '../send/batcher';
+import { NvmlSource } from '../sources/nvml';
+import { AGENT_VERSION } from '../version';
+import { HorizonTracker } from '../window/horizon';
 
 /** Modes of `gpu-sentinel agent` beyond the configuration. */
 export interface AgentRunMode {

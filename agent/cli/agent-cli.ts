@@ -7,8 +7,8 @@ import {
   describeSource,
   loadAgentConfig,
   renderAgentConfigMarkdown,
-} from '../../agent/config';
-import { runAgentCommand } from './agent';
+} from '../config';
+import { runAgentCommand } from './agent-command';
 
 /**
  * The host agent's commands, shared by the full CLI (`gpu-sentinel agent`, `gpu-sentinel agent-config`)
