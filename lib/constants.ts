@@ -52,12 +52,6 @@ export const INGEST_STAGE_NAME = 'prod';
  * Source: API Gateway developer guide, "Content encoding for REST APIs" (range 0–10,485,760).
  */
 export const MIN_COMPRESSION_SIZE_BYTES = 1024;
-/** Media types API Gateway passes to Lambda base64-encoded (gzip bodies it did not decompress). */
-export const BINARY_MEDIA_TYPES: readonly string[] = [
-  'application/gzip',
-  'application/x-gzip',
-  'application/octet-stream',
-];
 
 /** Ingest Lambda memory, MiB: JSON parse + gunzip of a 1 MiB body with headroom. */
 export const INGEST_MEMORY_MIB = 512;

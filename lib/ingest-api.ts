@@ -5,8 +5,8 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
+import { API_BINARY_MEDIA_TYPES } from '../lambdas/contract/constants';
 import {
-  BINARY_MEDIA_TYPES,
   DEFAULT_THROTTLING_BURST_LIMIT,
   DEFAULT_THROTTLING_RATE_LIMIT,
   INGEST_STAGE_NAME,
@@ -118,7 +118,7 @@ export class IngestApi extends Construct {
       endpointConfiguration: { types: [apigw.EndpointType.REGIONAL] },
       policy: resourcePolicy(organizationId),
       minCompressionSize: Size.bytes(MIN_COMPRESSION_SIZE_BYTES),
-      binaryMediaTypes: [...BINARY_MEDIA_TYPES],
+      binaryMediaTypes: [...API_BINARY_MEDIA_TYPES],
       cloudWatchRole,
       cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
       deployOptions: {

@@ -241,6 +241,8 @@ export interface RemediationDecision {
   readonly instance_id: string;
   readonly gpu_index?: number;
   readonly asg_name?: string;
+  /** The instance's region (`host.region`): where the remediation's EC2 / Auto Scaling calls go. */
+  readonly region?: string;
   readonly action: RemediationAction;
   /** Why this action (e.g. "in Auto Scaling group g; SetInstanceHealth(Unhealthy)", "opt-out tag", "rate limit: 2 in the last hour"). */
   readonly reason: string;

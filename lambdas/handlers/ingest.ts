@@ -7,6 +7,8 @@ import { TimestreamWriteClient } from '@aws-sdk/client-timestream-write';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { AutoScalingRemediator } from '../adapters/auto-scaling-remediator';
 import { DynamoDbStateStore } from '../adapters/dynamodb-state-store';
+import { Ec2InstanceDirectory } from '../adapters/ec2-instance-directory';
+import { RegionalClients } from '../adapters/regional-clients';
 import { SnsAlertSink } from '../adapters/sns-alert-sink';
 import { SnsDecisionSink } from '../adapters/sns-decision-sink';
 import { TimestreamStore } from '../adapters/timestream-store';
@@ -20,7 +22,11 @@ import { createIngestHandler, type IngestHandler } from './ingest-handler';
  *
  * Environment: `TIMESTREAM_DATABASE`, `TIMESTREAM_GPU_TABLE`, `TIMESTREAM_EFA_TABLE`,
  * `TIMESTREAM_EVENTS_TABLE`, `TOPIC_CRITICAL_ARN`, `TOPIC_WARNING_ARN`, `TOPIC_INFO_ARN`,
- * `STATE_TABLE`, `REMEDIATION_MODE` (`off|notify|replace`), `PRICE_OVERRIDES` (JSON, optional).
+ * `STATE_TABLE`, `REMEDIATION_MODE` (`off|notify|replace`), `PRICE_OVERRIDES` (JSON, optional),
+ * `AGENT_ROLE_NAMES` (comma-separated role names whose instance sessions may send; optional).
+ *
+ * EC2 and Auto Scaling clients are made per region (the sender's `host.region`) for the
+ * server-side enrichment and the remediation calls.
  */
 
 /** Thrown at cold start when a required environment variable is missing. */
@@ -49,6 +55,8 @@ export function handlerFromEnvironment(env: NodeJS.ProcessEnv = process.env): In
     info: required(env, 'TOPIC_INFO_ARN'),
   };
   const sns = new SNSClient({});
+  const ec2 = new RegionalClients((region) => new EC2Client({ region }));
+  const autoScaling = new RegionalClients((region) => new AutoScalingClient({ region }));
   return createIngestHandler({
     store: new TimestreamStore({
       client: new TimestreamWriteClient({}),
@@ -65,7 +73,9 @@ export function handlerFromEnvironment(env: NodeJS.ProcessEnv = process.env): In
     }),
     alerts: new SnsAlertSink({ client: sns, topics }),
     decisions: new SnsDecisionSink({ client: sns, topics: { critical: topics.critical, info: topics.info } }),
-    remediator: new AutoScalingRemediator({ autoScaling: new AutoScalingClient({}), ec2: new EC2Client({}) }),
+    remediator: new AutoScalingRemediator({ autoScaling, ec2 }),
+    instances: new Ec2InstanceDirectory({ ec2, autoScaling }),
+    agentRoleNames: parseRoleNames(env.AGENT_ROLE_NAMES),
     log: {
       info: (message, data) => logger.info(message, data ?? {}),
       warn: (message, data) => logger.warn(message, data ?? {}),
@@ -77,6 +87,15 @@ export function handlerFromEnvironment(env: NodeJS.ProcessEnv = process.env): In
     rules: DEFAULT_RULE_CONTEXT,
     callerCheck: 'instance-session',
   });
+}
+
+/** `AGENT_ROLE_NAMES` → role names; undefined when unset or empty (no role restriction in the handler). */
+function parseRoleNames(value: string | undefined): readonly string[] | undefined {
+  const names = (value ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
+  return names.length === 0 ? undefined : names;
 }
 
 let cached: IngestHandler | undefined;
