@@ -17,6 +17,7 @@ import { TimestreamWriteClient, WriteRecordsCommand } from '@aws-sdk/client-time
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { handlerFromEnvironment, IngestConfigError } from '../../../lambdas/handlers/ingest';
+import { expectValidAwsInputs } from '../adapters/aws-model';
 import { ago, validBatch } from '../contract/batches';
 import { batchEvent, INSTANCE_ID } from './proxy-event';
 
@@ -64,6 +65,14 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
   const autoscaling = mockClient(AutoScalingClient);
   const ec2 = mockClient(EC2Client);
   const saved = { ...process.env };
+
+  afterEach(() => {
+    expectValidAwsInputs(timestream, 'timestream-write');
+    expectValidAwsInputs(sns, 'sns');
+    expectValidAwsInputs(dynamo, 'dynamodb');
+    expectValidAwsInputs(autoscaling, 'autoscaling');
+    expectValidAwsInputs(ec2, 'ec2');
+  });
 
   beforeEach(() => {
     Object.assign(process.env, ENV, { AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE', AWS_SECRET_ACCESS_KEY: 'secret' });
