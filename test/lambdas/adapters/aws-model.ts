@@ -142,7 +142,8 @@ function check(
     case 'list': {
       if (!Array.isArray(value)) return void problem('expected a list');
       range(shape, value.length, 'entries', problem);
-      value.forEach((item, i) => check(model, shape.member!.shape, item, `${path}[${i}]`, problems));
+      for (const [i, item] of value.entries())
+        check(model, shape.member!.shape, item, `${path}[${i}]`, problems);
       return;
     }
     case 'map': {

@@ -67,6 +67,7 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
   const saved = { ...process.env };
 
   afterEach(() => {
+    process.env = { ...saved };
     expectValidAwsInputs(timestream, 'timestream-write');
     expectValidAwsInputs(sns, 'sns');
     expectValidAwsInputs(dynamo, 'dynamodb');
@@ -104,10 +105,6 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
     });
     ec2.reset();
     ec2.on(DescribeInstancesCommand).resolves(describeInstances());
-  });
-
-  afterEach(() => {
-    process.env = { ...saved };
   });
 
   it('writes Timestream, publishes the critical alert and replaces the instance on Xid 79', async () => {
