@@ -72,3 +72,18 @@ export const STATE_PARTITION_KEY = 'pk';
 export const STATE_SORT_KEY = 'sk';
 /** DynamoDB state table TTL attribute, epoch seconds. */
 export const STATE_TTL_ATTRIBUTE = 'expires_at';
+
+/**
+ * An IAM role ARN a deployment may name as an agent role: `arn:<partition>:iam::<account or *>:role/<path/>name`,
+ * `*` and `?` allowed (matched with `ArnLike`). Source: IAM identifiers page (role ARN format).
+ */
+export const AGENT_ROLE_ARN_PATTERN = /^arn:aws[a-z-]*:iam::(\d{12}|\*):role\/[\w+=,.@*?/-]{1,512}$/;
+
+/**
+ * The IAM condition key set on requests signed with credentials an EC2 instance obtained from its
+ * instance profile: the ARN of that instance; absent for any other credentials (an `AssumeRole`
+ * from elsewhere, even of the same role). Keys are case-insensitive. Source: IAM User Guide,
+ * "AWS global condition context keys" (`ec2:SourceInstanceArn`, properties of the role session);
+ * EC2 User Guide, "IAM roles for Amazon EC2".
+ */
+export const INSTANCE_CREDENTIALS_CONDITION_KEY = 'ec2:SourceInstanceARN';

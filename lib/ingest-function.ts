@@ -62,6 +62,12 @@ export interface IngestFunctionProps {
    */
   readonly priceOverridesUsdPerHour?: Readonly<Record<string, number>>;
   /**
+   * Role names whose instance sessions the handler admits (`AGENT_ROLE_NAMES`); the API's resource
+   * policy already restricts roles, this is the handler's own second check.
+   * @default - no role check in the handler
+   */
+  readonly agentRoleNames?: readonly string[];
+  /**
    * How long the function's logs are kept.
    * @default logs.RetentionDays.ONE_MONTH
    */
@@ -82,7 +88,9 @@ export interface IngestFunctionProps {
  * - `timestream:WriteRecords` on the three tables, `timestream:DescribeEndpoints` on `*`;
  * - `sns:Publish` on critical/warning/info, `kms:GenerateDataKey`/`kms:Decrypt` on their key;
  * - `dynamodb:GetItem/PutItem/UpdateItem/Query` on the state table;
- * - `autoscaling:DescribeAutoScalingInstances` on `*` (no resource-level permissions);
+ * - `autoscaling:DescribeAutoScalingInstances`, `autoscaling:DescribeAutoScalingGroups` and
+ *   `ec2:DescribeInstances` on `*` (server-side enrichment and the sender check; these actions
+ *   support no resource-level permissions);
  * - in `replace` mode: `autoscaling:SetInstanceHealth` on every Auto Scaling group of the account
  *   unless the group is tagged `gpu-sentinel:remediation=off` (condition
  *   `StringNotEquals aws:ResourceTag/gpu-sentinel:remediation = off`: groups need no tag to be
@@ -159,6 +167,7 @@ export class IngestFunction extends Construct {
         STATE_TABLE: props.state.table.tableName,
         REMEDIATION_MODE: this.remediationMode,
         PRICE_OVERRIDES: JSON.stringify(priceOverrides),
+        ...(props.agentRoleNames === undefined ? {} : { AGENT_ROLE_NAMES: props.agentRoleNames.join(',') }),
         POWERTOOLS_SERVICE_NAME: INGEST_SERVICE_NAME,
         NODE_OPTIONS: '--enable-source-maps',
       },
@@ -168,7 +177,15 @@ export class IngestFunction extends Construct {
     props.topics.grantPublishAlerts(this.role);
     props.state.grantReadWrite(this.role);
     this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: ['autoscaling:DescribeAutoScalingInstances'], resources: ['*'] }),
+      new iam.PolicyStatement({
+        sid: 'EnrichAndVerifySenders',
+        actions: [
+          'autoscaling:DescribeAutoScalingInstances',
+          'autoscaling:DescribeAutoScalingGroups',
+          'ec2:DescribeInstances',
+        ],
+        resources: ['*'],
+      }),
     );
     if (this.remediationMode === 'replace') this.grantRemediation();
 
@@ -176,7 +193,8 @@ export class IngestFunction extends Construct {
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
         'Only actions without resource-level permissions use Resource "*": timestream:DescribeEndpoints ' +
-        '(endpoint discovery), autoscaling:DescribeAutoScalingInstances, and xray:PutTraceSegments/' +
+        '(endpoint discovery), autoscaling:DescribeAutoScalingInstances/DescribeAutoScalingGroups and ' +
+        'ec2:DescribeInstances (server-side enrichment), and xray:PutTraceSegments/' +
         'PutTelemetryRecords (added by active tracing). Service Authorization Reference lists no resource type for them.',
     });
   }

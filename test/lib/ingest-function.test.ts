@@ -50,6 +50,7 @@ describe('IngestFunction', () => {
     // Assess
     expect(names).toEqual(
       [
+        'AGENT_ROLE_NAMES',
         'NODE_OPTIONS',
         'POWERTOOLS_SERVICE_NAME',
         'PRICE_OVERRIDES',
@@ -114,6 +115,7 @@ describe('IngestFunction', () => {
     // Assess
     expect(actions).toEqual(
       [
+        'autoscaling:DescribeAutoScalingGroups',
         'autoscaling:DescribeAutoScalingInstances',
         'autoscaling:SetInstanceHealth',
         'dynamodb:GetItem',
@@ -121,6 +123,7 @@ describe('IngestFunction', () => {
         'dynamodb:Query',
         'dynamodb:UpdateItem',
         'ec2:CreateTags',
+        'ec2:DescribeInstances',
         'kms:Decrypt',
         'kms:GenerateDataKey',
         'logs:CreateLogStream',
@@ -183,7 +186,9 @@ describe('IngestFunction', () => {
     // Assess
     expect(starActions).toEqual(
       [
+        'autoscaling:DescribeAutoScalingGroups',
         'autoscaling:DescribeAutoScalingInstances',
+        'ec2:DescribeInstances',
         'timestream:DescribeEndpoints',
         'xray:PutTelemetryRecords',
         'xray:PutTraceSegments',
