@@ -252,21 +252,20 @@ export function agentResourcePolicy(
           resources,
           conditions: { StringEquals: { 'aws:PrincipalOrgID': organizationId } },
         });
-  const denyOtherRoles = new iam.PolicyStatement({
-    sid: 'DenyOtherThanAgentRoles',
-    effect: iam.Effect.DENY,
-    principals: [new iam.AnyPrincipal()],
-    actions: ['execute-api:Invoke'],
-    resources,
-    conditions: { ArnNotLike: { 'aws:PrincipalArn': [...agentRoleArns] } },
+  const deny = (sid: string, conditions: Record<string, Record<string, unknown>>): iam.PolicyStatement =>
+    new iam.PolicyStatement({
+      sid,
+      effect: iam.Effect.DENY,
+      principals: [new iam.AnyPrincipal()],
+      actions: ['execute-api:Invoke'],
+      resources,
+      conditions,
+    });
+  const denyOtherRoles = deny('DenyOtherThanAgentRoles', {
+    ArnNotLike: { 'aws:PrincipalArn': [...agentRoleArns] },
   });
-  const denyOtherCredentials = new iam.PolicyStatement({
-    sid: 'DenyWithoutInstanceCredentials',
-    effect: iam.Effect.DENY,
-    principals: [new iam.AnyPrincipal()],
-    actions: ['execute-api:Invoke'],
-    resources,
-    conditions: { Null: { [INSTANCE_CREDENTIALS_CONDITION_KEY]: 'true' } },
+  const denyOtherCredentials = deny('DenyWithoutInstanceCredentials', {
+    Null: { [INSTANCE_CREDENTIALS_CONDITION_KEY]: 'true' },
   });
   return new iam.PolicyDocument({ statements: [allow, denyOtherRoles, denyOtherCredentials] });
 }

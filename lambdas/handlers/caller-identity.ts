@@ -1,5 +1,5 @@
 import { InstanceIdSchema } from '../contract';
-import { judgeSender, parseAssumedRoleArn, type SenderClaim } from '../domain';
+import { judgeSender, type SenderClaim } from '../domain';
 import { IngestRequestError } from './errors';
 
 /** AWS region shape (`us-east-1`, `us-gov-west-1`), as the contract's `host.region`. */
@@ -28,15 +28,6 @@ export function claimedSender(json: unknown): ClaimedSender {
     ...(InstanceIdSchema.safeParse(id).success ? { instanceId: id as string } : {}),
     ...(typeof region === 'string' && REGION_PATTERN.test(region) ? { region } : {}),
   };
-}
-
-/**
- * The session name of an assumed-role caller ARN, which for an EC2 instance profile is the
- * instance id: `arn:aws:sts::123456789012:assumed-role/GpuNodeRole/i-0abc12345def67890` →
- * `i-0abc12345def67890`. Undefined for any other kind of principal (IAM user, root, federated).
- */
-export function assumedRoleSessionName(callerArn: string | null | undefined): string | undefined {
-  return parseAssumedRoleArn(callerArn)?.sessionName;
 }
 
 /**

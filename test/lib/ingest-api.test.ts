@@ -6,6 +6,18 @@ import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../../lib/props-validation-error';
 import { batchesInvokeArn, buildStack } from './build-stack';
 
+/** A Deny of `execute-api:Invoke` on the batches resource to anyone, under `condition`. */
+function denyInvoke(sid: string, condition: Record<string, unknown>): Record<string, unknown> {
+  return {
+    Sid: sid,
+    Effect: 'Deny',
+    Action: 'execute-api:Invoke',
+    Principal: { AWS: '*' },
+    Resource: 'execute-api:/prod/POST/v1/batches',
+    Condition: condition,
+  };
+}
+
 describe('IngestApi', () => {
   let stack: GpuSentinelStack;
   let template: Template;
@@ -60,22 +72,10 @@ describe('IngestApi', () => {
             },
             Resource: 'execute-api:/prod/POST/v1/batches',
           },
-          {
-            Sid: 'DenyOtherThanAgentRoles',
-            Effect: 'Deny',
-            Action: 'execute-api:Invoke',
-            Principal: { AWS: '*' },
-            Resource: 'execute-api:/prod/POST/v1/batches',
-            Condition: { ArnNotLike: { 'aws:PrincipalArn': [{ 'Fn::GetAtt': [roleId, 'Arn'] }] } },
-          },
-          {
-            Sid: 'DenyWithoutInstanceCredentials',
-            Effect: 'Deny',
-            Action: 'execute-api:Invoke',
-            Principal: { AWS: '*' },
-            Resource: 'execute-api:/prod/POST/v1/batches',
-            Condition: { Null: { 'ec2:SourceInstanceARN': 'true' } },
-          },
+          denyInvoke('DenyOtherThanAgentRoles', {
+            ArnNotLike: { 'aws:PrincipalArn': [{ 'Fn::GetAtt': [roleId, 'Arn'] }] },
+          }),
+          denyInvoke('DenyWithoutInstanceCredentials', { Null: { 'ec2:SourceInstanceARN': 'true' } }),
         ],
       },
     });
