@@ -55,7 +55,7 @@ export const MIN_COMPRESSION_SIZE_BYTES = 1024;
 
 /** Ingest Lambda memory, MiB: JSON parse + gunzip of a 1 MiB body with headroom. */
 export const INGEST_MEMORY_MIB = 512;
-/** Ingest Lambda timeout, seconds: below API Gateway's 29 s integration timeout (aws.md §3.1). */
+/** Ingest Lambda timeout, seconds: below API Gateway's 29 s integration timeout (`API_GATEWAY_INTEGRATION_TIMEOUT_S`). */
 export const INGEST_TIMEOUT_SECONDS = 25;
 /** Powertools service name of the ingest Lambda. */
 export const INGEST_SERVICE_NAME = 'gpu-sentinel-ingest';

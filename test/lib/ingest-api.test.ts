@@ -2,6 +2,7 @@ import type { CfnResource } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { API_BINARY_MEDIA_TYPES } from '../../lambdas/contract/constants';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../../lib/props-validation-error';
 import { batchesInvokeArn, buildStack } from './build-stack';
@@ -119,7 +120,8 @@ describe('IngestApi', () => {
     // Prepare / Act / Assess
     template.hasResourceProperties('AWS::ApiGateway::RestApi', {
       MinimumCompressionSize: 1024,
-      BinaryMediaTypes: ['application/gzip', 'application/x-gzip', 'application/octet-stream'],
+      // the same list the local API Gateway model base64-encodes
+      BinaryMediaTypes: [...API_BINARY_MEDIA_TYPES],
       EndpointConfiguration: { Types: ['REGIONAL'] },
     });
   });

@@ -1,6 +1,7 @@
 import type { CfnResource } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { API_GATEWAY_INTEGRATION_TIMEOUT_S } from '../../lambdas/contract/constants';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../../lib/props-validation-error';
 import { buildStack } from './build-stack';
@@ -38,6 +39,13 @@ describe('IngestFunction', () => {
       Handler: 'index.handler',
       TracingConfig: { Mode: 'Active' },
     });
+  });
+
+  it("times out before API Gateway does, so a slow batch ends in the function's own answer, not a 504", () => {
+    // Prepare
+    const fn = Object.values(template.findResources('AWS::Lambda::Function'))[0];
+    // Act / Assess
+    expect(fn?.Properties.Timeout).toBeLessThan(API_GATEWAY_INTEGRATION_TIMEOUT_S);
   });
 
   it('passes exactly the documented environment variables', () => {
