@@ -1,6 +1,6 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { ContractValidationError, parseBatch } from '../contract';
-import { InstanceLookupError } from '../domain';
+import { InstanceLookupError, parseAssumedRoleArn } from '../domain';
 import { assertSender, claimedSender } from './caller-identity';
 import { IngestRequestError } from './errors';
 import { decodeJsonBody } from './http-body';
@@ -19,6 +19,13 @@ export interface IngestHandlerDeps extends PipelineDeps {
    * caller gets 403. @default undefined (any role; the API's resource policy restricts roles)
    */
   readonly agentRoleNames?: readonly string[];
+  /**
+   * The account whose instances `instances` can see (EC2 and Auto Scaling answer only for the
+   * caller's own account). A caller of another account (an organization-wide API) is not looked up:
+   * its batch is judged on the resource policy and the session check alone, and not enriched.
+   * @default undefined (every caller is looked up)
+   */
+  readonly accountId?: string;
   /** The clock. @default () => new Date() */
   readonly clock?: () => Date;
 }
@@ -49,13 +56,17 @@ export function createIngestHandler(deps: IngestHandlerDeps): IngestHandler {
     const now = clock();
     try {
       const json = decodeJsonBody(event);
+      let pipeline: PipelineDeps = deps;
       if ((deps.callerCheck ?? 'instance-session') === 'instance-session') {
         const claim = claimedSender(json);
         const callerArn = event.requestContext?.identity?.userArn;
         // The cheap checks first: no EC2 call for a caller that is not even the instance it names.
         assertSender({ callerArn, instanceId: claim.instanceId, agentRoleNames: deps.agentRoleNames });
-        if (deps.instances && claim.instanceId !== undefined && claim.region !== undefined) {
-          const instance = (await deps.instances.describe(claim.instanceId, claim.region)) ?? null;
+        const callerAccount = parseAssumedRoleArn(callerArn)?.accountId;
+        if (deps.accountId !== undefined && callerAccount !== deps.accountId)
+          pipeline = { ...deps, instances: undefined };
+        if (pipeline.instances && claim.instanceId !== undefined && claim.region !== undefined) {
+          const instance = (await pipeline.instances.describe(claim.instanceId, claim.region)) ?? null;
           assertSender({
             callerArn,
             instanceId: claim.instanceId,
@@ -65,7 +76,7 @@ export function createIngestHandler(deps: IngestHandlerDeps): IngestHandler {
         }
       }
       const batch = parseBatch(json, now);
-      const result = await processBatch(batch, deps, now);
+      const result = await processBatch(batch, pipeline, now);
       return respond(202, { accepted: result.accepted, rejected: result.rejected });
     } catch (err) {
       if (err instanceof ContractValidationError) {

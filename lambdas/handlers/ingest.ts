@@ -4,7 +4,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EC2Client } from '@aws-sdk/client-ec2';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { TimestreamWriteClient } from '@aws-sdk/client-timestream-write';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { AutoScalingRemediator } from '../adapters/auto-scaling-remediator';
 import { DynamoDbStateStore } from '../adapters/dynamodb-state-store';
 import { Ec2InstanceDirectory } from '../adapters/ec2-instance-directory';
@@ -44,10 +44,15 @@ function required(env: NodeJS.ProcessEnv, name: string): string {
 
 /**
  * Builds the production handler from the environment.
+ * @param env - the environment (the variables above)
+ * @param accountId - the Lambda's own account (from its ARN): EC2 is asked only about its callers
  * @throws {IngestConfigError} naming the missing variable
  * @throws {RemediationModeError} / {PriceOverridesError} for malformed values
  */
-export function handlerFromEnvironment(env: NodeJS.ProcessEnv = process.env): IngestHandler {
+export function handlerFromEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+  accountId?: string,
+): IngestHandler {
   const logger = new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'gpu-sentinel-ingest' });
   const topics = {
     critical: required(env, 'TOPIC_CRITICAL_ARN'),
@@ -76,6 +81,7 @@ export function handlerFromEnvironment(env: NodeJS.ProcessEnv = process.env): In
     remediator: new AutoScalingRemediator({ autoScaling, ec2 }),
     instances: new Ec2InstanceDirectory({ ec2, autoScaling }),
     agentRoleNames: parseRoleNames(env.AGENT_ROLE_NAMES),
+    accountId,
     log: {
       info: (message, data) => logger.info(message, data ?? {}),
       warn: (message, data) => logger.warn(message, data ?? {}),
@@ -100,8 +106,15 @@ function parseRoleNames(value: string | undefined): readonly string[] | undefine
 
 let cached: IngestHandler | undefined;
 
-/** The Lambda entry point (`handler` in the CDK stack). */
-export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {
-  cached ??= handlerFromEnvironment();
+/**
+ * The Lambda entry point (`handler` in the CDK stack).
+ * @param event - the API Gateway REST proxy event
+ * @param context - the invocation context; its function ARN names the Lambda's account
+ */
+export async function handler(
+  event: APIGatewayProxyEvent,
+  context?: Pick<Context, 'invokedFunctionArn'>,
+): Promise<APIGatewayProxyResult> {
+  cached ??= handlerFromEnvironment(process.env, context?.invokedFunctionArn?.split(':')[4]);
   return cached(event);
 }

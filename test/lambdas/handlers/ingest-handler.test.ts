@@ -161,6 +161,24 @@ describe('ingest handler', () => {
     expect(await storedWaste()).toBe(0);
   });
 
+  it.each([
+    ["of the Lambda's own account is looked up in EC2 (unknown there: 403)", '123456789012', 403, 1],
+    ['of another account (organization-wide API) is not looked up, nor enriched', '444455556666', 202, 0],
+  ])('a caller %s', async (_name, account, status, lookups) => {
+    // Prepare: an EC2 that knows no instance
+    const asked: string[] = [];
+    const instances = { describe: async (id: string) => void asked.push(id) };
+    // Act
+    const res = await createIngestHandler({ ...deps, instances, accountId: '123456789012' })(
+      event(validBatch({ events: [] }), {
+        caller: `arn:aws:sts::${account}:assumed-role/GpuNodeRole/i-0a5e00000000000a1`,
+      }),
+    );
+    // Assess
+    expect(res.statusCode).toBe(status);
+    expect(asked).toHaveLength(lookups);
+  });
+
   it('answers 503 when the store is unavailable, before any alert or remediation', async () => {
     // Prepare
     const failing = Object.assign(Object.create(store) as DuckDbStore, {
