@@ -91,6 +91,8 @@ export interface IngestFunctionProps {
  * - `autoscaling:DescribeAutoScalingInstances`, `autoscaling:DescribeAutoScalingGroups` and
  *   `ec2:DescribeInstances` on `*` (server-side enrichment and the sender check; these actions
  *   support no resource-level permissions);
+ * - `iam:GetInstanceProfile` on the account's instance profiles (the sender check compares the
+ *   instance profile's role with the caller's);
  * - in `replace` mode: `autoscaling:SetInstanceHealth` on every Auto Scaling group of the account
  *   unless the group is tagged `gpu-sentinel:remediation=off` (condition
  *   `StringNotEquals aws:ResourceTag/gpu-sentinel:remediation = off`: groups need no tag to be
@@ -187,8 +189,21 @@ export class IngestFunction extends Construct {
         resources: ['*'],
       }),
     );
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadInstanceProfileRoles',
+        actions: ['iam:GetInstanceProfile'],
+        resources: [`arn:${Aws.PARTITION}:iam::${Aws.ACCOUNT_ID}:instance-profile/*`],
+      }),
+    );
     if (this.remediationMode === 'replace') this.grantRemediation();
 
+    Validations.of(this.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:iam::<AWS::AccountId>:instance-profile/*]',
+      reason:
+        'The sender check reads the role of whichever instance profile a GPU instance was launched with ' +
+        '(profiles are created outside this stack); read-only, limited to this account.',
+    });
     Validations.of(this.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:

@@ -4,6 +4,7 @@ import {
   DescribeAutoScalingInstancesCommand,
 } from '@aws-sdk/client-auto-scaling';
 import { DescribeInstancesCommand, type EC2Client } from '@aws-sdk/client-ec2';
+import { GetInstanceProfileCommand, type IAMClient } from '@aws-sdk/client-iam';
 import { InstanceLookupError } from '../domain/errors';
 import type { InstanceDirectory } from '../domain/ports';
 import type { AutoScalingGroupInfo, InstanceInfo } from '../domain/types';
@@ -20,6 +21,11 @@ export interface Ec2InstanceDirectoryOptions {
   readonly ec2: RegionalClients<EC2Client>;
   /** Auto Scaling clients by region. */
   readonly autoScaling: RegionalClients<AutoScalingClient>;
+  /**
+   * IAM (a global service: one client) to read the role of each instance profile, cached like
+   * instances. @default undefined (instance profile roles are not looked up)
+   */
+  readonly iam?: IAMClient;
   /** The clock, ms since the epoch. @default Date.now */
   readonly nowMs?: () => number;
   /** How long a found instance is reused, ms ≥ 0. @default {@link INSTANCE_CACHE_TTL_MS} (5 min) */
@@ -45,9 +51,12 @@ const NOT_FOUND_CODES = new Set(['InvalidInstanceID.NotFound', 'InvalidInstanceI
  * capacity and group tags). Answers are cached per (region, instance) for `ttlMs`, "not found"
  * for the shorter `negativeTtlMs`; failures are never cached.
  *
+ * With `iam`, IAM `GetInstanceProfile` adds the role of the instance's profile, so the sender check
+ * can compare it with the caller's role; profiles are cached for `ttlMs` too.
+ *
  * IAM: `ec2:DescribeInstances`, `autoscaling:DescribeAutoScalingInstances`,
  * `autoscaling:DescribeAutoScalingGroups` (all resource `*`: these actions support no
- * resource-level permissions).
+ * resource-level permissions), and `iam:GetInstanceProfile` on the account's instance profiles.
  *
  * @example
  * const directory = new Ec2InstanceDirectory({
@@ -59,6 +68,8 @@ const NOT_FOUND_CODES = new Set(['InvalidInstanceID.NotFound', 'InvalidInstanceI
 export class Ec2InstanceDirectory implements InstanceDirectory {
   readonly #ec2: RegionalClients<EC2Client>;
   readonly #autoScaling: RegionalClients<AutoScalingClient>;
+  readonly #iam: IAMClient | undefined;
+  readonly #profiles = new Map<string, { readonly roles: readonly string[]; readonly expiresAtMs: number }>();
   readonly #nowMs: () => number;
   readonly #ttlMs: number;
   readonly #negativeTtlMs: number;
@@ -72,6 +83,7 @@ export class Ec2InstanceDirectory implements InstanceDirectory {
   constructor(options: Ec2InstanceDirectoryOptions) {
     this.#ec2 = options.ec2;
     this.#autoScaling = options.autoScaling;
+    this.#iam = options.iam;
     this.#nowMs = options.nowMs ?? Date.now;
     this.#ttlMs = nonNegative('ttlMs', options.ttlMs ?? INSTANCE_CACHE_TTL_MS);
     this.#negativeTtlMs = nonNegative(
@@ -132,6 +144,9 @@ export class Ec2InstanceDirectory implements InstanceDirectory {
     }
     if (instance === undefined) return undefined;
     const asg = await this.#group(instanceId, region);
+    const profileArn = instance.IamInstanceProfile?.Arn;
+    const roles =
+      profileArn === undefined ? undefined : await this.#profileRoles(profileArn, instanceId, region);
     return {
       instance_id: instanceId,
       region,
@@ -141,8 +156,37 @@ export class Ec2InstanceDirectory implements InstanceDirectory {
       ...(instance.IamInstanceProfile?.Arn === undefined
         ? {}
         : { instance_profile_arn: instance.IamInstanceProfile.Arn }),
+      ...(roles === undefined ? {} : { instance_profile_role_names: roles }),
       ...(asg === undefined ? {} : { asg }),
     };
+  }
+
+  async #profileRoles(
+    profileArn: string,
+    instanceId: string,
+    region: string,
+  ): Promise<readonly string[] | undefined> {
+    if (this.#iam === undefined) return undefined;
+    const now = this.#nowMs();
+    const hit = this.#profiles.get(profileArn);
+    if (hit !== undefined && hit.expiresAtMs > now) return hit.roles;
+    // arn:aws:iam::123456789012:instance-profile/path/Name → Name (GetInstanceProfile takes the name)
+    const name = profileArn.slice(profileArn.lastIndexOf('/') + 1);
+    let roles: string[];
+    try {
+      const out = await this.#iam.send(new GetInstanceProfileCommand({ InstanceProfileName: name }));
+      roles = (out.InstanceProfile?.Roles ?? []).map((r) => r.RoleName ?? '').filter((r) => r !== '');
+    } catch (error) {
+      if ((error as { name?: string }).name !== 'NoSuchEntityException') {
+        throw new InstanceLookupError(instanceId, region, `GetInstanceProfile ${name} failed; retry later`, {
+          cause: error,
+        });
+      }
+      roles = [];
+    }
+    if (this.#profiles.size >= this.#maxEntries) this.#profiles.clear();
+    this.#profiles.set(profileArn, { roles, expiresAtMs: now + this.#ttlMs });
+    return roles;
   }
 
   async #group(instanceId: string, region: string): Promise<AutoScalingGroupInfo | undefined> {

@@ -63,7 +63,8 @@ export interface SenderClaim {
  *    after the instance; anyone else who may `sts:AssumeRole` can pick any name, which is why the
  *    resource policy also demands instance credentials, `ec2:SourceInstanceARN`);
  * 3. with enrichment: EC2 knows the instance in the claimed region, it runs (or is winding down),
- *    it is of a GPU instance type, and it has an instance profile attached.
+ *    it is of a GPU instance type, and it has an instance profile attached whose role (when IAM
+ *    was asked) is the caller's role.
  *
  * A body that names no instance passes steps 2–3 here (validation then answers 400 naming
  * `host.instance_id`), but only for a caller that is an instance session.
@@ -101,6 +102,12 @@ export function judgeSender(claim: SenderClaim): SenderVerdict {
   if (instance.instance_profile_arn === undefined) {
     return refuse(
       `instance ${instance.instance_id} has no instance profile, so its credentials cannot be the caller's`,
+    );
+  }
+  const roles = instance.instance_profile_role_names;
+  if (roles !== undefined && !roles.includes(caller.roleName)) {
+    return refuse(
+      `instance ${instance.instance_id}'s instance profile carries role ${roles.join(', ') || '(none)'}, not the caller's role ${caller.roleName}`,
     );
   }
   return { allowed: true };

@@ -217,6 +217,11 @@ export interface InstanceInfo {
   readonly tags: Readonly<Record<string, string>>;
   /** ARN of the instance profile attached to the instance, when one is. */
   readonly instance_profile_arn?: string;
+  /**
+   * Names of the roles in that instance profile (IAM `GetInstanceProfile`; a profile holds at most
+   * one). Absent when not looked up; empty when the profile holds none.
+   */
+  readonly instance_profile_role_names?: readonly string[];
   /** The Auto Scaling group the instance belongs to, when it belongs to one. */
   readonly asg?: AutoScalingGroupInfo;
 }

@@ -2,6 +2,7 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { AutoScalingClient } from '@aws-sdk/client-auto-scaling';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EC2Client } from '@aws-sdk/client-ec2';
+import { IAMClient } from '@aws-sdk/client-iam';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { TimestreamWriteClient } from '@aws-sdk/client-timestream-write';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
@@ -79,7 +80,7 @@ export function handlerFromEnvironment(
     alerts: new SnsAlertSink({ client: sns, topics }),
     decisions: new SnsDecisionSink({ client: sns, topics: { critical: topics.critical, info: topics.info } }),
     remediator: new AutoScalingRemediator({ autoScaling, ec2 }),
-    instances: new Ec2InstanceDirectory({ ec2, autoScaling }),
+    instances: new Ec2InstanceDirectory({ ec2, autoScaling, iam: new IAMClient({}) }),
     agentRoleNames: parseRoleNames(env.AGENT_ROLE_NAMES),
     accountId,
     log: {

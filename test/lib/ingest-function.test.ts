@@ -132,6 +132,7 @@ describe('IngestFunction', () => {
         'dynamodb:UpdateItem',
         'ec2:CreateTags',
         'ec2:DescribeInstances',
+        'iam:GetInstanceProfile',
         'kms:Decrypt',
         'kms:GenerateDataKey',
         'logs:CreateLogStream',
@@ -202,6 +203,19 @@ describe('IngestFunction', () => {
         'xray:PutTraceSegments',
       ].sort(),
     );
+  });
+
+  it('reads only this account’s instance profiles, for the sender check', () => {
+    // Prepare / Act
+    const statement = statements.find((st) => actionsOf(st).includes('iam:GetInstanceProfile'));
+    // Assess
+    expect(actionsOf(statement!)).toEqual(['iam:GetInstanceProfile']);
+    expect(statement?.Resource).toEqual({
+      'Fn::Join': [
+        '',
+        ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':instance-profile/*'],
+      ],
+    });
   });
 
   it('grants SetInstanceHealth on the account’s groups unless tagged gpu-sentinel:remediation=off', () => {

@@ -4,6 +4,7 @@ import {
   DescribeAutoScalingInstancesCommand,
 } from '@aws-sdk/client-auto-scaling';
 import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { GetInstanceProfileCommand, IAMClient, NoSuchEntityException } from '@aws-sdk/client-iam';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Ec2InstanceDirectory } from '../../../lambdas/adapters/ec2-instance-directory';
@@ -17,17 +18,38 @@ const CREDENTIALS = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' };
 describe('Ec2InstanceDirectory', () => {
   const ec2Mock = mockClient(EC2Client);
   const asMock = mockClient(AutoScalingClient);
+  const iamMock = mockClient(IAMClient);
   let nowMs: number;
   let directory: Ec2InstanceDirectory;
 
   afterEach(() => {
     expectValidAwsInputs(ec2Mock, 'ec2');
     expectValidAwsInputs(asMock, 'autoscaling');
+    expectValidAwsInputs(iamMock, 'iam');
   });
 
   beforeEach(() => {
     ec2Mock.reset();
     asMock.reset();
+    iamMock.reset();
+    iamMock.on(GetInstanceProfileCommand).resolves({
+      InstanceProfile: {
+        InstanceProfileName: 'GpuNode',
+        Path: '/',
+        InstanceProfileId: 'AIPAEXAMPLEEXAMPLE0001',
+        Arn: 'arn:aws:iam::123456789012:instance-profile/GpuNode',
+        CreateDate: new Date('2026-01-01T00:00:00Z'),
+        Roles: [
+          {
+            RoleName: 'GpuNodeRole',
+            Path: '/',
+            RoleId: 'AROAEXAMPLEEXAMPLE0001',
+            Arn: 'arn:aws:iam::123456789012:role/GpuNodeRole',
+            CreateDate: new Date('2026-01-01T00:00:00Z'),
+          },
+        ],
+      },
+    });
     nowMs = 1_000_000;
     ec2Mock.on(DescribeInstancesCommand).resolves({
       Reservations: [
@@ -203,5 +225,48 @@ describe('Ec2InstanceDirectory', () => {
           ...bad,
         }),
     ).toThrow(message);
+  });
+
+  describe('with IAM', () => {
+    const withIam = () =>
+      new Ec2InstanceDirectory({
+        ec2: new RegionalClients((region) => new EC2Client({ region, credentials: CREDENTIALS })),
+        autoScaling: new RegionalClients(
+          (region) => new AutoScalingClient({ region, credentials: CREDENTIALS }),
+        ),
+        iam: new IAMClient({ region: 'us-east-1', credentials: CREDENTIALS }),
+        nowMs: () => nowMs,
+      });
+
+    it('adds the role of the instance profile, asking IAM once per profile', async () => {
+      // Prepare
+      const directory = withIam();
+      // Act
+      const first = await directory.describe(ID, 'us-east-1');
+      await directory.describe(ID, 'eu-west-1');
+      // Assess
+      expect(first?.instance_profile_role_names).toEqual(['GpuNodeRole']);
+      expect(iamMock.commandCalls(GetInstanceProfileCommand).map((c) => c.args[0].input)).toEqual([
+        { InstanceProfileName: 'GpuNode' },
+      ]);
+    });
+
+    it('answers no role for a profile IAM does not know', async () => {
+      // Prepare
+      iamMock
+        .on(GetInstanceProfileCommand)
+        .rejects(new NoSuchEntityException({ message: 'gone', $metadata: {} }));
+      // Act
+      const info = await withIam().describe(ID, 'us-east-1');
+      // Assess
+      expect(info?.instance_profile_role_names).toEqual([]);
+    });
+
+    it('throws InstanceLookupError when IAM cannot be asked', async () => {
+      // Prepare
+      iamMock.on(GetInstanceProfileCommand).rejects(new Error('AccessDenied'));
+      // Act / Assess
+      await expect(withIam().describe(ID, 'us-east-1')).rejects.toBeInstanceOf(InstanceLookupError);
+    });
   });
 });

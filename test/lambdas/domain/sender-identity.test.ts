@@ -43,6 +43,14 @@ describe('judgeSender', () => {
     ],
     ['an agent role listed', { callerArn: CALLER, instanceId: ID, agentRoleNames: ['Other', 'GpuNodeRole'] }],
     [
+      'the role of the instance profile',
+      {
+        callerArn: CALLER,
+        instanceId: ID,
+        instance: { ...RUNNING, instance_profile_role_names: ['GpuNodeRole'] },
+      },
+    ],
+    [
       'an instance session whose body names no instance (validation decides)',
       { callerArn: CALLER, instanceId: undefined },
     ],
@@ -96,6 +104,15 @@ describe('judgeSender', () => {
       'a Trainium instance',
       { callerArn: CALLER, instanceId: ID, instance: { ...RUNNING, instance_type: 'trn1.32xlarge' } },
       /expected a GPU/,
+    ],
+    [
+      "a caller whose role is not the instance profile's",
+      {
+        callerArn: CALLER,
+        instanceId: ID,
+        instance: { ...RUNNING, instance_profile_role_names: ['OtherRole'] },
+      },
+      /carries role OtherRole, not the caller's role GpuNodeRole/,
     ],
     [
       'an instance without a profile',

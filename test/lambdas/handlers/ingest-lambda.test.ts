@@ -12,6 +12,7 @@ import {
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
 import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { GetInstanceProfileCommand, IAMClient } from '@aws-sdk/client-iam';
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { TimestreamWriteClient, WriteRecordsCommand } from '@aws-sdk/client-timestream-write';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -20,6 +21,29 @@ import { handlerFromEnvironment, IngestConfigError } from '../../../lambdas/hand
 import { expectValidAwsInputs } from '../adapters/aws-model';
 import { ago, validBatch } from '../contract/batches';
 import { batchEvent, INSTANCE_ID } from './proxy-event';
+
+/** What IAM answers for the test instance's profile, holding `roleName`. */
+function instanceProfileWith(roleName: string) {
+  const created = new Date('2026-01-01T00:00:00Z');
+  return {
+    InstanceProfile: {
+      InstanceProfileName: 'GpuNodeProfile',
+      Path: '/',
+      InstanceProfileId: 'AIPAEXAMPLEEXAMPLE0001',
+      Arn: 'arn:aws:iam::123456789012:instance-profile/GpuNodeProfile',
+      CreateDate: created,
+      Roles: [
+        {
+          RoleName: roleName,
+          Path: '/',
+          RoleId: 'AROAEXAMPLEEXAMPLE0001',
+          Arn: `arn:aws:iam::123456789012:role/${roleName}`,
+          CreateDate: created,
+        },
+      ],
+    },
+  };
+}
 
 /** What EC2 answers for the test instance: a running p5 with the agent's instance profile. */
 function describeInstances(state = 'running', instanceType = 'p5.48xlarge') {
@@ -64,6 +88,7 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
   const dynamo = mockClient(DynamoDBClient);
   const autoscaling = mockClient(AutoScalingClient);
   const ec2 = mockClient(EC2Client);
+  const iam = mockClient(IAMClient);
   const saved = { ...process.env };
 
   afterEach(() => {
@@ -73,6 +98,7 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
     expectValidAwsInputs(dynamo, 'dynamodb');
     expectValidAwsInputs(autoscaling, 'autoscaling');
     expectValidAwsInputs(ec2, 'ec2');
+    expectValidAwsInputs(iam, 'iam');
   });
 
   beforeEach(() => {
@@ -105,6 +131,8 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
     });
     ec2.reset();
     ec2.on(DescribeInstancesCommand).resolves(describeInstances());
+    iam.reset();
+    iam.on(GetInstanceProfileCommand).resolves(instanceProfileWith('GpuNodeRole'));
   });
 
   it('writes Timestream, publishes the critical alert and replaces the instance on Xid 79', async () => {
@@ -176,6 +204,19 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
     expect(res.statusCode).toBe(403);
     expect(JSON.parse(res.body).error).toMatch(reason);
     expect(timestream.commandCalls(WriteRecordsCommand)).toEqual([]);
+  });
+
+  it("refuses with 403 a caller whose role is not the role of the instance's profile", async () => {
+    // Prepare
+    iam.on(GetInstanceProfileCommand).resolves(instanceProfileWith('SomeOtherRole'));
+    // Act
+    const res = await handlerFromEnvironment(process.env)(batchEvent(validBatch({}, 8, new Date())));
+    // Assess
+    expect(res.statusCode).toBe(403);
+    expect(JSON.parse(res.body).error).toMatch(/carries role SomeOtherRole/);
+    expect(iam.commandCalls(GetInstanceProfileCommand)[0]!.args[0].input).toEqual({
+      InstanceProfileName: 'GpuNodeProfile',
+    });
   });
 
   it('answers 503 when EC2 cannot be asked, so the agent retries', async () => {
