@@ -9,8 +9,8 @@ import { type PipelineDeps, processBatch } from './process-batch';
 /** Ingest handler settings on top of the pipeline's ports. */
 export interface IngestHandlerDeps extends PipelineDeps {
   /**
-   * `instance-session`: the caller's assumed-role session name must equal `host.instance_id`
-   * (API Gateway IAM auth). `none`: no identity check (local mode on loopback only).
+   * `instance-session`: the caller must be the instance it sends for (API Gateway IAM auth; see
+   * `judgeSender`), checked before validation. `none`: no identity check (local mode on loopback only).
    * @default 'instance-session'
    */
   readonly callerCheck?: 'instance-session' | 'none';
