@@ -40,7 +40,8 @@ export type IngestHandler = (event: APIGatewayProxyEvent) => Promise<APIGatewayP
  *
  * Identity (`instance-session`): the caller is an instance role session named after the claimed
  * `host.instance_id`; with `instances` (server-side enrichment) EC2 must also know the instance in
- * the claimed `host.region`, running, of a GPU type, with an instance profile.
+ * the claimed `host.region` (503 while it does not: a just-launched instance), running, of a GPU
+ * type, with an instance profile whose role is the caller's.
  *
  * Answers: `202 {"accepted": n}`; `400 {"error", "path"}` invalid (nothing stored); `403` identity
  * refused; `413` too large; `415` a `Content-Type` other than `application/json`; `503` store or
@@ -66,7 +67,17 @@ export function createIngestHandler(deps: IngestHandlerDeps): IngestHandler {
         if (deps.accountId !== undefined && callerAccount !== deps.accountId)
           pipeline = { ...deps, instances: undefined };
         if (pipeline.instances && claim.instanceId !== undefined && claim.region !== undefined) {
-          const instance = (await pipeline.instances.describe(claim.instanceId, claim.region)) ?? null;
+          const instance = await pipeline.instances.describe(claim.instanceId, claim.region);
+          if (instance === undefined) {
+            // Past the resource policy only an instance's own credentials carry its id as session
+            // name, so an id EC2 does not know is a just-launched instance (DescribeInstances is
+            // eventually consistent): retry later, never reject the agent's data for good.
+            throw new InstanceLookupError(
+              claim.instanceId,
+              claim.region,
+              'EC2 does not know the instance (yet); retry later',
+            );
+          }
           assertSender({
             callerArn,
             instanceId: claim.instanceId,

@@ -162,7 +162,7 @@ describe('ingest handler', () => {
   });
 
   it.each([
-    ["of the Lambda's own account is looked up in EC2 (unknown there: 403)", '123456789012', 403, 1],
+    ["of the Lambda's own account is looked up in EC2 (unknown there yet: 503)", '123456789012', 503, 1],
     ['of another account (organization-wide API) is not looked up, nor enriched', '444455556666', 202, 0],
   ])('a caller %s', async (_name, account, status, lookups) => {
     // Prepare: an EC2 that knows no instance

@@ -194,7 +194,6 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
   it.each([
     ['a stopped instance', describeInstances('stopped'), /is stopped, expected running/],
     ['a CPU instance', describeInstances('running', 'm7i.large'), /expected a GPU instance type/],
-    ['an instance EC2 does not know', { Reservations: [] }, /EC2 knows no instance/],
   ])('refuses %s with 403 and stores nothing', async (_name, answer, reason) => {
     // Prepare
     ec2.on(DescribeInstancesCommand).resolves(answer);
@@ -217,6 +216,16 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
     expect(iam.commandCalls(GetInstanceProfileCommand)[0]!.args[0].input).toEqual({
       InstanceProfileName: 'GpuNodeProfile',
     });
+  });
+
+  it('answers 503 for an instance EC2 does not know yet (just launched), so the agent keeps the batch', async () => {
+    // Prepare
+    ec2.on(DescribeInstancesCommand).resolves({ Reservations: [] });
+    // Act
+    const res = await handlerFromEnvironment(process.env)(batchEvent(validBatch({}, 8, new Date())));
+    // Assess
+    expect(res.statusCode).toBe(503);
+    expect(timestream.commandCalls(WriteRecordsCommand)).toEqual([]);
   });
 
   it('answers 503 when EC2 cannot be asked, so the agent retries', async () => {
