@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Ec2InstanceDirectory } from '../../../lambdas/adapters/ec2-instance-directory';
 import { RegionalClients } from '../../../lambdas/adapters/regional-clients';
 import { InstanceLookupError } from '../../../lambdas/domain';
+import { autoScalingGroupAnswer, describeInstancesAnswer, instanceProfileAnswer } from './aws-answers';
 import { expectValidAwsInputs } from './aws-model';
 
 const ID = 'i-0abc12345def67890';
@@ -32,58 +33,21 @@ describe('Ec2InstanceDirectory', () => {
     ec2Mock.reset();
     asMock.reset();
     iamMock.reset();
-    iamMock.on(GetInstanceProfileCommand).resolves({
-      InstanceProfile: {
-        InstanceProfileName: 'GpuNode',
-        Path: '/',
-        InstanceProfileId: 'AIPAEXAMPLEEXAMPLE0001',
-        Arn: 'arn:aws:iam::123456789012:instance-profile/GpuNode',
-        CreateDate: new Date('2026-01-01T00:00:00Z'),
-        Roles: [
-          {
-            RoleName: 'GpuNodeRole',
-            Path: '/',
-            RoleId: 'AROAEXAMPLEEXAMPLE0001',
-            Arn: 'arn:aws:iam::123456789012:role/GpuNodeRole',
-            CreateDate: new Date('2026-01-01T00:00:00Z'),
-          },
-        ],
-      },
-    });
+    iamMock.on(GetInstanceProfileCommand).resolves(instanceProfileAnswer('GpuNodeRole', 'GpuNode'));
     nowMs = 1_000_000;
-    ec2Mock.on(DescribeInstancesCommand).resolves({
-      Reservations: [
-        {
-          Instances: [
-            {
-              InstanceId: ID,
-              InstanceType: 'p5.48xlarge',
-              State: { Name: 'running' },
-              IamInstanceProfile: {
-                Arn: 'arn:aws:iam::123456789012:instance-profile/GpuNode',
-                Id: 'AIPAEXAMPLE',
-              },
-              Tags: [
-                { Key: 'team', Value: 'research' },
-                { Key: 'gpu-sentinel:remediation', Value: 'off' },
-              ],
-            },
-          ],
-        },
-      ],
-    });
+    ec2Mock.on(DescribeInstancesCommand).resolves(
+      describeInstancesAnswer({
+        instanceId: ID,
+        profileName: 'GpuNode',
+        tags: { team: 'research', 'gpu-sentinel:remediation': 'off' },
+      }),
+    );
     asMock.on(DescribeAutoScalingInstancesCommand).resolves({
       AutoScalingInstances: [{ InstanceId: ID, AutoScalingGroupName: 'train-p5' } as never],
     });
-    asMock.on(DescribeAutoScalingGroupsCommand).resolves({
-      AutoScalingGroups: [
-        {
-          AutoScalingGroupName: 'train-p5',
-          DesiredCapacity: 32,
-          Tags: [{ Key: 'owner', Value: 'ml' }],
-        } as never,
-      ],
-    });
+    asMock
+      .on(DescribeAutoScalingGroupsCommand)
+      .resolves(autoScalingGroupAnswer('train-p5', 32, { owner: 'ml' }));
     directory = new Ec2InstanceDirectory({
       ec2: new RegionalClients((region) => new EC2Client({ region, credentials: CREDENTIALS })),
       autoScaling: new RegionalClients(

@@ -18,53 +18,23 @@ import { TimestreamWriteClient, WriteRecordsCommand } from '@aws-sdk/client-time
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { handlerFromEnvironment, IngestConfigError } from '../../../lambdas/handlers/ingest';
+import {
+  autoScalingGroupAnswer,
+  describeInstancesAnswer,
+  instanceProfileAnswer,
+} from '../adapters/aws-answers';
 import { expectValidAwsInputs } from '../adapters/aws-model';
 import { ago, validBatch } from '../contract/batches';
 import { batchEvent, INSTANCE_ID } from './proxy-event';
 
-/** What IAM answers for the test instance's profile, holding `roleName`. */
-function instanceProfileWith(roleName: string) {
-  const created = new Date('2026-01-01T00:00:00Z');
-  return {
-    InstanceProfile: {
-      InstanceProfileName: 'GpuNodeProfile',
-      Path: '/',
-      InstanceProfileId: 'AIPAEXAMPLEEXAMPLE0001',
-      Arn: 'arn:aws:iam::123456789012:instance-profile/GpuNodeProfile',
-      CreateDate: created,
-      Roles: [
-        {
-          RoleName: roleName,
-          Path: '/',
-          RoleId: 'AROAEXAMPLEEXAMPLE0001',
-          Arn: `arn:aws:iam::123456789012:role/${roleName}`,
-          CreateDate: created,
-        },
-      ],
-    },
-  };
-}
-
 /** What EC2 answers for the test instance: a running p5 with the agent's instance profile. */
 function describeInstances(state = 'running', instanceType = 'p5.48xlarge') {
-  return {
-    Reservations: [
-      {
-        Instances: [
-          {
-            InstanceId: INSTANCE_ID,
-            InstanceType: instanceType as never,
-            State: { Name: state as never },
-            IamInstanceProfile: { Arn: 'arn:aws:iam::123456789012:instance-profile/GpuNodeProfile' },
-            Tags: [
-              { Key: 'team', Value: 'research' },
-              { Key: 'aws:autoscaling:groupName', Value: 'gpu-train-p5' },
-            ],
-          },
-        ],
-      },
-    ],
-  };
+  return describeInstancesAnswer({
+    instanceId: INSTANCE_ID,
+    state,
+    instanceType,
+    tags: { team: 'research', 'aws:autoscaling:groupName': 'gpu-train-p5' },
+  });
 }
 
 const ENV = {
@@ -120,19 +90,13 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
       ],
     });
     autoscaling.on(SetInstanceHealthCommand).resolves({});
-    autoscaling.on(DescribeAutoScalingGroupsCommand).resolves({
-      AutoScalingGroups: [
-        {
-          AutoScalingGroupName: 'gpu-train-p5',
-          DesiredCapacity: 40,
-          Tags: [{ Key: 'cost-center', Value: '42' }],
-        } as never,
-      ],
-    });
+    autoscaling
+      .on(DescribeAutoScalingGroupsCommand)
+      .resolves(autoScalingGroupAnswer('gpu-train-p5', 40, { 'cost-center': '42' }));
     ec2.reset();
     ec2.on(DescribeInstancesCommand).resolves(describeInstances());
     iam.reset();
-    iam.on(GetInstanceProfileCommand).resolves(instanceProfileWith('GpuNodeRole'));
+    iam.on(GetInstanceProfileCommand).resolves(instanceProfileAnswer('GpuNodeRole'));
   });
 
   it('writes Timestream, publishes the critical alert and replaces the instance on Xid 79', async () => {
@@ -207,7 +171,7 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
 
   it("refuses with 403 a caller whose role is not the role of the instance's profile", async () => {
     // Prepare
-    iam.on(GetInstanceProfileCommand).resolves(instanceProfileWith('SomeOtherRole'));
+    iam.on(GetInstanceProfileCommand).resolves(instanceProfileAnswer('SomeOtherRole'));
     // Act
     const res = await handlerFromEnvironment(process.env)(batchEvent(validBatch({}, 8, new Date())));
     // Assess
