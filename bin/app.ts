@@ -6,7 +6,8 @@
  * Optional context (`npx cdk synth -c remediationMode=notify -c organizationId=o-a1b2c3d4e5`):
  * `stackName`, `databaseName`, `memoryRetentionHours`, `magneticRetentionDays`, `remediationMode`,
  * `organizationId`, `throttlingRateLimit`, `throttlingBurstLimit`, `webAclArn`,
- * `apiGatewayCloudWatchRole` (`true|false`), `priceOverridesUsdPerHour` and `alertEmails` (JSON).
+ * `apiGatewayCloudWatchRole` (`true|false`), `priceOverridesUsdPerHour` and `alertEmails` (JSON),
+ * `agentRoleArns` (comma-separated role ARNs, or a JSON list, of existing agent roles).
  * Every value is validated by the stack, which fails synth with the bad value.
  *
  * cdk-nag 3 runs as a CDK policy-validation plugin (`Validations.of(app).addPlugins`), not as an
@@ -53,6 +54,19 @@ function contextJson<T>(key: string): T | undefined {
   }
 }
 
+/** A context value holding a list: a JSON array, or a comma-separated string from `-c`. */
+function contextList(key: string): string[] | undefined {
+  const value: unknown = app.node.tryGetContext(key);
+  if (value === undefined || value === null || value === '') return undefined;
+  if (Array.isArray(value)) return value.map(String);
+  const text = String(value).trim();
+  if (text.startsWith('[')) return contextJson<string[]>(key);
+  return text
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
+}
+
 const account = process.env.CDK_DEFAULT_ACCOUNT;
 const region = process.env.CDK_DEFAULT_REGION;
 
@@ -70,6 +84,7 @@ const props: GpuSentinelStackProps = {
   apiGatewayCloudWatchRole: contextBoolean('apiGatewayCloudWatchRole'),
   priceOverridesUsdPerHour: contextJson('priceOverridesUsdPerHour'),
   alertEmails: contextJson('alertEmails'),
+  agentRoleArns: contextList('agentRoleArns'),
 };
 
 new GpuSentinelStack(app, contextString('stackName') ?? 'GpuSentinel', props);

@@ -9,7 +9,8 @@ export interface AgentPolicyProps {
   readonly api: IngestApi;
   /**
    * Name of the managed policy (IAM: 1–128 characters `[\w+=,.@-]`).
-   * @default `GpuSentinelAgentPolicy-<stack name>`
+   * @default `GpuSentinelAgentPolicy-<stack name>-<region>` (IAM names are account-global; the
+   *   region keeps a second regional deployment of the same stack from colliding)
    */
   readonly managedPolicyName?: string;
 }
@@ -29,7 +30,9 @@ export class AgentPolicy extends Construct {
   constructor(scope: Construct, id: string, props: AgentPolicyProps) {
     super(scope, id);
     this.policy = new iam.ManagedPolicy(this, 'Policy', {
-      managedPolicyName: props.managedPolicyName ?? `GpuSentinelAgentPolicy-${Stack.of(this).stackName}`,
+      managedPolicyName:
+        props.managedPolicyName ??
+        `GpuSentinelAgentPolicy-${Stack.of(this).stackName}-${Stack.of(this).region}`,
       description: 'gpu-sentinel agent: send telemetry batches (execute-api:Invoke on POST /v1/batches only)',
       statements: [
         new iam.PolicyStatement({

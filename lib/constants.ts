@@ -52,16 +52,10 @@ export const INGEST_STAGE_NAME = 'prod';
  * Source: API Gateway developer guide, "Content encoding for REST APIs" (range 0–10,485,760).
  */
 export const MIN_COMPRESSION_SIZE_BYTES = 1024;
-/** Media types API Gateway passes to Lambda base64-encoded (gzip bodies it did not decompress). */
-export const BINARY_MEDIA_TYPES: readonly string[] = [
-  'application/gzip',
-  'application/x-gzip',
-  'application/octet-stream',
-];
 
 /** Ingest Lambda memory, MiB: JSON parse + gunzip of a 1 MiB body with headroom. */
 export const INGEST_MEMORY_MIB = 512;
-/** Ingest Lambda timeout, seconds: below API Gateway's 29 s integration timeout (aws.md §3.1). */
+/** Ingest Lambda timeout, seconds: below API Gateway's 29 s integration timeout (`API_GATEWAY_INTEGRATION_TIMEOUT_S`). */
 export const INGEST_TIMEOUT_SECONDS = 25;
 /** Powertools service name of the ingest Lambda. */
 export const INGEST_SERVICE_NAME = 'gpu-sentinel-ingest';
@@ -78,3 +72,18 @@ export const STATE_PARTITION_KEY = 'pk';
 export const STATE_SORT_KEY = 'sk';
 /** DynamoDB state table TTL attribute, epoch seconds. */
 export const STATE_TTL_ATTRIBUTE = 'expires_at';
+
+/**
+ * An IAM role ARN a deployment may name as an agent role: `arn:<partition>:iam::<account or *>:role/<path/>name`,
+ * `*` and `?` allowed (matched with `ArnLike`). Source: IAM identifiers page (role ARN format).
+ */
+export const AGENT_ROLE_ARN_PATTERN = /^arn:aws[a-z-]*:iam::(\d{12}|\*):role\/[\w+=,.@*?/-]{1,512}$/;
+
+/**
+ * The IAM condition key set on requests signed with credentials an EC2 instance obtained from its
+ * instance profile: the ARN of that instance; absent for any other credentials (an `AssumeRole`
+ * from elsewhere, even of the same role). Keys are case-insensitive. Source: IAM User Guide,
+ * "AWS global condition context keys" (`ec2:SourceInstanceArn`, properties of the role session);
+ * EC2 User Guide, "IAM roles for Amazon EC2".
+ */
+export const INSTANCE_CREDENTIALS_CONDITION_KEY = 'ec2:SourceInstanceARN';

@@ -4,6 +4,7 @@ import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { AgentPolicy } from './agent-policy';
+import { AgentRole } from './agent-role';
 import { type AlertEmails, AlertTopics } from './alert-topics';
 import { IngestApi } from './ingest-api';
 import { IngestFunction } from './ingest-function';
@@ -61,6 +62,14 @@ export interface GpuSentinelStackProps extends StackProps {
    */
   readonly organizationId?: string;
   /**
+   * Further IAM roles (besides the stack's own `AgentRole`) whose EC2 instance-profile sessions may
+   * send batches, e.g. an existing training cluster's node role: ARNs, `*`/`?` wildcards allowed
+   * (`arn:aws:iam::*:role/GpuNodeRole` for every account of the organization). Give each role the
+   * `AgentPolicyArn` managed policy (or `grantIngest`) as well.
+   * @default - only the stack's `AgentRole`
+   */
+  readonly agentRoleArns?: readonly string[];
+  /**
    * API stage steady-state rate, requests per second, > 0.
    * @default 1000
    */
@@ -94,9 +103,10 @@ export interface GpuSentinelStackProps extends StackProps {
  * for GPU instance roles.
  *
  * Construct IDs are a contract (renaming one replaces the resource): `TelemetryDatabase`,
- * `AlertTopics`, `RemediationState`, `IngestFunction`, `IngestApi`, `AgentPolicy`; outputs
- * `BatchesUrl`, `CriticalTopicArn`, `WarningTopicArn`, `InfoTopicArn`, `ReportsTopicArn`,
- * `AgentPolicyArn`, `StateTableName`, `TimestreamDatabaseName`.
+ * `AlertTopics`, `RemediationState`, `AgentRole`, `IngestFunction`, `IngestApi`, `AgentPolicy`;
+ * outputs `BatchesUrl`, `CriticalTopicArn`, `WarningTopicArn`, `InfoTopicArn`, `ReportsTopicArn`,
+ * `AgentPolicyArn`, `AgentRoleArn`, `AgentInstanceProfileArn`, `StateTableName`,
+ * `TimestreamDatabaseName`.
  *
  * @example
  * new GpuSentinelStack(app, 'GpuSentinel', { remediationMode: 'notify', organizationId: 'o-a1b2c3d4e5' });
@@ -114,6 +124,8 @@ export class GpuSentinelStack extends Stack {
   readonly api: IngestApi;
   /** The managed policy for GPU instance roles. */
   readonly agentPolicy: AgentPolicy;
+  /** The agent role and instance profile for GPU instances. */
+  readonly agentRole: AgentRole;
 
   /** @throws {PropsValidationError} when a prop is out of range (the message names it and the value) */
   constructor(scope: Construct, id: string, props: GpuSentinelStackProps = {}) {
@@ -127,6 +139,7 @@ export class GpuSentinelStack extends Stack {
     });
     this.topics = new AlertTopics(this, 'AlertTopics', { alertEmails: props.alertEmails });
     this.state = new RemediationState(this, 'RemediationState');
+    this.agentRole = new AgentRole(this, 'AgentRole');
     this.ingest = new IngestFunction(this, 'IngestFunction', {
       entry: props.ingestEntry ?? DEFAULT_INGEST_ENTRY,
       depsLockFilePath: DEPS_LOCK_FILE_PATH,
@@ -136,10 +149,12 @@ export class GpuSentinelStack extends Stack {
       remediationMode: props.remediationMode,
       priceOverridesUsdPerHour: props.priceOverridesUsdPerHour,
       logRetention,
+      agentRoleNames: agentRoleNames(this.agentRole.role.roleName, props.agentRoleArns),
     });
     this.api = new IngestApi(this, 'IngestApi', {
       handler: this.ingest.function,
       organizationId: props.organizationId,
+      agentRoleArns: [this.agentRole.role.roleArn, ...(props.agentRoleArns ?? [])],
       throttlingRateLimit: props.throttlingRateLimit,
       throttlingBurstLimit: props.throttlingBurstLimit,
       logRetention,
@@ -147,6 +162,7 @@ export class GpuSentinelStack extends Stack {
       webAclArn: props.webAclArn,
     });
     this.agentPolicy = new AgentPolicy(this, 'AgentPolicy', { api: this.api });
+    this.agentPolicy.policy.attachToRole(this.agentRole.role);
 
     new CfnOutput(this, 'BatchesUrl', {
       value: this.api.batchesUrl,
@@ -159,6 +175,14 @@ export class GpuSentinelStack extends Stack {
     new CfnOutput(this, 'AgentPolicyArn', {
       value: this.agentPolicy.managedPolicyArn,
       description: 'Attach to the IAM role of every GPU instance running the agent',
+    });
+    new CfnOutput(this, 'AgentRoleArn', {
+      value: this.agentRole.role.roleArn,
+      description: 'The role GPU instances run the agent with (the API admits only agent roles)',
+    });
+    new CfnOutput(this, 'AgentInstanceProfileArn', {
+      value: this.agentRole.instanceProfile.instanceProfileArn,
+      description: 'Launch GPU instances (or their launch template) with this instance profile',
     });
     new CfnOutput(this, 'StateTableName', { value: this.state.table.tableName });
     new CfnOutput(this, 'TimestreamDatabaseName', { value: this.database.databaseName });
@@ -174,6 +198,17 @@ export class GpuSentinelStack extends Stack {
   grantIngest(grantee: iam.IGrantable): iam.Grant {
     return this.api.grantIngest(grantee);
   }
+}
+
+/**
+ * The role names the ingest handler admits (`AGENT_ROLE_NAMES`): the stack's own role and the given
+ * roles' names (an assumed-role ARN carries the name, not the path); undefined when a given name
+ * has a wildcard (then the resource policy alone restricts roles).
+ */
+function agentRoleNames(own: string, extra: readonly string[] | undefined): readonly string[] | undefined {
+  const names = (extra ?? []).map((arn) => arn.slice(arn.lastIndexOf('/') + 1));
+  if (names.some((n) => n.includes('*') || n.includes('?'))) return undefined;
+  return [own, ...names];
 }
 
 function validateLogRetention(value: logs.RetentionDays): logs.RetentionDays {

@@ -1,4 +1,5 @@
 export * from './agent-policy';
+export * from './agent-role';
 export * from './alert-topics';
 export * from './constants';
 export * from './gpu-sentinel-stack';

@@ -1,18 +1,21 @@
-import { Aws, RemovalPolicy, Size, Validations } from 'aws-cdk-lib';
+import { Aws, RemovalPolicy, Size, Token, Validations } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
+import { API_BINARY_MEDIA_TYPES } from '../lambdas/contract/constants';
 import {
-  BINARY_MEDIA_TYPES,
+  AGENT_ROLE_ARN_PATTERN,
   DEFAULT_THROTTLING_BURST_LIMIT,
   DEFAULT_THROTTLING_RATE_LIMIT,
   INGEST_STAGE_NAME,
+  INSTANCE_CREDENTIALS_CONDITION_KEY,
   MIN_COMPRESSION_SIZE_BYTES,
   ORGANIZATION_ID_PATTERN,
 } from './constants';
+import { PropsValidationError } from './props-validation-error';
 import { validatePattern, validatePositiveNumber } from './validate-props';
 
 /** Path of the batches resource, below the stage. */
@@ -28,6 +31,12 @@ export interface IngestApiProps {
    * @default - only principals of this account
    */
   readonly organizationId?: string;
+  /**
+   * ARNs of the IAM roles agents sign with (their instance profiles' roles), `ArnLike` patterns
+   * (`*`, `?`): the resource policy denies every other principal, whatever its own IAM policies
+   * allow. At least one.
+   */
+  readonly agentRoleArns: readonly string[];
   /**
    * Stage-wide steady-state request rate, requests per second, > 0. The account-wide limit is
    * 10,000 rps in most regions (API Gateway quotas page).
@@ -61,7 +70,9 @@ export interface IngestApiProps {
 /**
  * The ingest REST API (API Gateway v1, DESIGN.md §11): `POST /v1/batches` with IAM (SigV4)
  * authorization and a Lambda proxy integration; a resource policy allowing `execute-api:Invoke`
- * only to principals of this account (or of an organization); regional endpoint; stage `prod` with
+ * only to principals of this account (or of an organization), and denying it to any principal that
+ * is not one of the agent roles or that did not sign with EC2 instance-profile credentials (see
+ * {@link agentResourcePolicy}); regional endpoint; stage `prod` with
  * access logging (JSON), execution logging (ERROR), X-Ray tracing and throttling; a request
  * validator; payload compression on, so API Gateway decompresses `Content-Encoding: gzip` request
  * bodies, and gzip media types declared binary so an undecompressed gzip body reaches the handler
@@ -84,8 +95,9 @@ export class IngestApi extends Construct {
   readonly batchesArn: string;
 
   /**
-   * @throws {PropsValidationError} when `organizationId` does not match `o-[a-z0-9]{10,32}` or a
-   *   throttling limit is not a finite number > 0
+   * @throws {PropsValidationError} when `organizationId` does not match `o-[a-z0-9]{10,32}`, a
+   *   throttling limit is not a finite number > 0, or `agentRoleArns` is empty or holds a value
+   *   that is not an IAM role ARN
    */
   constructor(scope: Construct, id: string, props: IngestApiProps) {
     super(scope, id);
@@ -107,6 +119,7 @@ export class IngestApi extends Construct {
             'an AWS Organizations id matching o-[a-z0-9]{10,32}',
           );
     const cloudWatchRole = props.apiGatewayCloudWatchRole ?? true;
+    const agentRoleArns = validateAgentRoleArns(props.agentRoleArns);
 
     this.accessLogGroup = new logs.LogGroup(this, 'AccessLogGroup', {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
@@ -116,9 +129,9 @@ export class IngestApi extends Construct {
     this.api = new apigw.RestApi(this, 'Api', {
       description: 'gpu-sentinel ingest API: agents POST SigV4-signed gzip JSON batches',
       endpointConfiguration: { types: [apigw.EndpointType.REGIONAL] },
-      policy: resourcePolicy(organizationId),
+      policy: agentResourcePolicy(organizationId, agentRoleArns),
       minCompressionSize: Size.bytes(MIN_COMPRESSION_SIZE_BYTES),
-      binaryMediaTypes: [...BINARY_MEDIA_TYPES],
+      binaryMediaTypes: [...API_BINARY_MEDIA_TYPES],
       cloudWatchRole,
       cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
       deployOptions: {
@@ -201,9 +214,30 @@ export class IngestApi extends Construct {
   }
 }
 
-function resourcePolicy(organizationId: string | undefined): iam.PolicyDocument {
+/**
+ * The ingest API's resource policy. API Gateway with IAM authorization admits a caller of the API's
+ * own account when either its identity policy or this policy allows it and neither denies it; a
+ * caller of another account needs both to allow (API Gateway developer guide, "How API Gateway
+ * resource policies affect authorization workflow"). An Allow here therefore cannot narrow who of
+ * the account may call; only explicit Denies can, so:
+ *
+ * - `AllowThisAccount` (or `AllowThisOrganization` with `aws:PrincipalOrgID`): who may call at all;
+ * - `DenyOtherThanAgentRoles`: `ArnNotLike aws:PrincipalArn <agent roles>` (for a role session
+ *   `aws:PrincipalArn` is the role's ARN, so a session name cannot change it);
+ * - `DenyWithoutInstanceCredentials`: `Null ec2:SourceInstanceARN = true`: credentials that an EC2
+ *   instance did not obtain from its instance profile, e.g. an `sts:AssumeRole` of the agent role
+ *   from anywhere else with a session name forged to an instance id.
+ *
+ * @param organizationId - AWS Organizations id, or undefined for this account only
+ * @param agentRoleArns - the agent roles (ArnLike patterns)
+ * @returns the policy document
+ */
+export function agentResourcePolicy(
+  organizationId: string | undefined,
+  agentRoleArns: readonly string[],
+): iam.PolicyDocument {
   const resources = [`execute-api:/${INGEST_STAGE_NAME}/POST${BATCHES_PATH}`];
-  const statement =
+  const allow =
     organizationId === undefined
       ? new iam.PolicyStatement({
           sid: 'AllowThisAccount',
@@ -218,5 +252,37 @@ function resourcePolicy(organizationId: string | undefined): iam.PolicyDocument 
           resources,
           conditions: { StringEquals: { 'aws:PrincipalOrgID': organizationId } },
         });
-  return new iam.PolicyDocument({ statements: [statement] });
+  const deny = (sid: string, conditions: Record<string, Record<string, unknown>>): iam.PolicyStatement =>
+    new iam.PolicyStatement({
+      sid,
+      effect: iam.Effect.DENY,
+      principals: [new iam.AnyPrincipal()],
+      actions: ['execute-api:Invoke'],
+      resources,
+      conditions,
+    });
+  const denyOtherRoles = deny('DenyOtherThanAgentRoles', {
+    ArnNotLike: { 'aws:PrincipalArn': [...agentRoleArns] },
+  });
+  const denyOtherCredentials = deny('DenyWithoutInstanceCredentials', {
+    Null: { [INSTANCE_CREDENTIALS_CONDITION_KEY]: 'true' },
+  });
+  return new iam.PolicyDocument({ statements: [allow, denyOtherRoles, denyOtherCredentials] });
+}
+
+function validateAgentRoleArns(arns: readonly string[]): readonly string[] {
+  if (!Array.isArray(arns) || arns.length === 0) {
+    throw new PropsValidationError('agentRoleArns', 'at least one IAM role ARN', arns);
+  }
+  for (const arn of arns) {
+    if (!Token.isUnresolved(arn)) {
+      validatePattern(
+        'agentRoleArns',
+        arn,
+        AGENT_ROLE_ARN_PATTERN,
+        'IAM role ARNs like arn:aws:iam::123456789012:role/GpuNodeRole',
+      );
+    }
+  }
+  return arns;
 }

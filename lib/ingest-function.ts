@@ -62,6 +62,12 @@ export interface IngestFunctionProps {
    */
   readonly priceOverridesUsdPerHour?: Readonly<Record<string, number>>;
   /**
+   * Role names whose instance sessions the handler admits (`AGENT_ROLE_NAMES`); the API's resource
+   * policy already restricts roles, this is the handler's own second check.
+   * @default - no role check in the handler
+   */
+  readonly agentRoleNames?: readonly string[];
+  /**
    * How long the function's logs are kept.
    * @default logs.RetentionDays.ONE_MONTH
    */
@@ -82,7 +88,11 @@ export interface IngestFunctionProps {
  * - `timestream:WriteRecords` on the three tables, `timestream:DescribeEndpoints` on `*`;
  * - `sns:Publish` on critical/warning/info, `kms:GenerateDataKey`/`kms:Decrypt` on their key;
  * - `dynamodb:GetItem/PutItem/UpdateItem/Query` on the state table;
- * - `autoscaling:DescribeAutoScalingInstances` on `*` (no resource-level permissions);
+ * - `autoscaling:DescribeAutoScalingInstances`, `autoscaling:DescribeAutoScalingGroups` and
+ *   `ec2:DescribeInstances` on `*` (server-side enrichment and the sender check; these actions
+ *   support no resource-level permissions);
+ * - `iam:GetInstanceProfile` on the account's instance profiles (the sender check compares the
+ *   instance profile's role with the caller's);
  * - in `replace` mode: `autoscaling:SetInstanceHealth` on every Auto Scaling group of the account
  *   unless the group is tagged `gpu-sentinel:remediation=off` (condition
  *   `StringNotEquals aws:ResourceTag/gpu-sentinel:remediation = off`: groups need no tag to be
@@ -159,6 +169,7 @@ export class IngestFunction extends Construct {
         STATE_TABLE: props.state.table.tableName,
         REMEDIATION_MODE: this.remediationMode,
         PRICE_OVERRIDES: JSON.stringify(priceOverrides),
+        ...(props.agentRoleNames === undefined ? {} : { AGENT_ROLE_NAMES: props.agentRoleNames.join(',') }),
         POWERTOOLS_SERVICE_NAME: INGEST_SERVICE_NAME,
         NODE_OPTIONS: '--enable-source-maps',
       },
@@ -168,15 +179,37 @@ export class IngestFunction extends Construct {
     props.topics.grantPublishAlerts(this.role);
     props.state.grantReadWrite(this.role);
     this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: ['autoscaling:DescribeAutoScalingInstances'], resources: ['*'] }),
+      new iam.PolicyStatement({
+        sid: 'EnrichAndVerifySenders',
+        actions: [
+          'autoscaling:DescribeAutoScalingInstances',
+          'autoscaling:DescribeAutoScalingGroups',
+          'ec2:DescribeInstances',
+        ],
+        resources: ['*'],
+      }),
+    );
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadInstanceProfileRoles',
+        actions: ['iam:GetInstanceProfile'],
+        resources: [`arn:${Aws.PARTITION}:iam::${Aws.ACCOUNT_ID}:instance-profile/*`],
+      }),
     );
     if (this.remediationMode === 'replace') this.grantRemediation();
 
     Validations.of(this.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:iam::<AWS::AccountId>:instance-profile/*]',
+      reason:
+        'The sender check reads the role of whichever instance profile a GPU instance was launched with ' +
+        '(profiles are created outside this stack); read-only, limited to this account.',
+    });
+    Validations.of(this.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
         'Only actions without resource-level permissions use Resource "*": timestream:DescribeEndpoints ' +
-        '(endpoint discovery), autoscaling:DescribeAutoScalingInstances, and xray:PutTraceSegments/' +
+        '(endpoint discovery), autoscaling:DescribeAutoScalingInstances/DescribeAutoScalingGroups and ' +
+        'ec2:DescribeInstances (server-side enrichment), and xray:PutTraceSegments/' +
         'PutTelemetryRecords (added by active tracing). Service Authorization Reference lists no resource type for them.',
     });
   }

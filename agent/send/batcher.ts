@@ -6,6 +6,7 @@ import {
   type GpuEvent,
   type GpuWindow,
   type Host,
+  MAX_BODY_DECOMPRESSED_BYTES,
   MAX_EFA_PORTS_PER_BATCH,
   MAX_EVENTS_PER_BATCH,
   MAX_WINDOWS_PER_BATCH,
@@ -13,9 +14,10 @@ import {
 } from '../../lambdas/contract';
 
 /**
- * Largest serialized batch the batcher builds, bytes: 1 MiB of raw JSON. The API takes ≤ 1 MiB
- * compressed and ≤ 8 MiB decompressed (`MAX_BODY_COMPRESSED_BYTES`, `MAX_BODY_DECOMPRESSED_BYTES`);
- * a raw body ≤ 1 MiB satisfies both, since gzip never grows JSON by more than a few bytes per 16 KiB block.
+ * Largest serialized batch the batcher builds by default, bytes: 1 MiB of raw JSON. The API takes
+ * ≤ 1 MiB compressed and ≤ `MAX_BODY_DECOMPRESSED_BYTES` (≈ 2.97 MiB, sized so the body fits one
+ * 6 MB Lambda event behind API Gateway) decompressed; a raw body ≤ 1 MiB satisfies both, since gzip
+ * never grows JSON by more than a few bytes per 16 KiB block.
  */
 export const DEFAULT_MAX_BATCH_BYTES = 1024 * 1024;
 
@@ -30,7 +32,10 @@ export interface BatchBuilderOptions {
   readonly randomUUID?: () => string;
   /** The clock for `sent_at`. @default () => new Date() */
   readonly clock?: () => Date;
-  /** Largest serialized batch, bytes, 4096..8 MiB. @default {@link DEFAULT_MAX_BATCH_BYTES} (1 MiB) */
+  /**
+   * Largest serialized batch, bytes, 4096..`MAX_BODY_DECOMPRESSED_BYTES` (the API's decompressed
+   * limit). @default {@link DEFAULT_MAX_BATCH_BYTES} (1 MiB)
+   */
   readonly maxBatchBytes?: number;
 }
 
@@ -74,16 +79,17 @@ export class BatchBuilder {
 
   /**
    * @param opts - start seq, id maker, clock, size limit
-   * @throws {RangeError} when `startSeq` is not an integer ≥ 0 or `maxBatchBytes` is outside 4096..8 MiB
+   * @throws {RangeError} when `startSeq` is not an integer ≥ 0 or `maxBatchBytes` is outside
+   *   4096..`MAX_BODY_DECOMPRESSED_BYTES`
    */
   constructor(opts: BatchBuilderOptions = {}) {
     const start = opts.startSeq ?? 0;
     if (!Number.isSafeInteger(start) || start < 0)
       throw new RangeError(`Expected \`startSeq\` to be an integer >= 0, got \`${start}\` (${typeof start})`);
     const maxBytes = opts.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
-    if (!Number.isInteger(maxBytes) || maxBytes < 4096 || maxBytes > 8 * 1024 * 1024)
+    if (!Number.isInteger(maxBytes) || maxBytes < 4096 || maxBytes > MAX_BODY_DECOMPRESSED_BYTES)
       throw new RangeError(
-        `Expected \`maxBatchBytes\` to be an integer in 4096..8388608, got \`${maxBytes}\` (${typeof maxBytes})`,
+        `Expected \`maxBatchBytes\` to be an integer in 4096..${MAX_BODY_DECOMPRESSED_BYTES} (the API's decompressed limit), got \`${maxBytes}\` (${typeof maxBytes})`,
       );
     this.seq = start;
     this.makeId = opts.randomUUID ?? randomUUID;

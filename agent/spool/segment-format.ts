@@ -21,7 +21,7 @@ export const SEGMENT_MAGIC: Buffer = Buffer.from('GSSPOOL1', 'ascii');
 /** Bytes before a record's payload: length (4) + CRC (4). */
 export const RECORD_HEADER_BYTES = 8;
 
-/** Largest record payload, bytes: the API's decompressed body limit (8 MiB); anything larger is refused anyway. */
+/** Largest record payload, bytes: the API's decompressed body limit (≈ 2.97 MiB); anything larger is refused anyway. */
 export const MAX_RECORD_PAYLOAD_BYTES = MAX_BODY_DECOMPRESSED_BYTES;
 
 /**

@@ -207,7 +207,7 @@ export class Spool {
   /**
    * Appends a batch durably (fdatasync'd before this resolves). Drops the oldest batches first when
    * the new record would pass `maxBytes`, and any past `maxAgeS`. A batch that alone is larger than
-   * `maxBytes` (or than 8 MiB), or already older than `maxAgeS`, is not written and counts as dropped.
+   * `maxBytes` (or than the API's decompressed limit), or already older than `maxAgeS`, is not written and counts as dropped.
    *
    * @param batch - a contract batch
    * @throws {SpoolClosedError} after `close()`

@@ -12,17 +12,34 @@ import {
   SET_INSTANCE_HEALTH_MAX_ATTEMPTS,
 } from './constants';
 import { RemediationFailedError, RemediationNotPossibleError } from './errors';
+import { RegionalClients } from './regional-clients';
 
 /** Options of {@link AutoScalingRemediator}. */
 export interface AutoScalingRemediatorOptions {
-  readonly autoScaling: AutoScalingClient;
-  readonly ec2: EC2Client;
+  /**
+   * Auto Scaling clients per region (the decision's `region`, i.e. the instance's), or one client
+   * for every region (tests, single-region deployments).
+   */
+  readonly autoScaling: AutoScalingClient | RegionalClients<AutoScalingClient>;
+  /** EC2 clients per region, or one client for every region. */
+  readonly ec2: EC2Client | RegionalClients<EC2Client>;
   /** Waits `ms` milliseconds between retries. @default setTimeout-based */
   readonly sleep?: (ms: number) => Promise<void>;
   /** SetInstanceHealth attempts on `ResourceContention`, ≥ 1. @default 4 (1 try + 3 retries) */
   readonly maxAttempts?: number;
   /** First retry delay, ms, doubled each retry. @default 200 */
   readonly baseDelayMs?: number;
+}
+
+/** The cache key of decisions that name no region (a single client serves them). */
+const NO_REGION = '(default)';
+
+function regionOf(decision: RemediationDecision): string {
+  return decision.region ?? NO_REGION;
+}
+
+function regional<C>(clients: C | RegionalClients<C>): RegionalClients<C> {
+  return clients instanceof RegionalClients ? clients : new RegionalClients(() => clients);
 }
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -40,15 +57,16 @@ function isResourceContention(error: unknown): boolean {
 /**
  * Carries out remediation decisions on AWS (DESIGN §8, aws.md §5): `replace` marks an instance
  * of an Auto Scaling group Unhealthy so the group replaces it; `quarantine` tags an instance
- * outside any group. It never terminates, stops or reboots anything itself.
+ * outside any group. Every call goes to the instance's own region (`decision.region`), not the
+ * Lambda's. It never terminates, stops or reboots anything itself.
  *
  * @example
  * const remediator = new AutoScalingRemediator({ autoScaling: new AutoScalingClient({}), ec2: new EC2Client({}) });
  * await remediator.replace(decision);
  */
 export class AutoScalingRemediator implements Remediator {
-  readonly #autoScaling: AutoScalingClient;
-  readonly #ec2: EC2Client;
+  readonly #autoScaling: RegionalClients<AutoScalingClient>;
+  readonly #ec2: RegionalClients<EC2Client>;
   readonly #sleep: (ms: number) => Promise<void>;
   readonly #maxAttempts: number;
   readonly #baseDelayMs: number;
@@ -58,8 +76,8 @@ export class AutoScalingRemediator implements Remediator {
    * @throws {RangeError} when `maxAttempts` < 1 or `baseDelayMs` < 0
    */
   constructor(options: AutoScalingRemediatorOptions) {
-    this.#autoScaling = options.autoScaling;
-    this.#ec2 = options.ec2;
+    this.#autoScaling = regional(options.autoScaling);
+    this.#ec2 = regional(options.ec2);
     this.#sleep = options.sleep ?? defaultSleep;
     this.#maxAttempts = options.maxAttempts ?? SET_INSTANCE_HEALTH_MAX_ATTEMPTS;
     this.#baseDelayMs = options.baseDelayMs ?? SET_INSTANCE_HEALTH_BASE_DELAY_MS;
@@ -88,9 +106,9 @@ export class AutoScalingRemediator implements Remediator {
     const id = decision.instance_id;
     let group: string | undefined;
     try {
-      const out = await this.#autoScaling.send(
-        new DescribeAutoScalingInstancesCommand({ InstanceIds: [id] }),
-      );
+      const out = await this.#autoScaling
+        .for(regionOf(decision))
+        .send(new DescribeAutoScalingInstancesCommand({ InstanceIds: [id] }));
       group = out.AutoScalingInstances?.find((i) => i.InstanceId === id)?.AutoScalingGroupName;
     } catch (error) {
       throw new RemediationFailedError(
@@ -110,7 +128,7 @@ export class AutoScalingRemediator implements Remediator {
     }
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.#autoScaling.send(
+        await this.#autoScaling.for(regionOf(decision)).send(
           new SetInstanceHealthCommand({
             InstanceId: id,
             HealthStatus: 'Unhealthy',
@@ -141,7 +159,7 @@ export class AutoScalingRemediator implements Remediator {
    */
   async quarantine(decision: RemediationDecision): Promise<void> {
     try {
-      await this.#ec2.send(
+      await this.#ec2.for(regionOf(decision)).send(
         new CreateTagsCommand({
           Resources: [decision.instance_id],
           Tags: [{ Key: QUARANTINE_TAG_KEY, Value: decision.rule }],

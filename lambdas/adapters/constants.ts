@@ -31,3 +31,12 @@ export const QUARANTINE_TAG_KEY = 'gpu-sentinel:quarantine';
 
 /** Lifetime of a group-history item in the DynamoDB state table, s (7 days; TTL attribute `expires_at`). */
 export const GROUP_HISTORY_TTL_S = 7 * 24 * 3600;
+
+/** How long an instance lookup (EC2 + Auto Scaling) is reused, ms: 5 min. Tags and group membership change rarely; a batch arrives every 10 s per instance. */
+export const INSTANCE_CACHE_TTL_MS = 5 * 60 * 1000;
+
+/** How long "EC2 knows no such instance" is reused, ms: 30 s, short so that a just-launched instance (eventual consistency of DescribeInstances) is found soon. */
+export const INSTANCE_NEGATIVE_CACHE_TTL_MS = 30 * 1000;
+
+/** Most instances kept in the lookup cache, entries (the oldest is evicted first); bounds a Lambda's memory whatever the fleet size. */
+export const INSTANCE_CACHE_MAX_ENTRIES = 10_000;

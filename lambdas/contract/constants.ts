@@ -9,8 +9,72 @@ export const SCHEMA_V1 = 'gpu-sentinel/v1' as const;
 /** Largest request body on the wire (gzip or plain), bytes: 1 MiB. Larger → 413. */
 export const MAX_BODY_COMPRESSED_BYTES = 1024 * 1024;
 
-/** Largest request body after gzip decompression, bytes: 8 MiB. Larger (a gzip bomb) → 413. */
-export const MAX_BODY_DECOMPRESSED_BYTES = 8 * 1024 * 1024;
+/**
+ * Largest request payload API Gateway (REST) accepts, bytes: 10 MB, a hard quota; a compressed
+ * body also counts at its decompressed size. Larger → API Gateway itself answers
+ * `413 {"message":"Request Too Long"}` and the Lambda never runs. Source: API Gateway developer
+ * guide, "Quotas for configuring and running a REST API" (payload size 10 MB, not adjustable);
+ * re:Post "API GW with POST request payload more than 10MB" for the decompressed-size behaviour.
+ */
+export const API_GATEWAY_MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
+
+/**
+ * Largest synchronous Lambda invocation payload, bytes: 6 MB (Lambda answers
+ * `RequestEntityTooLargeException: Request must be smaller than 6291456 bytes`). Behind API
+ * Gateway the payload is the whole proxy event serialized as JSON: the body string escaped, plus
+ * headers and request context. Source: Lambda developer guide, "Lambda quotas" (invocation
+ * payload 6 MB synchronous); the exact byte count from Lambda's own error message.
+ */
+export const LAMBDA_SYNC_MAX_PAYLOAD_BYTES = 6_291_456;
+
+/**
+ * How long API Gateway (REST) waits for the Lambda integration, seconds: 29 (the default quota;
+ * raisable only for regional/private APIs at the cost of account throttling). Past it API Gateway
+ * answers `504 {"message":"Endpoint request timed out"}` while the Lambda may still finish.
+ * Source: API Gateway developer guide, "Quotas for configuring and running a REST API"
+ * (integration timeout 50 ms – 29 s).
+ */
+export const API_GATEWAY_INTEGRATION_TIMEOUT_S = 29;
+
+/**
+ * Bytes of a proxy event that are not the body (headers ≤ 10 KB by API Gateway's header quota,
+ * request context, multi-value copies of the headers, JSON punctuation), kept free below
+ * {@link LAMBDA_SYNC_MAX_PAYLOAD_BYTES}: 64 KiB.
+ */
+export const PROXY_EVENT_ENVELOPE_RESERVE_BYTES = 64 * 1024;
+
+/**
+ * Worst-case growth of a JSON text when it becomes the proxy event's `body` string: every `"`
+ * and `\` gains an escaping backslash, so at most 2× for a valid ASCII JSON document (JSON
+ * texts carry no raw control characters; the agent sends ASCII except tag values and `detail`).
+ */
+export const PROXY_EVENT_BODY_ESCAPE_FACTOR = 2;
+
+/**
+ * Largest request body after gzip decompression, bytes: (6 MB Lambda payload − 64 KiB envelope)
+ * ÷ 2 for escaping = 3,112,960 bytes (≈ 2.97 MiB), so any contract-valid body fits one Lambda
+ * invocation behind API Gateway (`application/json` is not a binary media type, so no base64
+ * growth applies). Larger (or a gzip bomb) → 413. The agent's batches stay far below it (1 MiB).
+ */
+export const MAX_BODY_DECOMPRESSED_BYTES = Math.floor(
+  (LAMBDA_SYNC_MAX_PAYLOAD_BYTES - PROXY_EVENT_ENVELOPE_RESERVE_BYTES) / PROXY_EVENT_BODY_ESCAPE_FACTOR,
+);
+
+/** The only request media type the ingest API accepts (`Content-Type`, parameters ignored). Else → 415. */
+export const BATCH_MEDIA_TYPE = 'application/json';
+
+/**
+ * Media types the ingest REST API declares binary (`binaryMediaTypes`): API Gateway passes such a
+ * body to Lambda base64-encoded (`isBase64Encoded: true`), every other body as UTF-8 text. Declared
+ * so that a raw gzip upload reaches the handler byte-exact (and is refused with 415), never
+ * mangled by a text conversion. One list for the CDK API and the local API Gateway model.
+ * Source: API Gateway developer guide, "Binary media types for REST APIs".
+ */
+export const API_BINARY_MEDIA_TYPES: readonly string[] = [
+  'application/gzip',
+  'application/x-gzip',
+  'application/octet-stream',
+];
 
 /** Most distinct GPUs (by `gpu.index`) in one batch. NVIDIA's largest nodes have 8–72; 64 leaves room. */
 export const MAX_GPUS_PER_BATCH = 64;

@@ -37,3 +37,18 @@ export const MAX_EVIDENCE_LIST_ITEMS = 10;
 
 /** Longest free text (event detail) copied into a finding, characters. */
 export const MAX_EVIDENCE_TEXT_CHARS = 240;
+
+/**
+ * EC2 instance families with NVIDIA GPUs that an agent may report from: `p*` (P3–P6, e.g.
+ * `p5.48xlarge`) and `g*` with a generation digit (G4dn–G6e, `g5g`, `gr6`), as EC2 names
+ * accelerated-computing instance types. Trainium/Inferentia (`trn*`, `inf*`) carry no NVIDIA GPU.
+ * Source: EC2 User Guide, "Accelerated computing instances" and instance type naming conventions.
+ */
+export const GPU_INSTANCE_TYPE_PATTERN = /^(p\d|g\d|gr\d)[a-z0-9-]*\.[a-z0-9-]+$/;
+
+/**
+ * EC2 instance states in which an instance can still speak for itself: running, or winding down
+ * (its agent sends `agent_stop` / spot notices while it stops). `pending`, `stopped` and
+ * `terminated` instances run no agent. Source: EC2 `InstanceState.Name` values.
+ */
+export const SENDING_INSTANCE_STATES: readonly string[] = ['running', 'stopping', 'shutting-down'];

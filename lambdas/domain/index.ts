@@ -1,5 +1,6 @@
 export * from './alert-message';
 export * from './constants';
+export * from './enrich-host';
 export * from './errors';
 export * from './ledger';
 export * from './ports';
@@ -7,5 +8,6 @@ export * from './pricing';
 export * from './remediation-mode';
 export * from './remediation-policy';
 export * from './rules';
+export * from './sender-identity';
 export * from './types';
 export * from './xid-policy';

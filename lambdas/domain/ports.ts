@@ -104,7 +104,7 @@ export interface InstanceDirectory {
    * @param instanceId - EC2 instance id
    * @param region - the instance's region (`host.region`); clients are made per region
    * @returns the instance, or undefined when EC2 does not know it (terminated long ago, or never existed)
-   * @throws when EC2 or Auto Scaling cannot be asked (throttled, no permission, unreachable)
+   * @throws {InstanceLookupError} when EC2 or Auto Scaling cannot be asked (throttled, no permission, unreachable)
    */
   describe(instanceId: string, region: string): Promise<InstanceInfo | undefined>;
 }

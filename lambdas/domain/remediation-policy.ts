@@ -112,6 +112,7 @@ export function decideRemediation(input: RemediationInput, now: Date): Remediati
     instance_id: finding.instance_id,
     ...(finding.gpu_index === undefined ? {} : { gpu_index: finding.gpu_index }),
     ...(host.asg_name === undefined ? {} : { asg_name: host.asg_name }),
+    region: host.region,
     action,
     reason,
     at: now.toISOString(),

@@ -217,6 +217,11 @@ export interface InstanceInfo {
   readonly tags: Readonly<Record<string, string>>;
   /** ARN of the instance profile attached to the instance, when one is. */
   readonly instance_profile_arn?: string;
+  /**
+   * Names of the roles in that instance profile (IAM `GetInstanceProfile`; a profile holds at most
+   * one). Absent when not looked up; empty when the profile holds none.
+   */
+  readonly instance_profile_role_names?: readonly string[];
   /** The Auto Scaling group the instance belongs to, when it belongs to one. */
   readonly asg?: AutoScalingGroupInfo;
 }
@@ -241,6 +246,8 @@ export interface RemediationDecision {
   readonly instance_id: string;
   readonly gpu_index?: number;
   readonly asg_name?: string;
+  /** The instance's region (`host.region`): where the remediation's EC2 / Auto Scaling calls go. */
+  readonly region?: string;
   readonly action: RemediationAction;
   /** Why this action (e.g. "in Auto Scaling group g; SetInstanceHealth(Unhealthy)", "opt-out tag", "rate limit: 2 in the last hour"). */
   readonly reason: string;

@@ -4,7 +4,7 @@
  */
 export class IngestRequestError extends Error {
   override readonly name = 'IngestRequestError';
-  /** HTTP status: 400 invalid, 403 identity mismatch, 413 too large, 415 unsupported encoding. */
+  /** HTTP status: 400 invalid, 403 identity refused, 413 too large, 415 a media type other than application/json. */
   readonly status: 400 | 403 | 413 | 415;
   /** The first bad field, or `(root)` for the body itself. */
   readonly path: string;

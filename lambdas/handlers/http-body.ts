@@ -1,5 +1,5 @@
 import { gunzipSync } from 'node:zlib';
-import { MAX_BODY_COMPRESSED_BYTES, MAX_BODY_DECOMPRESSED_BYTES } from '../contract';
+import { BATCH_MEDIA_TYPE, MAX_BODY_COMPRESSED_BYTES, MAX_BODY_DECOMPRESSED_BYTES } from '../contract';
 import { IngestRequestError } from './errors';
 
 /** The parts of an API Gateway REST (v1) proxy event the body decoder reads. */
@@ -11,30 +11,31 @@ export interface RawBody {
   readonly headers: Readonly<Record<string, string | undefined>> | null;
 }
 
+/** The first two bytes of every gzip member (RFC 1952 §2.3.1, ID1 ID2). */
+const GZIP_MAGIC = [0x1f, 0x8b] as const;
+
 /**
- * Decodes an ingest request body to a JSON value, enforcing the published size limits.
- * gzip is detected by `Content-Encoding: gzip` or by the gzip magic bytes (API Gateway may pass a
- * gzip body through base64-encoded as a binary media type, or decompress it itself).
+ * Decodes an ingest request body to a JSON value, enforcing the published size limits and media type.
+ *
+ * Whether the body is gzip is decided from its magic bytes, never from `Content-Encoding`: API
+ * Gateway (REST) decompresses a `Content-Encoding: gzip` body before invoking the Lambda and passes
+ * the header through unchanged, so the header says nothing about the bytes that arrive (API Gateway
+ * developer guide, "Payload compression for REST APIs"). A gzip body that API Gateway did not
+ * decompress (sent without the header) is still accepted.
  *
  * @param raw - body, base64 flag and headers of the proxy event
  * @returns the parsed JSON value (any shape; validate it with `parseBatch`)
- * @throws {IngestRequestError} 413 when the body exceeds {@link MAX_BODY_COMPRESSED_BYTES} on the
- *   wire or {@link MAX_BODY_DECOMPRESSED_BYTES} decompressed (gzip bombs stop at the limit);
- *   415 for an encoding other than gzip/identity; 400 for an empty body, broken gzip or invalid JSON
+ * @throws {IngestRequestError} 415 when `Content-Type` is not {@link BATCH_MEDIA_TYPE}; 413 when a
+ *   gzip body exceeds {@link MAX_BODY_COMPRESSED_BYTES} or the JSON exceeds
+ *   {@link MAX_BODY_DECOMPRESSED_BYTES} (gzip bombs stop at the limit); 400 for an empty body,
+ *   broken gzip or invalid JSON
  */
 export function decodeJsonBody(raw: RawBody): unknown {
+  assertJsonMediaType(headerValue(raw.headers, 'content-type'));
   if (raw.body === null || raw.body === '')
     throw new IngestRequestError(400, '(root)', 'expected a JSON body, got none');
   const wire = raw.isBase64Encoded ? Buffer.from(raw.body, 'base64') : Buffer.from(raw.body, 'utf8');
-  const encoding = headerValue(raw.headers, 'content-encoding')?.trim().toLowerCase();
-  if (encoding !== undefined && encoding !== '' && encoding !== 'gzip' && encoding !== 'identity') {
-    throw new IngestRequestError(
-      415,
-      '(root)',
-      `unsupported Content-Encoding "${encoding}"; send gzip or none`,
-    );
-  }
-  const gzipped = encoding === 'gzip' || (wire.length >= 2 && wire[0] === 0x1f && wire[1] === 0x8b);
+  const gzipped = wire.length >= 2 && wire[0] === GZIP_MAGIC[0] && wire[1] === GZIP_MAGIC[1];
   const limit = gzipped ? MAX_BODY_COMPRESSED_BYTES : MAX_BODY_DECOMPRESSED_BYTES;
   if (wire.length > limit) {
     throw new IngestRequestError(
@@ -67,6 +68,21 @@ export function decodeJsonBody(raw: RawBody): unknown {
     return JSON.parse(text) as unknown;
   } catch (err) {
     throw new IngestRequestError(400, '(root)', `expected JSON: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/**
+ * Checks the request's media type (parameters such as `charset` ignored, case-insensitive).
+ * @throws {IngestRequestError} 415 naming what came, when it is not {@link BATCH_MEDIA_TYPE}
+ */
+function assertJsonMediaType(contentType: string | undefined): void {
+  const media = contentType?.split(';')[0]?.trim().toLowerCase();
+  if (media !== BATCH_MEDIA_TYPE) {
+    throw new IngestRequestError(
+      415,
+      '(root)',
+      `expected Content-Type ${BATCH_MEDIA_TYPE}, got ${contentType === undefined ? 'none' : `"${contentType}"`}`,
+    );
   }
 }
 

@@ -1,6 +1,7 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { ContractValidationError, parseBatch } from '../contract';
-import { assertCallerIsInstance } from './caller-identity';
+import { InstanceLookupError, parseAssumedRoleArn } from '../domain';
+import { assertSender, claimedSender } from './caller-identity';
 import { IngestRequestError } from './errors';
 import { decodeJsonBody } from './http-body';
 import { type PipelineDeps, processBatch } from './process-batch';
@@ -8,11 +9,23 @@ import { type PipelineDeps, processBatch } from './process-batch';
 /** Ingest handler settings on top of the pipeline's ports. */
 export interface IngestHandlerDeps extends PipelineDeps {
   /**
-   * `instance-session`: the caller's assumed-role session name must equal `host.instance_id`
-   * (API Gateway IAM auth). `none`: no identity check (local mode on loopback only).
+   * `instance-session`: the caller must be the instance it sends for (API Gateway IAM auth; see
+   * `judgeSender`), checked before validation. `none`: no identity check (local mode on loopback only).
    * @default 'instance-session'
    */
   readonly callerCheck?: 'instance-session' | 'none';
+  /**
+   * Role names whose instance sessions may send (the agent roles of the deployment); any other
+   * caller gets 403. @default undefined (any role; the API's resource policy restricts roles)
+   */
+  readonly agentRoleNames?: readonly string[];
+  /**
+   * The account whose instances `instances` can see (EC2 and Auto Scaling answer only for the
+   * caller's own account). A caller of another account (an organization-wide API) is not looked up:
+   * its batch is judged on the resource policy and the session check alone, and not enriched.
+   * @default undefined (every caller is looked up)
+   */
+  readonly accountId?: string;
   /** The clock. @default () => new Date() */
   readonly clock?: () => Date;
 }
@@ -21,12 +34,19 @@ export interface IngestHandlerDeps extends PipelineDeps {
 export type IngestHandler = (event: APIGatewayProxyEvent) => Promise<APIGatewayProxyResult>;
 
 /**
- * Builds the `POST /v1/batches` handler (DESIGN §3): decode (gzip) within the size limits,
- * validate against contract v1, check the caller is the instance it sends for, run the pipeline.
+ * Builds the `POST /v1/batches` handler (DESIGN §3): decode (gzip by magic bytes) within the size
+ * limits, check the caller is the instance it claims to be (before validation, so a spoofed batch
+ * learns nothing about the contract), validate against contract v1, run the pipeline.
+ *
+ * Identity (`instance-session`): the caller is an instance role session named after the claimed
+ * `host.instance_id`; with `instances` (server-side enrichment) EC2 must also know the instance in
+ * the claimed `host.region` (503 while it does not: a just-launched instance), running, of a GPU
+ * type, with an instance profile whose role is the caller's.
  *
  * Answers: `202 {"accepted": n}`; `400 {"error", "path"}` invalid (nothing stored); `403` identity
- * mismatch; `413` too large; `415` unknown encoding; `503` store unavailable (the agent keeps the
- * batch and retries); `500` anything else, with a generic body (the cause is logged).
+ * refused; `413` too large; `415` a `Content-Type` other than `application/json`; `503` store or
+ * EC2 unavailable (the agent keeps the batch and retries); `500` anything else, with a generic body
+ * (the cause is logged).
  *
  * @param deps - ports and settings
  * @returns the handler
@@ -37,11 +57,37 @@ export function createIngestHandler(deps: IngestHandlerDeps): IngestHandler {
     const now = clock();
     try {
       const json = decodeJsonBody(event);
-      const batch = parseBatch(json, now);
+      let pipeline: PipelineDeps = deps;
       if ((deps.callerCheck ?? 'instance-session') === 'instance-session') {
-        assertCallerIsInstance(event.requestContext?.identity?.userArn, batch.host.instance_id);
+        const claim = claimedSender(json);
+        const callerArn = event.requestContext?.identity?.userArn;
+        // The cheap checks first: no EC2 call for a caller that is not even the instance it names.
+        assertSender({ callerArn, instanceId: claim.instanceId, agentRoleNames: deps.agentRoleNames });
+        const callerAccount = parseAssumedRoleArn(callerArn)?.accountId;
+        if (deps.accountId !== undefined && callerAccount !== deps.accountId)
+          pipeline = { ...deps, instances: undefined };
+        if (pipeline.instances && claim.instanceId !== undefined && claim.region !== undefined) {
+          const instance = await pipeline.instances.describe(claim.instanceId, claim.region);
+          if (instance === undefined) {
+            // Past the resource policy only an instance's own credentials carry its id as session
+            // name, so an id EC2 does not know is a just-launched instance (DescribeInstances is
+            // eventually consistent): retry later, never reject the agent's data for good.
+            throw new InstanceLookupError(
+              claim.instanceId,
+              claim.region,
+              'EC2 does not know the instance (yet); retry later',
+            );
+          }
+          assertSender({
+            callerArn,
+            instanceId: claim.instanceId,
+            instance,
+            agentRoleNames: deps.agentRoleNames,
+          });
+        }
       }
-      const result = await processBatch(batch, deps, now);
+      const batch = parseBatch(json, now);
+      const result = await processBatch(batch, pipeline, now);
       return respond(202, { accepted: result.accepted, rejected: result.rejected });
     } catch (err) {
       if (err instanceof ContractValidationError) {
@@ -55,6 +101,10 @@ export function createIngestHandler(deps: IngestHandlerDeps): IngestHandler {
       if ((err as Error).name === 'StoreUnavailableError') {
         deps.log.error('store unavailable', { error: (err as Error).message });
         return respond(503, { error: 'store unavailable; retry later' });
+      }
+      if (err instanceof InstanceLookupError) {
+        deps.log.error('instance lookup unavailable', { error: err.message });
+        return respond(503, { error: 'instance lookup unavailable; retry later' });
       }
       deps.log.error('ingest failed', { error: (err as Error).message, stack: (err as Error).stack });
       return respond(500, { error: 'internal error; retry later' });

@@ -2,11 +2,14 @@ import { Logger } from '@aws-lambda-powertools/logger';
 import { AutoScalingClient } from '@aws-sdk/client-auto-scaling';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EC2Client } from '@aws-sdk/client-ec2';
+import { IAMClient } from '@aws-sdk/client-iam';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { TimestreamWriteClient } from '@aws-sdk/client-timestream-write';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { AutoScalingRemediator } from '../adapters/auto-scaling-remediator';
 import { DynamoDbStateStore } from '../adapters/dynamodb-state-store';
+import { Ec2InstanceDirectory } from '../adapters/ec2-instance-directory';
+import { RegionalClients } from '../adapters/regional-clients';
 import { SnsAlertSink } from '../adapters/sns-alert-sink';
 import { SnsDecisionSink } from '../adapters/sns-decision-sink';
 import { TimestreamStore } from '../adapters/timestream-store';
@@ -20,7 +23,11 @@ import { createIngestHandler, type IngestHandler } from './ingest-handler';
  *
  * Environment: `TIMESTREAM_DATABASE`, `TIMESTREAM_GPU_TABLE`, `TIMESTREAM_EFA_TABLE`,
  * `TIMESTREAM_EVENTS_TABLE`, `TOPIC_CRITICAL_ARN`, `TOPIC_WARNING_ARN`, `TOPIC_INFO_ARN`,
- * `STATE_TABLE`, `REMEDIATION_MODE` (`off|notify|replace`), `PRICE_OVERRIDES` (JSON, optional).
+ * `STATE_TABLE`, `REMEDIATION_MODE` (`off|notify|replace`), `PRICE_OVERRIDES` (JSON, optional),
+ * `AGENT_ROLE_NAMES` (comma-separated role names whose instance sessions may send; optional).
+ *
+ * EC2 and Auto Scaling clients are made per region (the sender's `host.region`) for the
+ * server-side enrichment and the remediation calls.
  */
 
 /** Thrown at cold start when a required environment variable is missing. */
@@ -38,10 +45,15 @@ function required(env: NodeJS.ProcessEnv, name: string): string {
 
 /**
  * Builds the production handler from the environment.
+ * @param env - the environment (the variables above)
+ * @param accountId - the Lambda's own account (from its ARN): EC2 is asked only about its callers
  * @throws {IngestConfigError} naming the missing variable
  * @throws {RemediationModeError} / {PriceOverridesError} for malformed values
  */
-export function handlerFromEnvironment(env: NodeJS.ProcessEnv = process.env): IngestHandler {
+export function handlerFromEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+  accountId?: string,
+): IngestHandler {
   const logger = new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'gpu-sentinel-ingest' });
   const topics = {
     critical: required(env, 'TOPIC_CRITICAL_ARN'),
@@ -49,6 +61,8 @@ export function handlerFromEnvironment(env: NodeJS.ProcessEnv = process.env): In
     info: required(env, 'TOPIC_INFO_ARN'),
   };
   const sns = new SNSClient({});
+  const ec2 = new RegionalClients((region) => new EC2Client({ region }));
+  const autoScaling = new RegionalClients((region) => new AutoScalingClient({ region }));
   return createIngestHandler({
     store: new TimestreamStore({
       client: new TimestreamWriteClient({}),
@@ -65,7 +79,10 @@ export function handlerFromEnvironment(env: NodeJS.ProcessEnv = process.env): In
     }),
     alerts: new SnsAlertSink({ client: sns, topics }),
     decisions: new SnsDecisionSink({ client: sns, topics: { critical: topics.critical, info: topics.info } }),
-    remediator: new AutoScalingRemediator({ autoScaling: new AutoScalingClient({}), ec2: new EC2Client({}) }),
+    remediator: new AutoScalingRemediator({ autoScaling, ec2 }),
+    instances: new Ec2InstanceDirectory({ ec2, autoScaling, iam: new IAMClient({}) }),
+    agentRoleNames: parseRoleNames(env.AGENT_ROLE_NAMES),
+    accountId,
     log: {
       info: (message, data) => logger.info(message, data ?? {}),
       warn: (message, data) => logger.warn(message, data ?? {}),
@@ -79,10 +96,26 @@ export function handlerFromEnvironment(env: NodeJS.ProcessEnv = process.env): In
   });
 }
 
+/** `AGENT_ROLE_NAMES` → role names; undefined when unset or empty (no role restriction in the handler). */
+function parseRoleNames(value: string | undefined): readonly string[] | undefined {
+  const names = (value ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
+  return names.length === 0 ? undefined : names;
+}
+
 let cached: IngestHandler | undefined;
 
-/** The Lambda entry point (`handler` in the CDK stack). */
-export async function handler(event: APIGatewayProxyEvent): Promise<APIGatewayProxyResult> {
-  cached ??= handlerFromEnvironment();
+/**
+ * The Lambda entry point (`handler` in the CDK stack).
+ * @param event - the API Gateway REST proxy event
+ * @param context - the invocation context; its function ARN names the Lambda's account
+ */
+export async function handler(
+  event: APIGatewayProxyEvent,
+  context?: Pick<Context, 'invokedFunctionArn'>,
+): Promise<APIGatewayProxyResult> {
+  cached ??= handlerFromEnvironment(process.env, context?.invokedFunctionArn?.split(':')[4]);
   return cached(event);
 }

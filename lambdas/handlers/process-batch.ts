@@ -4,6 +4,7 @@ import {
   alertId,
   computeLedger,
   decideRemediation,
+  enrichHost,
   evaluatePointRules,
   type Finding,
   gpuKey,
@@ -78,13 +79,19 @@ export const DEFAULT_ALERT_COOLDOWN_S = 3600;
  * The store is written before any alert or remediation: if it is down this throws and the agent
  * retries the whole batch, which is idempotent (`seq` is the record version).
  *
- * @param batch - a batch that passed `parseBatch`
+ * @param received - a batch that passed `parseBatch`
  * @param deps - ports and settings
  * @param now - the server's clock
  * @returns counts, findings, alerts sent and remediation decisions
  * @throws whatever `store.write` throws when the store is unreachable (the caller answers 503)
  */
-export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date): Promise<ProcessResult> {
+export async function processBatch(received: Batch, deps: PipelineDeps, now: Date): Promise<ProcessResult> {
+  // Server-side enrichment first: team/job/opt-out tags, the real group and instance type from EC2
+  // and Auto Scaling, so IMDS tags on the host are optional and the agent's claims are not trusted.
+  const instance = deps.instances
+    ? await deps.instances.describe(received.host.instance_id, received.host.region)
+    : undefined;
+  const batch = instance ? { ...received, host: enrichHost(received.host, instance) } : received;
   const { host } = batch;
   const enriched = attributeEventsToGpus(batch);
   const flush = enriched.windows.filter((w) => w.kind === 'flush');
@@ -99,7 +106,6 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
     if (f.action === 'replace') await deps.state.markBroken(host.instance_id, gpuKey(f), f.at);
   }
   const broken = await deps.state.getBrokenSince(host.instance_id);
-  const instance = deps.instances ? await deps.instances.describe(host.instance_id, host.region) : undefined;
 
   const rows: StoreRows = {
     gpu: flush.map((w) => ({

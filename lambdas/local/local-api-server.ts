@@ -1,8 +1,15 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { MAX_BODY_COMPRESSED_BYTES, MAX_BODY_DECOMPRESSED_BYTES } from '../contract';
+import type { APIGatewayProxyResult } from 'aws-lambda';
+import { API_GATEWAY_MAX_PAYLOAD_BYTES } from '../contract';
 import type { IngestHandler } from '../handlers/ingest-handler';
+import { type CallerIdentity, invokeThroughApiGateway } from './api-gateway-event';
+
+/** Path of the one resource the local API serves. */
+const BATCHES_PATH = '/v1/batches';
+
+/** Requests the loopback API works on at once by default; more are answered 429. */
+export const DEFAULT_LOCAL_API_MAX_CONCURRENT = 16;
 
 /** A running loopback API. */
 export interface LocalApi {
@@ -20,33 +27,87 @@ export interface LocalApiOptions {
   readonly port?: number;
   /** Listen address. Loopback only: the local API has no authentication. @default '127.0.0.1' */
   readonly host?: '127.0.0.1' | '::1' | 'localhost';
+  /**
+   * Requests handled at once, ≥ 1; further requests are answered `429 {"message":"Too Many
+   * Requests"}` at once, as API Gateway's throttling answers. With `maxBodyBytes` this bounds the
+   * server's body memory to `maxConcurrent × maxBodyBytes`.
+   * @default 16 ({@link DEFAULT_LOCAL_API_MAX_CONCURRENT})
+   */
+  readonly maxConcurrent?: number;
+  /**
+   * Largest body read into memory, bytes ≥ 1; a larger one is answered 413 without being kept.
+   * @default API Gateway's 10 MB payload limit
+   */
+  readonly maxBodyBytes?: number;
+  /** The caller every request is attributed to. @default anonymous (local mode has no IAM) */
+  readonly identity?: CallerIdentity;
+  /** Integration timeout, ms. @default API Gateway's 29 s */
+  readonly integrationTimeoutMs?: number;
 }
 
 /**
- * Starts a real HTTP server on loopback that turns each request into an API Gateway REST (v1)
- * proxy event, as API Gateway would (gzip bodies arrive base64-encoded, as binary media types do),
- * and answers with the handler's result. Only `POST /v1/batches` exists; anything else is 404.
+ * Starts a real HTTP server on loopback that hands each request to the ingest handler through the
+ * API Gateway model (`invokeThroughApiGateway`: request decompression with the header passed
+ * through, base64 only for binary media types, the 10 MB / 6 MB payload limits, the 29 s
+ * timeout), so local mode and the end-to-end tests see exactly the event AWS would build. Only
+ * `POST /v1/batches` exists; anything else is 404 (API Gateway's answer for a missing resource is
+ * 403 "Missing Authentication Token" under IAM auth; local mode has no IAM, so 404 is clearer).
  *
  * @returns the URL and a `close()`
+ * @throws {RangeError} when `maxConcurrent` or `maxBodyBytes` is not an integer ≥ 1
  * @throws when the port cannot be bound
  */
 export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi> {
+  const maxConcurrent = positiveInteger(
+    'maxConcurrent',
+    options.maxConcurrent ?? DEFAULT_LOCAL_API_MAX_CONCURRENT,
+  );
+  const maxBodyBytes = positiveInteger('maxBodyBytes', options.maxBodyBytes ?? API_GATEWAY_MAX_PAYLOAD_BYTES);
+  let inFlight = 0;
   const server: Server = createServer((req, res) => {
+    const send = (result: APIGatewayProxyResult): void => {
+      if (!res.headersSent)
+        res.writeHead(result.statusCode, result.headers as Record<string, string>).end(result.body);
+    };
+    const path = req.url ?? '/';
+    if (req.method !== 'POST' || path.split('?')[0] !== BATCHES_PATH) {
+      req.resume();
+      send(answer(404, 'not found'));
+      return;
+    }
+    if (inFlight >= maxConcurrent) {
+      req.resume();
+      send(answer(429, 'Too Many Requests'));
+      return;
+    }
+    inFlight++;
     void (async () => {
-      if (req.method !== 'POST' || (req.url ?? '').split('?')[0] !== '/v1/batches') {
-        res
-          .writeHead(404, { 'content-type': 'application/json' })
-          .end(JSON.stringify({ error: 'not found' }));
+      const body = await readBody(req, maxBodyBytes);
+      if (body === undefined) {
+        send(answer(413, 'Request Too Long'));
         return;
       }
-      const body = await readBody(req, Math.max(MAX_BODY_COMPRESSED_BYTES, MAX_BODY_DECOMPRESSED_BYTES) + 1);
       const headers: Record<string, string> = {};
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
-      const result = await options.handler(toProxyEvent(body, headers));
-      res.writeHead(result.statusCode, result.headers as Record<string, string>).end(result.body);
-    })().catch((err: unknown) => {
-      res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: String(err) }));
-    });
+      send(
+        await invokeThroughApiGateway(
+          options.handler,
+          {
+            method: 'POST',
+            path,
+            headers,
+            body,
+            identity: options.identity,
+            sourceIp: req.socket.remoteAddress,
+          },
+          { resource: BATCHES_PATH, integrationTimeoutMs: options.integrationTimeoutMs },
+        ),
+      );
+    })()
+      .catch(() => send(answer(500, 'Internal server error')))
+      .finally(() => {
+        inFlight--;
+      });
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -60,33 +121,34 @@ export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi>
   };
 }
 
-/** Reads a request body, stopping (and keeping only the first `limit` bytes) past `limit`. */
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/**
+ * Reads a request body of at most `limit` bytes; past the limit (by `Content-Length` or by what
+ * arrives) it stops keeping bytes, drains the rest and answers undefined.
+ */
+async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limit) {
+    req.resume();
+    return undefined;
+  }
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     const buf = chunk as Buffer;
-    if (size < limit) chunks.push(buf);
     size += buf.length;
+    if (size <= limit) chunks.push(buf);
+    else chunks.length = 0;
   }
-  return Buffer.concat(chunks);
+  return size > limit ? undefined : Buffer.concat(chunks);
 }
 
-function toProxyEvent(body: Buffer, headers: Record<string, string>): APIGatewayProxyEvent {
-  return {
-    resource: '/v1/batches',
-    path: '/v1/batches',
-    httpMethod: 'POST',
-    headers,
-    multiValueHeaders: {},
-    queryStringParameters: null,
-    multiValueQueryStringParameters: null,
-    pathParameters: null,
-    stageVariables: null,
-    body: body.toString('base64'),
-    isBase64Encoded: true,
-    requestContext: {
-      identity: { userArn: null },
-    } as unknown as APIGatewayProxyEvent['requestContext'],
-  };
+function answer(statusCode: number, message: string): APIGatewayProxyResult {
+  return { statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message }) };
+}
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new RangeError(`Expected \`${name}\` to be an integer >= 1, got \`${String(value)}\``);
+  }
+  return value;
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { App } from 'aws-cdk-lib';
 import { GpuSentinelStack, type GpuSentinelStackProps } from '../../lib/gpu-sentinel-stack';
@@ -6,14 +7,24 @@ import { GpuSentinelStack, type GpuSentinelStackProps } from '../../lib/gpu-sent
 export const STUB_INGEST_ENTRY = fileURLToPath(new URL('./fixtures/ingest-stub.ts', import.meta.url));
 
 /**
- * Builds a {@link GpuSentinelStack} in a fresh app that skips esbuild bundling (fast, and
- * independent of the handler being written elsewhere).
+ * The context of the repository's `cdk.json` (the CDK's recommended feature flags), so the template
+ * tests synthesize what `cdk synth` / `cdk deploy` would.
+ */
+export const CDK_JSON_CONTEXT: Readonly<Record<string, unknown>> = (
+  JSON.parse(readFileSync(fileURLToPath(new URL('../../cdk.json', import.meta.url)), 'utf8')) as {
+    context: Record<string, unknown>;
+  }
+).context;
+
+/**
+ * Builds a {@link GpuSentinelStack} in a fresh app with `cdk.json`'s feature flags that skips
+ * esbuild bundling (fast, and independent of the handler being written elsewhere).
  *
  * @param props - stack props; `ingestEntry` defaults to the stub
  * @returns the stack
  */
 export function buildStack(props: GpuSentinelStackProps = {}): GpuSentinelStack {
-  const app = new App({ context: { 'aws:cdk:bundling-stacks': [] } });
+  const app = new App({ context: { ...CDK_JSON_CONTEXT, 'aws:cdk:bundling-stacks': [] } });
   return new GpuSentinelStack(app, 'TestStack', { ingestEntry: STUB_INGEST_ENTRY, ...props });
 }
 

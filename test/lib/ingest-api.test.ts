@@ -2,9 +2,22 @@ import type { CfnResource } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { API_BINARY_MEDIA_TYPES } from '../../lambdas/contract/constants';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../../lib/props-validation-error';
 import { batchesInvokeArn, buildStack } from './build-stack';
+
+/** A Deny of `execute-api:Invoke` on the batches resource to anyone, under `condition`. */
+function denyInvoke(sid: string, condition: Record<string, unknown>): Record<string, unknown> {
+  return {
+    Sid: sid,
+    Effect: 'Deny',
+    Action: 'execute-api:Invoke',
+    Principal: { AWS: '*' },
+    Resource: 'execute-api:/prod/POST/v1/batches',
+    Condition: condition,
+  };
+}
 
 describe('IngestApi', () => {
   let stack: GpuSentinelStack;
@@ -39,8 +52,10 @@ describe('IngestApi', () => {
     });
   });
 
-  it('allows execute-api:Invoke to principals of this account only', () => {
-    // Prepare / Act / Assess
+  it('allows principals of this account, and denies all but the agent role with instance credentials', () => {
+    // Prepare
+    const roleId = stack.getLogicalId(stack.agentRole.role.node.defaultChild as CfnResource);
+    // Act / Assess
     template.hasResourceProperties('AWS::ApiGateway::RestApi', {
       Policy: {
         Statement: [
@@ -58,40 +73,55 @@ describe('IngestApi', () => {
             },
             Resource: 'execute-api:/prod/POST/v1/batches',
           },
+          denyInvoke('DenyOtherThanAgentRoles', {
+            ArnNotLike: { 'aws:PrincipalArn': [{ 'Fn::GetAtt': [roleId, 'Arn'] }] },
+          }),
+          denyInvoke('DenyWithoutInstanceCredentials', { Null: { 'ec2:SourceInstanceARN': 'true' } }),
         ],
       },
     });
   });
 
-  it('allows principals of the organization when organizationId is set', () => {
+  it('allows principals of the organization when organizationId is set, with the same Denies', () => {
     // Prepare
     const orgStack = buildStack({ organizationId: 'o-a1b2c3d4e5' });
 
     // Act
-    const orgTemplate = Template.fromStack(orgStack);
+    const statements = Object.values(
+      Template.fromStack(orgStack).findResources('AWS::ApiGateway::RestApi'),
+    )[0]!.Properties.Policy.Statement as { Sid: string }[];
 
     // Assess
-    orgTemplate.hasResourceProperties('AWS::ApiGateway::RestApi', {
-      Policy: {
-        Statement: [
-          {
-            Sid: 'AllowThisOrganization',
-            Effect: 'Allow',
-            Action: 'execute-api:Invoke',
-            Principal: { AWS: '*' },
-            Resource: 'execute-api:/prod/POST/v1/batches',
-            Condition: { StringEquals: { 'aws:PrincipalOrgID': 'o-a1b2c3d4e5' } },
-          },
-        ],
-      },
+    expect(statements[0]).toEqual({
+      Sid: 'AllowThisOrganization',
+      Effect: 'Allow',
+      Action: 'execute-api:Invoke',
+      Principal: { AWS: '*' },
+      Resource: 'execute-api:/prod/POST/v1/batches',
+      Condition: { StringEquals: { 'aws:PrincipalOrgID': 'o-a1b2c3d4e5' } },
     });
+    expect(statements.map((st) => st.Sid)).toEqual([
+      'AllowThisOrganization',
+      'DenyOtherThanAgentRoles',
+      'DenyWithoutInstanceCredentials',
+    ]);
+  });
+
+  it.each([
+    ['arn:aws:iam::123456789012:user/alice'],
+    ['GpuNodeRole'],
+    ['arn:aws:sts::123456789012:assumed-role/R/i-0abc'],
+  ])('fails at synth when agentRoleArns holds %s, naming the prop', (arn) => {
+    expect(() => buildStack({ agentRoleArns: [arn] })).toThrow(PropsValidationError);
+    expect(() => buildStack({ agentRoleArns: [arn] })).toThrow(/agentRoleArns/);
   });
 
   it('turns on compression and declares gzip bodies binary, on a regional endpoint', () => {
     // Prepare / Act / Assess
     template.hasResourceProperties('AWS::ApiGateway::RestApi', {
       MinimumCompressionSize: 1024,
-      BinaryMediaTypes: ['application/gzip', 'application/x-gzip', 'application/octet-stream'],
+      // the same list the local API Gateway model base64-encodes
+      BinaryMediaTypes: [...API_BINARY_MEDIA_TYPES],
       EndpointConfiguration: { Types: ['REGIONAL'] },
     });
   });
@@ -105,7 +135,22 @@ describe('IngestApi', () => {
       StageName: 'prod',
       TracingEnabled: true,
       AccessLogSetting: {
-        DestinationArn: { 'Fn::GetAtt': [accessLogGroupId, 'Arn'] },
+        // cdk.json's @aws-cdk/aws-apigateway:logGroupDestinationArnWithoutWildcard: the log group's ARN without ":*"
+        DestinationArn: {
+          'Fn::Join': [
+            '',
+            [
+              'arn:',
+              { Ref: 'AWS::Partition' },
+              ':logs:',
+              { Ref: 'AWS::Region' },
+              ':',
+              { Ref: 'AWS::AccountId' },
+              ':log-group:',
+              { Ref: accessLogGroupId },
+            ],
+          ],
+        },
         Format: Match.stringLikeRegexp('"requestId":"\\$context.requestId"'),
       },
       MethodSettings: [

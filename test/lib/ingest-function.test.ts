@@ -1,6 +1,7 @@
 import type { CfnResource } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { API_GATEWAY_INTEGRATION_TIMEOUT_S } from '../../lambdas/contract/constants';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../../lib/props-validation-error';
 import { buildStack } from './build-stack';
@@ -40,6 +41,13 @@ describe('IngestFunction', () => {
     });
   });
 
+  it("times out before API Gateway does, so a slow batch ends in the function's own answer, not a 504", () => {
+    // Prepare
+    const fn = Object.values(template.findResources('AWS::Lambda::Function'))[0];
+    // Act / Assess
+    expect(fn?.Properties.Timeout).toBeLessThan(API_GATEWAY_INTEGRATION_TIMEOUT_S);
+  });
+
   it('passes exactly the documented environment variables', () => {
     // Prepare
     const fn = Object.values(template.findResources('AWS::Lambda::Function'))[0];
@@ -50,6 +58,7 @@ describe('IngestFunction', () => {
     // Assess
     expect(names).toEqual(
       [
+        'AGENT_ROLE_NAMES',
         'NODE_OPTIONS',
         'POWERTOOLS_SERVICE_NAME',
         'PRICE_OVERRIDES',
@@ -114,6 +123,7 @@ describe('IngestFunction', () => {
     // Assess
     expect(actions).toEqual(
       [
+        'autoscaling:DescribeAutoScalingGroups',
         'autoscaling:DescribeAutoScalingInstances',
         'autoscaling:SetInstanceHealth',
         'dynamodb:GetItem',
@@ -121,6 +131,8 @@ describe('IngestFunction', () => {
         'dynamodb:Query',
         'dynamodb:UpdateItem',
         'ec2:CreateTags',
+        'ec2:DescribeInstances',
+        'iam:GetInstanceProfile',
         'kms:Decrypt',
         'kms:GenerateDataKey',
         'logs:CreateLogStream',
@@ -183,12 +195,27 @@ describe('IngestFunction', () => {
     // Assess
     expect(starActions).toEqual(
       [
+        'autoscaling:DescribeAutoScalingGroups',
         'autoscaling:DescribeAutoScalingInstances',
+        'ec2:DescribeInstances',
         'timestream:DescribeEndpoints',
         'xray:PutTelemetryRecords',
         'xray:PutTraceSegments',
       ].sort(),
     );
+  });
+
+  it('reads only this account’s instance profiles, for the sender check', () => {
+    // Prepare / Act
+    const statement = statements.find((st) => actionsOf(st).includes('iam:GetInstanceProfile'));
+    // Assess
+    expect(actionsOf(statement!)).toEqual(['iam:GetInstanceProfile']);
+    expect(statement?.Resource).toEqual({
+      'Fn::Join': [
+        '',
+        ['arn:', { Ref: 'AWS::Partition' }, ':iam::', { Ref: 'AWS::AccountId' }, ':instance-profile/*'],
+      ],
+    });
   });
 
   it('grants SetInstanceHealth on the account’s groups unless tagged gpu-sentinel:remediation=off', () => {

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { BatchBuilder } from '../../../agent/send/batcher';
 import {
@@ -5,10 +6,14 @@ import {
   type GpuEvent,
   type GpuWindow,
   type Host,
+  LAMBDA_SYNC_MAX_PAYLOAD_BYTES,
+  MAX_BODY_DECOMPRESSED_BYTES,
   MAX_EVENTS_PER_BATCH,
   MAX_WINDOWS_PER_BATCH,
   parseBatch,
 } from '../../../lambdas/contract';
+import { decodeJsonBody } from '../../../lambdas/handlers/http-body';
+import { toProxyEvent } from '../../../lambdas/local/api-gateway-event';
 
 const NOW = new Date('2026-03-10T12:00:00Z');
 const HOST: Host = { instance_id: 'i-0a5e00000000000a1', instance_type: 'p5.48xlarge', region: 'us-east-1' };
@@ -186,8 +191,36 @@ describe('BatchBuilder', () => {
     [{ startSeq: -1 }, /startSeq/],
     [{ startSeq: 1.5 }, /startSeq/],
     [{ maxBatchBytes: 10 }, /maxBatchBytes/],
+    [{ maxBatchBytes: MAX_BODY_DECOMPRESSED_BYTES + 1 }, /maxBatchBytes.*decompressed limit/],
   ])('throws on bad options %o', (opts, message) => {
     // Prepare / Act / Assess
     expect(() => new BatchBuilder(opts)).toThrow(message);
+  });
+
+  it('splits the largest contract-valid flush into batches that each reach the Lambda through API Gateway', () => {
+    // Prepare: 512 windows with long serials and 256 events with 1 KiB details, at the API's own limit
+    const builder = new BatchBuilder({ clock: () => NOW, maxBatchBytes: MAX_BODY_DECOMPRESSED_BYTES });
+    const detailed = events(MAX_EVENTS_PER_BATCH).map((e) => ({ ...e, detail: '"'.repeat(1024) }));
+    const windows = Array.from({ length: 64 }, (_, i) =>
+      windowsAt(i * 10, 8, { serial: 'x'.repeat(64) }),
+    ).flat();
+    // Act
+    const batches = builder.build({ host: HOST, agent: AGENT, windows, events: detailed });
+    // Assess: each batch, gzip as the agent sends it, becomes one Lambda event under 6 MB and decodes
+    for (const batch of batches) {
+      const json = JSON.stringify(batch);
+      expect(Buffer.byteLength(json)).toBeLessThanOrEqual(MAX_BODY_DECOMPRESSED_BYTES);
+      const outcome = toProxyEvent({
+        method: 'POST',
+        path: '/v1/batches',
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        body: gzipSync(json),
+      });
+      if (outcome.kind !== 'event') throw new Error(`API Gateway answered ${outcome.result.statusCode}`);
+      expect(Buffer.byteLength(JSON.stringify(outcome.event))).toBeLessThanOrEqual(
+        LAMBDA_SYNC_MAX_PAYLOAD_BYTES,
+      );
+      expect(() => parseBatch(decodeJsonBody(outcome.event), NOW)).not.toThrow();
+    }
   });
 });

@@ -6,10 +6,11 @@ import {
 } from '@aws-sdk/client-auto-scaling';
 import { CreateTagsCommand, EC2Client, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AutoScalingRemediator } from '../../../lambdas/adapters/auto-scaling-remediator';
 import { RemediationFailedError, RemediationNotPossibleError } from '../../../lambdas/adapters/errors';
 import type { RemediationDecision } from '../../../lambdas/domain/types';
+import { expectValidAwsInputs } from './aws-model';
 
 const decision = (overrides: Partial<RemediationDecision> = {}): RemediationDecision => ({
   rule: 'xid_fatal',
@@ -35,6 +36,11 @@ describe('AutoScalingRemediator', () => {
   const ec2Mock = mockClient(ec2);
   let sleeps: number[];
   let remediator: AutoScalingRemediator;
+
+  afterEach(() => {
+    expectValidAwsInputs(asMock, 'autoscaling');
+    expectValidAwsInputs(ec2Mock, 'ec2');
+  });
 
   beforeEach(() => {
     asMock.reset();

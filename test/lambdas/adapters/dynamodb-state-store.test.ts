@@ -7,11 +7,12 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DynamoDbStateStore } from '../../../lambdas/adapters/dynamodb-state-store';
 import { StoreUnavailableError } from '../../../lambdas/adapters/errors';
 import type { RemediationRecord } from '../../../lambdas/domain/ports';
 import { describeStateStoreContract } from '../state-conformance';
+import { expectValidAwsInputs } from './aws-model';
 import { fakeDynamoDb } from './dynamodb-fake';
 
 const conditionFailed = () =>
@@ -29,6 +30,10 @@ describe('DynamoDbStateStore', () => {
   const client = new DynamoDBClient({ region: 'us-east-1' });
   const mock = mockClient(client);
   let store: DynamoDbStateStore;
+
+  afterEach(() => {
+    expectValidAwsInputs(mock, 'dynamodb');
+  });
 
   beforeEach(() => {
     mock.reset();

@@ -1,11 +1,12 @@
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AlertPublishError } from '../../../lambdas/adapters/errors';
 import { SnsAlertSink } from '../../../lambdas/adapters/sns-alert-sink';
 import { SnsDecisionSink } from '../../../lambdas/adapters/sns-decision-sink';
 import { toSnsSubject } from '../../../lambdas/adapters/sns-subject';
 import type { Alert, RemediationDecision, Severity } from '../../../lambdas/domain/types';
+import { expectValidAwsInputs } from './aws-model';
 
 const topics = {
   critical: 'arn:aws:sns:us-east-1:123456789012:gpu-sentinel-critical',
@@ -68,6 +69,10 @@ describe('SnsAlertSink', () => {
   const client = new SNSClient({ region: 'us-east-1' });
   const mock = mockClient(client);
 
+  afterEach(() => {
+    expectValidAwsInputs(mock, 'sns');
+  });
+
   beforeEach(() => {
     mock.reset();
     mock.on(PublishCommand).resolves({ MessageId: 'm-1' });
@@ -129,6 +134,10 @@ describe('SnsAlertSink', () => {
 describe('SnsDecisionSink', () => {
   const client = new SNSClient({ region: 'us-east-1' });
   const mock = mockClient(client);
+
+  afterEach(() => {
+    expectValidAwsInputs(mock, 'sns');
+  });
 
   beforeEach(() => {
     mock.reset();

@@ -6,12 +6,13 @@ import {
   WriteRecordsCommand,
 } from '@aws-sdk/client-timestream-write';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreQueryError, StoreUnavailableError } from '../../../lambdas/adapters/errors';
 import { TimestreamStore } from '../../../lambdas/adapters/timestream-store';
 import type { EventRow, GpuWindowRow } from '../../../lambdas/domain/types';
 import { efaRow, eventRow, gpuRow, ledger } from '../rows';
 import { describeTelemetryStoreContract } from '../store-conformance';
+import { expectValidAwsInputs } from './aws-model';
 import { fakeTimestream } from './timestream-fake';
 
 describeTelemetryStoreContract(
@@ -26,6 +27,10 @@ describe('TimestreamStore.write', () => {
   const client = new TimestreamWriteClient({ region: 'us-east-1' });
   const mock = mockClient(client);
   let store: TimestreamStore;
+
+  afterEach(() => {
+    expectValidAwsInputs(mock, 'timestream-write');
+  });
 
   beforeEach(() => {
     mock.reset();
@@ -353,6 +358,10 @@ describe('TimestreamStore.queryWaste', () => {
   ].map((Name) => ({ Name, Type: {} }));
   const row = (values: (string | undefined)[]) => ({
     Data: values.map((v) => (v === undefined ? { NullValue: true } : { ScalarValue: v })),
+  });
+
+  afterEach(() => {
+    expectValidAwsInputs(queryMock, 'timestream-query');
   });
 
   beforeEach(() => {

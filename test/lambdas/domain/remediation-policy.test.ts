@@ -59,6 +59,7 @@ describe('decideRemediation', () => {
       instance_id: HOST.instance_id,
       gpu_index: 3,
       asg_name: 'train-p5',
+      region: HOST.region,
       action: 'replace',
       reason:
         'in Auto Scaling group train-p5; SetInstanceHealth(Unhealthy) so the group replaces it (0 of 2 replacement(s) used in the last 3600 s)',

@@ -14,42 +14,53 @@ function refusal(fn: () => unknown): IngestRequestError {
   throw new Error('expected a refusal');
 }
 
+const JSON_TYPE = { 'Content-Type': 'application/json' };
+
 describe('decodeJsonBody', () => {
   const json = { schema: 'gpu-sentinel/v1', seq: 1 };
 
   it.each([
-    ['plain JSON text', { body: JSON.stringify(json), isBase64Encoded: false, headers: {} }],
+    ['plain JSON text', { body: JSON.stringify(json), isBase64Encoded: false, headers: JSON_TYPE }],
     [
-      'base64 JSON',
-      { body: Buffer.from(JSON.stringify(json)).toString('base64'), isBase64Encoded: true, headers: {} },
+      // What API Gateway hands the Lambda for the agent's gzip request: decompressed text, header kept
+      'plain JSON text with the Content-Encoding: gzip header API Gateway passes through',
+      {
+        body: JSON.stringify(json),
+        isBase64Encoded: false,
+        headers: { ...JSON_TYPE, 'Content-Encoding': 'gzip' },
+      },
     ],
     [
-      'base64 gzip with Content-Encoding',
+      'base64 JSON',
       {
-        body: gzipSync(JSON.stringify(json)).toString('base64'),
+        body: Buffer.from(JSON.stringify(json)).toString('base64'),
         isBase64Encoded: true,
-        headers: { 'Content-Encoding': 'gzip' },
+        headers: JSON_TYPE,
       },
     ],
     [
       'base64 gzip without the header (detected by magic bytes)',
-      { body: gzipSync(JSON.stringify(json)).toString('base64'), isBase64Encoded: true, headers: null },
+      { body: gzipSync(JSON.stringify(json)).toString('base64'), isBase64Encoded: true, headers: JSON_TYPE },
+    ],
+    [
+      'a media type with parameters, in any case',
+      {
+        body: JSON.stringify(json),
+        isBase64Encoded: false,
+        headers: { 'content-type': 'Application/JSON; charset=utf-8' },
+      },
     ],
   ])('decodes %s', (_name, raw) => {
     expect(decodeJsonBody(raw)).toEqual(json);
   });
 
-  it('refuses a gzip bomb with 413 once the decompressed size passes 8 MiB', () => {
-    // Prepare: 16 MiB of zeros compresses to ~16 KiB
+  it('refuses a gzip bomb with 413 once the decompressed size passes the limit', () => {
+    // Prepare: twice the limit of zeros compresses to a few KiB
     const bomb = gzipSync(Buffer.alloc(2 * MAX_BODY_DECOMPRESSED_BYTES));
     expect(bomb.length).toBeLessThan(MAX_BODY_COMPRESSED_BYTES);
     // Act
     const err = refusal(() =>
-      decodeJsonBody({
-        body: bomb.toString('base64'),
-        isBase64Encoded: true,
-        headers: { 'content-encoding': 'gzip' },
-      }),
+      decodeJsonBody({ body: bomb.toString('base64'), isBase64Encoded: true, headers: JSON_TYPE }),
     );
     // Assess
     expect(err.status).toBe(413);
@@ -59,37 +70,59 @@ describe('decodeJsonBody', () => {
   it('refuses a compressed body over 1 MiB with 413', () => {
     const big = Buffer.concat([Buffer.from([0x1f, 0x8b]), Buffer.alloc(MAX_BODY_COMPRESSED_BYTES)]);
     const err = refusal(() =>
-      decodeJsonBody({ body: big.toString('base64'), isBase64Encoded: true, headers: {} }),
+      decodeJsonBody({ body: big.toString('base64'), isBase64Encoded: true, headers: JSON_TYPE }),
     );
     expect(err.status).toBe(413);
   });
 
-  it('refuses a plain body over 8 MiB with 413', () => {
+  it('refuses a plain body over the decompressed limit with 413', () => {
     const err = refusal(() =>
       decodeJsonBody({
         body: ' '.repeat(MAX_BODY_DECOMPRESSED_BYTES + 1),
         isBase64Encoded: false,
-        headers: {},
+        headers: JSON_TYPE,
       }),
     );
     expect(err.status).toBe(413);
   });
 
   it.each<[string, Parameters<typeof decodeJsonBody>[0], number, RegExp]>([
-    ['an empty body', { body: '', isBase64Encoded: false, headers: {} }, 400, /got none/],
-    ['a null body', { body: null, isBase64Encoded: false, headers: {} }, 400, /got none/],
-    ['invalid JSON', { body: '{"seq":', isBase64Encoded: false, headers: {} }, 400, /expected JSON/],
+    ['an empty body', { body: '', isBase64Encoded: false, headers: JSON_TYPE }, 400, /got none/],
+    ['a null body', { body: null, isBase64Encoded: false, headers: JSON_TYPE }, 400, /got none/],
+    ['invalid JSON', { body: '{"seq":', isBase64Encoded: false, headers: JSON_TYPE }, 400, /expected JSON/],
     [
       'broken gzip',
-      { body: Buffer.from([0x1f, 0x8b, 1, 2, 3]).toString('base64'), isBase64Encoded: true, headers: {} },
+      {
+        body: Buffer.from([0x1f, 0x8b, 1, 2, 3]).toString('base64'),
+        isBase64Encoded: true,
+        headers: JSON_TYPE,
+      },
       400,
       /valid gzip/,
     ],
+    ['no Content-Type', { body: '{}', isBase64Encoded: false, headers: {} }, 415, /got none/],
+    ['no headers at all', { body: '{}', isBase64Encoded: false, headers: null }, 415, /got none/],
     [
-      'brotli',
-      { body: 'x', isBase64Encoded: false, headers: { 'Content-Encoding': 'br' } },
+      'text/plain',
+      { body: '{}', isBase64Encoded: false, headers: { 'Content-Type': 'text/plain' } },
       415,
-      /unsupported Content-Encoding "br"/,
+      /expected Content-Type application\/json, got "text\/plain"/,
+    ],
+    [
+      'a raw gzip upload (application/gzip)',
+      {
+        body: gzipSync('{}').toString('base64'),
+        isBase64Encoded: true,
+        headers: { 'content-type': 'application/gzip' },
+      },
+      415,
+      /application\/gzip/,
+    ],
+    [
+      'application/jsonx (a prefix is not a match)',
+      { body: '{}', isBase64Encoded: false, headers: { 'Content-Type': 'application/jsonx' } },
+      415,
+      /jsonx/,
     ],
   ])('refuses %s', (_name, raw, status, message) => {
     const err = refusal(() => decodeJsonBody(raw));

@@ -1,4 +1,3 @@
-import { gzipSync } from 'node:zlib';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Batch, GpuEvent } from '../../../lambdas/contract';
@@ -8,18 +7,10 @@ import { createIngestHandler, type IngestHandlerDeps } from '../../../lambdas/ha
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { ago, NOW, validBatch } from '../contract/batches';
 import { RecordingAlertSink, RecordingDecisionSink, RecordingRemediator, recordingLog } from './fakes';
-
-const CALLER = 'arn:aws:sts::123456789012:assumed-role/GpuNodeRole/i-0a5e00000000000a1';
+import { batchEvent } from './proxy-event';
 
 function event(body: unknown, opts: { caller?: string | null; gzip?: boolean } = {}): APIGatewayProxyEvent {
-  const json = Buffer.from(JSON.stringify(body));
-  const gzip = opts.gzip ?? true;
-  return {
-    body: (gzip ? gzipSync(json) : json).toString('base64'),
-    isBase64Encoded: true,
-    headers: gzip ? { 'Content-Encoding': 'gzip', 'Content-Type': 'application/json' } : {},
-    requestContext: { identity: { userArn: opts.caller === undefined ? CALLER : opts.caller } },
-  } as unknown as APIGatewayProxyEvent;
+  return batchEvent(body, opts);
 }
 
 function xid(code: number, at: string, pci = '0000:53:00.0'): GpuEvent {
@@ -108,6 +99,84 @@ describe('ingest handler', () => {
     expect(res.statusCode).toBe(403);
     expect(JSON.parse(res.body)).toMatchObject({ path: 'host.instance_id' });
     expect(await storedWaste()).toBe(0);
+  });
+
+  it("accepts the agent's gzip batch as API Gateway delivers it: decompressed text, Content-Encoding kept", async () => {
+    // Prepare: the event API Gateway builds for a gzip request (body already gunzipped, header passed on)
+    const delivered = event(validBatch({ events: [] }));
+    expect(delivered.isBase64Encoded).toBe(false);
+    expect(delivered.headers['Content-Encoding']).toBe('gzip');
+    // Act
+    const res = await createIngestHandler(deps)(delivered);
+    // Assess
+    expect(res.statusCode).toBe(202);
+  });
+
+  it.each([
+    ['a spoofed, invalid batch', (b: Record<string, unknown>) => Object.assign(b, { seq: -1 })],
+    ['a spoofed batch with an unknown field', (b: Record<string, unknown>) => Object.assign(b, { extra: 1 })],
+  ])('refuses %s with 403 before validation', async (_name, spoil) => {
+    // Prepare
+    const bad = spoil(validBatch() as unknown as Record<string, unknown>);
+    // Act
+    const res = await createIngestHandler(deps)(
+      event(bad, { caller: 'arn:aws:sts::123456789012:assumed-role/GpuNodeRole/i-0bbbbbbbbbbbbbbb2' }),
+    );
+    // Assess
+    expect(res.statusCode).toBe(403);
+    expect(JSON.parse(res.body)).toMatchObject({ path: 'host.instance_id' });
+  });
+
+  it('refuses a batch that names no instance with 403 when the caller is no instance session', async () => {
+    // Prepare
+    const bad = validBatch() as unknown as { host: Record<string, unknown> };
+    delete bad.host.instance_id;
+    // Act
+    const res = await createIngestHandler(deps)(
+      event(bad, { caller: 'arn:aws:iam::123456789012:user/alice' }),
+    );
+    // Assess
+    expect(res.statusCode).toBe(403);
+  });
+
+  it('answers 400 naming host.instance_id to an instance session whose batch names no instance', async () => {
+    // Prepare
+    const bad = validBatch() as unknown as { host: Record<string, unknown> };
+    delete bad.host.instance_id;
+    // Act
+    const res = await createIngestHandler(deps)(event(bad));
+    // Assess
+    expect(res.statusCode).toBe(400);
+    expect(JSON.parse(res.body)).toMatchObject({ path: 'host.instance_id' });
+  });
+
+  it.each([
+    ['text/plain', { 'Content-Type': 'text/plain' }],
+    ['no Content-Type', {} as Record<string, string>],
+  ])('refuses %s with 415 and stores nothing', async (_name, headers) => {
+    // Act
+    const res = await createIngestHandler(deps)(batchEvent(validBatch(), { gzip: false, headers }));
+    // Assess
+    expect(res.statusCode).toBe(415);
+    expect(await storedWaste()).toBe(0);
+  });
+
+  it.each([
+    ["of the Lambda's own account is looked up in EC2 (unknown there yet: 503)", '123456789012', 503, 1],
+    ['of another account (organization-wide API) is not looked up, nor enriched', '444455556666', 202, 0],
+  ])('a caller %s', async (_name, account, status, lookups) => {
+    // Prepare: an EC2 that knows no instance
+    const asked: string[] = [];
+    const instances = { describe: async (id: string) => void asked.push(id) };
+    // Act
+    const res = await createIngestHandler({ ...deps, instances, accountId: '123456789012' })(
+      event(validBatch({ events: [] }), {
+        caller: `arn:aws:sts::${account}:assumed-role/GpuNodeRole/i-0a5e00000000000a1`,
+      }),
+    );
+    // Assess
+    expect(res.statusCode).toBe(status);
+    expect(asked).toHaveLength(lookups);
   });
 
   it('answers 503 when the store is unavailable, before any alert or remediation', async () => {

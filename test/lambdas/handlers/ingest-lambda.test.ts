@@ -1,6 +1,6 @@
-import { gzipSync } from 'node:zlib';
 import {
   AutoScalingClient,
+  DescribeAutoScalingGroupsCommand,
   DescribeAutoScalingInstancesCommand,
   SetInstanceHealthCommand,
 } from '@aws-sdk/client-auto-scaling';
@@ -11,13 +11,31 @@ import {
   QueryCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import { DescribeInstancesCommand, EC2Client } from '@aws-sdk/client-ec2';
+import { GetInstanceProfileCommand, IAMClient } from '@aws-sdk/client-iam';
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { TimestreamWriteClient, WriteRecordsCommand } from '@aws-sdk/client-timestream-write';
-import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { handlerFromEnvironment, IngestConfigError } from '../../../lambdas/handlers/ingest';
+import {
+  autoScalingGroupAnswer,
+  describeInstancesAnswer,
+  instanceProfileAnswer,
+} from '../adapters/aws-answers';
+import { expectValidAwsInputs } from '../adapters/aws-model';
 import { ago, validBatch } from '../contract/batches';
+import { batchEvent, INSTANCE_ID } from './proxy-event';
+
+/** What EC2 answers for the test instance: a running p5 with the agent's instance profile. */
+function describeInstances(state = 'running', instanceType = 'p5.48xlarge') {
+  return describeInstancesAnswer({
+    instanceId: INSTANCE_ID,
+    state,
+    instanceType,
+    tags: { team: 'research', 'aws:autoscaling:groupName': 'gpu-train-p5' },
+  });
+}
 
 const ENV = {
   TIMESTREAM_DATABASE: 'gpu_sentinel',
@@ -39,7 +57,19 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
   const sns = mockClient(SNSClient);
   const dynamo = mockClient(DynamoDBClient);
   const autoscaling = mockClient(AutoScalingClient);
+  const ec2 = mockClient(EC2Client);
+  const iam = mockClient(IAMClient);
   const saved = { ...process.env };
+
+  afterEach(() => {
+    process.env = { ...saved };
+    expectValidAwsInputs(timestream, 'timestream-write');
+    expectValidAwsInputs(sns, 'sns');
+    expectValidAwsInputs(dynamo, 'dynamodb');
+    expectValidAwsInputs(autoscaling, 'autoscaling');
+    expectValidAwsInputs(ec2, 'ec2');
+    expectValidAwsInputs(iam, 'iam');
+  });
 
   beforeEach(() => {
     Object.assign(process.env, ENV, { AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE', AWS_SECRET_ACCESS_KEY: 'secret' });
@@ -60,10 +90,13 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
       ],
     });
     autoscaling.on(SetInstanceHealthCommand).resolves({});
-  });
-
-  afterEach(() => {
-    process.env = { ...saved };
+    autoscaling
+      .on(DescribeAutoScalingGroupsCommand)
+      .resolves(autoScalingGroupAnswer('gpu-train-p5', 40, { 'cost-center': '42' }));
+    ec2.reset();
+    ec2.on(DescribeInstancesCommand).resolves(describeInstances());
+    iam.reset();
+    iam.on(GetInstanceProfileCommand).resolves(instanceProfileAnswer('GpuNodeRole'));
   });
 
   it('writes Timestream, publishes the critical alert and replaces the instance on Xid 79', async () => {
@@ -74,14 +107,7 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
       8,
       now,
     );
-    const event = {
-      body: gzipSync(JSON.stringify(batch)).toString('base64'),
-      isBase64Encoded: true,
-      headers: { 'Content-Encoding': 'gzip' },
-      requestContext: {
-        identity: { userArn: 'arn:aws:sts::123456789012:assumed-role/GpuNodeRole/i-0a5e00000000000a1' },
-      },
-    } as unknown as APIGatewayProxyEvent;
+    const event = batchEvent(batch);
     // Act
     const res = await handlerFromEnvironment(process.env)(event);
     // Assess
@@ -103,6 +129,90 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
       HealthStatus: 'Unhealthy',
       ShouldRespectGracePeriod: false,
     });
+  });
+
+  it("asks EC2 and Auto Scaling in the instance's region, not the Lambda's, and stores the EC2 team tag", async () => {
+    // Prepare: the Lambda runs in us-east-1; the instance reports eu-west-1
+    const now = new Date();
+    const base = validBatch({ events: [] }, 8, now);
+    const batch = {
+      ...base,
+      host: { ...base.host, region: 'eu-west-1', az: 'eu-west-1a', tags: undefined, asg_name: undefined },
+    };
+    // Act
+    const res = await handlerFromEnvironment(process.env)(batchEvent(batch));
+    // Assess
+    expect(res.statusCode).toBe(202);
+    const describe = ec2.commandCalls(DescribeInstancesCommand)[0]!;
+    expect(describe.args[0].input).toEqual({ InstanceIds: [INSTANCE_ID] });
+    expect(await (describe.thisValue as EC2Client).config.region()).toBe('eu-west-1');
+    const membership = autoscaling.commandCalls(DescribeAutoScalingInstancesCommand)[0]!;
+    expect(await (membership.thisValue as AutoScalingClient).config.region()).toBe('eu-west-1');
+    expect(autoscaling.commandCalls(DescribeAutoScalingGroupsCommand)[0]!.args[0].input).toEqual({
+      AutoScalingGroupNames: ['gpu-train-p5'],
+    });
+    const gpu = timestream.commandCalls(WriteRecordsCommand)[0]!.args[0].input;
+    expect(gpu.Records![0]!.Dimensions).toContainEqual({ Name: 'team', Value: 'research' });
+  });
+
+  it.each([
+    ['a stopped instance', describeInstances('stopped'), /is stopped, expected running/],
+    ['a CPU instance', describeInstances('running', 'm7i.large'), /expected a GPU instance type/],
+  ])('refuses %s with 403 and stores nothing', async (_name, answer, reason) => {
+    // Prepare
+    ec2.on(DescribeInstancesCommand).resolves(answer);
+    // Act
+    const res = await handlerFromEnvironment(process.env)(batchEvent(validBatch({}, 8, new Date())));
+    // Assess
+    expect(res.statusCode).toBe(403);
+    expect(JSON.parse(res.body).error).toMatch(reason);
+    expect(timestream.commandCalls(WriteRecordsCommand)).toEqual([]);
+  });
+
+  it("refuses with 403 a caller whose role is not the role of the instance's profile", async () => {
+    // Prepare
+    iam.on(GetInstanceProfileCommand).resolves(instanceProfileAnswer('SomeOtherRole'));
+    // Act
+    const res = await handlerFromEnvironment(process.env)(batchEvent(validBatch({}, 8, new Date())));
+    // Assess
+    expect(res.statusCode).toBe(403);
+    expect(JSON.parse(res.body).error).toMatch(/carries role SomeOtherRole/);
+    expect(iam.commandCalls(GetInstanceProfileCommand)[0]!.args[0].input).toEqual({
+      InstanceProfileName: 'GpuNodeProfile',
+    });
+  });
+
+  it('answers 503 for an instance EC2 does not know yet (just launched), so the agent keeps the batch', async () => {
+    // Prepare
+    ec2.on(DescribeInstancesCommand).resolves({ Reservations: [] });
+    // Act
+    const res = await handlerFromEnvironment(process.env)(batchEvent(validBatch({}, 8, new Date())));
+    // Assess
+    expect(res.statusCode).toBe(503);
+    expect(timestream.commandCalls(WriteRecordsCommand)).toEqual([]);
+  });
+
+  it('answers 503 when EC2 cannot be asked, so the agent retries', async () => {
+    // Prepare
+    ec2
+      .on(DescribeInstancesCommand)
+      .rejects(Object.assign(new Error('Rate exceeded'), { name: 'RequestLimitExceeded' }));
+    // Act
+    const res = await handlerFromEnvironment(process.env)(batchEvent(validBatch({}, 8, new Date())));
+    // Assess
+    expect(res.statusCode).toBe(503);
+    expect(timestream.commandCalls(WriteRecordsCommand)).toEqual([]);
+  });
+
+  it('refuses a caller of a role that is not an agent role with 403', async () => {
+    // Prepare
+    const env = { ...process.env, AGENT_ROLE_NAMES: 'OtherRole, AnotherRole' };
+    // Act
+    const res = await handlerFromEnvironment(env)(batchEvent(validBatch({}, 8, new Date())));
+    // Assess
+    expect(res.statusCode).toBe(403);
+    expect(JSON.parse(res.body).error).toMatch(/GpuNodeRole is not an agent role/);
+    expect(ec2.commandCalls(DescribeInstancesCommand)).toEqual([]);
   });
 
   it('fails at cold start naming a missing environment variable', () => {
