@@ -292,3 +292,10 @@ describe('DynamoDbStateStore', () => {
 describeStateStoreContract('DynamoDbStateStore (fake DynamoDB)', async () => ({
   store: new DynamoDbStateStore({ client: fakeDynamoDb().client, tableName: 'gpu-sentinel-state' }),
 }));
+
+describeStateStoreContract('DynamoDbStateStore (fake DynamoDB, 2–20 ms per request)', async () => ({
+  store: new DynamoDbStateStore({
+    client: fakeDynamoDb({ latencyMs: () => 2 + Math.random() * 18 }).client,
+    tableName: 'gpu-sentinel-state',
+  }),
+}));
