@@ -256,7 +256,8 @@ export class DynamoDbStateStore implements StateStore {
     const spend = budgetedGroup(record, request.budget);
     const leaseId = leaseIdFor(record);
     const attempts =
-      (spend === undefined ? 0 : spend.budget.groupLimit + spend.budget.fleetLimit) + RESERVATION_EXTRA_ATTEMPTS;
+      (spend === undefined ? 0 : spend.budget.groupLimit + spend.budget.fleetLimit) +
+      RESERVATION_EXTRA_ATTEMPTS;
     const instanceItem: TransactWriteItem = {
       Put: {
         TableName: this.#table,

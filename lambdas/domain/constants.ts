@@ -37,3 +37,6 @@ export const MAX_EVIDENCE_LIST_ITEMS = 10;
 
 /** Longest free text (event detail) copied into a finding, characters. */
 export const MAX_EVIDENCE_TEXT_CHARS = 240;
+
+/** Seconds a remediation reservation stays pending before another invocation may take it over, s: the longest a Lambda can run (900 s, AWS Lambda quotas), so no live holder loses it. */
+export const REMEDIATION_LEASE_S = 900;

@@ -1,11 +1,20 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
+import {
+  DOUBLE,
+  type DuckDBConnection,
+  DuckDBInstance,
+  type DuckDBType,
+  type DuckDBValue,
+} from '@duckdb/node-api';
 import { StoreQueryError, StoreUnavailableError } from '../adapters/errors';
 import { isoToMs } from '../adapters/iso-time';
-import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../adapters/measure-types';
-import { compareWasteRows, toWasteReportRow, wasteRangeProblem } from '../adapters/waste-report';
-import { epochMicros } from '../contract';
+import {
+  GPU_METRIC_NAMES,
+  GPU_METRIC_TYPES,
+  LEDGER_FIELD_NAMES,
+  LEDGER_MEASURE_TYPES,
+} from '../adapters/measure-types';
 import {
   budgetedGroup,
   FLEET_SCOPE,
@@ -14,6 +23,8 @@ import {
   pickBudgetSlot,
   reservationTimes,
 } from '../adapters/remediation-budget';
+import { compareWasteRows, toWasteReportRow, wasteRangeProblem } from '../adapters/waste-report';
+import { epochMicros } from '../contract';
 import type {
   RemediationRecord,
   RemediationReservation,
@@ -51,6 +62,11 @@ interface UpsertTable {
   readonly columns: readonly string[];
   readonly key: readonly string[];
   readonly casts: Readonly<Record<string, string>>;
+  /**
+   * Parameter types by column where the value's JS type does not say it: a DOUBLE column's value
+   * is bound as DOUBLE even when it is a whole number (the driver would bind 1e21 as an int64 and fail).
+   */
+  readonly types?: Readonly<Record<string, DuckDBType>>;
 }
 
 const GPU_TABLE: UpsertTable = {
@@ -58,6 +74,12 @@ const GPU_TABLE: UpsertTable = {
   columns: GPU_WINDOW_COLUMNS,
   key: ['instance_id', 'gpu_index', 'time'],
   casts: { time: '::TIMESTAMPTZ', start: '::TIMESTAMPTZ' },
+  types: Object.fromEntries(
+    [
+      ...GPU_METRIC_NAMES.filter((n) => GPU_METRIC_TYPES[n] === 'DOUBLE'),
+      ...LEDGER_FIELD_NAMES.filter((n) => LEDGER_MEASURE_TYPES[n] === 'DOUBLE'),
+    ].map((n) => [n, DOUBLE]),
+  ),
 };
 const EFA_TABLE: UpsertTable = {
   name: 'efa_windows',
@@ -183,11 +205,13 @@ export class DuckDbStore implements TelemetryStore, StateStore {
       if (seen === undefined || Number(row[seqAt]) >= Number(seen[seqAt])) byKey.set(key, row);
     }
     const unique = [...byKey.values()];
+    const rowTypes = table.columns.map((c) => table.types?.[c]);
     for (let i = 0; i < unique.length; i += ROWS_PER_STATEMENT) {
       const chunk = unique.slice(i, i + ROWS_PER_STATEMENT);
       await this.#connection.run(
         upsertSql(table.name, table.columns, table.key, table.casts, chunk.length),
         chunk.flat(),
+        chunk.flatMap(() => rowTypes) as DuckDBType[],
       );
     }
   }
@@ -375,7 +399,7 @@ export class DuckDbStore implements TelemetryStore, StateStore {
     const atMs = isoToMs(record.at, 'record.at');
     return this.#serial(async () => {
       const rows = await this.#rows(
-        "INSERT INTO remediations (instance_id, asg_name, action, \"at\", at_ms, rule, state) VALUES (?, ?, ?, ?, ?, ?, 'done') ON CONFLICT (instance_id) DO NOTHING RETURNING instance_id",
+        'INSERT INTO remediations (instance_id, asg_name, action, "at", at_ms, rule, state) VALUES (?, ?, ?, ?, ?, ?, \'done\') ON CONFLICT (instance_id) DO NOTHING RETURNING instance_id',
         [record.instance_id, v(record.asg_name), record.action, record.at, atMs, record.rule],
       );
       return rows.length === 1;
@@ -419,7 +443,9 @@ export class DuckDbStore implements TelemetryStore, StateStore {
               { scope: FLEET_SCOPE, limit: spend.budget.fleetLimit, refusal: 'fleet_budget' },
             ] as const;
             for (const { scope, limit, refusal } of scopes) {
-              const slots = await this.#rows('SELECT slot, at_ms FROM remediation_slots WHERE scope = ?', [scope]);
+              const slots = await this.#rows('SELECT slot, at_ms FROM remediation_slots WHERE scope = ?', [
+                scope,
+              ]);
               const pick = pickBudgetSlot(
                 slots.map((r) => ({ slot: r.slot as number, at_ms: r.at_ms as number })),
                 limit,
@@ -432,7 +458,16 @@ export class DuckDbStore implements TelemetryStore, StateStore {
           await c.run(
             `INSERT OR REPLACE INTO remediations (instance_id, asg_name, action, "at", at_ms, rule, state, lease_id, lease_until_ms)
              VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
-            [record.instance_id, v(record.asg_name), record.action, record.at, atMs, record.rule, leaseId, leaseUntilMs],
+            [
+              record.instance_id,
+              v(record.asg_name),
+              record.action,
+              record.at,
+              atMs,
+              record.rule,
+              leaseId,
+              leaseUntilMs,
+            ],
           );
           for (const [scope, slot] of taken) {
             await c.run('INSERT OR REPLACE INTO remediation_slots VALUES (?, ?, ?, ?, ?)', [

@@ -20,7 +20,11 @@ const replace = (instance_id: string, at: string, asg_name = 'p5-train'): Remedi
 const BUDGET: RemediationBudget = { groupLimit: 2, fleetLimit: 3, windowS: 3600 };
 
 const reserve = (record: RemediationRecord, budget: RemediationBudget | undefined = BUDGET) =>
-  ({ record, ...(budget === undefined ? {} : { budget }), leaseS: 900 }) satisfies RemediationReservationRequest;
+  ({
+    record,
+    ...(budget === undefined ? {} : { budget }),
+    leaseS: 900,
+  }) satisfies RemediationReservationRequest;
 
 /**
  * The `StateStore` contract (ports.ts), read back through the store itself: one remediation per
@@ -286,7 +290,9 @@ export function describeStateStoreContract(name: string, makeStore: MakeStateSto
       };
 
       // Act
-      const granted = await store.reserveRemediation(reserve(record, { ...BUDGET, groupLimit: 0, fleetLimit: 0 }));
+      const granted = await store.reserveRemediation(
+        reserve(record, { ...BUDGET, groupLimit: 0, fleetLimit: 0 }),
+      );
 
       // Assess
       expect(granted.granted).toBe(true);

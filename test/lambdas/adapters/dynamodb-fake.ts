@@ -51,7 +51,8 @@ function evaluate(input: Conditional, item: Item | undefined): boolean {
     if (t === undefined) throw new Error(`fake DynamoDB: unexpected end of condition ${text}`);
     return t;
   };
-  const attr = (name: string): string => (name.startsWith('#') ? (input.ExpressionAttributeNames?.[name] ?? '') : name);
+  const attr = (name: string): string =>
+    name.startsWith('#') ? (input.ExpressionAttributeNames?.[name] ?? '') : name;
   const operand = (name: string): AttributeValue | undefined =>
     name.startsWith(':') ? input.ExpressionAttributeValues?.[name] : item?.[attr(name)];
   const compare = (a: AttributeValue | undefined, op: string, b: AttributeValue | undefined): boolean => {
@@ -89,7 +90,8 @@ function evaluate(input: Conditional, item: Item | undefined): boolean {
       return t === 'attribute_exists' ? exists : !exists;
     }
     const op = next();
-    if (!(OPERATORS as readonly string[]).includes(op)) throw new Error(`fake DynamoDB: unsupported condition ${text}`);
+    if (!(OPERATORS as readonly string[]).includes(op))
+      throw new Error(`fake DynamoDB: unsupported condition ${text}`);
     return compare(operand(t), op, operand(next()));
   };
   const and = (): boolean => {
@@ -173,9 +175,12 @@ export function fakeDynamoDb(options: FakeDynamoDbOptions = {}): {
           throw new Error('fake DynamoDB: only Put and Delete are modelled in TransactWriteItems');
         });
         if (new Set(ops.map((o) => o.k)).size !== ops.length) {
-          throw Object.assign(new Error('Transaction request cannot include multiple operations on one item'), {
-            name: 'ValidationException',
-          });
+          throw Object.assign(
+            new Error('Transaction request cannot include multiple operations on one item'),
+            {
+              name: 'ValidationException',
+            },
+          );
         }
         const codes = ops.map((o) => (evaluate(o.cond, items.get(o.k)) ? 'None' : 'ConditionalCheckFailed'));
         if (codes.some((c) => c !== 'None')) {
