@@ -82,6 +82,11 @@ export interface GpuSentinelStackProps extends StackProps {
    */
   readonly webAclArn?: string;
   /**
+   * Reserved concurrency of the ingest Lambda, executions, 1..900.
+   * @default 100
+   */
+  readonly ingestReservedConcurrency?: number;
+  /**
    * Absolute path of the ingest handler's entry file. Tests point it at a stub.
    * @default `<repo>/lambdas/handlers/ingest.ts`
    */
@@ -136,6 +141,7 @@ export class GpuSentinelStack extends Stack {
       remediationMode: props.remediationMode,
       priceOverridesUsdPerHour: props.priceOverridesUsdPerHour,
       logRetention,
+      reservedConcurrentExecutions: props.ingestReservedConcurrency,
     });
     this.api = new IngestApi(this, 'IngestApi', {
       handler: this.ingest.function,
