@@ -251,5 +251,5 @@ describe('chaos: fuzzed batches through the real ingest handler', () => {
     expect(statuses.get(500)).toBe(0);
     expect(statuses.get(503)).toBe(0);
     expect(statuses.get(202)).toBeGreaterThan(FUZZ_RUNS / 10);
-  });
+  }, 300_000);
 });
