@@ -495,9 +495,11 @@ export class Spool {
         ? { segment: (lastIndex ?? this.cursor.segment) + 1, offset: 0 }
         : { segment: this.cursor.segment, offset: this.cursor.offset };
     // The highest seq that left (or, for damaged bytes, may have left): the next seq starts above it.
-    const seqs = [lastRemoved?.seq ?? this.cursor.lastRemovedSeq, seqFloor].filter(
-      (x): x is number => x !== undefined,
-    );
+    const seqs = [
+      lastRemoved?.seq ?? this.cursor.lastRemovedSeq,
+      seqFloor,
+      ...unwritten.map((e) => e.seq).filter((seq) => seq >= 0),
+    ].filter((x): x is number => x !== undefined);
     const lastRemovedSeq = seqs.length > 0 ? Math.max(...seqs) : undefined;
     const build = (base: SpoolCursor): SpoolCursor => {
       const unreported = mergeDropped(base.unreported, dropped);
@@ -641,18 +643,32 @@ export class Spool {
         scan = scanSegment(file, data);
       } catch (error) {
         if (!(error instanceof SpoolCorruptError)) throw error;
-        // Not a segment this spool wrote (bad magic): set aside, counted, and the agent goes on.
-        const moved = await this.setAside(file, index);
-        foreignBytes += data.length;
-        damaged.push({ seq: -1, batchId: '', atMs: 0, windows: prev?.windows ?? 0 });
-        this.warn('spool file is not a spool segment; moved aside, the agent goes on', {
-          segment: segmentFileName(index),
-          moved_to: moved,
-          bytes: data.length,
-          error: error.message,
-        });
-        dirChanged = true;
-        continue;
+        // A bad magic: ours with a damaged header when intact batch records follow it (the magic is
+        // rewritten and the records kept), else a file this spool never wrote (set aside, counted).
+        const behind =
+          data.length > SEGMENT_MAGIC.length
+            ? scanSegment(file, Buffer.concat([SEGMENT_MAGIC, data.subarray(SEGMENT_MAGIC.length)]))
+            : undefined;
+        if (behind?.records.some((r) => readMeta(r.payload, this.clock()) !== undefined)) {
+          await writeAt(file, 0, SEGMENT_MAGIC);
+          this.warn('spool segment header damaged; rewritten, its records kept', {
+            segment: segmentFileName(index),
+          });
+          scan = behind;
+        } else {
+          const moved = await this.setAside(file, index);
+          foreignBytes += data.length;
+          // Counted as one batch of unknown size: what (if anything) it held is unknowable.
+          damaged.push({ seq: -1, batchId: '', atMs: 0, windows: 0 });
+          this.warn('spool file is not a spool segment; moved aside, the agent goes on', {
+            segment: segmentFileName(index),
+            moved_to: moved,
+            bytes: data.length,
+            error: error.message,
+          });
+          dirChanged = true;
+          continue;
+        }
       }
       if (scan.validBytes === 0) {
         // Created but its magic never reached the disk: no record can be in it.
@@ -737,14 +753,7 @@ export class Spool {
   /** Overwrites a counted damaged region with one filler record (left as it is when too small to hold one). */
   private async fill(file: string, offset: number, bytes: number): Promise<void> {
     const filler = encodeFiller(bytes);
-    if (filler === undefined) return;
-    const handle = await open(file, 'r+');
-    try {
-      await handle.write(filler, 0, filler.length, offset);
-      await handle.datasync();
-    } finally {
-      await handle.close();
-    }
+    if (filler !== undefined) await writeAt(file, offset, filler);
   }
 }
 
@@ -796,6 +805,17 @@ async function truncateFile(file: string, bytes: number): Promise<void> {
   const handle = await open(file, 'r+');
   try {
     await handle.truncate(bytes);
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Writes `bytes` at `offset` of an existing file, durably (fdatasync). */
+async function writeAt(file: string, offset: number, bytes: Buffer): Promise<void> {
+  const handle = await open(file, 'r+');
+  try {
+    await handle.write(bytes, 0, bytes.length, offset);
     await handle.datasync();
   } finally {
     await handle.close();
