@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { GPU_METRIC_NAMES } from '../../lambdas/adapters/measure-types';
 import { DEFAULT_RULE_CONTEXT } from '../../lambdas/domain';
 import { createIngestHandler } from '../../lambdas/handlers/ingest-handler';
+import { DuckDbStore } from '../../lambdas/local/duckdb-store';
 import { NOW, validBatch } from '../lambdas/contract/batches';
 import {
   RecordingAlertSink,
@@ -251,5 +252,44 @@ describe('chaos: fuzzed batches through the real ingest handler', () => {
     expect(statuses.get(500)).toBe(0);
     expect(statuses.get(503)).toBe(0);
     expect(statuses.get(202)).toBeGreaterThan(FUZZ_RUNS / 10);
+  }, 300_000);
+
+  it('stores every contract-valid extreme number in the embedded DuckDB store: no write fails forever', async () => {
+    // Prepare
+    const store = await DuckDbStore.open(':memory:');
+    const handler = createIngestHandler({
+      store,
+      state: new MemoryStateStore(),
+      alerts: new RecordingAlertSink(),
+      decisions: new RecordingDecisionSink(),
+      remediator: new RecordingRemediator(),
+      log: { info: () => undefined, warn: () => undefined, error: () => undefined },
+      remediationMode: 'replace',
+      dryRun: false,
+      rules: DEFAULT_RULE_CONTEXT,
+      clock: () => NOW,
+    });
+    const statuses = new Tally();
+    const extreme = mutation.filter((m) => m.kind === 'extreme' || m.kind === 'efa');
+
+    // Act
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.array(extreme, { minLength: 1, maxLength: 4 }), async (mutations) => {
+          const batch = structuredClone(BASE) as Record<string, Json>;
+          for (const m of mutations) apply(batch, m);
+          const res = await handler(proxyEvent(batch));
+          statuses.add(res.statusCode);
+          return res.statusCode === 202 || res.statusCode === 400;
+        }),
+        { numRuns: 300, seed: 20_261_123 },
+      );
+    } finally {
+      await store.close();
+    }
+
+    // Assess
+    console.log(`chaos extreme numbers into DuckDB: by status: ${statuses}`);
+    expect(statuses.get(202)).toBeGreaterThan(0);
   }, 300_000);
 });
