@@ -1,4 +1,5 @@
 import {
+  type AttributeValue,
   ConditionalCheckFailedException,
   DeleteItemCommand,
   type DeleteItemCommandInput,
@@ -25,6 +26,7 @@ import { isoToMs } from './iso-time';
 import {
   type BudgetSlot,
   budgetedGroup,
+  budgetScopes,
   FLEET_SCOPE,
   groupScope,
   leaseIdFor,
@@ -53,6 +55,26 @@ function isConditionFailed(error: unknown): boolean {
   return (
     error instanceof ConditionalCheckFailedException ||
     (error as { name?: string })?.name === 'ConditionalCheckFailedException'
+  );
+}
+
+/** The `instance#<id>`, `remediation` item of a record, with the reservation fields given. */
+function remediationItem(
+  record: RemediationRecord,
+  reservation: Record<string, string | number>,
+): Record<string, AttributeValue> {
+  return marshall(
+    {
+      pk: `instance#${record.instance_id}`,
+      sk: 'remediation',
+      instance_id: record.instance_id,
+      asg_name: record.asg_name,
+      action: record.action,
+      at: record.at,
+      rule: record.rule,
+      ...reservation,
+    },
+    { removeUndefinedValues: true },
   );
 }
 
@@ -261,21 +283,7 @@ export class DynamoDbStateStore implements StateStore {
     const instanceItem: TransactWriteItem = {
       Put: {
         TableName: this.#table,
-        Item: marshall(
-          {
-            pk: `instance#${record.instance_id}`,
-            sk: 'remediation',
-            instance_id: record.instance_id,
-            asg_name: record.asg_name,
-            action: record.action,
-            at: record.at,
-            rule: record.rule,
-            state: 'pending',
-            lease_id: leaseId,
-            lease_until_ms: leaseUntilMs,
-          },
-          { removeUndefinedValues: true },
-        ),
+        Item: remediationItem(record, { state: 'pending', lease_id: leaseId, lease_until_ms: leaseUntilMs }),
         ConditionExpression: 'attribute_not_exists(pk) OR (#state = :pending AND #lease_until < :at)',
         ExpressionAttributeNames: { '#state': 'state', '#lease_until': 'lease_until_ms' },
         ExpressionAttributeValues: marshall({ ':pending': 'pending', ':at': atMs }),
@@ -284,11 +292,7 @@ export class DynamoDbStateStore implements StateStore {
     for (let attempt = 0; attempt < attempts; attempt += 1) {
       const items: TransactWriteItem[] = [instanceItem];
       if (spend !== undefined) {
-        const scopes = [
-          { scope: groupScope(spend.asgName), limit: spend.budget.groupLimit, refusal: 'group_budget' },
-          { scope: FLEET_SCOPE, limit: spend.budget.fleetLimit, refusal: 'fleet_budget' },
-        ] as const;
-        for (const { scope, limit, refusal } of scopes) {
+        for (const { scope, limit, refusal } of budgetScopes(spend)) {
           const pick = pickBudgetSlot(await this.#slots(scope), limit, cutoffMs);
           if (pick.free === undefined) return { granted: false, reason: refusal, used: pick.used, limit };
           items.push({
@@ -355,20 +359,7 @@ export class DynamoDbStateStore implements StateStore {
   async confirmRemediation(record: RemediationRecord, leaseId: string): Promise<void> {
     const confirmed = await this.#putIf(
       {
-        Item: marshall(
-          {
-            pk: `instance#${record.instance_id}`,
-            sk: 'remediation',
-            instance_id: record.instance_id,
-            asg_name: record.asg_name,
-            action: record.action,
-            at: record.at,
-            rule: record.rule,
-            state: 'done',
-            lease_id: leaseId,
-          },
-          { removeUndefinedValues: true },
-        ),
+        Item: remediationItem(record, { state: 'done', lease_id: leaseId }),
         ConditionExpression: '#lease = :lease',
         ExpressionAttributeNames: { '#lease': 'lease_id' },
         ExpressionAttributeValues: marshall({ ':lease': leaseId }),

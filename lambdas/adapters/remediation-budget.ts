@@ -85,3 +85,19 @@ export function budgetedGroup(
   if (budget === undefined || record.action !== 'replace' || record.asg_name === undefined) return undefined;
   return { asgName: record.asg_name, budget };
 }
+
+/**
+ * The budgets a reservation spends, in the order they are checked: the group's, then the fleet's.
+ *
+ * @param spend - the group and budgets (from {@link budgetedGroup})
+ * @returns per scope: its name, its limit, and the refusal when it has no free slot
+ */
+export function budgetScopes(spend: {
+  asgName: string;
+  budget: RemediationBudget;
+}): readonly { scope: string; limit: number; refusal: 'group_budget' | 'fleet_budget' }[] {
+  return [
+    { scope: groupScope(spend.asgName), limit: spend.budget.groupLimit, refusal: 'group_budget' },
+    { scope: FLEET_SCOPE, limit: spend.budget.fleetLimit, refusal: 'fleet_budget' },
+  ];
+}

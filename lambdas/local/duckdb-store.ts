@@ -17,8 +17,7 @@ import {
 } from '../adapters/measure-types';
 import {
   budgetedGroup,
-  FLEET_SCOPE,
-  groupScope,
+  budgetScopes,
   leaseIdFor,
   pickBudgetSlot,
   reservationTimes,
@@ -438,11 +437,7 @@ export class DuckDbStore implements TelemetryStore, StateStore {
           }
           const taken: [string, number][] = [];
           if (spend !== undefined) {
-            const scopes = [
-              { scope: groupScope(spend.asgName), limit: spend.budget.groupLimit, refusal: 'group_budget' },
-              { scope: FLEET_SCOPE, limit: spend.budget.fleetLimit, refusal: 'fleet_budget' },
-            ] as const;
-            for (const { scope, limit, refusal } of scopes) {
+            for (const { scope, limit, refusal } of budgetScopes(spend)) {
               const slots = await this.#rows('SELECT slot, at_ms FROM remediation_slots WHERE scope = ?', [
                 scope,
               ]);

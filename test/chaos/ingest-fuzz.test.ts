@@ -3,15 +3,11 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { GPU_METRIC_NAMES } from '../../lambdas/adapters/measure-types';
 import { DEFAULT_RULE_CONTEXT } from '../../lambdas/domain';
+import type { StateStore, TelemetryStore } from '../../lambdas/domain/ports';
 import { createIngestHandler } from '../../lambdas/handlers/ingest-handler';
 import { DuckDbStore } from '../../lambdas/local/duckdb-store';
 import { NOW, validBatch } from '../lambdas/contract/batches';
-import {
-  RecordingAlertSink,
-  RecordingDecisionSink,
-  RecordingRemediator,
-  recordingLog,
-} from '../lambdas/handlers/fakes';
+import { RecordingAlertSink, RecordingDecisionSink, RecordingRemediator } from '../lambdas/handlers/fakes';
 import { proxyEvent, RecordingStore, Tally } from './chaos-fixtures';
 import { MemoryStateStore } from './memory-state-store';
 
@@ -180,23 +176,28 @@ const request = fc.oneof(
   },
 );
 
+/** The real ingest handler on `store` and `state`, with recording sinks, `replace` mode and the test clock. */
+function fuzzHandler(store: TelemetryStore, state: StateStore) {
+  return createIngestHandler({
+    store,
+    state,
+    alerts: new RecordingAlertSink(),
+    decisions: new RecordingDecisionSink(),
+    remediator: new RecordingRemediator(),
+    log: { info: () => undefined, warn: () => undefined, error: () => undefined },
+    remediationMode: 'replace',
+    dryRun: false,
+    rules: DEFAULT_RULE_CONTEXT,
+    clock: () => NOW,
+  });
+}
+
 describe('chaos: fuzzed batches through the real ingest handler', () => {
   it(`answers ${FUZZ_RUNS} fuzzed requests with no 5xx but the injected store faults, and never writes part of a batch`, async () => {
     // Prepare
     const store = new RecordingStore();
     const state = new MemoryStateStore();
-    const handler = createIngestHandler({
-      store,
-      state,
-      alerts: new RecordingAlertSink(),
-      decisions: new RecordingDecisionSink(),
-      remediator: new RecordingRemediator(),
-      log: { info: () => undefined, warn: () => undefined, error: () => undefined },
-      remediationMode: 'replace',
-      dryRun: false,
-      rules: DEFAULT_RULE_CONTEXT,
-      clock: () => NOW,
-    });
+    const handler = fuzzHandler(store, state);
     const statuses = new Tally();
     let partial = 0;
     let runs = 0;
@@ -257,18 +258,7 @@ describe('chaos: fuzzed batches through the real ingest handler', () => {
   it('stores every contract-valid extreme number in the embedded DuckDB store: no write fails forever', async () => {
     // Prepare
     const store = await DuckDbStore.open(':memory:');
-    const handler = createIngestHandler({
-      store,
-      state: new MemoryStateStore(),
-      alerts: new RecordingAlertSink(),
-      decisions: new RecordingDecisionSink(),
-      remediator: new RecordingRemediator(),
-      log: { info: () => undefined, warn: () => undefined, error: () => undefined },
-      remediationMode: 'replace',
-      dryRun: false,
-      rules: DEFAULT_RULE_CONTEXT,
-      clock: () => NOW,
-    });
+    const handler = fuzzHandler(store, new MemoryStateStore());
     const statuses = new Tally();
     const extreme = mutation.filter((m) => m.kind === 'extreme' || m.kind === 'efa');
 

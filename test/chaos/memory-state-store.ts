@@ -1,6 +1,6 @@
 import {
-  FLEET_SCOPE,
-  groupScope,
+  budgetedGroup,
+  budgetScopes,
   leaseIdFor,
   pickBudgetSlot,
   reservationTimes,
@@ -51,12 +51,9 @@ export class MemoryStateStore implements StateStore {
     if (held !== undefined && held.leaseUntilMs > atMs) return { granted: false, reason: 'in_progress' };
     const leaseId = leaseIdFor(record);
     const taken: [string, number][] = [];
-    if (budget !== undefined && record.action === 'replace' && record.asg_name !== undefined) {
-      const scopes = [
-        { scope: groupScope(record.asg_name), limit: budget.groupLimit, refusal: 'group_budget' },
-        { scope: FLEET_SCOPE, limit: budget.fleetLimit, refusal: 'fleet_budget' },
-      ] as const;
-      for (const { scope, limit, refusal } of scopes) {
+    const spend = budgetedGroup(record, budget);
+    if (spend !== undefined) {
+      for (const { scope, limit, refusal } of budgetScopes(spend)) {
         const pick = pickBudgetSlot(this.slots.get(scope) ?? [], limit, cutoffMs);
         if (pick.free === undefined) return { granted: false, reason: refusal, used: pick.used, limit };
         taken.push([scope, pick.free]);

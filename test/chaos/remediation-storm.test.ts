@@ -6,12 +6,17 @@ import {
   DEFAULT_RULE_CONTEXT,
   groupReplacementLimit,
 } from '../../lambdas/domain';
-import type { InstanceDirectory, StateStore } from '../../lambdas/domain/ports';
+import type { StateStore } from '../../lambdas/domain/ports';
 import { processBatch } from '../../lambdas/handlers/process-batch';
 import { DuckDbStore } from '../../lambdas/local/duckdb-store';
 import { fakeDynamoDb } from '../lambdas/adapters/dynamodb-fake';
 import { NOW, validBatch } from '../lambdas/contract/batches';
-import { RecordingAlertSink, RecordingDecisionSink, RecordingRemediator } from '../lambdas/handlers/fakes';
+import {
+  directoryWithGroup,
+  RecordingAlertSink,
+  RecordingDecisionSink,
+  RecordingRemediator,
+} from '../lambdas/handlers/fakes';
 import { RecordingStore, Tally } from './chaos-fixtures';
 
 /** Instances of one real Auto Scaling group that report a fatal Xid at the same moment. */
@@ -55,16 +60,7 @@ function batchOf(i: number, n: number): Batch {
   };
 }
 
-const directory: InstanceDirectory = {
-  describe: async (instanceId, region) => ({
-    instance_id: instanceId,
-    region,
-    state: 'running',
-    instance_type: 'p5.48xlarge',
-    tags: {},
-    asg: GROUP,
-  }),
-};
+const directory = directoryWithGroup(GROUP);
 
 describe.each<{ name: string; open: () => Promise<{ state: StateStore; close: () => Promise<void> }> }>([
   {

@@ -102,7 +102,7 @@ describe('IngestFunction', () => {
 
     // Act
     const key = template.findResources('AWS::KMS::Key')[keyId];
-    const forLogs = (key?.Properties.KeyPolicy.Statement as Record<string, unknown>[]).filter((st) =>
+    const forLogs = ((key?.Properties.KeyPolicy.Statement ?? []) as Record<string, unknown>[]).filter((st) =>
       JSON.stringify(st.Principal).includes('logs.'),
     );
 

@@ -1,11 +1,17 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Batch, GpuEvent } from '../../../lambdas/contract';
 import { DEFAULT_REMEDIATION_LIMITS, DEFAULT_RULE_CONTEXT } from '../../../lambdas/domain';
-import type { InstanceDirectory, TelemetryStore } from '../../../lambdas/domain/ports';
+import type { TelemetryStore } from '../../../lambdas/domain/ports';
 import { type PipelineDeps, processBatch } from '../../../lambdas/handlers/process-batch';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { ago, NOW, validBatch } from '../contract/batches';
-import { RecordingAlertSink, RecordingDecisionSink, RecordingRemediator, recordingLog } from './fakes';
+import {
+  directoryWithGroup,
+  RecordingAlertSink,
+  RecordingDecisionSink,
+  RecordingRemediator,
+  recordingLog,
+} from './fakes';
 
 const xid79 = (): GpuEvent => ({
   at: ago(5),
@@ -108,16 +114,7 @@ describe('processBatch remediation and ordering', () => {
 
   it('takes the group from enrichment, not from the batch: ten self-reported names spend one budget', async () => {
     // Prepare: ten instances of one real group, each claiming its own group name
-    const directory: InstanceDirectory = {
-      describe: async (instanceId, region) => ({
-        instance_id: instanceId,
-        region,
-        state: 'running',
-        instance_type: 'p5.48xlarge',
-        tags: {},
-        asg: { name: 'real-group', desired_capacity: 40, tags: {} },
-      }),
-    };
+    const directory = directoryWithGroup({ name: 'real-group', desired_capacity: 40, tags: {} });
     const batches = Array.from({ length: 10 }, (_, i) => {
       const b = nextBatch(i);
       const instance_id = `i-0a5e0000000000${String(i).padStart(3, '0')}`;
