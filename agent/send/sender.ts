@@ -7,6 +7,7 @@ import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smit
 import pRetry, { AbortError } from 'p-retry';
 import type { Batch } from '../../lambdas/contract';
 import { type ApiErrorBody, SendFailedError, SendRejectedError } from '../errors';
+import { isLoopbackHost } from './loopback-host';
 import { nodeFetch } from './node-fetch';
 
 /** How requests are authenticated: `sigv4` (API Gateway IAM auth) or `none` (loopback local mode). */
@@ -56,12 +57,6 @@ export interface SendResult {
 
 /** Statuses API Gateway answers for a signature or identity it does not accept (now). */
 const AUTH_STATUSES: ReadonlySet<number> = new Set([401, 403]);
-
-/** Hosts a plain-http endpoint may name: the loopback local pipeline only. */
-function isLoopback(hostname: string): boolean {
-  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
-}
 
 class RetryableHttpError extends Error {
   override readonly name = 'RetryableHttpError';
@@ -121,7 +116,7 @@ export class HttpSender {
     if (this.auth === 'sigv4') {
       if (!opts.region)
         throw new RangeError('Expected `region` (e.g. us-east-1) when `auth` is sigv4, got `undefined`');
-      if (base.protocol === 'http:' && !isLoopback(base.hostname))
+      if (base.protocol === 'http:' && !isLoopbackHost(base.hostname))
         throw new RangeError(
           `Expected an https:// \`endpoint\` for SigV4 (plain http only to a loopback host), got \`${opts.endpoint}\``,
         );
