@@ -491,4 +491,26 @@ export class DynamoDbStateStore implements StateStore {
       'PutItem alert claim',
     );
   }
+
+  /**
+   * Gives back an alert claim: deletes `alert#<id>`, `last_sent` on condition `#at = :at` (the
+   * claim made at `at`; a later one is kept, a failed condition is fine).
+   *
+   * @param alertId - stable alert id
+   * @param at - the claim's time, ISO 8601, as given to {@link claimAlert}
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  async releaseAlert(alertId: string, at: string): Promise<void> {
+    const atMs = isoToMs(at, 'at');
+    await this.#deleteIf(
+      {
+        Key: marshall({ pk: `alert#${alertId}`, sk: 'last_sent' }),
+        ConditionExpression: '#at = :at',
+        ExpressionAttributeNames: { '#at': 'at_ms' },
+        ExpressionAttributeValues: marshall({ ':at': atMs }),
+      },
+      'DeleteItem alert claim',
+    );
+  }
 }

@@ -150,6 +150,13 @@ export interface StateStore {
    * never send the same alert twice.
    */
   claimAlert(alertId: string, at: string, cooldownS: number): Promise<boolean>;
+  /**
+   * Gives back a claim whose message could not be sent (the publish failed after the claim), so
+   * the next attempt sends it instead of the cooldown silently swallowing it. Only the claim made
+   * at `at` is removed; a later claim by another invocation is kept.
+   * @throws when the store cannot be reached
+   */
+  releaseAlert(alertId: string, at: string): Promise<void>;
 }
 
 /** Carries out a remediation decision (Auto Scaling / EC2), or only logs it in dry-run. */

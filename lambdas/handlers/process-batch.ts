@@ -271,8 +271,18 @@ async function remediate(
   }
   if (decision.action === 'escalate') {
     const cooldownS = deps.alertCooldownS ?? DEFAULT_ALERT_COOLDOWN_S;
-    const first = await deps.state.claimAlert(escalationId(host.instance_id), decision.at, cooldownS);
-    if (!first) decision = repeatedEscalation(decision, cooldownS);
+    const id = escalationId(host.instance_id);
+    if (await deps.state.claimAlert(id, decision.at, cooldownS)) {
+      try {
+        await deps.decisions.record(decision);
+      } catch (err) {
+        // The page did not go out: give the claim back so the agent's retry pages instead.
+        await deps.state.releaseAlert(id, decision.at);
+        throw err;
+      }
+      return decision;
+    }
+    decision = repeatedEscalation(decision, cooldownS);
   }
   await deps.decisions.record(decision);
   return decision;

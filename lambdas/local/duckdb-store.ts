@@ -604,6 +604,21 @@ export class DuckDbStore implements TelemetryStore, StateStore {
   }
 
   /**
+   * Gives back an alert claim: deletes it only if it is still the one made at `at`.
+   *
+   * @param alertId - stable alert id
+   * @param at - the claim's time, ISO 8601, as given to {@link claimAlert}
+   * @throws {StoreUnavailableError} when DuckDB fails
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  releaseAlert(alertId: string, at: string): Promise<void> {
+    const atMs = isoToMs(at, 'at');
+    return this.#serial(() =>
+      this.#run('releaseAlert', 'DELETE FROM alert_claims WHERE alert_id = ? AND at_ms = ?', [alertId, atMs]),
+    );
+  }
+
+  /**
    * Waits for the operations under way, then closes the connection and the database; later calls
    * reject with {@link StoreUnavailableError}. Closing twice is fine.
    */

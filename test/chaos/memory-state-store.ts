@@ -112,4 +112,8 @@ export class MemoryStateStore implements StateStore {
     this.claims.set(alertId, atMs);
     return true;
   }
+
+  async releaseAlert(alertId: string, at: string): Promise<void> {
+    if (this.claims.get(alertId) === Date.parse(at)) this.claims.delete(alertId);
+  }
 }

@@ -314,6 +314,21 @@ export function describeStateStoreContract(name: string, makeStore: MakeStateSto
       );
     });
 
+    it('gives back a released claim so the next send is claimed, but keeps a later claim', async () => {
+      // Prepare
+      const id = 'escalation:i-0000000000000000a';
+      await store.claimAlert(id, '2026-03-10T12:00:00.000Z', 3600);
+
+      // Act
+      await store.releaseAlert(id, '2026-03-10T12:00:00.000Z');
+      const again = await store.claimAlert(id, '2026-03-10T12:00:10.000Z', 3600);
+      await store.releaseAlert(id, '2026-03-10T12:00:00.000Z');
+      const third = await store.claimAlert(id, '2026-03-10T12:00:20.000Z', 3600);
+
+      // Assess
+      expect([again, third]).toEqual([true, false]);
+    });
+
     it('counts the cooldown from the last successful claim, not from refused ones', async () => {
       // Prepare
       await store.claimAlert('fake_load:i-0000000000000000a:1', '2026-03-10T12:00:00.000Z', 600);

@@ -138,6 +138,7 @@ describe('ingest handler', () => {
       listRemediations: (g, s) => store.listRemediations(g, s),
       markBroken: (i, k, a) => store.markBroken(i, k, a),
       claimAlert: (id, a, c) => store.claimAlert(id, a, c),
+      releaseAlert: (id, a) => store.releaseAlert(id, a),
       getBrokenSince: async () => Promise.reject(new Error('secret detail')),
     };
     // Act

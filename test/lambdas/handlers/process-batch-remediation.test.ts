@@ -112,6 +112,28 @@ describe('processBatch remediation and ordering', () => {
     expect(remediator.replaced).toEqual([]);
   });
 
+  it('pages the escalation on the retry when its first publish failed, instead of swallowing it for the cooldown', async () => {
+    // Prepare: every replacement refused by the budget; the decision topic fails once
+    const limits = { ...DEFAULT_REMEDIATION_LIMITS, maxPerGroupPerWindow: 0 };
+    let failures = 1;
+    const flaky = {
+      record: async (d: Parameters<RecordingDecisionSink['record']>[0]) => {
+        if (failures-- > 0) throw new Error('SNS unavailable');
+        await decisions.record(d);
+      },
+    };
+    const batch = nextBatch(0);
+
+    // Act
+    const first = processBatch(batch, { ...deps, decisions: flaky, remediationLimits: limits }, NOW);
+    await expect(first).rejects.toThrow('SNS unavailable');
+    const retry = await processBatch(batch, { ...deps, decisions: flaky, remediationLimits: limits }, NOW);
+
+    // Assess
+    expect(retry.decisions.map((d) => d.action)).toEqual(['escalate']);
+    expect(decisions.decisions.map((d) => d.action)).toEqual(['escalate']);
+  });
+
   it('takes the group from enrichment, not from the batch: ten self-reported names spend one budget', async () => {
     // Prepare: ten instances of one real group, each claiming its own group name
     const directory = directoryWithGroup({ name: 'real-group', desired_capacity: 40, tags: {} });
