@@ -57,6 +57,15 @@ export const MIN_COMPRESSION_SIZE_BYTES = 1024;
 export const INGEST_MEMORY_MIB = 512;
 /** Ingest Lambda timeout, seconds: below API Gateway's 29 s integration timeout (`API_GATEWAY_INTEGRATION_TIMEOUT_S`). */
 export const INGEST_TIMEOUT_SECONDS = 25;
+/**
+ * Reserved concurrency of the ingest Lambda, concurrent executions: a cap so a burst (or a forged
+ * flood) cannot take the account's whole Lambda concurrency, and a floor the ingest path always has.
+ * One batch per instance per 10 s at ~100 ms each is ~1 execution per 100 instances, so 100 serves
+ * ~10,000 instances. Must leave the account's unreserved pool ≥ 100 (Lambda quotas).
+ */
+export const DEFAULT_INGEST_RESERVED_CONCURRENCY = 100;
+/** Largest reserved concurrency accepted, executions: the default account concurrency quota (1,000) minus the 100 Lambda keeps unreserved. */
+export const MAX_INGEST_RESERVED_CONCURRENCY = 900;
 /** Powertools service name of the ingest Lambda. */
 export const INGEST_SERVICE_NAME = 'gpu-sentinel-ingest';
 

@@ -91,6 +91,11 @@ export interface GpuSentinelStackProps extends StackProps {
    */
   readonly webAclArn?: string;
   /**
+   * Reserved concurrency of the ingest Lambda, executions, 1..900.
+   * @default 100
+   */
+  readonly ingestReservedConcurrency?: number;
+  /**
    * Absolute path of the ingest handler's entry file. Tests point it at a stub.
    * @default `<repo>/lambdas/handlers/ingest.ts`
    */
@@ -150,6 +155,7 @@ export class GpuSentinelStack extends Stack {
       priceOverridesUsdPerHour: props.priceOverridesUsdPerHour,
       logRetention,
       agentRoleNames: agentRoleNames(this.agentRole.role.roleName, props.agentRoleArns),
+      reservedConcurrentExecutions: props.ingestReservedConcurrency,
     });
     this.api = new IngestApi(this, 'IngestApi', {
       handler: this.ingest.function,

@@ -1,15 +1,18 @@
 import { Aws, Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { AlertTopics } from './alert-topics';
 import {
+  DEFAULT_INGEST_RESERVED_CONCURRENCY,
   INGEST_MEMORY_MIB,
   INGEST_SERVICE_NAME,
   INGEST_TIMEOUT_SECONDS,
   INSTANCE_TYPE_PATTERN,
+  MAX_INGEST_RESERVED_CONCURRENCY,
   QUARANTINE_TAG_KEY,
   REMEDIATION_OPT_OUT_VALUE,
   REMEDIATION_TAG_KEY,
@@ -18,7 +21,7 @@ import { PropsValidationError } from './props-validation-error';
 import { DEFAULT_REMEDIATION_MODE, REMEDIATION_MODES, type RemediationMode } from './remediation-mode';
 import type { RemediationState } from './remediation-state';
 import type { TelemetryDatabase } from './telemetry-database';
-import { validateOneOf, validatePattern } from './validate-props';
+import { validateIntegerInRange, validateOneOf, validatePattern } from './validate-props';
 
 /**
  * The Lambda runtime of the ingest function: the newest Node.js this aws-cdk-lib offers
@@ -77,17 +80,26 @@ export interface IngestFunctionProps {
    * @default RemovalPolicy.RETAIN
    */
   readonly logRemovalPolicy?: RemovalPolicy;
+  /**
+   * Reserved concurrency of the function, executions, 1..900: the most batches processed at once
+   * (API Gateway answers 429 past it and the agents retry), and a share of the account's Lambda
+   * concurrency no other function can take.
+   * @default 100 ({@link DEFAULT_INGEST_RESERVED_CONCURRENCY})
+   */
+  readonly reservedConcurrentExecutions?: number;
 }
 
 /**
  * The ingest Lambda (DESIGN.md §1): validates a batch, computes the waste ledger, writes
  * Timestream, evaluates the per-instance rules, publishes alerts and remediates. arm64, Node.js
- * 24, 512 MiB, 25 s, X-Ray active, bundled by esbuild (CJS, minified, source maps), with an
- * explicit log group and a role written by hand (no AWS managed policy):
+ * 24, 512 MiB, 25 s, reserved concurrency 100, X-Ray active, bundled by esbuild (CJS, minified,
+ * source maps), with an explicit log group encrypted by its own KMS key and a role written by hand
+ * (no AWS managed policy):
  * - `logs:CreateLogStream`, `logs:PutLogEvents` on its own log group;
  * - `timestream:WriteRecords` on the three tables, `timestream:DescribeEndpoints` on `*`;
  * - `sns:Publish` on critical/warning/info, `kms:GenerateDataKey`/`kms:Decrypt` on their key;
- * - `dynamodb:GetItem/PutItem/UpdateItem/Query` on the state table;
+ * - `dynamodb:GetItem/PutItem/UpdateItem/DeleteItem/Query` on the state table (a transaction's
+ *   items are authorized as these actions);
  * - `autoscaling:DescribeAutoScalingInstances`, `autoscaling:DescribeAutoScalingGroups` and
  *   `ec2:DescribeInstances` on `*` (server-side enrichment and the sender check; these actions
  *   support no resource-level permissions);
@@ -106,14 +118,17 @@ export class IngestFunction extends Construct {
   readonly function: nodejs.NodejsFunction;
   /** Its execution role. */
   readonly role: iam.Role;
-  /** Its log group. */
+  /** Its log group, encrypted with {@link logKey}. */
   readonly logGroup: logs.LogGroup;
+  /** The customer managed key (rotated yearly) its log group is encrypted with; CloudWatch Logs of this account and region may use it for log groups only. */
+  readonly logKey: kms.Key;
   /** The remediation mode in effect. */
   readonly remediationMode: RemediationMode;
 
   /**
-   * @throws {PropsValidationError} when `remediationMode` is not `off|notify|replace` or a price
-   *   override has a bad instance type or a price that is not a finite number ≥ 0
+   * @throws {PropsValidationError} when `remediationMode` is not `off|notify|replace`, a price
+   *   override has a bad instance type or a price that is not a finite number ≥ 0, or
+   *   `reservedConcurrentExecutions` is not an integer in 1..900
    */
   constructor(scope: Construct, id: string, props: IngestFunctionProps) {
     super(scope, id);
@@ -123,10 +138,36 @@ export class IngestFunction extends Construct {
       REMEDIATION_MODES,
     );
     const priceOverrides = validatePriceOverrides(props.priceOverridesUsdPerHour ?? {});
+    const reservedConcurrentExecutions = validateIntegerInRange(
+      'reservedConcurrentExecutions',
+      props.reservedConcurrentExecutions ?? DEFAULT_INGEST_RESERVED_CONCURRENCY,
+      1,
+      MAX_INGEST_RESERVED_CONCURRENCY,
+    );
 
+    this.logKey = new kms.Key(this, 'LogKey', {
+      description: 'gpu-sentinel: encrypts the ingest Lambda log group',
+      enableKeyRotation: true,
+      removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN,
+    });
+    // CloudWatch Logs encrypts with the key on the log group's behalf; the encryption context names
+    // the log group, so the key serves this account's log groups in this region only.
+    this.logKey.addToResourcePolicy(
+      new iam.PolicyStatement({
+        principals: [new iam.ServicePrincipal(`logs.${Aws.REGION}.amazonaws.com`)],
+        actions: ['kms:Encrypt*', 'kms:Decrypt*', 'kms:ReEncrypt*', 'kms:GenerateDataKey*', 'kms:Describe*'],
+        resources: ['*'],
+        conditions: {
+          ArnLike: {
+            'kms:EncryptionContext:aws:logs:arn': `arn:${Aws.PARTITION}:logs:${Aws.REGION}:${Aws.ACCOUNT_ID}:log-group:*`,
+          },
+        },
+      }),
+    );
     this.logGroup = new logs.LogGroup(this, 'LogGroup', {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN,
+      encryptionKey: this.logKey,
     });
     this.role = new iam.Role(this, 'ServiceRole', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
@@ -148,6 +189,7 @@ export class IngestFunction extends Construct {
       memorySize: INGEST_MEMORY_MIB,
       timeout: Duration.seconds(INGEST_TIMEOUT_SECONDS),
       tracing: lambda.Tracing.ACTIVE,
+      reservedConcurrentExecutions,
       role: this.role,
       logGroup: this.logGroup,
       description: 'gpu-sentinel: validates agent batches, writes Timestream, alerts and remediates',

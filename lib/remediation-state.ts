@@ -19,7 +19,9 @@ export interface RemediationStateProps {
  * alert cooldowns, written with conditional writes so two Lambdas never act twice.
  *
  * Keys `pk` (S) and `sk` (S); items expire through the TTL attribute `expires_at` (epoch seconds);
- * on-demand capacity, point-in-time recovery on, encrypted at rest with the AWS managed key.
+ * on-demand capacity, point-in-time recovery on, deletion protection on (the budgets and the
+ * once-per-instance records must not vanish with a mistaken delete), encrypted at rest with the
+ * AWS managed key.
  *
  * @example
  * const state = new RemediationState(this, 'RemediationState');
@@ -39,13 +41,16 @@ export class RemediationState extends Construct {
       encryption: dynamodb.TableEncryption.AWS_MANAGED,
       timeToLiveAttribute: STATE_TTL_ATTRIBUTE,
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+      deletionProtection: true,
     });
   }
 
   /**
    * Lets `grantee` read and write state items: `dynamodb:GetItem`, `dynamodb:PutItem`,
-   * `dynamodb:UpdateItem` and `dynamodb:Query` on the table (no Scan, no Delete: records expire
-   * through TTL).
+   * `dynamodb:UpdateItem`, `dynamodb:DeleteItem` and `dynamodb:Query` on the table (no Scan).
+   * `TransactWriteItems` (the atomic remediation reservation) is authorized per item as these
+   * actions; `DeleteItem` releases a reservation whose Auto Scaling call failed (conditional on
+   * its lease); other records expire through TTL.
    *
    * @param grantee - the principal to grant to
    * @returns the grant
@@ -53,7 +58,13 @@ export class RemediationState extends Construct {
   grantReadWrite(grantee: iam.IGrantable): iam.Grant {
     return iam.Grant.addToPrincipal({
       grantee,
-      actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'],
+      actions: [
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:UpdateItem',
+        'dynamodb:DeleteItem',
+        'dynamodb:Query',
+      ],
       resourceArns: [this.table.tableArn],
     });
   }

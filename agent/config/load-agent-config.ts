@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isLoopbackHost } from '../send/loopback-host';
 import { AGENT_CONFIG_OPTIONS, type AgentConfigOption } from './agent-config-options';
 import {
   AGENT_CONFIG_DEFAULTS,
@@ -230,6 +231,16 @@ function checkAcrossOptions(
       config.horizonS,
       `Expected \`horizonS\` to be >= \`flushIntervalS\` = ${config.flushIntervalS} (flushIntervalS from ${describeSource(from('flushIntervalS'))}), got \`${config.horizonS}\` (number)`,
     );
+  if (config.auth === 'sigv4' && config.endpoint !== undefined) {
+    const url = new URL(config.endpoint);
+    if (url.protocol === 'http:' && !isLoopbackHost(url.hostname))
+      throw new AgentConfigError(
+        from('endpoint'),
+        'endpoint',
+        config.endpoint,
+        `Expected \`endpoint\` to be an https:// URL when \`auth\` is \`sigv4\` (plain http only to a loopback host: signed requests must not cross the network in the clear), got \`${config.endpoint}\``,
+      );
+  }
   if (config.imds === 'off')
     for (const name of ['instanceId', 'instanceType', 'region'] as const)
       if (config[name] === undefined)

@@ -47,7 +47,7 @@ while [[ $# -gt 0 ]]; do
 done
 
 [[ $PREFIX == /* ]] || die "Expected \`--prefix\` to be an absolute path, got \`$PREFIX\`"
-if [[ -n $ENDPOINT && ! $ENDPOINT =~ ^https?://[^\"\|[:space:]]+$ ]]; then
+if [[ -n $ENDPOINT && ! $ENDPOINT =~ ^https?://[^[:space:]]+$ ]]; then
   die "Expected \`--endpoint\` to be an http(s) URL, got \`$ENDPOINT\`"
 fi
 ROOT=${ROOT%/}
@@ -113,7 +113,15 @@ config="$ROOT/etc/gpu-sentinel/agent.json"
 if [[ -e $config ]]; then
   say "kept the existing $config"
 elif [[ -n $ENDPOINT ]]; then
-  sed "s|\"endpoint\": null|\"endpoint\": \"$ENDPOINT\"|" "$SRC/agent.sample.json" | write_file "$config" 0644
+  # A JSON tool, not sed: any character of the URL (&, |, quotes, backslashes) stays the URL.
+  json_node=$NODE
+  [[ -x $json_node ]] || json_node=$(command -v node || true)
+  [[ -n $json_node ]] || die "Expected a Node.js here to write --endpoint into $config, got nothing; pass --node PATH"
+  "$json_node" -e '
+    const [sample, endpoint] = process.argv.slice(1);
+    const config = JSON.parse(require("node:fs").readFileSync(sample, "utf8"));
+    process.stdout.write(`${JSON.stringify({ ...config, endpoint }, null, 2)}\n`);
+  ' "$SRC/agent.sample.json" "$ENDPOINT" | write_file "$config" 0644
 else
   write_file "$config" 0644 <"$SRC/agent.sample.json"
   say "$config has the defaults: set \"endpoint\" (or GPU_SENTINEL_ENDPOINT) before starting"

@@ -7,6 +7,7 @@ import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smit
 import pRetry, { AbortError } from 'p-retry';
 import type { Batch } from '../../lambdas/contract';
 import { type ApiErrorBody, SendFailedError, SendRejectedError } from '../errors';
+import { isLoopbackHost } from './loopback-host';
 import { nodeFetch } from './node-fetch';
 
 /** How requests are authenticated: `sigv4` (API Gateway IAM auth) or `none` (loopback local mode). */
@@ -30,6 +31,14 @@ export interface HttpSenderOptions {
   readonly clock?: () => Date;
   /** Retries after the first attempt on 429, 5xx and network errors, 0..20. @default 5 */
   readonly retries?: number;
+  /**
+   * Retries after a 401 or 403, each with fresh credentials (the provider is asked with
+   * `forceRefresh`), 0..20. API Gateway answers 403 for expired credentials, clock skew and IAM
+   * changes still propagating, not only for a caller it will never admit; only after these retries
+   * is the batch refused for good (`SendRejectedError`).
+   * @default 3
+   */
+  readonly authRetries?: number;
   /** First retry delay, ms (exponential, factor 2, with jitter ×1..2). @default 500 */
   readonly minTimeoutMs?: number;
   /** Largest retry delay, ms. @default 30000 */
@@ -46,6 +55,9 @@ export interface SendResult {
   readonly accepted: number;
 }
 
+/** Statuses API Gateway answers for a signature or identity it does not accept (now). */
+const AUTH_STATUSES: ReadonlySet<number> = new Set([401, 403]);
+
 class RetryableHttpError extends Error {
   override readonly name = 'RetryableHttpError';
   constructor(readonly status: number) {
@@ -57,7 +69,9 @@ class RetryableHttpError extends Error {
  * Delivers batches to `POST <endpoint>/v1/batches` as gzip JSON (`Content-Encoding: gzip`),
  * signed with SigV4 (service `execute-api`; the compressed body and every header sent are signed)
  * or unsigned for the loopback local pipeline. Retries 429, 5xx and network errors with
- * exponential backoff and jitter (p-retry); any other 4xx is final.
+ * exponential backoff and jitter (p-retry); retries 401/403 `authRetries` times with refreshed
+ * credentials; any other 4xx is final. SigV4 is sent over `https://`, or plain `http://` only to a
+ * loopback host (the signed headers would otherwise cross the network in the clear).
  *
  * @example
  * const sender = new HttpSender({ endpoint: 'https://abc.execute-api.us-east-1.amazonaws.com/prod', region: 'us-east-1' });
@@ -70,13 +84,16 @@ export class HttpSender {
   private readonly doFetch: typeof fetch;
   private readonly clock: () => Date;
   private readonly retries: number;
+  private readonly authRetries: number;
+  /** Set after a 401/403: the next signature asks the provider for fresh credentials. */
+  private refreshCredentials = false;
   private readonly minTimeoutMs: number;
   private readonly maxTimeoutMs: number;
   private readonly requestTimeoutMs: number;
 
   /**
    * @param opts - see {@link HttpSenderOptions}
-   * @throws {RangeError} when `endpoint` is not an http(s) URL, `region` is missing for `sigv4`, or a number option is out of range
+   * @throws {RangeError} when `endpoint` is not an http(s) URL, is plain `http://` to a non-loopback host with `sigv4`, `region` is missing for `sigv4`, or a number option is out of range
    */
   constructor(opts: HttpSenderOptions) {
     let base: URL;
@@ -92,16 +109,29 @@ export class HttpSender {
     this.doFetch = opts.fetch ?? nodeFetch;
     this.clock = opts.clock ?? (() => new Date());
     this.retries = checkRange('retries', opts.retries ?? 5, 0, 20);
+    this.authRetries = checkRange('authRetries', opts.authRetries ?? 3, 0, 20);
     this.minTimeoutMs = checkRange('minTimeoutMs', opts.minTimeoutMs ?? 500, 0, 3_600_000);
     this.maxTimeoutMs = checkRange('maxTimeoutMs', opts.maxTimeoutMs ?? 30_000, this.minTimeoutMs, 3_600_000);
     this.requestTimeoutMs = checkRange('requestTimeoutMs', opts.requestTimeoutMs ?? 10_000, 1, 600_000);
     if (this.auth === 'sigv4') {
       if (!opts.region)
         throw new RangeError('Expected `region` (e.g. us-east-1) when `auth` is sigv4, got `undefined`');
+      if (base.protocol === 'http:' && !isLoopbackHost(base.hostname))
+        throw new RangeError(
+          `Expected an https:// \`endpoint\` for SigV4 (plain http only to a loopback host), got \`${opts.endpoint}\``,
+        );
+      const provider = opts.credentials ?? defaultProvider();
       this.signer = new SignatureV4({
         service: 'execute-api',
         region: opts.region,
-        credentials: opts.credentials ?? defaultProvider(),
+        credentials:
+          typeof provider === 'function'
+            ? () => {
+                const forceRefresh = this.refreshCredentials;
+                this.refreshCredentials = false;
+                return provider(forceRefresh ? { forceRefresh } : undefined);
+              }
+            : provider,
         sha256: Sha256,
       });
     }
@@ -118,18 +148,27 @@ export class HttpSender {
    *
    * @param batch - a contract batch
    * @returns `{ status, accepted }` from the API's 2xx answer
-   * @throws {SendRejectedError} on a 4xx other than 429 (not retried), with the API's `{ error, path }`
+   * @throws {SendRejectedError} on a 4xx other than 429, 401 and 403 (not retried), or on a 401/403
+   *   that persisted through `authRetries` credential refreshes; with the API's `{ error, path }`
    * @throws {SendFailedError} when every attempt got a 429, a 5xx or a network error
    */
   async send(batch: Batch): Promise<SendResult> {
     const body = gzipSync(JSON.stringify(batch));
     let attempts = 0;
+    let authFailures = 0;
+    let transientFailures = 0;
     let lastStatus: number | undefined;
     try {
       return await pRetry(
         async () => {
           attempts++;
-          const response = await this.post(body);
+          let response: Response;
+          try {
+            response = await this.post(body);
+          } catch (error) {
+            if (++transientFailures > this.retries) throw new AbortError(error as Error);
+            throw error;
+          }
           lastStatus = response.status;
           if (response.status >= 200 && response.status < 300) {
             const json = (await response.json().catch(() => ({}))) as { accepted?: unknown };
@@ -140,13 +179,20 @@ export class HttpSender {
           }
           if (response.status === 429 || response.status >= 500) {
             await response.body?.cancel();
+            if (++transientFailures > this.retries)
+              throw new AbortError(new RetryableHttpError(response.status));
+            throw new RetryableHttpError(response.status);
+          }
+          if (AUTH_STATUSES.has(response.status) && ++authFailures <= this.authRetries) {
+            await response.body?.cancel();
+            this.refreshCredentials = true;
             throw new RetryableHttpError(response.status);
           }
           const errorBody = (await response.json().catch(() => undefined)) as ApiErrorBody | undefined;
           throw new AbortError(new SendRejectedError(batch.batch_id, response.status, errorBody));
         },
         {
-          retries: this.retries,
+          retries: this.retries + this.authRetries,
           minTimeout: this.minTimeoutMs,
           maxTimeout: this.maxTimeoutMs,
           factor: 2,

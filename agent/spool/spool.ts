@@ -1,13 +1,17 @@
 import type { FileHandle } from 'node:fs/promises';
-import { mkdir, open, readdir, readFile, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Batch } from '../../lambdas/contract';
+import { estimateLoss, type KnownRecord } from './damage-estimate';
 import { syncDir, writeFileAtomic } from './durable-file';
-import { SpoolClosedError, SpoolOrderError } from './errors';
+import { SpoolClosedError, SpoolCorruptError, SpoolOrderError } from './errors';
 import {
   decodeRecord,
+  encodeFiller,
   encodeRecord,
+  isFiller,
   MAX_RECORD_PAYLOAD_BYTES,
+  MIN_RECORD_BYTES,
   parseSegmentFileName,
   RECORD_HEADER_BYTES,
   SEGMENT_MAGIC,
@@ -48,6 +52,9 @@ export const CURSOR_FILE = 'cursor.json';
 
 /** Name of the quarantine directory in the spool directory. */
 export const REJECTED_DIR = 'rejected';
+
+/** Name of the directory a segment file that is not a spool segment (bad magic) is moved to on open. */
+export const DAMAGED_DIR = 'damaged';
 
 /** Options of {@link Spool.open}. */
 export interface SpoolOptions {
@@ -475,6 +482,7 @@ export class Spool {
     n: number,
     how: Removal,
     unwritten: readonly Omit<Entry, 'segment' | 'offset' | 'bytes'>[] = [],
+    seqFloor?: number,
   ) {
     const removed = this.entries.slice(0, n);
     const next = this.entries[n];
@@ -486,7 +494,13 @@ export class Spool {
       : lastRemoved
         ? { segment: (lastIndex ?? this.cursor.segment) + 1, offset: 0 }
         : { segment: this.cursor.segment, offset: this.cursor.offset };
-    const lastRemovedSeq = lastRemoved?.seq ?? this.cursor.lastRemovedSeq;
+    // The highest seq that left (or, for damaged bytes, may have left): the next seq starts above it.
+    const seqs = [
+      lastRemoved?.seq ?? this.cursor.lastRemovedSeq,
+      seqFloor,
+      ...unwritten.map((e) => e.seq).filter((seq) => seq >= 0),
+    ].filter((x): x is number => x !== undefined);
+    const lastRemovedSeq = seqs.length > 0 ? Math.max(...seqs) : undefined;
     const build = (base: SpoolCursor): SpoolCursor => {
       const unreported = mergeDropped(base.unreported, dropped);
       return {
@@ -504,6 +518,7 @@ export class Spool {
     this.entries.splice(0, n);
     for (const e of removed) this.bytes -= e.bytes;
     for (const e of unwritten) if (e.seq >= 0) this.lastSeq = Math.max(this.lastSeq ?? e.seq, e.seq);
+    if (seqFloor !== undefined) this.lastSeq = Math.max(this.lastSeq ?? seqFloor, seqFloor);
     const garbage = [...this.segments.keys()].filter((index) => index < position.segment);
     if (garbage.length === 0) return;
     if (this.active && garbage.includes(this.active.index)) {
@@ -607,6 +622,14 @@ export class Spool {
     this.lastSeq = this.cursor.lastRemovedSeq;
     let dirChanged = false;
     const damaged: Omit<Entry, 'segment' | 'offset' | 'bytes'>[] = [];
+    let seqFloor: number | undefined;
+    const lose = (bytes: number, prev?: KnownRecord, next?: KnownRecord): void => {
+      const loss = estimateLoss(bytes, prev, next);
+      for (const b of loss.batches) damaged.push({ seq: b.seq, batchId: '', atMs: 0, windows: b.windows });
+      if (loss.seqCeiling !== undefined) seqFloor = Math.max(seqFloor ?? loss.seqCeiling, loss.seqCeiling);
+    };
+    let prev: KnownRecord | undefined;
+    let foreignBytes = 0;
     for (const index of indices) {
       const file = join(this.dir, segmentFileName(index));
       if (index < this.cursor.segment) {
@@ -614,42 +637,123 @@ export class Spool {
         dirChanged = true;
         continue;
       }
-      const scan = scanSegment(file, await readFile(file));
+      const data = await readFile(file);
+      let scan: ReturnType<typeof scanSegment>;
+      try {
+        scan = scanSegment(file, data);
+      } catch (error) {
+        if (!(error instanceof SpoolCorruptError)) throw error;
+        // A bad magic: ours with a damaged header when intact batch records follow it (the magic is
+        // rewritten and the records kept), else a file this spool never wrote (set aside, counted).
+        const behind =
+          data.length > SEGMENT_MAGIC.length
+            ? scanSegment(file, Buffer.concat([SEGMENT_MAGIC, data.subarray(SEGMENT_MAGIC.length)]))
+            : undefined;
+        if (behind?.records.some((r) => readMeta(r.payload, this.clock()) !== undefined)) {
+          await writeAt(file, 0, SEGMENT_MAGIC);
+          this.warn('spool segment header damaged; rewritten, its records kept', {
+            segment: segmentFileName(index),
+          });
+          scan = behind;
+        } else {
+          const moved = await this.setAside(file, index);
+          foreignBytes += data.length;
+          // Counted as one batch of unknown size: what (if anything) it held is unknowable.
+          damaged.push({ seq: -1, batchId: '', atMs: 0, windows: 0 });
+          this.warn('spool file is not a spool segment; moved aside, the agent goes on', {
+            segment: segmentFileName(index),
+            moved_to: moved,
+            bytes: data.length,
+            error: error.message,
+          });
+          dirChanged = true;
+          continue;
+        }
+      }
       if (scan.validBytes === 0) {
         // Created but its magic never reached the disk: no record can be in it.
         await unlinkIfExists(file);
         dirChanged = true;
         continue;
       }
+      const known = scan.records.map((record) => ({
+        record,
+        meta: isFiller(record.payload) ? undefined : readMeta(record.payload, this.clock()),
+        filler: isFiller(record.payload),
+      }));
+      const knownAt = (i: number): KnownRecord | undefined => {
+        const k = known[i];
+        return k?.meta === undefined ? undefined : { ...k.meta, bytes: k.record.bytes };
+      };
+      const skipped = (offset: number): boolean =>
+        index === this.cursor.segment && offset < this.cursor.offset;
+      // Damage between intact records: each region loses only what it held, then is overwritten
+      // with a filler record so a later open does not count it again.
+      for (const region of scan.damaged) {
+        if (skipped(region.offset)) continue;
+        const after = known.findIndex((k) => k.record.offset > region.offset);
+        const before = after === -1 ? known.length - 1 : after - 1;
+        lose(region.bytes, knownAt(before) ?? (before < 0 ? prev : undefined), knownAt(after));
+        await this.fill(file, region.offset, region.bytes);
+        this.warn('spool segment has a damaged record; it alone is dropped and counted', {
+          segment: segmentFileName(index),
+          offset: region.offset,
+          bytes: region.bytes,
+        });
+      }
       if (scan.tail !== 'clean') {
         await truncateFile(file, scan.validBytes);
         // A torn tail is a write cut short, never acknowledged: no loss. Only the last segment can
         // have one in normal operation; elsewhere a bad tail is counted (over-reported, never silent).
         const torn = scan.tail === 'torn' && index === indices.at(-1);
-        if (!torn) damaged.push({ seq: -1, batchId: '', atMs: 0, windows: 0 });
+        const last = known.length > 0 ? knownAt(known.length - 1) : prev;
+        if (!torn) lose(data.length - scan.validBytes, last);
         this.warn(
           torn
             ? 'spool segment ended in a torn record (a write cut short); truncated'
-            : 'spool segment has a damaged record; it and the rest of the segment are dropped',
+            : 'spool segment ends in damaged bytes with no intact record after them; dropped and counted',
           { segment: segmentFileName(index), valid_bytes: scan.validBytes },
         );
       }
-      for (const record of scan.records) {
-        if (index === this.cursor.segment && record.offset < this.cursor.offset) continue;
-        const meta = readMeta(record.payload, this.clock());
+      for (const { record, meta, filler } of known) {
+        if (filler || (meta === undefined && skipped(record.offset))) continue;
         if (!meta) {
-          damaged.push({ seq: -1, batchId: '', atMs: 0, windows: 0 });
+          damaged.push({ seq: -1, batchId: '', atMs: 0, windows: prev?.windows ?? 0 });
           continue;
         }
+        prev = { ...meta, bytes: record.bytes };
+        if (skipped(record.offset)) continue;
         this.entries.push({ segment: index, offset: record.offset, bytes: record.bytes, ...meta });
         this.bytes += record.bytes;
         this.lastSeq = Math.max(this.lastSeq ?? meta.seq, meta.seq);
       }
       this.segments.set(index, scan.validBytes);
     }
+    if (foreignBytes > 0) {
+      // A set-aside file may have held batches of this agent: skip past every seq it could have held.
+      const top = Math.max(seqFloor ?? -1, this.lastSeq ?? -1);
+      if (top >= 0) seqFloor = top + Math.ceil(foreignBytes / MIN_RECORD_BYTES);
+    }
     if (dirChanged) await syncDir(this.dir);
-    if (damaged.length > 0) await this.remove(0, 'drop', damaged);
+    if (damaged.length > 0 || seqFloor !== undefined) await this.remove(0, 'drop', damaged, seqFloor);
     await this.enforceLimits(0);
+  }
+
+  /** Moves a file that is not a spool segment into `damaged/` (a unique name), durably. */
+  private async setAside(file: string, index: number): Promise<string> {
+    const dir = join(this.dir, DAMAGED_DIR);
+    await mkdir(dir, { recursive: true });
+    let target = join(dir, segmentFileName(index));
+    for (let n = 1; await exists(target); n++) target = join(dir, `${segmentFileName(index)}.${n}`);
+    await rename(file, target);
+    await syncDir(dir);
+    return target;
+  }
+
+  /** Overwrites a counted damaged region with one filler record (left as it is when too small to hold one). */
+  private async fill(file: string, offset: number, bytes: number): Promise<void> {
+    const filler = encodeFiller(bytes);
+    if (filler !== undefined) await writeAt(file, offset, filler);
   }
 }
 
@@ -704,6 +808,27 @@ async function truncateFile(file: string, bytes: number): Promise<void> {
     await handle.datasync();
   } finally {
     await handle.close();
+  }
+}
+
+/** Writes `bytes` at `offset` of an existing file, durably (fdatasync). */
+async function writeAt(file: string, offset: number, bytes: Buffer): Promise<void> {
+  const handle = await open(file, 'r+');
+  try {
+    await handle.write(bytes, 0, bytes.length, offset);
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
   }
 }
 

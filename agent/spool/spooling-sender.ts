@@ -50,8 +50,9 @@ export interface DrainResult {
  * Delivers batches in order without losing any silently: a batch that cannot be sent now goes to the
  * on-disk {@link Spool} and is replayed, oldest first, by {@link drain}. Nothing overtakes a spooled
  * batch: while the spool holds anything (or a drain runs), {@link submit} appends instead of sending.
- * A batch the API refuses (4xx) is quarantined, never retried. Drops (spool bounds, write errors)
- * become one `data_dropped` event through {@link takeDroppedEvent}.
+ * A batch the API refuses (4xx, or a 401/403 that outlived the sender's credential refreshes) is
+ * quarantined, never retried. Every loss (spool bounds, damaged records, write errors, refusals)
+ * becomes one `data_dropped` event through {@link takeDroppedEvent}.
  *
  * Neither method throws: failures are outcomes, counters and warnings.
  *
@@ -72,7 +73,9 @@ export class SpoolingSender {
   private rejected = 0;
   /** Batches the spool could not take (write errors), lifetime / not yet reported in an event. */
   private lost = 0;
-  private lostUnreported: { batches: number; windows: number; firstSeq: number; lastSeq: number } | undefined;
+  private lostUnreported: DroppedReport | undefined;
+  /** Batches the API refused (set aside in `rejected/`), not yet reported in an event. */
+  private refusedUnreported: DroppedReport | undefined;
 
   /** @param opts - see {@link SpoolingSenderOptions} */
   constructor(opts: SpoolingSenderOptions) {
@@ -121,8 +124,8 @@ export class SpoolingSender {
   }
 
   /**
-   * The `data_dropped` event for drops not reported yet (spool bounds, damaged records, write
-   * errors), then resets them; undefined when nothing was dropped since the last call. Put it in the
+   * The `data_dropped` event for losses not reported yet (spool bounds, damaged records, write
+   * errors, batches the API refused and that were set aside), then resets them; undefined when nothing was dropped since the last call. Put it in the
    * next batch's `events`.
    *
    * @param now - the event's time
@@ -131,13 +134,16 @@ export class SpoolingSender {
   takeDroppedEvent(now: Date): GpuEvent | undefined {
     const fromSpool = this.spool.takeDroppedReport();
     const fromWrites = this.lostUnreported;
+    const refused = this.refusedUnreported;
     this.lostUnreported = undefined;
-    if (!fromSpool && !fromWrites) return undefined;
+    this.refusedUnreported = undefined;
+    if (!fromSpool && !fromWrites && !refused) return undefined;
     const parts: string[] = [];
     if (fromSpool)
-      parts.push(`${describe(fromSpool)} dropped by the on-disk spool (size or age bound reached)`);
+      parts.push(`${describe(fromSpool)} dropped by the on-disk spool (bound reached or records damaged)`);
     if (fromWrites) parts.push(`${describe(fromWrites)} lost: the spool could not write them`);
-    const windows = (fromSpool?.windows ?? 0) + (fromWrites?.windows ?? 0);
+    if (refused) parts.push(`${describe(refused)} refused by the API and set aside in rejected/`);
+    const windows = (fromSpool?.windows ?? 0) + (fromWrites?.windows ?? 0) + (refused?.windows ?? 0);
     return {
       at: now.toISOString(),
       kind: 'data_dropped',
@@ -169,14 +175,7 @@ export class SpoolingSender {
       await this.spool.append(batch);
     } catch (error) {
       this.lost += 1;
-      const windows = batch.windows.filter((w) => w.kind !== 'horizon').length;
-      const prev = this.lostUnreported;
-      this.lostUnreported = {
-        batches: (prev?.batches ?? 0) + 1,
-        windows: (prev?.windows ?? 0) + windows,
-        firstSeq: prev?.firstSeq ?? batch.seq,
-        lastSeq: batch.seq,
-      };
+      this.lostUnreported = addLoss(this.lostUnreported, batch);
       this.warn('spool append failed; batch lost', { seq: batch.seq, error: (error as Error).message });
       return 'dropped';
     }
@@ -251,6 +250,7 @@ export class SpoolingSender {
       if (spooledId !== undefined) return false;
     }
     this.rejected += 1;
+    this.refusedUnreported = addLoss(this.refusedUnreported, batch);
     return true;
   }
 
@@ -262,6 +262,16 @@ export class SpoolingSender {
       error: (error as Error)?.message ?? String(error),
     });
   }
+}
+
+/** A loss report with one more batch: its flush windows added, its seq widening the range. */
+function addLoss(prev: DroppedReport | undefined, batch: Batch): DroppedReport {
+  return {
+    batches: (prev?.batches ?? 0) + 1,
+    windows: (prev?.windows ?? 0) + batch.windows.filter((w) => w.kind !== 'horizon').length,
+    firstSeq: Math.min(prev?.firstSeq ?? batch.seq, batch.seq),
+    lastSeq: Math.max(prev?.lastSeq ?? batch.seq, batch.seq),
+  };
 }
 
 function isRejection(error: unknown): error is SendRejectedError {

@@ -1,17 +1,38 @@
 import {
+  type AttributeValue,
   ConditionalCheckFailedException,
+  DeleteItemCommand,
+  type DeleteItemCommandInput,
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
   type PutItemCommandInput,
   QueryCommand,
   type QueryCommandInput,
+  TransactionCanceledException,
+  type TransactWriteItem,
+  TransactWriteItemsCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import type { RemediationRecord, StateStore } from '../domain/ports';
+import type {
+  RemediationRecord,
+  RemediationReservation,
+  RemediationReservationRequest,
+  StateStore,
+} from '../domain/ports';
 import { GROUP_HISTORY_TTL_S } from './constants';
 import { StoreUnavailableError } from './errors';
 import { isoToMs } from './iso-time';
+import {
+  type BudgetSlot,
+  budgetedGroup,
+  budgetScopes,
+  FLEET_SCOPE,
+  groupScope,
+  leaseIdFor,
+  pickBudgetSlot,
+  reservationTimes,
+} from './remediation-budget';
 
 /** Options of {@link DynamoDbStateStore}. */
 export interface DynamoDbStateStoreOptions {
@@ -22,6 +43,40 @@ export interface DynamoDbStateStoreOptions {
 
 /** Seconds an alert claim is kept after its cooldown ends (then TTL deletes it; a missing claim is claimable). */
 const ALERT_CLAIM_TTL_MARGIN_S = 24 * 3600;
+
+/**
+ * Most optimistic tries of one reservation: each lost race means another invocation took a slot,
+ * so after `groupLimit + fleetLimit` losses the budget is spent; the rest absorbs transaction conflicts.
+ */
+const RESERVATION_EXTRA_ATTEMPTS = 4;
+
+/** True for DynamoDB's failed-condition answer (the SDK class, or its name after a re-wrap). */
+function isConditionFailed(error: unknown): boolean {
+  return (
+    error instanceof ConditionalCheckFailedException ||
+    (error as { name?: string })?.name === 'ConditionalCheckFailedException'
+  );
+}
+
+/** The `instance#<id>`, `remediation` item of a record, with the reservation fields given. */
+function remediationItem(
+  record: RemediationRecord,
+  reservation: Record<string, string | number>,
+): Record<string, AttributeValue> {
+  return marshall(
+    {
+      pk: `instance#${record.instance_id}`,
+      sk: 'remediation',
+      instance_id: record.instance_id,
+      asg_name: record.asg_name,
+      action: record.action,
+      at: record.at,
+      rule: record.rule,
+      ...reservation,
+    },
+    { removeUndefinedValues: true },
+  );
+}
 
 /** An item → remediation record. */
 function toRecord(item: Record<string, unknown>): RemediationRecord {
@@ -62,13 +117,54 @@ export class DynamoDbStateStore implements StateStore {
       await this.#client.send(new PutItemCommand({ TableName: this.#table, ...input }));
       return true;
     } catch (error) {
-      if (
-        error instanceof ConditionalCheckFailedException ||
-        (error as { name?: string })?.name === 'ConditionalCheckFailedException'
-      ) {
-        return false;
-      }
+      if (isConditionFailed(error)) return false;
       throw this.#unavailable(operation, error);
+    }
+  }
+
+  /** Sends a conditional delete; a failed condition (not ours any more) is fine. */
+  async #deleteIf(input: Omit<DeleteItemCommandInput, 'TableName'>, operation: string): Promise<void> {
+    try {
+      await this.#client.send(new DeleteItemCommand({ TableName: this.#table, ...input }));
+    } catch (error) {
+      if (!isConditionFailed(error)) throw this.#unavailable(operation, error);
+    }
+  }
+
+  /** The taken slots of one budget scope (strongly consistent). */
+  async #slots(scope: string): Promise<BudgetSlot[]> {
+    const items = await this.#query(
+      {
+        KeyConditionExpression: 'pk = :p AND begins_with(sk, :b)',
+        ExpressionAttributeValues: marshall({ ':p': `budget#${scope}`, ':b': 'slot#' }),
+        ConsistentRead: true,
+      },
+      'Query budget slots',
+    );
+    return items.map((i) => ({ slot: i.slot as number, at_ms: i.at_ms as number }));
+  }
+
+  /** Writes the group-history item of a remediation in a group (TTL 7 days), read by {@link listRemediations}. */
+  async #putGroupHistory(record: RemediationRecord): Promise<void> {
+    const atMs = isoToMs(record.at, 'record.at');
+    try {
+      await this.#client.send(
+        new PutItemCommand({
+          TableName: this.#table,
+          Item: marshall({
+            pk: `asg#${record.asg_name}`,
+            sk: `${new Date(atMs).toISOString()}#${record.instance_id}`,
+            instance_id: record.instance_id,
+            asg_name: record.asg_name,
+            action: record.action,
+            at: record.at,
+            rule: record.rule,
+            expires_at: Math.floor(atMs / 1000) + GROUP_HISTORY_TTL_S,
+          }),
+        }),
+      );
+    } catch (error) {
+      throw this.#unavailable('PutItem group history', error);
     }
   }
 
@@ -119,7 +215,9 @@ export class DynamoDbStateStore implements StateStore {
           ConsistentRead: true,
         }),
       );
-      return out.Item === undefined ? undefined : toRecord(unmarshall(out.Item));
+      if (out.Item === undefined) return undefined;
+      const item = unmarshall(out.Item);
+      return item.state === 'pending' ? undefined : toRecord(item);
     } catch (error) {
       throw this.#unavailable('GetItem', error);
     }
@@ -135,7 +233,7 @@ export class DynamoDbStateStore implements StateStore {
    * @throws {TypeError} when `record.at` is not an ISO 8601 time
    */
   async putRemediationIfAbsent(record: RemediationRecord): Promise<boolean> {
-    const atMs = isoToMs(record.at, 'record.at');
+    isoToMs(record.at, 'record.at');
     const fields = {
       instance_id: record.instance_id,
       asg_name: record.asg_name,
@@ -153,24 +251,151 @@ export class DynamoDbStateStore implements StateStore {
       },
       'PutItem remediation',
     );
-    if (won && record.asg_name !== undefined) {
+    if (won && record.asg_name !== undefined) await this.#putGroupHistory(record);
+    return won;
+  }
+
+  /**
+   * Reserves a remediation with one `TransactWriteItems` of conditional puts, all or nothing:
+   * - `instance#<id>`, `remediation`: `state = pending`, `lease_id`, `lease_until_ms`, on condition
+   *   `attribute_not_exists(pk) OR (#state = :pending AND #lease_until < :at)` (no record, or an
+   *   expired lease);
+   * - for a budgeted replacement, `budget#asg#<group>` and `budget#fleet`, `slot#<n>` (the lowest
+   *   free slot below the limit, read just before with a consistent query), on condition
+   *   `attribute_not_exists(pk) OR #at <= :cutoff` (free, or taken before the window), TTL one
+   *   window after `at`.
+   * A lost race on a slot (another invocation took it between the read and the write) reads the
+   * slots again and retries; so concurrent reservations never take more slots than the limit.
+   *
+   * @param request - see {@link RemediationReservationRequest}
+   * @returns granted with the lease id, or refused and why
+   * @throws {StoreUnavailableError} when DynamoDB fails, or the reservation kept losing races
+   * @throws {TypeError} when `request.record.at` is not an ISO 8601 time
+   */
+  async reserveRemediation(request: RemediationReservationRequest): Promise<RemediationReservation> {
+    const { record } = request;
+    const { atMs, leaseUntilMs, cutoffMs } = reservationTimes(record, request.leaseS, request.budget);
+    const spend = budgetedGroup(record, request.budget);
+    const leaseId = leaseIdFor(record);
+    const attempts =
+      (spend === undefined ? 0 : spend.budget.groupLimit + spend.budget.fleetLimit) +
+      RESERVATION_EXTRA_ATTEMPTS;
+    const instanceItem: TransactWriteItem = {
+      Put: {
+        TableName: this.#table,
+        Item: remediationItem(record, { state: 'pending', lease_id: leaseId, lease_until_ms: leaseUntilMs }),
+        ConditionExpression: 'attribute_not_exists(pk) OR (#state = :pending AND #lease_until < :at)',
+        ExpressionAttributeNames: { '#state': 'state', '#lease_until': 'lease_until_ms' },
+        ExpressionAttributeValues: marshall({ ':pending': 'pending', ':at': atMs }),
+      },
+    };
+    for (let attempt = 0; attempt < attempts; attempt += 1) {
+      const items: TransactWriteItem[] = [instanceItem];
+      if (spend !== undefined) {
+        for (const { scope, limit, refusal } of budgetScopes(spend)) {
+          const pick = pickBudgetSlot(await this.#slots(scope), limit, cutoffMs);
+          if (pick.free === undefined) return { granted: false, reason: refusal, used: pick.used, limit };
+          items.push({
+            Put: {
+              TableName: this.#table,
+              Item: marshall({
+                pk: `budget#${scope}`,
+                sk: `slot#${pick.free}`,
+                slot: pick.free,
+                instance_id: record.instance_id,
+                lease_id: leaseId,
+                at_ms: atMs,
+                expires_at: Math.ceil(atMs / 1000) + spend.budget.windowS,
+              }),
+              ConditionExpression: 'attribute_not_exists(pk) OR #at <= :cutoff',
+              ExpressionAttributeNames: { '#at': 'at_ms' },
+              ExpressionAttributeValues: marshall({ ':cutoff': cutoffMs }),
+            },
+          });
+        }
+      }
       try {
-        await this.#client.send(
-          new PutItemCommand({
-            TableName: this.#table,
-            Item: marshall({
-              pk: `asg#${record.asg_name}`,
-              sk: `${new Date(atMs).toISOString()}#${record.instance_id}`,
-              ...fields,
-              expires_at: Math.floor(atMs / 1000) + GROUP_HISTORY_TTL_S,
-            }),
-          }),
-        );
+        await this.#client.send(new TransactWriteItemsCommand({ TransactItems: items }));
+        return { granted: true, leaseId };
       } catch (error) {
-        throw this.#unavailable('PutItem group history', error);
+        if (!(error instanceof TransactionCanceledException)) {
+          throw this.#unavailable('TransactWriteItems reservation', error);
+        }
+        const codes = (error.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
+        if (codes[0] === 'ConditionalCheckFailed') {
+          const held = await this.#client
+            .send(
+              new GetItemCommand({
+                TableName: this.#table,
+                Key: marshall({ pk: `instance#${record.instance_id}`, sk: 'remediation' }),
+                ConsistentRead: true,
+              }),
+            )
+            .catch((cause: unknown) => {
+              throw this.#unavailable('GetItem remediation', cause);
+            });
+          const item = held.Item === undefined ? undefined : unmarshall(held.Item);
+          if (item === undefined) continue;
+          if (item.state !== 'pending') return { granted: false, reason: 'remediated' };
+          if (Number(item.lease_until_ms) > atMs) return { granted: false, reason: 'in_progress' };
+        }
+        // A slot was taken (or a conflicting transaction ran) between the read and the write: read again.
       }
     }
-    return won;
+    throw new StoreUnavailableError(
+      `TransactWriteItems reservation ${this.#table}`,
+      `expected a reservation within ${attempts} attempt(s), every one lost a race; retry the batch`,
+    );
+  }
+
+  /**
+   * Confirms a reservation: the instance's record becomes `done` (condition `#lease = :lease`, so a
+   * lease another invocation took over is left alone), then the group-history item of a replacement.
+   *
+   * @param record - the reserved remediation
+   * @param leaseId - the lease id the reservation granted
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   */
+  async confirmRemediation(record: RemediationRecord, leaseId: string): Promise<void> {
+    const confirmed = await this.#putIf(
+      {
+        Item: remediationItem(record, { state: 'done', lease_id: leaseId }),
+        ConditionExpression: '#lease = :lease',
+        ExpressionAttributeNames: { '#lease': 'lease_id' },
+        ExpressionAttributeValues: marshall({ ':lease': leaseId }),
+      },
+      'PutItem remediation confirm',
+    );
+    if (confirmed && record.asg_name !== undefined) await this.#putGroupHistory(record);
+  }
+
+  /**
+   * Releases a reservation: deletes the pending record and the budget slots held under `leaseId`
+   * (each on condition `#lease = :lease`; one no longer held is left alone).
+   *
+   * @param record - the reserved remediation
+   * @param leaseId - the lease id the reservation granted
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   */
+  async releaseRemediation(record: RemediationRecord, leaseId: string): Promise<void> {
+    const held = {
+      ConditionExpression: '#lease = :lease',
+      ExpressionAttributeNames: { '#lease': 'lease_id' },
+      ExpressionAttributeValues: marshall({ ':lease': leaseId }),
+    };
+    await this.#deleteIf(
+      { Key: marshall({ pk: `instance#${record.instance_id}`, sk: 'remediation' }), ...held },
+      'DeleteItem remediation',
+    );
+    if (record.action !== 'replace' || record.asg_name === undefined) return;
+    for (const scope of [groupScope(record.asg_name), FLEET_SCOPE]) {
+      for (const slot of await this.#slots(scope)) {
+        await this.#deleteIf(
+          { Key: marshall({ pk: `budget#${scope}`, sk: `slot#${slot.slot}` }), ...held },
+          'DeleteItem budget slot',
+        );
+      }
+    }
   }
 
   /**
@@ -264,6 +489,28 @@ export class DynamoDbStateStore implements StateStore {
         ExpressionAttributeValues: marshall({ ':cutoff': atMs - cooldownS * 1000 }),
       },
       'PutItem alert claim',
+    );
+  }
+
+  /**
+   * Gives back an alert claim: deletes `alert#<id>`, `last_sent` on condition `#at = :at` (the
+   * claim made at `at`; a later one is kept, a failed condition is fine).
+   *
+   * @param alertId - stable alert id
+   * @param at - the claim's time, ISO 8601, as given to {@link claimAlert}
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  async releaseAlert(alertId: string, at: string): Promise<void> {
+    const atMs = isoToMs(at, 'at');
+    await this.#deleteIf(
+      {
+        Key: marshall({ pk: `alert#${alertId}`, sk: 'last_sent' }),
+        ConditionExpression: '#at = :at',
+        ExpressionAttributeNames: { '#at': 'at_ms' },
+        ExpressionAttributeValues: marshall({ ':at': atMs }),
+      },
+      'DeleteItem alert claim',
     );
   }
 }

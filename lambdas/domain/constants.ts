@@ -52,3 +52,6 @@ export const GPU_INSTANCE_TYPE_PATTERN = /^(p\d|g\d|gr\d)[a-z0-9-]*\.[a-z0-9-]+$
  * `terminated` instances run no agent. Source: EC2 `InstanceState.Name` values.
  */
 export const SENDING_INSTANCE_STATES: readonly string[] = ['running', 'stopping', 'shutting-down'];
+
+/** Seconds a remediation reservation stays pending before another invocation may take it over, s: the longest a Lambda can run (900 s, AWS Lambda quotas), so no live holder loses it. */
+export const REMEDIATION_LEASE_S = 900;

@@ -1,4 +1,5 @@
 export * from './alert-message';
+export * from './broken-marks';
 export * from './constants';
 export * from './enrich-host';
 export * from './errors';
@@ -6,6 +7,7 @@ export * from './ledger';
 export * from './ports';
 export * from './pricing';
 export * from './remediation-mode';
+export * from './remediation-outcome';
 export * from './remediation-policy';
 export * from './rules';
 export * from './sender-identity';

@@ -57,17 +57,87 @@ export interface RemediationRecord {
 }
 
 /**
+ * The budgets a replacement must fit in, checked and taken in one atomic step by
+ * {@link StateStore.reserveRemediation}. A slot is taken for `windowS` seconds from the reservation's `at`.
+ */
+export interface RemediationBudget {
+  /** Most replacements of the record's Auto Scaling group in any `windowS`, count ≥ 0 (from `groupReplacementLimit`). */
+  readonly groupLimit: number;
+  /** Most replacements of the whole fleet (every group of the deployment) in any `windowS`, count ≥ 0. */
+  readonly fleetLimit: number;
+  /** The rolling window of both limits, s > 0. */
+  readonly windowS: number;
+}
+
+/** One reservation request: the remediation it would record, and, for a `replace`, the budgets it must fit in. */
+export interface RemediationReservationRequest {
+  /** The remediation to reserve; `asg_name` must be the real group (from Auto Scaling, not the agent). */
+  readonly record: RemediationRecord;
+  /** Budgets of a `replace` in a group; absent for a quarantine (which replaces nothing). */
+  readonly budget?: RemediationBudget;
+  /**
+   * Seconds the reservation stays pending before another invocation may take it over (the holder
+   * died between reserving and confirming), s > 0.
+   */
+  readonly leaseS: number;
+}
+
+/** Why a reservation was refused. */
+export const RESERVATION_REFUSALS = ['remediated', 'in_progress', 'group_budget', 'fleet_budget'] as const;
+/** One of {@link RESERVATION_REFUSALS}. */
+export type ReservationRefusal = (typeof RESERVATION_REFUSALS)[number];
+
+/**
+ * The answer of {@link StateStore.reserveRemediation}: granted with a lease id to confirm or release,
+ * or refused with the reason (and, for a budget, the slots in use and the limit).
+ */
+export type RemediationReservation =
+  | { readonly granted: true; readonly leaseId: string }
+  | {
+      readonly granted: false;
+      readonly reason: ReservationRefusal;
+      /** Replacements counted against the exhausted budget in the window (budget refusals only). */
+      readonly used?: number;
+      /** The exhausted budget's limit (budget refusals only). */
+      readonly limit?: number;
+    };
+
+/**
  * Durable state the remediation policy and the ledger need across batches: who was already
  * replaced, recent replacements per group, and since when a GPU is known broken.
  */
 export interface StateStore {
-  /** The replace/quarantine record of an instance, if any (one per instance, ever). */
+  /** The confirmed replace/quarantine record of an instance, if any (one per instance, ever); a pending reservation is not one. */
   getRemediation(instanceId: string): Promise<RemediationRecord | undefined>;
   /**
    * Records a replace/quarantine for an instance, only if none exists (conditional write).
    * @returns false when one already existed (another invocation won the race)
    */
   putRemediationIfAbsent(record: RemediationRecord): Promise<boolean>;
+  /**
+   * Reserves a remediation in one atomic step (DynamoDB: one conditional transaction; DuckDB: one
+   * transaction): the instance's record (pending, leased for `leaseS`) and, for a `replace` with a
+   * budget, one slot of the group's and one of the fleet's budget. Refused when the instance already
+   * has a confirmed remediation (`remediated`), a live lease (`in_progress`), or a budget has no free
+   * slot in the window. Confirmed remediations are the only ones {@link getRemediation} returns.
+   *
+   * @returns granted with a lease id, or refused and why
+   * @throws when the store cannot be reached (nothing was reserved)
+   */
+  reserveRemediation(request: RemediationReservationRequest): Promise<RemediationReservation>;
+  /**
+   * Confirms a granted reservation after the remediation call succeeded: the record becomes the
+   * instance's remediation and enters the group history ({@link listRemediations}).
+   * @throws when the store cannot be reached
+   */
+  confirmRemediation(record: RemediationRecord, leaseId: string): Promise<void>;
+  /**
+   * Releases a granted reservation after the remediation call failed: the record and the budget
+   * slots are freed, so the next batch retries (or escalates) instead of the slot being consumed
+   * by a replacement that never happened. Releasing a lease someone else took over does nothing.
+   * @throws when the store cannot be reached
+   */
+  releaseRemediation(record: RemediationRecord, leaseId: string): Promise<void>;
   /** Replace actions in a group since `since` (for the per-group rate limit). */
   listRemediations(asgName: string, since: Date): Promise<RemediationRecord[]>;
   /** Since when a GPU (`gpuKey` = index, or PCI bus id, or `*` for the whole instance) is known broken, ISO 8601. */
@@ -80,6 +150,13 @@ export interface StateStore {
    * never send the same alert twice.
    */
   claimAlert(alertId: string, at: string, cooldownS: number): Promise<boolean>;
+  /**
+   * Gives back a claim whose message could not be sent (the publish failed after the claim), so
+   * the next attempt sends it instead of the cooldown silently swallowing it. Only the claim made
+   * at `at` is removed; a later claim by another invocation is kept.
+   * @throws when the store cannot be reached
+   */
+  releaseAlert(alertId: string, at: string): Promise<void>;
 }
 
 /** Carries out a remediation decision (Auto Scaling / EC2), or only logs it in dry-run. */

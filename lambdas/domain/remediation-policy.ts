@@ -27,14 +27,25 @@ export interface RemediationLimits {
    * @default 1
    */
   readonly minPerGroup: number;
+  /**
+   * Most replacements of the whole fleet (every group this deployment remediates) in the rolling
+   * window, count ≥ 0: a circuit breaker for a fleet-wide cause (a bad driver, a bad AMI, a forged
+   * storm) that would otherwise drain every group at its own limit.
+   * @default 10
+   */
+  readonly maxFleetPerWindow: number;
 }
 
-/** The default limits: ≤ 2 per group per hour and ≤ 10 % of desired capacity, at least 1. Source: DESIGN §8. */
+/**
+ * The default limits: ≤ 2 per group per hour and ≤ 10 % of desired capacity, at least 1 (DESIGN §8);
+ * ≤ 10 per hour fleet-wide (this module's choice: five groups at their limit).
+ */
 export const DEFAULT_REMEDIATION_LIMITS: RemediationLimits = Object.freeze({
   maxPerGroupPerWindow: 2,
   windowS: 3600,
   maxFractionOfDesired: 0.1,
   minPerGroup: 1,
+  maxFleetPerWindow: 10,
 });
 
 /** Everything the remediation policy needs to decide about one finding. */

@@ -1,21 +1,32 @@
 import { type Batch, type GpuEvent, type GpuWindow, normalizePciBusId } from '../contract';
 import {
   type Alert,
+  afterFailedCall,
+  afterReservation,
   alertId,
+  brokenMarksOf,
   computeLedger,
+  DEFAULT_REMEDIATION_LIMITS,
   decideRemediation,
   enrichHost,
+  escalationId,
   evaluatePointRules,
   type Finding,
   gpuKey,
+  groupReplacementLimit,
+  MS_PER_SECOND,
   type PriceOverrides,
   priceFor,
+  REMEDIATION_LEASE_S,
   type RemediationDecision,
+  type RemediationLimits,
   type RemediationMode,
   type RuleContext,
+  repeatedEscalation,
   resolveGpuRef,
   type StoreRows,
   toAlert,
+  withBrokenMarks,
 } from '../domain';
 import type {
   AlertSink,
@@ -52,6 +63,8 @@ export interface PipelineDeps {
    * batch's `host`; local mode)
    */
   readonly instances?: InstanceDirectory;
+  /** Replacement budgets per group and fleet-wide. @default DEFAULT_REMEDIATION_LIMITS */
+  readonly remediationLimits?: RemediationLimits;
 }
 
 /** What `processBatch` did with one batch. */
@@ -73,11 +86,13 @@ export const DEFAULT_ALERT_COOLDOWN_S = 3600;
 
 /**
  * The ingest pipeline for one validated batch (DESIGN §1): price the instance, judge the point
- * rules, mark broken GPUs, compute the waste ledger of every flush window, write the store, then
- * publish alerts and decide (and, unless dry-run, carry out) remediation.
+ * rules, compute the waste ledger of every flush window (broken-since from the stored marks and
+ * this batch's findings, in memory), write the store, persist the broken marks, then publish
+ * alerts and decide (and, unless dry-run, carry out) remediation.
  *
- * The store is written before any alert or remediation: if it is down this throws and the agent
- * retries the whole batch, which is idempotent (`seq` is the record version).
+ * Nothing is written before the store write succeeds: if it fails this throws and the agent
+ * retries the whole batch, which is idempotent (`seq` is the record version); no broken mark,
+ * alert claim or remediation outlives a refused batch.
  *
  * @param received - a batch that passed `parseBatch`
  * @param deps - ports and settings
@@ -102,10 +117,9 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
   const findings = [...evaluatePointRules(enriched, deps.rules, now)].sort(
     (a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity],
   );
-  for (const f of findings) {
-    if (f.action === 'replace') await deps.state.markBroken(host.instance_id, gpuKey(f), f.at);
-  }
-  const broken = await deps.state.getBrokenSince(host.instance_id);
+  // Broken-since for this batch's ledger in memory; the marks are persisted only after the store write.
+  const marks = brokenMarksOf(findings);
+  const broken = withBrokenMarks(await deps.state.getBrokenSince(host.instance_id), marks);
 
   const rows: StoreRows = {
     gpu: flush.map((w) => ({
@@ -152,6 +166,7 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
     })),
   };
   const written = await deps.store.write(rows);
+  for (const m of marks) await deps.state.markBroken(host.instance_id, m.key, m.at);
   if (written.rejected.length > 0) {
     deps.log.warn('store rejected records', {
       instance_id: host.instance_id,
@@ -192,9 +207,11 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
 }
 
 /**
- * Decides remediation for one finding through the domain policy, then carries it out unless dry-run.
- * With enrichment (`instance`), the group, its desired capacity and tags come from Auto Scaling, not
- * from what the agent says about itself.
+ * Decides remediation for one finding through the domain policy, reserves it atomically within the
+ * group and fleet budgets, carries it out unless dry-run, and only then confirms it; a failed call
+ * releases the reservation (so the next batch retries) and escalates. An escalation pages once per
+ * instance and cooldown. With enrichment (`instance`), the group, its desired capacity and tags come
+ * from Auto Scaling, not from what the agent says about itself.
  */
 async function remediate(
   finding: Finding,
@@ -204,7 +221,9 @@ async function remediate(
   now: Date,
 ): Promise<RemediationDecision> {
   const host = instance ? { ...batch.host, asg_name: instance.asg?.name } : batch.host;
-  const hourAgo = new Date(now.getTime() - 3600_000);
+  const limits = deps.remediationLimits ?? DEFAULT_REMEDIATION_LIMITS;
+  const desired = instance?.asg?.desired_capacity;
+  const since = new Date(now.getTime() - limits.windowS * MS_PER_SECOND);
   let decision = decideRemediation(
     {
       finding,
@@ -212,44 +231,64 @@ async function remediate(
       host,
       mode: deps.remediationMode,
       existing: await deps.state.getRemediation(host.instance_id),
-      recentInGroup: host.asg_name ? await deps.state.listRemediations(host.asg_name, hourAgo) : [],
-      groupDesiredCapacity: instance?.asg?.desired_capacity,
+      recentInGroup: host.asg_name ? await deps.state.listRemediations(host.asg_name, since) : [],
+      groupDesiredCapacity: desired,
       groupTags: instance?.asg?.tags,
+      limits,
       dryRun: deps.dryRun,
     },
     now,
   );
   if (decision.action === 'replace' || decision.action === 'quarantine') {
-    const claimed = await deps.state.putRemediationIfAbsent({
+    const record = {
       instance_id: host.instance_id,
-      asg_name: host.asg_name,
+      ...(host.asg_name === undefined ? {} : { asg_name: host.asg_name }),
       action: decision.action,
       at: decision.at,
       rule: decision.rule,
+    };
+    const reservation = await deps.state.reserveRemediation({
+      record,
+      budget: {
+        groupLimit: groupReplacementLimit(limits, desired).limit,
+        fleetLimit: limits.maxFleetPerWindow,
+        windowS: limits.windowS,
+      },
+      leaseS: REMEDIATION_LEASE_S,
     });
-    if (!claimed) {
-      decision = {
-        ...decision,
-        action: 'skip',
-        reason: 'another invocation already remediated this instance',
-      };
-    } else if (!deps.dryRun) {
+    decision = afterReservation(decision, reservation, limits, desired);
+    if (reservation.granted) {
       try {
-        if (decision.action === 'replace') await deps.remediator.replace(decision);
-        else await deps.remediator.quarantine(decision);
+        if (!deps.dryRun) {
+          if (decision.action === 'replace') await deps.remediator.replace(decision);
+          else await deps.remediator.quarantine(decision);
+        }
       } catch (err) {
         deps.log.error('remediation failed; escalating to a human', {
           instance_id: host.instance_id,
           action: decision.action,
           error: (err as Error).message,
         });
-        decision = {
-          ...decision,
-          action: 'escalate',
-          reason: `${decision.action} could not be done safely (${(err as Error).message}); a human must act`,
-        };
+        await deps.state.releaseRemediation(record, reservation.leaseId);
+        decision = afterFailedCall(decision, (err as Error).message);
       }
+      if (decision.action !== 'escalate') await deps.state.confirmRemediation(record, reservation.leaseId);
     }
+  }
+  if (decision.action === 'escalate') {
+    const cooldownS = deps.alertCooldownS ?? DEFAULT_ALERT_COOLDOWN_S;
+    const id = escalationId(host.instance_id);
+    if (await deps.state.claimAlert(id, decision.at, cooldownS)) {
+      try {
+        await deps.decisions.record(decision);
+      } catch (err) {
+        // The page did not go out: give the claim back so the agent's retry pages instead.
+        await deps.state.releaseAlert(id, decision.at);
+        throw err;
+      }
+      return decision;
+    }
+    decision = repeatedEscalation(decision, cooldownS);
   }
   await deps.decisions.record(decision);
   return decision;

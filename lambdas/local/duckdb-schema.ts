@@ -71,7 +71,10 @@ export const EVENT_COLUMNS = [
  * - `events`: key (instance_id, kind, gpu_slot, time); `gpu_slot` = gpu_index, or −1 for an
  *   instance-wide event (a key column cannot be NULL; Timestream omits the dimension instead).
  * - `remediations`, `broken_gpus`, `alert_claims`: the state; times kept both as given (ISO text,
- *   returned unchanged) and as epoch ms (compared).
+ *   returned unchanged) and as epoch ms (compared). A remediation is `pending` under a lease
+ *   (`lease_id`, `lease_until_ms`) from its reservation until it is confirmed `done`.
+ * - `remediation_slots`: the replacement budgets, one row per taken slot of a scope (`asg#<group>`
+ *   or `fleet`), free again once older than the budget's window.
  */
 export const DUCKDB_SCHEMA_SQL: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS gpu_windows (
@@ -93,6 +96,13 @@ export const DUCKDB_SCHEMA_SQL: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS remediations (
     instance_id VARCHAR PRIMARY KEY, asg_name VARCHAR, action VARCHAR NOT NULL, "at" VARCHAR NOT NULL, at_ms BIGINT NOT NULL,
     rule VARCHAR NOT NULL)`,
+  // Reservations (StateStore.reserveRemediation): a row is `pending` under a lease until confirmed `done`.
+  `ALTER TABLE remediations ADD COLUMN IF NOT EXISTS state VARCHAR DEFAULT 'done'`,
+  'ALTER TABLE remediations ADD COLUMN IF NOT EXISTS lease_id VARCHAR',
+  'ALTER TABLE remediations ADD COLUMN IF NOT EXISTS lease_until_ms BIGINT',
+  `CREATE TABLE IF NOT EXISTS remediation_slots (
+    scope VARCHAR NOT NULL, slot INTEGER NOT NULL, instance_id VARCHAR NOT NULL, lease_id VARCHAR NOT NULL,
+    at_ms BIGINT NOT NULL, PRIMARY KEY (scope, slot))`,
   `CREATE TABLE IF NOT EXISTS broken_gpus (
     instance_id VARCHAR NOT NULL, gpu_key VARCHAR NOT NULL, "at" VARCHAR NOT NULL, at_ms BIGINT NOT NULL,
     PRIMARY KEY (instance_id, gpu_key))`,

@@ -1,13 +1,33 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
+import {
+  DOUBLE,
+  type DuckDBConnection,
+  DuckDBInstance,
+  type DuckDBType,
+  type DuckDBValue,
+} from '@duckdb/node-api';
 import { StoreQueryError, StoreUnavailableError } from '../adapters/errors';
 import { isoToMs } from '../adapters/iso-time';
-import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../adapters/measure-types';
+import {
+  GPU_METRIC_NAMES,
+  GPU_METRIC_TYPES,
+  LEDGER_FIELD_NAMES,
+  LEDGER_MEASURE_TYPES,
+} from '../adapters/measure-types';
+import {
+  budgetedGroup,
+  budgetScopes,
+  leaseIdFor,
+  pickBudgetSlot,
+  reservationTimes,
+} from '../adapters/remediation-budget';
 import { compareWasteRows, toWasteReportRow, wasteRangeProblem } from '../adapters/waste-report';
 import { epochMicros } from '../contract';
 import type {
   RemediationRecord,
+  RemediationReservation,
+  RemediationReservationRequest,
   StateStore,
   StoreWriteResult,
   TelemetryStore,
@@ -30,6 +50,7 @@ export const DUCKDB_TABLES = [
   'remediations',
   'broken_gpus',
   'alert_claims',
+  'remediation_slots',
 ] as const;
 /** One of {@link DUCKDB_TABLES}. */
 export type DuckDbTable = (typeof DUCKDB_TABLES)[number];
@@ -40,6 +61,11 @@ interface UpsertTable {
   readonly columns: readonly string[];
   readonly key: readonly string[];
   readonly casts: Readonly<Record<string, string>>;
+  /**
+   * Parameter types by column where the value's JS type does not say it: a DOUBLE column's value
+   * is bound as DOUBLE even when it is a whole number (the driver would bind 1e21 as an int64 and fail).
+   */
+  readonly types?: Readonly<Record<string, DuckDBType>>;
 }
 
 const GPU_TABLE: UpsertTable = {
@@ -47,6 +73,12 @@ const GPU_TABLE: UpsertTable = {
   columns: GPU_WINDOW_COLUMNS,
   key: ['instance_id', 'gpu_index', 'time'],
   casts: { time: '::TIMESTAMPTZ', start: '::TIMESTAMPTZ' },
+  types: Object.fromEntries(
+    [
+      ...GPU_METRIC_NAMES.filter((n) => GPU_METRIC_TYPES[n] === 'DOUBLE'),
+      ...LEDGER_FIELD_NAMES.filter((n) => LEDGER_MEASURE_TYPES[n] === 'DOUBLE'),
+    ].map((n) => [n, DOUBLE]),
+  ),
 };
 const EFA_TABLE: UpsertTable = {
   name: 'efa_windows',
@@ -172,11 +204,13 @@ export class DuckDbStore implements TelemetryStore, StateStore {
       if (seen === undefined || Number(row[seqAt]) >= Number(seen[seqAt])) byKey.set(key, row);
     }
     const unique = [...byKey.values()];
+    const rowTypes = table.columns.map((c) => table.types?.[c]);
     for (let i = 0; i < unique.length; i += ROWS_PER_STATEMENT) {
       const chunk = unique.slice(i, i + ROWS_PER_STATEMENT);
       await this.#connection.run(
         upsertSql(table.name, table.columns, table.key, table.casts, chunk.length),
         chunk.flat(),
+        chunk.flatMap(() => rowTypes) as DuckDBType[],
       );
     }
   }
@@ -345,7 +379,10 @@ export class DuckDbStore implements TelemetryStore, StateStore {
    */
   getRemediation(instanceId: string): Promise<RemediationRecord | undefined> {
     return this.#serial(async () => {
-      const [r] = await this.#rows('SELECT * FROM remediations WHERE instance_id = ?', [instanceId]);
+      const [r] = await this.#rows(
+        "SELECT * FROM remediations WHERE instance_id = ? AND coalesce(state, 'done') = 'done'",
+        [instanceId],
+      );
       return r === undefined ? undefined : toRemediation(r);
     });
   }
@@ -361,11 +398,141 @@ export class DuckDbStore implements TelemetryStore, StateStore {
     const atMs = isoToMs(record.at, 'record.at');
     return this.#serial(async () => {
       const rows = await this.#rows(
-        'INSERT INTO remediations VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (instance_id) DO NOTHING RETURNING instance_id',
+        'INSERT INTO remediations (instance_id, asg_name, action, "at", at_ms, rule, state) VALUES (?, ?, ?, ?, ?, ?, \'done\') ON CONFLICT (instance_id) DO NOTHING RETURNING instance_id',
         [record.instance_id, v(record.asg_name), record.action, record.at, atMs, record.rule],
       );
       return rows.length === 1;
     });
+  }
+
+  /**
+   * Reserves a remediation in one DuckDB transaction (every operation of this store runs one at a
+   * time, so the read of the instance and the budget slots and the writes are one atomic step):
+   * refused when the instance has a `done` record or a live `pending` lease, or when the group's or
+   * the fleet's slots taken after `at − windowS` reach their limit; else the record is written
+   * `pending` until `at + leaseS` and, for a budgeted replacement, one slot of each scope is taken.
+   *
+   * @param request - see {@link RemediationReservationRequest}
+   * @returns granted with the lease id, or refused and why (with used/limit for a budget)
+   * @throws {StoreUnavailableError} when DuckDB fails (rolled back: nothing reserved)
+   * @throws {TypeError} when `request.record.at` is not an ISO 8601 time
+   */
+  reserveRemediation(request: RemediationReservationRequest): Promise<RemediationReservation> {
+    const { record } = request;
+    const { atMs, leaseUntilMs, cutoffMs } = reservationTimes(record, request.leaseS, request.budget);
+    const spend = budgetedGroup(record, request.budget);
+    const leaseId = leaseIdFor(record);
+    return this.#serial(async () => {
+      const c = this.#connection;
+      await c.run('BEGIN TRANSACTION');
+      try {
+        const answer = await (async (): Promise<RemediationReservation> => {
+          const [held] = await this.#rows(
+            "SELECT coalesce(state, 'done') AS state, lease_until_ms FROM remediations WHERE instance_id = ?",
+            [record.instance_id],
+          );
+          if (held?.state === 'done') return { granted: false, reason: 'remediated' };
+          if (held !== undefined && Number(held.lease_until_ms) > atMs) {
+            return { granted: false, reason: 'in_progress' };
+          }
+          const taken: [string, number][] = [];
+          if (spend !== undefined) {
+            for (const { scope, limit, refusal } of budgetScopes(spend)) {
+              const slots = await this.#rows('SELECT slot, at_ms FROM remediation_slots WHERE scope = ?', [
+                scope,
+              ]);
+              const pick = pickBudgetSlot(
+                slots.map((r) => ({ slot: r.slot as number, at_ms: r.at_ms as number })),
+                limit,
+                cutoffMs,
+              );
+              if (pick.free === undefined) return { granted: false, reason: refusal, used: pick.used, limit };
+              taken.push([scope, pick.free]);
+            }
+          }
+          await c.run(
+            `INSERT OR REPLACE INTO remediations (instance_id, asg_name, action, "at", at_ms, rule, state, lease_id, lease_until_ms)
+             VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
+            [
+              record.instance_id,
+              v(record.asg_name),
+              record.action,
+              record.at,
+              atMs,
+              record.rule,
+              leaseId,
+              leaseUntilMs,
+            ],
+          );
+          for (const [scope, slot] of taken) {
+            await c.run('INSERT OR REPLACE INTO remediation_slots VALUES (?, ?, ?, ?, ?)', [
+              scope,
+              slot,
+              record.instance_id,
+              leaseId,
+              atMs,
+            ]);
+          }
+          return { granted: true, leaseId };
+        })();
+        await c.run('COMMIT');
+        return answer;
+      } catch (error) {
+        await c.run('ROLLBACK').catch(() => undefined);
+        throw new StoreUnavailableError(
+          'reserveRemediation',
+          'expected DuckDB to reserve the remediation, it failed; nothing was reserved, retry it',
+          { cause: error },
+        );
+      }
+    });
+  }
+
+  /**
+   * Confirms a reservation: its record becomes `done` (what {@link getRemediation} returns).
+   *
+   * @param record - the reserved remediation
+   * @param leaseId - the lease id the reservation granted
+   * @throws {StoreUnavailableError} when DuckDB fails
+   */
+  confirmRemediation(record: RemediationRecord, leaseId: string): Promise<void> {
+    return this.#serial(async () => {
+      await this.#run(
+        'confirmRemediation',
+        "UPDATE remediations SET state = 'done', lease_until_ms = NULL WHERE instance_id = ? AND lease_id = ? AND state = 'pending'",
+        [record.instance_id, leaseId],
+      );
+    });
+  }
+
+  /**
+   * Releases a reservation: its pending record and its budget slots are deleted (only if still held
+   * under `leaseId`).
+   *
+   * @param record - the reserved remediation
+   * @param leaseId - the lease id the reservation granted
+   * @throws {StoreUnavailableError} when DuckDB fails
+   */
+  releaseRemediation(record: RemediationRecord, leaseId: string): Promise<void> {
+    return this.#serial(async () => {
+      await this.#run(
+        'releaseRemediation',
+        "DELETE FROM remediations WHERE instance_id = ? AND lease_id = ? AND state = 'pending'",
+        [record.instance_id, leaseId],
+      );
+      await this.#run('releaseRemediation', 'DELETE FROM remediation_slots WHERE lease_id = ?', [leaseId]);
+    });
+  }
+
+  /** Runs one statement, turning a DuckDB failure into {@link StoreUnavailableError}. */
+  async #run(operation: string, sql: string, params: DuckDBValue[]): Promise<void> {
+    try {
+      await this.#connection.run(sql, params);
+    } catch (error) {
+      throw new StoreUnavailableError(operation, 'expected DuckDB to answer, it failed; retry later', {
+        cause: error,
+      });
+    }
   }
 
   /**
@@ -376,7 +543,7 @@ export class DuckDbStore implements TelemetryStore, StateStore {
   listRemediations(asgName: string, since: Date): Promise<RemediationRecord[]> {
     return this.#serial(async () => {
       const rows = await this.#rows(
-        "SELECT * FROM remediations WHERE asg_name = ? AND action = 'replace' AND at_ms >= ? ORDER BY at_ms, instance_id",
+        "SELECT * FROM remediations WHERE asg_name = ? AND action = 'replace' AND coalesce(state, 'done') = 'done' AND at_ms >= ? ORDER BY at_ms, instance_id",
         [asgName, since.getTime()],
       );
       return rows.map(toRemediation);
@@ -434,6 +601,21 @@ export class DuckDbStore implements TelemetryStore, StateStore {
       );
       return rows.length === 1;
     });
+  }
+
+  /**
+   * Gives back an alert claim: deletes it only if it is still the one made at `at`.
+   *
+   * @param alertId - stable alert id
+   * @param at - the claim's time, ISO 8601, as given to {@link claimAlert}
+   * @throws {StoreUnavailableError} when DuckDB fails
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  releaseAlert(alertId: string, at: string): Promise<void> {
+    const atMs = isoToMs(at, 'at');
+    return this.#serial(() =>
+      this.#run('releaseAlert', 'DELETE FROM alert_claims WHERE alert_id = ? AND at_ms = ?', [alertId, atMs]),
+    );
   }
 
   /**

@@ -1,5 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { RemediationRecord, StateStore } from '../../lambdas/domain/ports';
+import type {
+  RemediationBudget,
+  RemediationRecord,
+  RemediationReservationRequest,
+  StateStore,
+} from '../../lambdas/domain/ports';
 
 /** What a conformance run needs: a fresh, empty state store, and how to dispose of it. */
 export type MakeStateStore = () => Promise<{ store: StateStore; close?: () => Promise<void> }>;
@@ -11,6 +16,15 @@ const replace = (instance_id: string, at: string, asg_name = 'p5-train'): Remedi
   at,
   rule: 'xid_fatal',
 });
+
+const BUDGET: RemediationBudget = { groupLimit: 2, fleetLimit: 3, windowS: 3600 };
+
+const reserve = (record: RemediationRecord, budget: RemediationBudget | undefined = BUDGET) =>
+  ({
+    record,
+    ...(budget === undefined ? {} : { budget }),
+    leaseS: 900,
+  }) satisfies RemediationReservationRequest;
 
 /**
  * The `StateStore` contract (ports.ts), read back through the store itself: one remediation per
@@ -161,6 +175,158 @@ export function describeStateStoreContract(name: string, makeStore: MakeStateSto
 
       // Assess
       expect(results.filter(Boolean)).toHaveLength(1);
+    });
+
+    it('keeps a granted reservation pending (invisible) until it is confirmed', async () => {
+      // Prepare
+      const record = replace('i-0000000000000000a', '2026-03-10T12:00:00.000Z');
+
+      // Act
+      const granted = await store.reserveRemediation(reserve(record));
+      const pending = await store.getRemediation(record.instance_id);
+      if (!granted.granted) throw new Error('expected a granted reservation');
+      await store.confirmRemediation(record, granted.leaseId);
+
+      // Assess
+      expect(pending).toBeUndefined();
+      expect(await store.getRemediation(record.instance_id)).toEqual(record);
+      expect(await store.listRemediations('p5-train', new Date('2026-03-10T11:00:00Z'))).toEqual([record]);
+    });
+
+    it.each([
+      { case: 'a confirmed one', confirm: true, at: '2026-03-10T13:00:00.000Z', reason: 'remediated' },
+      { case: 'a live lease', confirm: false, at: '2026-03-10T12:10:00.000Z', reason: 'in_progress' },
+    ])('refuses a second reservation of an instance with $case', async ({ confirm, at, reason }) => {
+      // Prepare
+      const first = replace('i-0000000000000000a', '2026-03-10T12:00:00.000Z');
+      const granted = await store.reserveRemediation(reserve(first));
+      if (confirm && granted.granted) await store.confirmRemediation(first, granted.leaseId);
+
+      // Act
+      const second = await store.reserveRemediation(reserve({ ...first, at }));
+
+      // Assess
+      expect(second).toEqual({ granted: false, reason });
+    });
+
+    it('lets another invocation take over an expired lease', async () => {
+      // Prepare
+      const first = replace('i-0000000000000000a', '2026-03-10T12:00:00.000Z');
+      await store.reserveRemediation(reserve(first));
+
+      // Act: 900 s later the holder is gone (a Lambda runs at most 900 s)
+      const later = await store.reserveRemediation(reserve({ ...first, at: '2026-03-10T12:15:00.001Z' }));
+
+      // Assess
+      expect(later.granted).toBe(true);
+    });
+
+    it('frees the record and the budget slots of a released reservation', async () => {
+      // Prepare
+      const a = replace('i-0000000000000000a', '2026-03-10T12:00:00.000Z');
+      const b = replace('i-0000000000000000b', '2026-03-10T12:00:01.000Z');
+      const c = replace('i-0000000000000000c', '2026-03-10T12:00:02.000Z');
+      const one = { ...BUDGET, groupLimit: 1 };
+      const granted = await store.reserveRemediation(reserve(a, one));
+      const refused = await store.reserveRemediation(reserve(b, one));
+      if (!granted.granted) throw new Error('expected a granted reservation');
+
+      // Act
+      await store.releaseRemediation(a, granted.leaseId);
+      const after = await store.reserveRemediation(reserve(c, one));
+
+      // Assess
+      expect(refused).toEqual({ granted: false, reason: 'group_budget', used: 1, limit: 1 });
+      expect(after.granted).toBe(true);
+      expect(await store.getRemediation(a.instance_id)).toBeUndefined();
+      expect((await store.reserveRemediation(reserve(a, undefined))).granted).toBe(true);
+    });
+
+    it('refuses a replacement over the group budget until the window has passed', async () => {
+      // Prepare
+      for (const [id, at] of [
+        ['i-0000000000000000a', '2026-03-10T12:00:00.000Z'],
+        ['i-0000000000000000b', '2026-03-10T12:30:00.000Z'],
+      ] as const) {
+        expect((await store.reserveRemediation(reserve(replace(id, at)))).granted).toBe(true);
+      }
+
+      // Act
+      const inside = await store.reserveRemediation(
+        reserve(replace('i-0000000000000000c', '2026-03-10T12:59:59.000Z')),
+      );
+      const after = await store.reserveRemediation(
+        reserve(replace('i-0000000000000000c', '2026-03-10T13:00:00.000Z')),
+      );
+
+      // Assess
+      expect(inside).toEqual({ granted: false, reason: 'group_budget', used: 2, limit: 2 });
+      expect(after.granted).toBe(true);
+    });
+
+    it('refuses a replacement over the fleet budget, across groups', async () => {
+      // Prepare: 3 replacements in 3 groups spend the fleet budget of 3
+      for (const g of ['g1', 'g2', 'g3']) {
+        const r = replace(`i-00000000000000${g}0`.slice(0, 19), '2026-03-10T12:00:00.000Z', g);
+        expect((await store.reserveRemediation(reserve(r))).granted).toBe(true);
+      }
+
+      // Act
+      const fourth = await store.reserveRemediation(
+        reserve(replace('i-0000000000000000d', '2026-03-10T12:01:00.000Z', 'g4')),
+      );
+
+      // Assess
+      expect(fourth).toEqual({ granted: false, reason: 'fleet_budget', used: 3, limit: 3 });
+    });
+
+    it('reserves a quarantine without spending any budget', async () => {
+      // Prepare
+      const record: RemediationRecord = {
+        instance_id: 'i-0000000000000000e',
+        action: 'quarantine',
+        at: '2026-03-10T12:00:00.000Z',
+        rule: 'gpu_lost',
+      };
+
+      // Act
+      const granted = await store.reserveRemediation(
+        reserve(record, { ...BUDGET, groupLimit: 0, fleetLimit: 0 }),
+      );
+
+      // Assess
+      expect(granted.granted).toBe(true);
+    });
+
+    it('grants no more replacements than the budget to 20 concurrent reservations in one group', async () => {
+      // Prepare
+      const records = Array.from({ length: 20 }, (_, i) =>
+        replace(`i-${String(i).padStart(17, '0')}`, `2026-03-10T12:00:${String(i).padStart(2, '0')}.000Z`),
+      );
+
+      // Act
+      const answers = await Promise.all(records.map((r) => store.reserveRemediation(reserve(r))));
+
+      // Assess
+      expect(answers.filter((a) => a.granted)).toHaveLength(BUDGET.groupLimit);
+      expect(answers.filter((a) => !a.granted).map((a) => !a.granted && a.reason)).toEqual(
+        Array(20 - BUDGET.groupLimit).fill('group_budget'),
+      );
+    });
+
+    it('gives back a released claim so the next send is claimed, but keeps a later claim', async () => {
+      // Prepare
+      const id = 'escalation:i-0000000000000000a';
+      await store.claimAlert(id, '2026-03-10T12:00:00.000Z', 3600);
+
+      // Act
+      await store.releaseAlert(id, '2026-03-10T12:00:00.000Z');
+      const again = await store.claimAlert(id, '2026-03-10T12:00:10.000Z', 3600);
+      await store.releaseAlert(id, '2026-03-10T12:00:00.000Z');
+      const third = await store.claimAlert(id, '2026-03-10T12:00:20.000Z', 3600);
+
+      // Assess
+      expect([again, third]).toEqual([true, false]);
     });
 
     it('counts the cooldown from the last successful claim, not from refused ones', async () => {

@@ -105,6 +105,37 @@ describe('IngestFunction', () => {
     template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
   });
 
+  it('encrypts its log group with its own rotated key that CloudWatch Logs may use for log groups only', () => {
+    // Prepare
+    const keyId = stack.getLogicalId(stack.ingest.logKey.node.defaultChild as CfnResource);
+
+    // Act
+    const key = template.findResources('AWS::KMS::Key')[keyId];
+    const forLogs = ((key?.Properties.KeyPolicy.Statement ?? []) as Record<string, unknown>[]).filter((st) =>
+      JSON.stringify(st.Principal).includes('logs.'),
+    );
+
+    // Assess
+    template.hasResourceProperties('AWS::Logs::LogGroup', {
+      RetentionInDays: 30,
+      KmsKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] },
+    });
+    expect(key?.Properties.EnableKeyRotation).toBe(true);
+    expect(forLogs).toHaveLength(1);
+    expect(JSON.stringify(forLogs[0]?.Condition)).toContain('kms:EncryptionContext:aws:logs:arn');
+  });
+
+  it.each([
+    { props: {}, reserved: 100 },
+    { props: { ingestReservedConcurrency: 250 }, reserved: 250 },
+  ])('reserves concurrency for the function: $reserved', ({ props, reserved }) => {
+    // Prepare / Act
+    const t = Template.fromStack(buildStack(props));
+
+    // Assess
+    t.hasResourceProperties('AWS::Lambda::Function', { ReservedConcurrentExecutions: reserved });
+  });
+
   it('uses a role with no managed policy, assumable by Lambda only', () => {
     // Prepare / Act / Assess
     template.hasResourceProperties('AWS::IAM::Role', {
@@ -126,6 +157,7 @@ describe('IngestFunction', () => {
         'autoscaling:DescribeAutoScalingGroups',
         'autoscaling:DescribeAutoScalingInstances',
         'autoscaling:SetInstanceHealth',
+        'dynamodb:DeleteItem',
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:Query',
@@ -168,6 +200,7 @@ describe('IngestFunction', () => {
     ['dynamodb:PutItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
     ['dynamodb:UpdateItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
     ['dynamodb:Query', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
+    ['dynamodb:DeleteItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
     ['timestream:DescribeEndpoints', () => ['*']],
     ['autoscaling:DescribeAutoScalingInstances', () => ['*']],
     ['xray:PutTraceSegments', () => ['*']],
@@ -312,6 +345,9 @@ describe('IngestFunction', () => {
     ['priceOverridesUsdPerHour', { priceOverridesUsdPerHour: { P5: 55 } }, '`"P5"`'],
     ['priceOverridesUsdPerHour', { priceOverridesUsdPerHour: { 'p5 48xlarge': 55 } }, '`"p5 48xlarge"`'],
     ['priceOverridesUsdPerHour', { priceOverridesUsdPerHour: [55] as never }, '(array)'],
+    ['reservedConcurrentExecutions', { ingestReservedConcurrency: 0 }, '`0`'],
+    ['reservedConcurrentExecutions', { ingestReservedConcurrency: 1000 }, '`1000`'],
+    ['reservedConcurrentExecutions', { ingestReservedConcurrency: 2.5 }, '`2.5`'],
   ])('fails if %s is invalid (%j)', (prop, props, got) => {
     // Prepare / Act
     const build = () => buildStack(props);

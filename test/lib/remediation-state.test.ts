@@ -40,6 +40,11 @@ describe('RemediationState', () => {
     });
   });
 
+  it('turns on deletion protection', () => {
+    // Prepare / Act / Assess
+    template.hasResourceProperties('AWS::DynamoDB::Table', { DeletionProtectionEnabled: true });
+  });
+
   it('retains the table when the stack is deleted', () => {
     // Prepare / Act / Assess
     template.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Retain' });

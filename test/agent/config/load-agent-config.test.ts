@@ -423,4 +423,28 @@ describe('loadAgentConfig validation errors', () => {
     // Assess
     expect(err.message).toContain(`file ${path}: Expected a readable agent config file (JSON), got ENOENT`);
   });
+
+  it.each([
+    { endpoint: 'http://api.example.com/prod', auth: 'sigv4', refused: true },
+    { endpoint: 'http://10.0.0.5:8080', auth: 'sigv4', refused: true },
+    { endpoint: 'http://10.0.0.5:8080', auth: 'none', refused: false },
+    { endpoint: 'http://127.0.0.1:7070', auth: 'sigv4', refused: false },
+    { endpoint: 'https://abc.execute-api.us-east-1.amazonaws.com/prod', auth: 'sigv4', refused: false },
+  ])(
+    'refuses SigV4 over plain http to a non-loopback host: $endpoint with $auth → $refused',
+    ({ endpoint, auth, refused }) => {
+      // Prepare
+      const options = {
+        defaultFile: NO_DEFAULT_FILE,
+        env: { GPU_SENTINEL_ENDPOINT: endpoint, GPU_SENTINEL_AUTH: auth },
+      };
+
+      // Act
+      const load = () => loadAgentConfig(options);
+
+      // Assess
+      if (refused) expect(load).toThrow(/Expected `endpoint` to be an https:\/\/ URL when `auth` is `sigv4`/);
+      else expect(load().config.endpoint).toBe(endpoint);
+    },
+  );
 });

@@ -222,6 +222,22 @@ describe('install.sh options', () => {
   });
 
   it.each([
+    'https://abc123.execute-api.us-east-1.amazonaws.com/prod?a=1&b=2',
+    'https://api.example.com/prod?q="quoted"&x=|pipe|\\back',
+  ])('writes an endpoint with & and quotes as valid JSON, unchanged: %s', (endpoint) => {
+    // Prepare
+    const root = mkdtempSync(join(dir, 'amp-'));
+
+    // Act
+    const result = install(root, '--endpoint', endpoint);
+
+    // Assess
+    expect(result.status).toBe(0);
+    const config = JSON.parse(readFileSync(join(root, 'etc/gpu-sentinel/agent.json'), 'utf8'));
+    expect(config.endpoint).toBe(endpoint);
+  });
+
+  it.each([
     {
       args: ['--bogus'],
       message: 'Expected one of --root, --prefix, --node, --endpoint, --start, --dry-run, got `--bogus`',

@@ -176,7 +176,6 @@ describe('HttpSender', () => {
 
   it.each([
     [400, { error: 'expected a number <= 1', path: 'windows[0].metrics.gpu_util' }],
-    [403, { error: 'caller is not i-0a5e00000000000a1' }],
     [413, { error: 'body too large' }],
   ])('does not retry %i and throws SendRejectedError carrying the API error', async (status, body) => {
     // Prepare
@@ -192,6 +191,66 @@ describe('HttpSender', () => {
     expect((error as SendRejectedError).status).toBe(status);
     expect((error as SendRejectedError).body).toEqual(body);
     expect((error as SendRejectedError).batchId).toBe(BATCH.batch_id);
+  });
+
+  it.each([401, 403])(
+    'retries %i with refreshed credentials and delivers on the next attempt',
+    async (status) => {
+      // Prepare
+      answers = [{ status, body: { message: 'Signature expired' } }];
+      const asked: unknown[] = [];
+      const sender = new HttpSender({
+        endpoint,
+        region: 'us-east-1',
+        credentials: async (options?: Record<string, unknown>) => {
+          asked.push(options);
+          return CREDENTIALS;
+        },
+        clock: () => NOW,
+        ...FAST,
+      });
+
+      // Act
+      const result = await sender.send(BATCH);
+
+      // Assess
+      expect(result.status).toBe(202);
+      expect(received).toHaveLength(2);
+      expect(asked).toEqual([undefined, { forceRefresh: true }]);
+    },
+  );
+
+  it('sets a batch aside (SendRejectedError) only after 403 persists through every credential refresh', async () => {
+    // Prepare
+    answers = Array.from({ length: 5 }, () => ({
+      status: 403,
+      body: { error: 'caller is not i-0a5e00000000000a1' },
+    }));
+    const sender = new HttpSender({ endpoint, auth: 'none', authRetries: 3, ...FAST });
+
+    // Act
+    const error = await sender.send(BATCH).catch((e: unknown) => e);
+
+    // Assess
+    expect(received).toHaveLength(4);
+    expect(error).toBeInstanceOf(SendRejectedError);
+    expect((error as SendRejectedError).status).toBe(403);
+  });
+
+  it.each([
+    { endpoint: 'http://api.example.com/prod', ok: false },
+    { endpoint: 'http://10.0.0.5:8080', ok: false },
+    { endpoint: 'http://127.0.0.1:7070', ok: true },
+    { endpoint: 'http://localhost:7070', ok: true },
+    { endpoint: 'http://[::1]:7070', ok: true },
+    { endpoint: 'https://abc.execute-api.us-east-1.amazonaws.com/prod', ok: true },
+  ])('signs over plain http only to a loopback host: $endpoint → $ok', ({ endpoint: url, ok }) => {
+    // Act
+    const make = () => new HttpSender({ endpoint: url, region: 'us-east-1', credentials: CREDENTIALS });
+
+    // Assess
+    if (ok) expect(make).not.toThrow();
+    else expect(make).toThrow(/Expected an https:\/\/ `endpoint` for SigV4/);
   });
 
   it('throws SendFailedError after the retries when every answer is 5xx', async () => {

@@ -109,27 +109,38 @@ describe('segment format', () => {
       tail: 'corrupt',
     },
     {
-      name: 'a bad CRC before more records',
+      name: 'a bad CRC before more records (skips only it)',
       data: [SEGMENT_MAGIC, flipped(A, 12), B, C],
-      records: 0,
-      valid: 8,
-      tail: 'corrupt',
+      records: 2,
+      valid: 8 + 3 * A.length,
+      tail: 'clean',
+      damaged: [{ offset: 8, bytes: A.length }],
+    },
+    {
+      name: 'a damaged length before more records (skips only it)',
+      data: [SEGMENT_MAGIC, A, flipped(B, 2), C],
+      records: 2,
+      valid: 8 + 3 * A.length,
+      tail: 'clean',
+      damaged: [{ offset: 8 + A.length, bytes: A.length }],
     },
     { name: 'a magic cut short', data: [SEGMENT_MAGIC.subarray(0, 3)], records: 0, valid: 0, tail: 'torn' },
     { name: 'an empty file', data: [], records: 0, valid: 0, tail: 'clean' },
-  ])('frames $name', ({ data, records, valid, tail }) => {
+  ])('frames $name', ({ data, records, valid, tail, ...rest }) => {
     // Prepare
     const file = Buffer.concat(data);
+    const damaged = 'damaged' in rest ? rest.damaged : [];
 
     // Act
     const scan = scanSegment('x.seg', file);
 
     // Assess
-    expect({ records: scan.records.length, valid: scan.validBytes, tail: scan.tail }).toEqual({
-      records,
-      valid,
-      tail,
-    });
+    expect({
+      records: scan.records.length,
+      valid: scan.validBytes,
+      tail: scan.tail,
+      damaged: scan.damaged,
+    }).toEqual({ records, valid, tail, damaged });
   });
 
   it.each([

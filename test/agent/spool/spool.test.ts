@@ -1,9 +1,9 @@
 import { readdir, readFile, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SpoolClosedError, SpoolCorruptError, SpoolOrderError } from '../../../agent/spool/errors';
-import { SEGMENT_MAGIC } from '../../../agent/spool/segment-format';
-import { MAX_SPOOL_MAX_AGE_S, Spool, type SpoolOptions } from '../../../agent/spool/spool';
+import { SpoolClosedError, SpoolOrderError } from '../../../agent/spool/errors';
+import { MIN_RECORD_BYTES, SEGMENT_MAGIC, scanSegment } from '../../../agent/spool/segment-format';
+import { DAMAGED_DIR, MAX_SPOOL_MAX_AGE_S, Spool, type SpoolOptions } from '../../../agent/spool/spool';
 import { FakeClock, makeBatch, makeTempDir, T0 } from './spool-fixtures';
 
 let dir: string;
@@ -191,23 +191,49 @@ describe('Spool', () => {
     expect(await drainSeqs(reopened)).toEqual([0]);
   });
 
-  it('drops and counts a damaged record in the middle of a segment, keeping later segments', async () => {
-    // Prepare
-    const spool = await openSpool({ segmentBytes: 3000 });
-    for (let seq = 0; seq < 6; seq++) await spool.append(makeBatch(seq));
+  it('skips only a damaged record between intact ones, reports its seq and windows once, and never reuses its seq', async () => {
+    // Prepare: seq 0..5 in one segment; a byte of seq 2's payload flipped
+    const spool = await openSpool();
+    for (let seq = 0; seq < 6; seq++) await spool.append(makeBatch(seq, T0, 8));
     await spool.close();
-    const first = join(dir, (await segmentFiles())[0] ?? '');
-    const data = await readFile(first);
-    data[20] = (data[20] ?? 0) ^ 0xff;
-    await writeFile(first, data);
+    const file = join(dir, (await segmentFiles())[0] ?? '');
+    const data = await readFile(file);
+    const seq2 = scanSegment(file, data).records[2]!;
+    data[seq2.offset + 40] = (data[seq2.offset + 40] ?? 0) ^ 0xff;
+    await writeFile(file, data);
 
     // Act
-    const reopened = await openSpool({ segmentBytes: 3000 });
+    const reopened = await openSpool();
+    const report = reopened.takeDroppedReport();
+    const lastSeq = reopened.stats().last_seq;
     const seqs = await drainSeqs(reopened);
+    await reopened.close();
+    const again = await openSpool();
 
     // Assess
-    expect(seqs).toEqual([3, 4, 5]);
-    expect(reopened.takeDropped()).toBe(1);
+    expect(seqs).toEqual([0, 1, 3, 4, 5]);
+    expect(report).toEqual({ batches: 1, windows: 8, firstSeq: 2, lastSeq: 2 });
+    expect(lastSeq).toBe(5);
+    expect(again.takeDroppedReport()).toBeUndefined();
+  });
+
+  it('counts damaged bytes at the end of an earlier segment by size, and skips every seq they could hold', async () => {
+    // Prepare: seq 0 in segment 0 followed by 1,000 bytes of zeros, seq 1 in segment 1
+    const spool = await openSpool({ segmentBytes: 1024 });
+    for (let seq = 0; seq < 2; seq++) await spool.append(makeBatch(seq));
+    await spool.close();
+    const [first, second] = await segmentFiles();
+    const file = join(dir, first ?? '');
+    await writeFile(file, Buffer.concat([await readFile(file), Buffer.alloc(1000)]));
+
+    // Act
+    const reopened = await openSpool({ segmentBytes: 1024 });
+    const report = reopened.takeDroppedReport();
+
+    // Assess
+    expect(second).toBeDefined();
+    expect(report?.batches).toBeGreaterThanOrEqual(1);
+    expect(reopened.stats().last_seq).toBeGreaterThanOrEqual(0 + Math.ceil(1000 / MIN_RECORD_BYTES));
   });
 
   it('counts a damaged last record of an earlier segment as dropped (it was acknowledged once)', async () => {
@@ -244,12 +270,22 @@ describe('Spool', () => {
     expect(await drainSeqs(reopened)).toEqual([0, 1]);
   });
 
-  it('throws SpoolCorruptError on open when a .seg file is not a spool segment', async () => {
-    // Prepare
-    await writeFile(join(dir, '000000000000.seg'), 'not a spool segment at all');
+  it('moves a .seg file that is not a spool segment to damaged/, counts it, and goes on', async () => {
+    // Prepare: seq 0..2 queued, then a foreign file under a segment name
+    const spool = await openSpool();
+    for (let seq = 0; seq < 3; seq++) await spool.append(makeBatch(seq));
+    await spool.close();
+    await writeFile(join(dir, '000000000005.seg'), 'not a spool segment at all');
 
-    // Act / Assess
-    await expect(Spool.open({ dir })).rejects.toBeInstanceOf(SpoolCorruptError);
+    // Act
+    const reopened = await openSpool();
+    await reopened.append(makeBatch(9));
+
+    // Assess
+    expect(await readdir(join(dir, DAMAGED_DIR))).toEqual(['000000000005.seg']);
+    expect(await drainSeqs(reopened)).toEqual([0, 1, 2, 9]);
+    expect(reopened.takeDropped()).toBe(1);
+    expect(reopened.stats().last_seq).toBeGreaterThan(2);
   });
 
   it('removes a stray cursor tmp file and segments already acked on open', async () => {

@@ -202,6 +202,26 @@ describe('SpoolingSender', () => {
     expect(sender.counters.dropped).toBe(1);
   });
 
+  it('counts a batch the API refused (set aside in rejected/) in the data_dropped event', async () => {
+    // Prepare
+    const api = new FakeApi();
+    api.refuse.add(1);
+    const sender = new SpoolingSender({ spool, send: api.send });
+
+    // Act
+    const outcomes = [
+      await sender.submit(makeBatch(0, undefined, 8)),
+      await sender.submit(makeBatch(1, undefined, 8)),
+    ];
+    const event = sender.takeDroppedEvent(clock.now());
+
+    // Assess
+    expect(outcomes).toEqual(['sent', 'rejected']);
+    expect(event).toMatchObject({ kind: 'data_dropped', count: 8 });
+    expect(event?.detail).toMatch(/1 batches \(8 flush windows, seq 1\.\.1\) refused by the API/);
+    expect(EventSchema.safeParse(event).success).toBe(true);
+  });
+
   it('gives no data_dropped event when nothing was dropped', async () => {
     // Prepare
     const sender = new SpoolingSender({ spool, send: new FakeApi().send });

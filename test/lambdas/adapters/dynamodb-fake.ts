@@ -1,70 +1,207 @@
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
+  DeleteItemCommand,
   DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
+  TransactionCanceledException,
+  TransactWriteItemsCommand,
 } from '@aws-sdk/client-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 
 type Item = Record<string, AttributeValue>;
 
+/** The expression parts of a conditional write, as the SDK sends them. */
+interface Conditional {
+  readonly ConditionExpression?: string;
+  readonly ExpressionAttributeNames?: Record<string, string>;
+  readonly ExpressionAttributeValues?: Item;
+}
+
+/** Options of {@link fakeDynamoDb}. */
+export interface FakeDynamoDbOptions {
+  /**
+   * Delay before each request is evaluated, ms (a network round trip). Each request's condition is
+   * checked and its write applied atomically after the delay, as DynamoDB does per item (and per
+   * transaction), so concurrent read-then-write callers interleave as they would against AWS.
+   * @default no delay
+   */
+  readonly latencyMs?: () => number;
+}
+
+const OPERATORS = ['<=', '>=', '<>', '=', '<', '>'] as const;
+
 /**
- * A mocked DynamoDBClient holding items in memory and evaluating the few expressions the state
- * store uses: `attribute_not_exists(pk)`, optionally `OR #at > :v` / `OR #at <= :v` (numbers);
- * key conditions `pk = :p AND sk >= :since` and `pk = :p AND begins_with(sk, :b)`. Anything else
- * throws, so a changed expression fails the tests instead of passing silently.
+ * Evaluates a DynamoDB condition expression against an item (absent = `undefined`): `OR`, `AND`,
+ * parentheses, `attribute_not_exists(a)`, `attribute_exists(a)` and the comparators `= <> < <= > >=`
+ * on numbers (`N`) and strings (`S`); a comparison with a missing attribute is false, as in
+ * DynamoDB. Anything else throws, so an expression the fake does not understand fails the test.
+ */
+function evaluate(input: Conditional, item: Item | undefined): boolean {
+  const text = input.ConditionExpression;
+  if (text === undefined) return true;
+  const tokens = text.match(/\(|\)|<=|>=|<>|=|<|>|[#:]?[A-Za-z_][A-Za-z0-9_]*/g) ?? [];
+  let at = 0;
+  const peek = (): string | undefined => tokens[at];
+  const next = (): string => {
+    const t = tokens[at++];
+    if (t === undefined) throw new Error(`fake DynamoDB: unexpected end of condition ${text}`);
+    return t;
+  };
+  const attr = (name: string): string =>
+    name.startsWith('#') ? (input.ExpressionAttributeNames?.[name] ?? '') : name;
+  const operand = (name: string): AttributeValue | undefined =>
+    name.startsWith(':') ? input.ExpressionAttributeValues?.[name] : item?.[attr(name)];
+  const compare = (a: AttributeValue | undefined, op: string, b: AttributeValue | undefined): boolean => {
+    if (a === undefined || b === undefined) return false;
+    const x: number | string | undefined = a.N !== undefined ? Number(a.N) : a.S;
+    const y: number | string | undefined = b.N !== undefined ? Number(b.N) : b.S;
+    if (x === undefined || y === undefined || typeof x !== typeof y) return false;
+    switch (op) {
+      case '=':
+        return x === y;
+      case '<>':
+        return x !== y;
+      case '<':
+        return x < y;
+      case '<=':
+        return x <= y;
+      case '>':
+        return x > y;
+      default:
+        return x >= y;
+    }
+  };
+  const factor = (): boolean => {
+    const t = next();
+    if (t === '(') {
+      const v = or();
+      if (next() !== ')') throw new Error(`fake DynamoDB: unbalanced condition ${text}`);
+      return v;
+    }
+    if (t === 'attribute_not_exists' || t === 'attribute_exists') {
+      next();
+      const name = attr(next());
+      next();
+      const exists = item?.[name] !== undefined;
+      return t === 'attribute_exists' ? exists : !exists;
+    }
+    const op = next();
+    if (!(OPERATORS as readonly string[]).includes(op))
+      throw new Error(`fake DynamoDB: unsupported condition ${text}`);
+    return compare(operand(t), op, operand(next()));
+  };
+  const and = (): boolean => {
+    let v = factor();
+    while (peek() === 'AND') {
+      next();
+      v = factor() && v;
+    }
+    return v;
+  };
+  const or = (): boolean => {
+    let v = and();
+    while (peek() === 'OR') {
+      next();
+      v = and() || v;
+    }
+    return v;
+  };
+  const result = or();
+  if (at !== tokens.length) throw new Error(`fake DynamoDB: unsupported condition ${text}`);
+  return result;
+}
+
+/**
+ * A mocked DynamoDBClient holding items in memory with DynamoDB's write semantics: conditional
+ * `PutItem` / `DeleteItem` (failed condition → `ConditionalCheckFailedException`), `GetItem`,
+ * `Query` with the key conditions `pk = :p AND sk >= :since` and `pk = :p AND begins_with(sk, :b)`,
+ * and `TransactWriteItems` (all conditions checked, then all writes applied, or none: a failed
+ * condition cancels the whole transaction with `TransactionCanceledException` and one
+ * `CancellationReasons` entry per item; two operations on one item are a `ValidationException`).
+ * Anything else throws, so a changed expression fails the tests instead of passing silently.
  *
+ * @param options - see {@link FakeDynamoDbOptions}
  * @returns the client and its items by `pk\u0000sk`
  */
-export function fakeDynamoDb(): { client: DynamoDBClient; items: Map<string, Item> } {
+export function fakeDynamoDb(options: FakeDynamoDbOptions = {}): {
+  client: DynamoDBClient;
+  items: Map<string, Item>;
+} {
   const client = new DynamoDBClient({ region: 'us-east-1' });
   const mock = mockClient(client);
   const items = new Map<string, Item>();
   const key = (i: Item): string => `${i.pk?.S}\u0000${i.sk?.S}`;
+  const delay = async (): Promise<void> => {
+    const ms = options.latencyMs?.() ?? 0;
+    if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
+  };
+  const conditionFailed = () =>
+    new ConditionalCheckFailedException({ message: 'The conditional request failed', $metadata: {} });
 
-  mock
-    .on(PutItemCommand)
-    .callsFake(
-      (input: {
-        Item: Item;
-        ConditionExpression?: string;
-        ExpressionAttributeNames?: Record<string, string>;
-        ExpressionAttributeValues?: Item;
-      }) => {
-        const existing = items.get(key(input.Item));
-        const cond = input.ConditionExpression;
-        if (cond !== undefined && existing !== undefined) {
-          const m = /^attribute_not_exists\(pk\)(?: OR (#\w+) (>|<=) (:\w+))?$/.exec(cond);
-          if (m === null) throw new Error(`fake DynamoDB: unsupported condition ${cond}`);
-          let ok = false;
-          if (m[1] !== undefined) {
-            const attr = input.ExpressionAttributeNames?.[m[1]] ?? '';
-            const stored = Number(existing[attr]?.N);
-            const value = Number(input.ExpressionAttributeValues?.[m[3] ?? '']?.N);
-            ok = m[2] === '>' ? stored > value : stored <= value;
-          }
-          if (!ok)
-            throw new ConditionalCheckFailedException({
-              message: 'The conditional request failed',
-              $metadata: {},
-            });
-        }
-        items.set(key(input.Item), input.Item);
-        return {};
-      },
-    );
+  mock.on(PutItemCommand).callsFake(async (input: Conditional & { Item: Item }) => {
+    await delay();
+    if (!evaluate(input, items.get(key(input.Item)))) throw conditionFailed();
+    items.set(key(input.Item), input.Item);
+    return {};
+  });
 
-  mock.on(GetItemCommand).callsFake((input: { Key: Item }) => {
+  mock.on(DeleteItemCommand).callsFake(async (input: Conditional & { Key: Item }) => {
+    await delay();
+    if (!evaluate(input, items.get(key(input.Key)))) throw conditionFailed();
+    items.delete(key(input.Key));
+    return {};
+  });
+
+  mock.on(GetItemCommand).callsFake(async (input: { Key: Item }) => {
+    await delay();
     const item = items.get(key(input.Key));
     return item === undefined ? {} : { Item: item };
   });
 
   mock
+    .on(TransactWriteItemsCommand)
+    .callsFake(
+      async (input: {
+        TransactItems: { Put?: Conditional & { Item: Item }; Delete?: Conditional & { Key: Item } }[];
+      }) => {
+        await delay();
+        const ops = input.TransactItems.map((t) => {
+          if (t.Put !== undefined) return { k: key(t.Put.Item), cond: t.Put, put: t.Put.Item };
+          if (t.Delete !== undefined) return { k: key(t.Delete.Key), cond: t.Delete, put: undefined };
+          throw new Error('fake DynamoDB: only Put and Delete are modelled in TransactWriteItems');
+        });
+        if (new Set(ops.map((o) => o.k)).size !== ops.length) {
+          throw Object.assign(
+            new Error('Transaction request cannot include multiple operations on one item'),
+            {
+              name: 'ValidationException',
+            },
+          );
+        }
+        const codes = ops.map((o) => (evaluate(o.cond, items.get(o.k)) ? 'None' : 'ConditionalCheckFailed'));
+        if (codes.some((c) => c !== 'None')) {
+          throw new TransactionCanceledException({
+            message: `Transaction cancelled, please refer cancellation reasons for specific reasons [${codes.join(', ')}]`,
+            $metadata: {},
+            CancellationReasons: codes.map((Code) => ({ Code })),
+          });
+        }
+        for (const o of ops) {
+          if (o.put === undefined) items.delete(o.k);
+          else items.set(o.k, o.put);
+        }
+        return {};
+      },
+    );
+
+  mock
     .on(QueryCommand)
-    .callsFake((input: { KeyConditionExpression: string; ExpressionAttributeValues: Item }) => {
+    .callsFake(async (input: { KeyConditionExpression: string; ExpressionAttributeValues: Item }) => {
+      await delay();
       const v = unmarshall(input.ExpressionAttributeValues) as Record<string, string>;
       let match: (pk: string, sk: string) => boolean;
       if (input.KeyConditionExpression === 'pk = :p AND sk >= :since')

@@ -1,9 +1,11 @@
 import {
   ConditionalCheckFailedException,
+  DeleteItemCommand,
   DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
+  TransactWriteItemsCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -287,6 +289,87 @@ describe('DynamoDbStateStore', () => {
     await expect(result).rejects.toMatchObject({ cause });
   });
 
+  it('reserves a replacement with one transaction: the pending record and a group and a fleet slot, each conditional', async () => {
+    // Prepare
+    mock.on(QueryCommand).resolves({ Items: [] });
+    mock.on(TransactWriteItemsCommand).resolves({});
+
+    // Act
+    const granted = await store.reserveRemediation({
+      record,
+      budget: { groupLimit: 2, fleetLimit: 10, windowS: 3600 },
+      leaseS: 900,
+    });
+
+    // Assess
+    const atMs = 1773144006000;
+    const slot = (pk: string) => ({
+      Put: {
+        TableName: 'gpu-sentinel-state',
+        Item: marshall({
+          pk,
+          sk: 'slot#0',
+          slot: 0,
+          instance_id: 'i-0abc',
+          lease_id: 'i-0abc@2026-03-10T12:00:06Z',
+          at_ms: atMs,
+          expires_at: 1773144006 + 3600,
+        }),
+        ConditionExpression: 'attribute_not_exists(pk) OR #at <= :cutoff',
+        ExpressionAttributeNames: { '#at': 'at_ms' },
+        ExpressionAttributeValues: marshall({ ':cutoff': atMs - 3_600_000 }),
+      },
+    });
+    expect(granted).toEqual({ granted: true, leaseId: 'i-0abc@2026-03-10T12:00:06Z' });
+    expect(mock.commandCalls(QueryCommand).map((c) => c.args[0].input.ExpressionAttributeValues)).toEqual([
+      marshall({ ':p': 'budget#asg#p5-train', ':b': 'slot#' }),
+      marshall({ ':p': 'budget#fleet', ':b': 'slot#' }),
+    ]);
+    expect(mock.commandCalls(TransactWriteItemsCommand)[0]!.args[0].input).toEqual({
+      TransactItems: [
+        {
+          Put: {
+            TableName: 'gpu-sentinel-state',
+            Item: marshall({
+              pk: 'instance#i-0abc',
+              sk: 'remediation',
+              instance_id: 'i-0abc',
+              asg_name: 'p5-train',
+              action: 'replace',
+              at: '2026-03-10T12:00:06Z',
+              rule: 'xid_fatal',
+              state: 'pending',
+              lease_id: 'i-0abc@2026-03-10T12:00:06Z',
+              lease_until_ms: atMs + 900_000,
+            }),
+            ConditionExpression: 'attribute_not_exists(pk) OR (#state = :pending AND #lease_until < :at)',
+            ExpressionAttributeNames: { '#state': 'state', '#lease_until': 'lease_until_ms' },
+            ExpressionAttributeValues: marshall({ ':pending': 'pending', ':at': atMs }),
+          },
+        },
+        slot('budget#asg#p5-train'),
+        slot('budget#fleet'),
+      ],
+    });
+  });
+
+  it('gives back an alert claim only if it is still the one made at that time', async () => {
+    // Prepare
+    mock.on(DeleteItemCommand).resolves({});
+
+    // Act
+    await store.releaseAlert('escalation:i-0abc', '2026-03-10T12:00:00Z');
+
+    // Assess
+    expect(mock.commandCalls(DeleteItemCommand)[0]!.args[0].input).toEqual({
+      TableName: 'gpu-sentinel-state',
+      Key: marshall({ pk: 'alert#escalation:i-0abc', sk: 'last_sent' }),
+      ConditionExpression: '#at = :at',
+      ExpressionAttributeNames: { '#at': 'at_ms' },
+      ExpressionAttributeValues: marshall({ ':at': 1773144000000 }),
+    });
+  });
+
   it('refuses a time that is not ISO 8601', async () => {
     // Act / Assess
     await expect(store.claimAlert('a', 'yesterday', 60)).rejects.toThrow(TypeError);
@@ -296,4 +379,11 @@ describe('DynamoDbStateStore', () => {
 
 describeStateStoreContract('DynamoDbStateStore (fake DynamoDB)', async () => ({
   store: new DynamoDbStateStore({ client: fakeDynamoDb().client, tableName: 'gpu-sentinel-state' }),
+}));
+
+describeStateStoreContract('DynamoDbStateStore (fake DynamoDB, 2–20 ms per request)', async () => ({
+  store: new DynamoDbStateStore({
+    client: fakeDynamoDb({ latencyMs: () => 2 + Math.random() * 18 }).client,
+    tableName: 'gpu-sentinel-state',
+  }),
 }));

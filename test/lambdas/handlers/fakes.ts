@@ -1,5 +1,5 @@
-import type { AlertSink, DecisionSink, Remediator } from '../../../lambdas/domain/ports';
-import type { Alert, RemediationDecision } from '../../../lambdas/domain/types';
+import type { AlertSink, DecisionSink, InstanceDirectory, Remediator } from '../../../lambdas/domain/ports';
+import type { Alert, AutoScalingGroupInfo, RemediationDecision } from '../../../lambdas/domain/types';
 import type { Log } from '../../../lambdas/handlers/log';
 
 /** Records published alerts. */
@@ -43,5 +43,22 @@ export function recordingLog(): Log & {
     info: (message, data) => lines.push({ level: 'info', message, data }),
     warn: (message, data) => lines.push({ level: 'warn', message, data }),
     error: (message, data) => lines.push({ level: 'error', message, data }),
+  };
+}
+
+/**
+ * An instance directory (server-side enrichment) that says every instance runs, is a
+ * p5.48xlarge, and belongs to `group`, whatever its batches claim.
+ */
+export function directoryWithGroup(group: AutoScalingGroupInfo): InstanceDirectory {
+  return {
+    describe: async (instanceId, region) => ({
+      instance_id: instanceId,
+      region,
+      state: 'running',
+      instance_type: 'p5.48xlarge',
+      tags: {},
+      asg: group,
+    }),
   };
 }

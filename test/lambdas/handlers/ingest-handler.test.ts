@@ -201,9 +201,13 @@ describe('ingest handler', () => {
     const state: StateStore = {
       getRemediation: (id) => store.getRemediation(id),
       putRemediationIfAbsent: (r) => store.putRemediationIfAbsent(r),
+      reserveRemediation: (r) => store.reserveRemediation(r),
+      confirmRemediation: (r, l) => store.confirmRemediation(r, l),
+      releaseRemediation: (r, l) => store.releaseRemediation(r, l),
       listRemediations: (g, s) => store.listRemediations(g, s),
       markBroken: (i, k, a) => store.markBroken(i, k, a),
       claimAlert: (id, a, c) => store.claimAlert(id, a, c),
+      releaseAlert: (id, a) => store.releaseAlert(id, a),
       getBrokenSince: async () => Promise.reject(new Error('secret detail')),
     };
     // Act

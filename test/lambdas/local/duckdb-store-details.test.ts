@@ -46,6 +46,28 @@ describe('DuckDbStore details', () => {
     });
   });
 
+  it.each([
+    { case: 'energy_j = 1e21 (a whole DOUBLE beyond int64)', metrics: { energy_j: 1e21 } },
+    { case: 'the largest finite DOUBLE rate', metrics: { pcie_rx_bytes_per_s: Number.MAX_VALUE } },
+    {
+      case: 'the largest contract counters (2^53 − 1)',
+      metrics: { ecc_sbe_aggregate: Number.MAX_SAFE_INTEGER, clocks_event_reasons: Number.MAX_SAFE_INTEGER },
+    },
+  ])('stores a contract-valid extreme number: $case', async ({ metrics }) => {
+    // Prepare
+    const row = gpuRow({ metrics: { ...gpuRow().metrics, ...metrics } });
+    const efa = efaRow({ deltas: { rx_bytes: Number.MAX_SAFE_INTEGER } });
+
+    // Act
+    const written = await store.write({ gpu: [row], efa: [efa], events: [] });
+
+    // Assess
+    expect(written.written).toBe(2);
+    const [stored] = await store.readAll('gpu_windows');
+    expect(stored).toMatchObject(metrics);
+    expect((await store.readAll('efa_windows'))[0]?.deltas).toEqual({ rx_bytes: Number.MAX_SAFE_INTEGER });
+  });
+
   it('stores EFA deltas as a map and events with and without a GPU', async () => {
     // Prepare
     const instanceWide: EventRow = {

@@ -1,0 +1,89 @@
+import type { RemediationReservation } from './ports';
+import { groupReplacementLimit, type RemediationLimits } from './remediation-policy';
+import type { RemediationDecision } from './types';
+
+/**
+ * The id under which escalations of an instance are deduplicated (one page per instance and
+ * cooldown, not one per batch), claimed like an alert id.
+ *
+ * @param instanceId - EC2 instance id
+ * @returns `escalation:<instance id>`
+ */
+export function escalationId(instanceId: string): string {
+  return `escalation:${instanceId}`;
+}
+
+/**
+ * What a `replace` or `quarantine` decision becomes after the state store answered its
+ * reservation (DESIGN §8): unchanged when granted; `skip` when the instance is already remediated
+ * or another invocation holds its lease; `escalate` with the numbers when the group's or the
+ * fleet's budget is spent.
+ *
+ * @param decision - the policy's decision (action `replace` or `quarantine`)
+ * @param reservation - the store's answer
+ * @param limits - the limits the budget came from (for the message)
+ * @param desired - the group's desired capacity, when known (for the message)
+ * @returns the decision to carry out and record
+ */
+export function afterReservation(
+  decision: RemediationDecision,
+  reservation: RemediationReservation,
+  limits: RemediationLimits,
+  desired: number | undefined,
+): RemediationDecision {
+  if (reservation.granted) return decision;
+  switch (reservation.reason) {
+    case 'remediated':
+      return { ...decision, action: 'skip', reason: 'another invocation already remediated this instance' };
+    case 'in_progress':
+      return {
+        ...decision,
+        action: 'skip',
+        reason: 'another invocation is remediating this instance now (its reservation is held)',
+      };
+    case 'group_budget':
+      return {
+        ...decision,
+        action: 'escalate',
+        reason: `rate limit: ${reservation.used ?? '?'} replacement(s) in Auto Scaling group ${decision.asg_name ?? '?'} in the last ${limits.windowS} s, limit ${reservation.limit ?? '?'} = ${groupReplacementLimit(limits, desired).how}; a human must replace it`,
+      };
+    case 'fleet_budget':
+      return {
+        ...decision,
+        action: 'escalate',
+        reason: `fleet rate limit: ${reservation.used ?? '?'} replacement(s) across the fleet in the last ${limits.windowS} s, limit ${reservation.limit ?? '?'}; a fleet-wide cause is likely, a human must look before more instances are replaced`,
+      };
+  }
+}
+
+/**
+ * A decision whose call to Auto Scaling or EC2 failed: escalated to a human, with the cause.
+ *
+ * @param decision - the `replace` or `quarantine` decision that could not be carried out
+ * @param message - the failure's message
+ * @returns the decision with action `escalate`
+ */
+export function afterFailedCall(decision: RemediationDecision, message: string): RemediationDecision {
+  return {
+    ...decision,
+    action: 'escalate',
+    reason: `${decision.action} could not be done safely (${message}); a human must act`,
+  };
+}
+
+/**
+ * An escalation that was already paged for this instance within the cooldown becomes a `skip`
+ * (still recorded for the audit trail, on the info topic), so a rate-limited instance pages once
+ * per cooldown instead of once per batch.
+ *
+ * @param decision - an `escalate` decision
+ * @param cooldownS - the escalation cooldown, s
+ * @returns the decision with action `skip` and why
+ */
+export function repeatedEscalation(decision: RemediationDecision, cooldownS: number): RemediationDecision {
+  return {
+    ...decision,
+    action: 'skip',
+    reason: `already escalated to a human within the last ${cooldownS} s (not paged again): ${decision.reason}`,
+  };
+}

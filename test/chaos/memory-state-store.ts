@@ -1,0 +1,119 @@
+import {
+  budgetedGroup,
+  budgetScopes,
+  leaseIdFor,
+  pickBudgetSlot,
+  reservationTimes,
+} from '../../lambdas/adapters/remediation-budget';
+import type {
+  RemediationRecord,
+  RemediationReservation,
+  RemediationReservationRequest,
+  StateStore,
+} from '../../lambdas/domain/ports';
+
+interface Held {
+  readonly record: RemediationRecord;
+  state: 'pending' | 'done';
+  readonly leaseId: string;
+  readonly leaseUntilMs: number;
+}
+
+/**
+ * A `StateStore` in memory for the fuzz runs, where thousands of batches must go through the real
+ * handler quickly and the state adapter is not what is tested. It passes the same conformance
+ * suite as the DynamoDB and DuckDB adapters (test/chaos/memory-state-store.test.ts), so the
+ * handler sees the port's semantics, not a looser stand-in. Every method runs to completion
+ * without awaiting, so each is atomic.
+ */
+export class MemoryStateStore implements StateStore {
+  readonly remediations = new Map<string, Held>();
+  readonly slots = new Map<string, { slot: number; at_ms: number; leaseId: string }[]>();
+  readonly broken = new Map<string, Map<string, string>>();
+  readonly claims = new Map<string, number>();
+
+  async getRemediation(instanceId: string): Promise<RemediationRecord | undefined> {
+    const held = this.remediations.get(instanceId);
+    return held?.state === 'done' ? held.record : undefined;
+  }
+
+  async putRemediationIfAbsent(record: RemediationRecord): Promise<boolean> {
+    if (this.remediations.has(record.instance_id)) return false;
+    this.remediations.set(record.instance_id, { record, state: 'done', leaseId: '', leaseUntilMs: 0 });
+    return true;
+  }
+
+  async reserveRemediation(request: RemediationReservationRequest): Promise<RemediationReservation> {
+    const { record, budget } = request;
+    const { atMs, leaseUntilMs, cutoffMs } = reservationTimes(record, request.leaseS, budget);
+    const held = this.remediations.get(record.instance_id);
+    if (held?.state === 'done') return { granted: false, reason: 'remediated' };
+    if (held !== undefined && held.leaseUntilMs > atMs) return { granted: false, reason: 'in_progress' };
+    const leaseId = leaseIdFor(record);
+    const taken: [string, number][] = [];
+    const spend = budgetedGroup(record, budget);
+    if (spend !== undefined) {
+      for (const { scope, limit, refusal } of budgetScopes(spend)) {
+        const pick = pickBudgetSlot(this.slots.get(scope) ?? [], limit, cutoffMs);
+        if (pick.free === undefined) return { granted: false, reason: refusal, used: pick.used, limit };
+        taken.push([scope, pick.free]);
+      }
+    }
+    this.remediations.set(record.instance_id, { record, state: 'pending', leaseId, leaseUntilMs });
+    for (const [scope, slot] of taken) {
+      const kept = (this.slots.get(scope) ?? []).filter((s) => s.slot !== slot);
+      this.slots.set(scope, [...kept, { slot, at_ms: atMs, leaseId }]);
+    }
+    return { granted: true, leaseId };
+  }
+
+  async confirmRemediation(record: RemediationRecord, leaseId: string): Promise<void> {
+    const held = this.remediations.get(record.instance_id);
+    if (held?.leaseId === leaseId && held.state === 'pending') held.state = 'done';
+  }
+
+  async releaseRemediation(record: RemediationRecord, leaseId: string): Promise<void> {
+    const held = this.remediations.get(record.instance_id);
+    if (held?.leaseId === leaseId && held.state === 'pending') this.remediations.delete(record.instance_id);
+    for (const [scope, slots] of this.slots)
+      this.slots.set(
+        scope,
+        slots.filter((s) => s.leaseId !== leaseId),
+      );
+  }
+
+  async listRemediations(asgName: string, since: Date): Promise<RemediationRecord[]> {
+    return [...this.remediations.values()]
+      .filter(
+        (h) =>
+          h.state === 'done' &&
+          h.record.asg_name === asgName &&
+          h.record.action === 'replace' &&
+          Date.parse(h.record.at) >= since.getTime(),
+      )
+      .map((h) => h.record);
+  }
+
+  async getBrokenSince(instanceId: string): Promise<ReadonlyMap<string, string>> {
+    return new Map(this.broken.get(instanceId));
+  }
+
+  async markBroken(instanceId: string, gpuKey: string, at: string): Promise<void> {
+    const marks = this.broken.get(instanceId) ?? new Map<string, string>();
+    const seen = marks.get(gpuKey);
+    if (seen === undefined || Date.parse(at) < Date.parse(seen)) marks.set(gpuKey, at);
+    this.broken.set(instanceId, marks);
+  }
+
+  async claimAlert(alertId: string, at: string, cooldownS: number): Promise<boolean> {
+    const atMs = Date.parse(at);
+    const last = this.claims.get(alertId);
+    if (last !== undefined && last > atMs - cooldownS * 1000) return false;
+    this.claims.set(alertId, atMs);
+    return true;
+  }
+
+  async releaseAlert(alertId: string, at: string): Promise<void> {
+    if (this.claims.get(alertId) === Date.parse(at)) this.claims.delete(alertId);
+  }
+}
