@@ -15,7 +15,7 @@ import type { StoreRows, WasteReportRow } from '../domain/types';
 import { DEFAULT_TIMESTREAM_TABLES, GPU_MEASURE_NAME, TIMESTREAM_MAX_RECORDS_PER_WRITE } from './constants';
 import { StoreQueryError, StoreUnavailableError } from './errors';
 import { efaWindowRecord, eventRecord, gpuWindowRecord } from './timestream-records';
-import { compareWasteRows, toWasteReportRow, wasteRangeProblem } from './waste-report';
+import { compareWasteRows, WASTE_AGGREGATES_SQL, wasteRangeProblem, wasteRowFromText } from './waste-report';
 
 /** Timestream table names of the three stored tables. */
 export interface TimestreamTables {
@@ -223,19 +223,7 @@ export class TimestreamStore implements TelemetryStore {
  */
 export function wasteSql(database: string, table: string, from: Date, to: Date): string {
   return `SELECT instance_id, gpu_index,
-  max_by(instance_type, time) AS instance_type,
-  max_by(team, time) AS team,
-  max_by(job, time) AS job,
-  sum(gpu_hours) AS gpu_hours, sum(cost_usd) AS cost_usd, sum(idle_usd) AS idle_usd,
-  sum(held_idle_usd) AS held_idle_usd, sum(underused_usd) AS underused_usd,
-  sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd,
-  coalesce(sum(CASE WHEN efficiency IS NOT NULL THEN efficiency * gpu_hours END), 0) AS efficiency_weighted,
-  coalesce(sum(CASE WHEN efficiency IS NOT NULL THEN gpu_hours END), 0) AS efficiency_hours,
-  count(DISTINCT CASE WHEN efficiency_source <> 'none' THEN efficiency_source END) AS source_count,
-  max(CASE WHEN efficiency_source <> 'none' THEN efficiency_source END) AS any_source,
-  max_by(price_usd_per_hour, time) AS price_usd_per_hour,
-  max_by(price_source, time) AS price_source,
-  max(CASE WHEN processes_known THEN 0 ELSE 1 END) AS processes_unknown
+  ${WASTE_AGGREGATES_SQL}
 FROM "${database}"."${table}"
 WHERE measure_name = '${GPU_MEASURE_NAME}'
   AND time >= from_iso8601_timestamp('${from.toISOString()}')
@@ -250,33 +238,5 @@ function parseWasteRow(names: readonly string[], data: readonly Datum[]): WasteR
     const d = data[i];
     v.set(n, d === undefined || d.NullValue ? undefined : d.ScalarValue);
   });
-  const num = (n: string): number => {
-    const s = v.get(n);
-    return s === undefined ? 0 : Number(s);
-  };
-  const str = (n: string): string | undefined => v.get(n);
-  const team = str('team');
-  const job = str('job');
-  const anySource = str('any_source');
-  return toWasteReportRow({
-    instance_id: str('instance_id') ?? '',
-    instance_type: str('instance_type') ?? '',
-    gpu_index: num('gpu_index'),
-    ...(team !== undefined ? { team } : {}),
-    ...(job !== undefined ? { job } : {}),
-    gpu_hours: num('gpu_hours'),
-    cost_usd: num('cost_usd'),
-    idle_usd: num('idle_usd'),
-    held_idle_usd: num('held_idle_usd'),
-    underused_usd: num('underused_usd'),
-    broken_usd: num('broken_usd'),
-    wasted_usd: num('wasted_usd'),
-    efficiency_weighted: num('efficiency_weighted'),
-    efficiency_hours: num('efficiency_hours'),
-    source_count: num('source_count'),
-    ...(anySource !== undefined ? { any_source: anySource } : {}),
-    price_usd_per_hour: num('price_usd_per_hour'),
-    price_source: str('price_source') ?? 'unpriced',
-    processes_unknown: num('processes_unknown') > 0,
-  });
+  return wasteRowFromText((n) => v.get(n));
 }

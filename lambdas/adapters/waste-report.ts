@@ -79,3 +79,62 @@ export function wasteRangeProblem(from: Date, to: Date): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * The aggregate columns of a waste report over `gpu_windows`, grouped by `instance_id, gpu_index`,
+ * in the SQL both Trino dialects speak (Timestream for LiveAnalytics and Athena engine v3; DuckDB
+ * too, which tests the Athena SQL locally): `max_by` instead of DuckDB's `arg_max`, `CASE` inside
+ * aggregates instead of `FILTER (WHERE …)` (Timestream has no `FILTER`). `"time"` is the window end.
+ * The result columns are the fields of {@link WasteAggregate}, read back by {@link wasteAggregateFromText}.
+ */
+export const WASTE_AGGREGATES_SQL = `max_by(instance_type, "time") AS instance_type,
+  max_by(team, "time") AS team,
+  max_by(job, "time") AS job,
+  sum(gpu_hours) AS gpu_hours, sum(cost_usd) AS cost_usd, sum(idle_usd) AS idle_usd,
+  sum(held_idle_usd) AS held_idle_usd, sum(underused_usd) AS underused_usd,
+  sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd,
+  coalesce(sum(CASE WHEN efficiency IS NOT NULL THEN efficiency * gpu_hours END), 0) AS efficiency_weighted,
+  coalesce(sum(CASE WHEN efficiency IS NOT NULL THEN gpu_hours END), 0) AS efficiency_hours,
+  count(DISTINCT CASE WHEN efficiency_source <> 'none' THEN efficiency_source END) AS source_count,
+  max(CASE WHEN efficiency_source <> 'none' THEN efficiency_source END) AS any_source,
+  max_by(price_usd_per_hour, "time") AS price_usd_per_hour,
+  max_by(price_source, "time") AS price_source,
+  max(CASE WHEN processes_known THEN 0 ELSE 1 END) AS processes_unknown`;
+
+/**
+ * Reads one result row of {@link WASTE_AGGREGATES_SQL} (plus `instance_id`, `gpu_index`) from a
+ * store that answers every value as text (Timestream `ScalarValue`, Athena `VarCharValue`).
+ *
+ * @param get - the text of a column by name; `undefined` for SQL NULL
+ * @returns the report row
+ */
+export function wasteRowFromText(get: (column: string) => string | undefined): WasteReportRow {
+  const num = (n: string): number => {
+    const s = get(n);
+    return s === undefined ? 0 : Number(s);
+  };
+  const team = get('team');
+  const job = get('job');
+  const anySource = get('any_source');
+  return toWasteReportRow({
+    instance_id: get('instance_id') ?? '',
+    instance_type: get('instance_type') ?? '',
+    gpu_index: num('gpu_index'),
+    ...(team !== undefined ? { team } : {}),
+    ...(job !== undefined ? { job } : {}),
+    gpu_hours: num('gpu_hours'),
+    cost_usd: num('cost_usd'),
+    idle_usd: num('idle_usd'),
+    held_idle_usd: num('held_idle_usd'),
+    underused_usd: num('underused_usd'),
+    broken_usd: num('broken_usd'),
+    wasted_usd: num('wasted_usd'),
+    efficiency_weighted: num('efficiency_weighted'),
+    efficiency_hours: num('efficiency_hours'),
+    source_count: num('source_count'),
+    ...(anySource !== undefined ? { any_source: anySource } : {}),
+    price_usd_per_hour: num('price_usd_per_hour'),
+    price_source: get('price_source') ?? 'unpriced',
+    processes_unknown: num('processes_unknown') > 0,
+  });
+}

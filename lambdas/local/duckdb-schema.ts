@@ -5,59 +5,12 @@ import {
   LEDGER_MEASURE_TYPES,
 } from '../adapters/measure-types';
 
-/** Identity and dimension columns of `gpu_windows`, in insert order, before the metric and ledger columns. */
-export const GPU_WINDOW_KEY_COLUMNS = [
-  'time',
-  'start',
-  'instance_id',
-  'instance_type',
-  'region',
-  'az',
-  'gpu_index',
-  'gpu_uuid',
-  'gpu_name',
-  'team',
-  'job',
-  'batch_id',
-  'seq',
-] as const;
-
-/** Every column of `gpu_windows` in insert order: identity, then one per metric, then one per ledger field. */
-export const GPU_WINDOW_COLUMNS: readonly string[] = [
-  ...GPU_WINDOW_KEY_COLUMNS,
-  ...GPU_METRIC_NAMES,
-  ...LEDGER_FIELD_NAMES,
-];
-
-/** Every column of `efa_windows` in insert order. */
-export const EFA_WINDOW_COLUMNS = [
-  'time',
-  'start',
-  'instance_id',
-  'instance_type',
-  'device',
-  'port',
-  'seq',
-  'deltas',
-] as const;
-
-/** Every column of `events` in insert order. */
-export const EVENT_COLUMNS = [
-  'time',
-  'instance_id',
-  'instance_type',
-  'gpu_index',
-  'gpu_slot',
-  'pci_bus_id',
-  'kind',
-  'xid',
-  'source',
-  'pid',
-  'process_name',
-  'detail',
-  'batch_id',
-  'seq',
-] as const;
+export {
+  EFA_WINDOW_COLUMNS,
+  EVENT_COLUMNS,
+  GPU_WINDOW_COLUMNS,
+  GPU_WINDOW_KEY_COLUMNS,
+} from '../adapters/store-columns';
 
 /**
  * DDL of the local store (DESIGN §4): the Timestream tables with the same column names (dimensions
