@@ -89,3 +89,16 @@ export const DEFAULT_ATHENA_DATABASE = 'gpu_sentinel';
  * Data Firehose example").
  */
 export const ATHENA_PARTITION_COLUMN = 'datehour';
+
+/** Bytes of a dimension's name and value together, UTF-8 (Timestream quotas: "dimension name + value pair size per series", 2 KB). */
+export const TIMESTREAM_MAX_DIMENSION_PAIR_BYTES = 2048;
+
+/** Bytes of one measure value, UTF-8 (Timestream `MeasureValue.Value` ≤ 2048; quotas, "measure value size per multi-measure record"). */
+export const TIMESTREAM_MAX_MEASURE_VALUE_BYTES = 2048;
+
+/**
+ * Bytes of one record as Timestream meters it (8 B time + UTF-8 of dimension names and values and
+ * measure names, + 8 B per DOUBLE/BIGINT, 1 B per BOOLEAN, UTF-8 of VARCHAR values; Timestream
+ * "metering writes" page), at most 2 KB (quotas, "maximum record size").
+ */
+export const TIMESTREAM_MAX_RECORD_BYTES = 2048;
