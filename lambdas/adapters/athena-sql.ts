@@ -40,6 +40,15 @@ export function partitionFilter(from: Date, to: Date): string {
 }
 
 /**
+ * @param from - inclusive start of the row times
+ * @param to - exclusive end of the row times
+ * @returns the SQL condition every read starts with: the partitions (see {@link partitionFilter}) and the times
+ */
+export function partitionAndTime(from: Date, to: Date): string {
+  return `${partitionFilter(from, to)} AND "time" >= ${timestampLiteral(from)} AND "time" < ${timestampLiteral(to)}`;
+}
+
+/**
  * @param at - a time
  * @returns a SQL timestamp literal in UTC to the ms: `TIMESTAMP '2026-03-10 12:00:00.000'`
  */
@@ -75,12 +84,7 @@ export function latestRowsSql(
   where: readonly string[] = [],
 ): string {
   const key = TELEMETRY_TABLE_KEYS[table].map((k) => `"${k}"`).join(', ');
-  const conditions = [
-    partitionFilter(from, to),
-    `"time" >= ${timestampLiteral(from)}`,
-    `"time" < ${timestampLiteral(to)}`,
-    ...where,
-  ];
+  const conditions = [partitionAndTime(from, to), ...where];
   return `SELECT * FROM (
   SELECT *, row_number() OVER (PARTITION BY ${key} ORDER BY seq DESC) AS seq_rank
   FROM ${tableRef}

@@ -11,9 +11,19 @@ import {
   PutRecordBatchCommand,
   type PutRecordBatchCommandOutput,
 } from '@aws-sdk/client-firehose';
-import type { RejectedRow, StoreWriteResult, TelemetryStore, WasteQuery } from '../domain/ports';
+import type {
+  LastSeen,
+  RecentWindowsQuery,
+  RejectedRow,
+  StoredGpuWindow,
+  StoreWriteResult,
+  TelemetryStore,
+  WasteGroupQuery,
+  WasteGroupRow,
+  WasteQuery,
+} from '../domain/ports';
 import type { StoreRows, WasteReportRow } from '../domain/types';
-import { athenaWasteSql } from './athena-sql';
+import { athenaWasteSql, latestRowsSql, partitionAndTime, stringLiteral } from './athena-sql';
 import {
   ATHENA_CATALOG,
   ATHENA_DEFAULT_QUERY_TIMEOUT_MS,
@@ -35,6 +45,16 @@ import {
   packRecords,
 } from './firehose-records';
 import type { TelemetryTable } from './store-columns';
+import {
+  compareWasteGroups,
+  DEFAULT_RECENT_LIMIT,
+  gpuWindowFrom,
+  lastSeenFrom,
+  lastSeenSql,
+  limitProblem,
+  wasteGroupRowFrom,
+  wasteGroupSql,
+} from './store-reads';
 import { compareWasteRows, wasteRangeProblem, wasteRowFromText } from './waste-report';
 
 /** A name per telemetry table: Firehose stream names, or Glue table names. */
@@ -233,6 +253,63 @@ export class AthenaStore implements TelemetryStore {
     return textRows(result)
       .map((get) => wasteRowFromText(get))
       .sort(compareWasteRows);
+  }
+
+  /**
+   * Sums the ledger per group over windows with `from ≤ time < to` (latest `seq` per window).
+   *
+   * @param query - the time range and the grouping
+   * @returns one row per group, most wasted first
+   * @throws {StoreQueryError} when the range is invalid or the query fails
+   * @throws {StoreUnavailableError} when Athena cannot be reached or the query does not finish in time
+   */
+  async queryWasteBy(query: WasteGroupQuery): Promise<WasteGroupRow[]> {
+    const problem = wasteRangeProblem(query.from, query.to);
+    if (problem !== undefined) throw new StoreQueryError(problem);
+    const result = await this.query(wasteGroupSql(`(${this.#latestGpu(query.from, query.to)})`, query.by));
+    return textRows(result).map(wasteGroupRowFrom).sort(compareWasteGroups);
+  }
+
+  /**
+   * The GPU windows of one instance with `from ≤ time < to`, newest first (latest `seq` per window).
+   *
+   * @param query - instance, range, `limit` (default 1000)
+   * @returns the windows with every column the table keeps
+   * @throws {StoreQueryError} when the range or limit is invalid or the query fails
+   * @throws {StoreUnavailableError} when Athena cannot be reached or the query does not finish in time
+   */
+  async recentWindows(query: RecentWindowsQuery): Promise<StoredGpuWindow[]> {
+    const problem = wasteRangeProblem(query.from, query.to) ?? limitProblem(query.limit);
+    if (problem !== undefined) throw new StoreQueryError(problem);
+    const latest = this.#latestGpu(query.from, query.to, [
+      `instance_id = ${stringLiteral(query.instance_id)}`,
+    ]);
+    const result = await this.query(
+      `SELECT * FROM (${latest}) ORDER BY "time" DESC, gpu_index LIMIT ${query.limit ?? DEFAULT_RECENT_LIMIT}`,
+    );
+    return textRows(result).map(gpuWindowFrom);
+  }
+
+  /**
+   * When each instance last sent a GPU window with `from ≤ time < to`.
+   *
+   * @param query - the range
+   * @returns one entry per instance, by instance id
+   * @throws {StoreQueryError} when the range is invalid or the query fails
+   * @throws {StoreUnavailableError} when Athena cannot be reached or the query does not finish in time
+   */
+  async lastSeen(query: WasteQuery): Promise<LastSeen[]> {
+    const problem = wasteRangeProblem(query.from, query.to);
+    if (problem !== undefined) throw new StoreQueryError(problem);
+    // No de-duplication needed: a duplicate row has the same time.
+    const source = `(SELECT instance_id, instance_type, "time" FROM ${this.#tableRef('gpu_windows')} WHERE ${partitionAndTime(query.from, query.to)})`;
+    const result = await this.query(lastSeenSql(source));
+    return textRows(result).map(lastSeenFrom);
+  }
+
+  /** The latest-seq `gpu_windows` rows of a range. */
+  #latestGpu(from: Date, to: Date, where: readonly string[] = []): string {
+    return latestRowsSql(this.#tableRef('gpu_windows'), 'gpu_windows', from, to, where);
   }
 
   /** `"database"."table"` of a telemetry table. */

@@ -10,10 +10,31 @@ import {
   type TimestreamWriteClient,
   WriteRecordsCommand,
 } from '@aws-sdk/client-timestream-write';
-import type { RejectedRow, StoreWriteResult, TelemetryStore, WasteQuery } from '../domain/ports';
+import type {
+  LastSeen,
+  RecentWindowsQuery,
+  RejectedRow,
+  StoredGpuWindow,
+  StoreWriteResult,
+  TelemetryStore,
+  WasteGroupQuery,
+  WasteGroupRow,
+  WasteQuery,
+} from '../domain/ports';
 import type { StoreRows, WasteReportRow } from '../domain/types';
 import { DEFAULT_TIMESTREAM_TABLES, GPU_MEASURE_NAME, TIMESTREAM_MAX_RECORDS_PER_WRITE } from './constants';
 import { StoreQueryError, StoreUnavailableError } from './errors';
+import {
+  type ColumnGetter,
+  compareWasteGroups,
+  DEFAULT_RECENT_LIMIT,
+  gpuWindowFrom,
+  lastSeenFrom,
+  lastSeenSql,
+  limitProblem,
+  wasteGroupRowFrom,
+  wasteGroupSql,
+} from './store-reads';
 import { efaWindowRecord, eventRecord, gpuWindowRecord } from './timestream-records';
 import { compareWasteRows, WASTE_AGGREGATES_SQL, wasteRangeProblem, wasteRowFromText } from './waste-report';
 
@@ -181,15 +202,72 @@ export class TimestreamStore implements TelemetryStore {
    * @throws {StoreUnavailableError} when Timestream Query fails
    */
   async queryWaste(query: WasteQuery): Promise<WasteReportRow[]> {
+    const rows = await this.#query(query, wasteSql(this.#database, this.#tables.gpu, query.from, query.to));
+    return rows.map(wasteRowFromText).sort(compareWasteRows);
+  }
+
+  /**
+   * Sums the ledger per group over windows with `from ≤ time < to`.
+   *
+   * @param query - the range and the grouping
+   * @returns one row per group, most wasted first
+   * @throws {StoreQueryError} when no `queryClient` was given, or the range is invalid
+   * @throws {StoreUnavailableError} when Timestream Query fails
+   */
+  async queryWasteBy(query: WasteGroupQuery): Promise<WasteGroupRow[]> {
+    const rows = await this.#query(query, wasteGroupSql(this.#gpuSource(query.from, query.to), query.by));
+    return rows.map(wasteGroupRowFrom).sort(compareWasteGroups);
+  }
+
+  /**
+   * The GPU windows of one instance with `from ≤ time < to`, newest first. Timestream keeps no
+   * batch id, seq, region or GPU name, so those are absent; `start` is `time − window_s`.
+   *
+   * @param query - instance, range, `limit` (default 1000)
+   * @returns the windows
+   * @throws {StoreQueryError} when no `queryClient` was given, or the range or limit is invalid
+   * @throws {StoreUnavailableError} when Timestream Query fails
+   */
+  async recentWindows(query: RecentWindowsQuery): Promise<StoredGpuWindow[]> {
+    const problem = limitProblem(query.limit);
+    if (problem !== undefined) throw new StoreQueryError(problem);
+    const sql = `SELECT * FROM ${this.#gpuSource(query.from, query.to)} AS w
+WHERE instance_id = '${query.instance_id.replaceAll("'", "''")}'
+ORDER BY time DESC, CAST(gpu_index AS BIGINT)
+LIMIT ${query.limit ?? DEFAULT_RECENT_LIMIT}`;
+    return (await this.#query(query, sql)).map(gpuWindowFrom);
+  }
+
+  /**
+   * When each instance last sent a GPU window with `from ≤ time < to`.
+   *
+   * @param query - the range
+   * @returns one entry per instance, by instance id
+   * @throws {StoreQueryError} when no `queryClient` was given, or the range is invalid
+   * @throws {StoreUnavailableError} when Timestream Query fails
+   */
+  async lastSeen(query: WasteQuery): Promise<LastSeen[]> {
+    return (await this.#query(query, lastSeenSql(this.#gpuSource(query.from, query.to)))).map(lastSeenFrom);
+  }
+
+  /** The `gpu` records of `gpu_windows` in a range, as a subquery. */
+  #gpuSource(from: Date, to: Date): string {
+    return `(SELECT * FROM "${this.#database}"."${this.#tables.gpu}"
+  WHERE measure_name = '${GPU_MEASURE_NAME}'
+    AND time >= from_iso8601_timestamp('${from.toISOString()}')
+    AND time < from_iso8601_timestamp('${to.toISOString()}'))`;
+  }
+
+  /** Runs a query over a checked range and reads every result page; rows as getters by column name. */
+  async #query(range: WasteQuery, sql: string): Promise<ColumnGetter[]> {
     if (this.#queryClient === undefined) {
       throw new StoreQueryError(
-        'Expected a `queryClient` (TimestreamQueryClient) in the TimestreamStore options to run waste reports, got none; pass one.',
+        'Expected a `queryClient` (TimestreamQueryClient) in the TimestreamStore options to read, got none; pass one.',
       );
     }
-    const problem = wasteRangeProblem(query.from, query.to);
+    const problem = wasteRangeProblem(range.from, range.to);
     if (problem !== undefined) throw new StoreQueryError(problem);
-    const sql = wasteSql(this.#database, this.#tables.gpu, query.from, query.to);
-    const out: WasteReportRow[] = [];
+    const out: ColumnGetter[] = [];
     let nextToken: string | undefined;
     do {
       let page: QueryCommandOutput;
@@ -200,15 +278,17 @@ export class TimestreamStore implements TelemetryStore {
       } catch (error) {
         throw new StoreUnavailableError(
           'Query gpu_windows',
-          'expected Timestream Query to answer the waste report; retry later',
-          { cause: error },
+          'expected Timestream Query to answer; retry later',
+          {
+            cause: error,
+          },
         );
       }
       const names = (page.ColumnInfo ?? []).map((c) => c.Name ?? '');
-      for (const row of page.Rows ?? []) out.push(parseWasteRow(names, row.Data ?? []));
+      for (const row of page.Rows ?? []) out.push(textGetter(names, row.Data ?? []));
       nextToken = page.NextToken;
     } while (nextToken);
-    return out.sort(compareWasteRows);
+    return out;
   }
 }
 
@@ -231,12 +311,12 @@ WHERE measure_name = '${GPU_MEASURE_NAME}'
 GROUP BY instance_id, gpu_index`;
 }
 
-/** One result row of {@link wasteSql} → report row. */
-function parseWasteRow(names: readonly string[], data: readonly Datum[]): WasteReportRow {
+/** One result row → its scalar values by column name (`undefined` for NULL). */
+function textGetter(names: readonly string[], data: readonly Datum[]): ColumnGetter {
   const v = new Map<string, string | undefined>();
   names.forEach((n, i) => {
     const d = data[i];
     v.set(n, d === undefined || d.NullValue ? undefined : d.ScalarValue);
   });
-  return wasteRowFromText((n) => v.get(n));
+  return (n) => v.get(n);
 }

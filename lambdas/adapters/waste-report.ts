@@ -1,4 +1,5 @@
 import type { WasteReportRow } from '../domain/types';
+import { type ColumnGetter, WASTE_BY_DIAGNOSIS_SQL, wasteByDiagnosisFrom } from './store-reads';
 
 /**
  * One GPU's aggregates as both store adapters' SQL returns them, before they become a
@@ -46,6 +47,7 @@ export function toWasteReportRow(a: WasteAggregate): WasteReportRow {
     price_usd_per_hour: a.price_usd_per_hour,
     price_source: a.price_source,
     processes_unknown: a.processes_unknown,
+    wasted_by_diagnosis_usd: a.wasted_by_diagnosis_usd,
   };
 }
 
@@ -99,26 +101,31 @@ export const WASTE_AGGREGATES_SQL = `max_by(instance_type, "time") AS instance_t
   max(CASE WHEN efficiency_source <> 'none' THEN efficiency_source END) AS any_source,
   max_by(price_usd_per_hour, "time") AS price_usd_per_hour,
   max_by(price_source, "time") AS price_source,
-  max(CASE WHEN processes_known THEN 0 ELSE 1 END) AS processes_unknown`;
+  max(CASE WHEN processes_known THEN 0 ELSE 1 END) AS processes_unknown,
+  ${WASTE_BY_DIAGNOSIS_SQL}`;
 
 /**
- * Reads one result row of {@link WASTE_AGGREGATES_SQL} (plus `instance_id`, `gpu_index`) from a
- * store that answers every value as text (Timestream `ScalarValue`, Athena `VarCharValue`).
+ * Reads one result row of {@link WASTE_AGGREGATES_SQL} (plus `instance_id`, `gpu_index`), from a
+ * store that answers JS values (DuckDB) or text (Timestream `ScalarValue`, Athena `VarCharValue`).
  *
- * @param get - the text of a column by name; `undefined` for SQL NULL
+ * @param get - a column's value by name; `undefined` or `null` for SQL NULL
  * @returns the report row
  */
-export function wasteRowFromText(get: (column: string) => string | undefined): WasteReportRow {
+export function wasteRowFromText(get: ColumnGetter): WasteReportRow {
+  const str = (n: string): string | undefined => {
+    const v = get(n);
+    return v === undefined || v === null ? undefined : String(v);
+  };
   const num = (n: string): number => {
-    const s = get(n);
+    const s = str(n);
     return s === undefined ? 0 : Number(s);
   };
-  const team = get('team');
-  const job = get('job');
-  const anySource = get('any_source');
+  const team = str('team');
+  const job = str('job');
+  const anySource = str('any_source');
   return toWasteReportRow({
-    instance_id: get('instance_id') ?? '',
-    instance_type: get('instance_type') ?? '',
+    instance_id: str('instance_id') ?? '',
+    instance_type: str('instance_type') ?? '',
     gpu_index: num('gpu_index'),
     ...(team !== undefined ? { team } : {}),
     ...(job !== undefined ? { job } : {}),
@@ -134,7 +141,8 @@ export function wasteRowFromText(get: (column: string) => string | undefined): W
     source_count: num('source_count'),
     ...(anySource !== undefined ? { any_source: anySource } : {}),
     price_usd_per_hour: num('price_usd_per_hour'),
-    price_source: get('price_source') ?? 'unpriced',
+    price_source: str('price_source') ?? 'unpriced',
     processes_unknown: num('processes_unknown') > 0,
+    wasted_by_diagnosis_usd: wasteByDiagnosisFrom(get),
   });
 }

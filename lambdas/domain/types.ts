@@ -274,4 +274,9 @@ export interface WasteReportRow {
   readonly price_source: string;
   /** True if any window had unknown compute processes (idle vs held-idle not told apart). */
   readonly processes_unknown: boolean;
+  /**
+   * `wasted_usd` split by the windows' diagnosis (see {@link DIAGNOSES}), USD; a diagnosis with no
+   * window is absent, and windows without a diagnosis count in no entry.
+   */
+  readonly wasted_by_diagnosis_usd: Partial<Record<Diagnosis, number>>;
 }

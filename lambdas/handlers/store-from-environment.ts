@@ -1,4 +1,13 @@
-import type { StoreWriteResult, TelemetryStore, WasteQuery } from '../domain/ports';
+import type {
+  LastSeen,
+  RecentWindowsQuery,
+  StoredGpuWindow,
+  StoreWriteResult,
+  TelemetryStore,
+  WasteGroupQuery,
+  WasteGroupRow,
+  WasteQuery,
+} from '../domain/ports';
 import type { StoreRows, WasteReportRow } from '../domain/types';
 import { IngestConfigError, requiredEnv } from './environment';
 
@@ -96,5 +105,17 @@ class LazyStore implements TelemetryStore {
 
   async queryWaste(query: WasteQuery): Promise<WasteReportRow[]> {
     return (await this.#get()).queryWaste(query);
+  }
+
+  async queryWasteBy(query: WasteGroupQuery): Promise<WasteGroupRow[]> {
+    return (await this.#get()).queryWasteBy(query);
+  }
+
+  async recentWindows(query: RecentWindowsQuery): Promise<StoredGpuWindow[]> {
+    return (await this.#get()).recentWindows(query);
+  }
+
+  async lastSeen(query: WasteQuery): Promise<LastSeen[]> {
+    return (await this.#get()).lastSeen(query);
   }
 }
