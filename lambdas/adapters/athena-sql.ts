@@ -23,19 +23,21 @@ export function datehourOf(at: Date): string {
 }
 
 /**
- * The partitions that can hold rows with `from ≤ time < to`. Firehose files a row under the hour
- * it *arrived*, not its window time: a window can arrive up to {@link MAX_FUTURE_S} before its time
- * (clock skew the contract admits) and up to {@link MAX_PAST_S} (7 days of agent spool, the
- * contract's limit) plus one buffer interval ({@link FIREHOSE_MAX_BUFFER_INTERVAL_S}) after it.
- * Every read filters on this range, so Athena reads only those hours (partition projection).
+ * The partitions that can hold rows with `from ≤ time < to`. Firehose files an S3 object under
+ * the arrival hour of the *oldest* record in it (Firehose developer guide, "Custom prefixes"), not
+ * under the rows' window times: a window can arrive up to {@link MAX_FUTURE_S} before its time
+ * (clock skew the contract admits), share an object with records that arrived up to one buffer
+ * interval ({@link FIREHOSE_MAX_BUFFER_INTERVAL_S}) before it, and arrive up to
+ * {@link MAX_PAST_S} after its time (7 days of agent spool, the contract's limit). Every read
+ * filters on this range, so Athena reads only those hours (partition projection).
  *
  * @param from - inclusive start of the row times
  * @param to - exclusive end of the row times
  * @returns a SQL condition on the partition column
  */
 export function partitionFilter(from: Date, to: Date): string {
-  const first = datehourOf(new Date(from.getTime() - MAX_FUTURE_S * 1000));
-  const last = datehourOf(new Date(to.getTime() + (MAX_PAST_S + FIREHOSE_MAX_BUFFER_INTERVAL_S) * 1000));
+  const first = datehourOf(new Date(from.getTime() - (MAX_FUTURE_S + FIREHOSE_MAX_BUFFER_INTERVAL_S) * 1000));
+  const last = datehourOf(new Date(to.getTime() + MAX_PAST_S * 1000));
   return `${ATHENA_PARTITION_COLUMN} BETWEEN '${first}' AND '${last}'`;
 }
 

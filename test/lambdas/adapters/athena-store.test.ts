@@ -12,6 +12,7 @@ import {
 } from '@aws-sdk/client-firehose';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { partitionFilter } from '../../../lambdas/adapters/athena-sql';
 import { AthenaStore } from '../../../lambdas/adapters/athena-store';
 import { StoreQueryError, StoreUnavailableError } from '../../../lambdas/adapters/errors';
 import { eventJson, gpuWindowJson, packRecords } from '../../../lambdas/adapters/firehose-records';
@@ -476,5 +477,37 @@ describe('AthenaStore over the Parquet layout', () => {
     expect(report).toHaveLength(1);
     expect(report[0]?.efficiency).toBeCloseTo(0.9, 12);
     expect(report[0]?.gpu_hours).toBeCloseTo(10 / 3600, 12);
+  });
+});
+
+describe('partitionFilter', () => {
+  it.each([
+    {
+      case: 'a window early in the hour can sit in the previous hour’s object',
+      from: '2026-03-10T12:10:00Z',
+      to: '2026-03-10T13:00:00Z',
+      first: '2026/03/10/11',
+      last: '2026/03/17/13',
+    },
+    {
+      case: 'skew plus one buffer interval stays in the hour',
+      from: '2026-03-10T12:21:00Z',
+      to: '2026-03-10T12:30:00Z',
+      first: '2026/03/10/12',
+      last: '2026/03/17/12',
+    },
+    {
+      case: 'a day, with 7 days of late arrivals',
+      from: '2026-03-10T00:00:00Z',
+      to: '2026-03-11T00:00:00Z',
+      first: '2026/03/09/23',
+      last: '2026/03/18/00',
+    },
+  ])('covers every hour a row of the range can be filed under: $case', ({ from, to, first, last }) => {
+    // Prepare / Act
+    const sql = partitionFilter(new Date(from), new Date(to));
+
+    // Assess
+    expect(sql).toBe(`datehour BETWEEN '${first}' AND '${last}'`);
   });
 });
