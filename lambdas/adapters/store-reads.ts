@@ -32,6 +32,39 @@ export function limitProblem(limit: number | undefined): string | undefined {
   return `Expected \`limit\` to be an integer >= 1, got \`${String(limit)}\`; pass a whole number of rows.`;
 }
 
+/** The ledger's money and GPU-hours summed, one column each, named as the ledger fields. */
+export const LEDGER_SUMS_SQL = `sum(gpu_hours) AS gpu_hours, sum(cost_usd) AS cost_usd, sum(idle_usd) AS idle_usd,
+  sum(held_idle_usd) AS held_idle_usd, sum(underused_usd) AS underused_usd,
+  sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd`;
+
+/** The sums {@link LEDGER_SUMS_SQL} reads back. */
+export interface LedgerSums {
+  readonly gpu_hours: number;
+  readonly cost_usd: number;
+  readonly idle_usd: number;
+  readonly held_idle_usd: number;
+  readonly underused_usd: number;
+  readonly broken_usd: number;
+  readonly wasted_usd: number;
+}
+
+/**
+ * @param get - a result row with the {@link LEDGER_SUMS_SQL} columns
+ * @returns the sums as numbers (NULL, a sum over no row, as 0)
+ */
+export function ledgerSumsFrom(get: ColumnGetter): LedgerSums {
+  const num = (c: string): number => Number(present(get(c)) ?? 0);
+  return {
+    gpu_hours: num('gpu_hours'),
+    cost_usd: num('cost_usd'),
+    idle_usd: num('idle_usd'),
+    held_idle_usd: num('held_idle_usd'),
+    underused_usd: num('underused_usd'),
+    broken_usd: num('broken_usd'),
+    wasted_usd: num('wasted_usd'),
+  };
+}
+
 /** Column alias of the wasted dollars of one diagnosis. */
 const diagnosisColumn = (d: Diagnosis): string => `wasted_${d}_usd`;
 
@@ -75,9 +108,7 @@ const GROUP_COLUMNS: { readonly [G in WasteGroup]: string } = {
 export function wasteGroupSql(source: string, by: WasteGroup): string {
   const column = GROUP_COLUMNS[by];
   return `SELECT ${column} AS group_key,
-  sum(gpu_hours) AS gpu_hours, sum(cost_usd) AS cost_usd, sum(idle_usd) AS idle_usd,
-  sum(held_idle_usd) AS held_idle_usd, sum(underused_usd) AS underused_usd,
-  sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd,
+  ${LEDGER_SUMS_SQL},
   ${WASTE_BY_DIAGNOSIS_SQL}
 FROM ${source} AS w
 GROUP BY ${column}`;
@@ -88,17 +119,10 @@ GROUP BY ${column}`;
  * @returns the group row
  */
 export function wasteGroupRowFrom(get: ColumnGetter): WasteGroupRow {
-  const num = (c: string): number => Number(present(get(c)) ?? 0);
   const group = present(get('group_key'));
   return {
     ...(group !== undefined ? { group: String(group) } : {}),
-    gpu_hours: num('gpu_hours'),
-    cost_usd: num('cost_usd'),
-    idle_usd: num('idle_usd'),
-    held_idle_usd: num('held_idle_usd'),
-    underused_usd: num('underused_usd'),
-    broken_usd: num('broken_usd'),
-    wasted_usd: num('wasted_usd'),
+    ...ledgerSumsFrom(get),
     wasted_by_diagnosis_usd: wasteByDiagnosisFrom(get),
   };
 }

@@ -1,5 +1,11 @@
 import type { WasteReportRow } from '../domain/types';
-import { type ColumnGetter, WASTE_BY_DIAGNOSIS_SQL, wasteByDiagnosisFrom } from './store-reads';
+import {
+  type ColumnGetter,
+  LEDGER_SUMS_SQL,
+  ledgerSumsFrom,
+  WASTE_BY_DIAGNOSIS_SQL,
+  wasteByDiagnosisFrom,
+} from './store-reads';
 
 /**
  * One GPU's aggregates as both store adapters' SQL returns them, before they become a
@@ -92,9 +98,7 @@ export function wasteRangeProblem(from: Date, to: Date): string | undefined {
 export const WASTE_AGGREGATES_SQL = `max_by(instance_type, "time") AS instance_type,
   max_by(team, "time") AS team,
   max_by(job, "time") AS job,
-  sum(gpu_hours) AS gpu_hours, sum(cost_usd) AS cost_usd, sum(idle_usd) AS idle_usd,
-  sum(held_idle_usd) AS held_idle_usd, sum(underused_usd) AS underused_usd,
-  sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd,
+  ${LEDGER_SUMS_SQL},
   coalesce(sum(CASE WHEN efficiency IS NOT NULL THEN efficiency * gpu_hours END), 0) AS efficiency_weighted,
   coalesce(sum(CASE WHEN efficiency IS NOT NULL THEN gpu_hours END), 0) AS efficiency_hours,
   count(DISTINCT CASE WHEN efficiency_source <> 'none' THEN efficiency_source END) AS source_count,
@@ -129,13 +133,7 @@ export function wasteRowFromText(get: ColumnGetter): WasteReportRow {
     gpu_index: num('gpu_index'),
     ...(team !== undefined ? { team } : {}),
     ...(job !== undefined ? { job } : {}),
-    gpu_hours: num('gpu_hours'),
-    cost_usd: num('cost_usd'),
-    idle_usd: num('idle_usd'),
-    held_idle_usd: num('held_idle_usd'),
-    underused_usd: num('underused_usd'),
-    broken_usd: num('broken_usd'),
-    wasted_usd: num('wasted_usd'),
+    ...ledgerSumsFrom(get),
     efficiency_weighted: num('efficiency_weighted'),
     efficiency_hours: num('efficiency_hours'),
     source_count: num('source_count'),

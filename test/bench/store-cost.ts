@@ -28,6 +28,7 @@ import {
 } from '../../lambdas/adapters/timestream-records';
 import type { GpuMetrics } from '../../lambdas/contract';
 import type { EfaWindowRow, GpuWindowRow } from '../../lambdas/domain/types';
+import { DUCKDB_TYPES } from '../lambdas/adapters/athena-fake';
 import { efaRow, gpuRow, ledger } from '../lambdas/rows';
 
 /** Windows per GPU per month (30 days of 10 s windows). */
@@ -114,16 +115,8 @@ async function parquetBytesPerRow(
   const json = join(dir, `${table}.json`);
   const parquet = join(dir, `${table}.parquet`);
   await writeFile(json, jsonRows.map((r) => JSON.stringify(r)).join('\n'));
-  const types: Record<string, string> = {
-    TIMESTAMP: 'TIMESTAMP',
-    VARCHAR: 'VARCHAR',
-    INTEGER: 'INTEGER',
-    BIGINT: 'BIGINT',
-    DOUBLE: 'DOUBLE',
-    BOOLEAN: 'BOOLEAN',
-    MAP_VARCHAR_BIGINT: 'MAP(VARCHAR, BIGINT)',
-  };
-  const columns = `{${TELEMETRY_TABLE_COLUMNS[table].map(([n, t]) => `'${n}': '${types[t]}'`).join(', ')}}`;
+
+  const columns = `{${TELEMETRY_TABLE_COLUMNS[table].map(([n, t]) => `'${n}': '${DUCKDB_TYPES[t]}'`).join(', ')}}`;
   await db.run(
     `COPY (SELECT * FROM read_json('${json}', format = 'newline_delimited', columns = ${columns})) TO '${parquet}' (FORMAT PARQUET, COMPRESSION SNAPPY)`,
   );

@@ -22,7 +22,7 @@ import {
 } from '../../../lambdas/adapters/store-columns';
 
 /** Column type → the DuckDB type Firehose's Parquet column reads back as. */
-const DUCKDB_TYPES: { readonly [T in StoreColumnType]: string } = {
+export const DUCKDB_TYPES: { readonly [T in StoreColumnType]: string } = {
   TIMESTAMP: 'TIMESTAMP',
   VARCHAR: 'VARCHAR',
   INTEGER: 'INTEGER',
