@@ -91,6 +91,16 @@ export const TELEMETRY_TABLE_KEYS: { readonly [T in TelemetryTable]: readonly st
   events: ['instance_id', 'kind', 'gpu_slot', 'time'],
 };
 
+/**
+ * Columns that always have a value (`NOT NULL` where a store can say so): identity, time, key and
+ * provenance. Every other column is absent when unknown, never invented.
+ */
+export const TELEMETRY_REQUIRED_COLUMNS: { readonly [T in TelemetryTable]: readonly string[] } = {
+  gpu_windows: ['time', 'start', 'instance_id', 'instance_type', 'region', 'gpu_index', 'batch_id', 'seq'],
+  efa_windows: ['time', 'start', 'instance_id', 'instance_type', 'device', 'port', 'seq', 'deltas'],
+  events: ['time', 'instance_id', 'instance_type', 'gpu_slot', 'kind', 'source', 'batch_id', 'seq'],
+};
+
 const GPU_KEY_COLUMN_TYPES: { readonly [K in (typeof GPU_WINDOW_KEY_COLUMNS)[number]]: StoreColumnType } = {
   time: 'TIMESTAMP',
   start: 'TIMESTAMP',

@@ -4,6 +4,7 @@ import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb
 import { StoreQueryError, StoreUnavailableError } from '../adapters/errors';
 import { isoToMs } from '../adapters/iso-time';
 import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../adapters/measure-types';
+import { TELEMETRY_TABLE_KEYS } from '../adapters/store-columns';
 import {
   compareWasteGroups,
   DEFAULT_RECENT_LIMIT,
@@ -65,19 +66,19 @@ interface UpsertTable {
 const GPU_TABLE: UpsertTable = {
   name: 'gpu_windows',
   columns: GPU_WINDOW_COLUMNS,
-  key: ['instance_id', 'gpu_index', 'time'],
+  key: TELEMETRY_TABLE_KEYS.gpu_windows,
   casts: { time: '::TIMESTAMPTZ', start: '::TIMESTAMPTZ' },
 };
 const EFA_TABLE: UpsertTable = {
   name: 'efa_windows',
   columns: EFA_WINDOW_COLUMNS,
-  key: ['instance_id', 'device', 'port', 'time'],
+  key: TELEMETRY_TABLE_KEYS.efa_windows,
   casts: { time: '::TIMESTAMPTZ', start: '::TIMESTAMPTZ', deltas: '::JSON::MAP(VARCHAR, BIGINT)' },
 };
 const EVENT_TABLE: UpsertTable = {
   name: 'events',
   columns: EVENT_COLUMNS,
-  key: ['instance_id', 'kind', 'gpu_slot', 'time'],
+  key: TELEMETRY_TABLE_KEYS.events,
   casts: { time: '::TIMESTAMPTZ' },
 };
 

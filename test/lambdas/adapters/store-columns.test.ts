@@ -2,7 +2,11 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { efaWindowJson, eventJson, gpuWindowJson } from '../../../lambdas/adapters/firehose-records';
 import { GPU_METRIC_NAMES, GPU_METRIC_TYPES } from '../../../lambdas/adapters/measure-types';
-import { TELEMETRY_TABLE_COLUMNS, TELEMETRY_TABLES } from '../../../lambdas/adapters/store-columns';
+import {
+  TELEMETRY_REQUIRED_COLUMNS,
+  TELEMETRY_TABLE_COLUMNS,
+  TELEMETRY_TABLES,
+} from '../../../lambdas/adapters/store-columns';
 import type { GpuMetrics } from '../../../lambdas/contract';
 import { DUCKDB_SCHEMA_SQL } from '../../../lambdas/local/duckdb-schema';
 import { efaRow, eventRow, gpuRow, ledger } from '../rows';
@@ -35,23 +39,29 @@ describe('one column list for every store', () => {
     },
   );
 
-  it.each(TELEMETRY_TABLES)('gives the local DuckDB table %s the same columns and types', async (table) => {
-    // Prepare
-    const duck = await DuckDBInstance.create(':memory:');
-    const db = await duck.connect();
-    for (const ddl of DUCKDB_SCHEMA_SQL) await db.run(ddl);
+  it.each(TELEMETRY_TABLES)(
+    'gives the local DuckDB table %s the same columns, types and required columns',
+    async (table) => {
+      // Prepare
+      const duck = await DuckDBInstance.create(':memory:');
+      const db = await duck.connect();
+      for (const ddl of DUCKDB_SCHEMA_SQL) await db.run(ddl);
 
-    // Act
-    const described = (await db.runAndReadAll(`DESCRIBE ${table}`)).getRowObjectsJS();
-    db.closeSync();
-    duck.closeSync();
+      // Act
+      const described = (await db.runAndReadAll(`DESCRIBE ${table}`)).getRowObjectsJS();
+      db.closeSync();
+      duck.closeSync();
 
-    // Assess
-    expect(described.map((c) => [c.column_name, c.column_type])).toEqual(
-      TELEMETRY_TABLE_COLUMNS[table].map(([n, t]) => [
-        n,
-        t === 'TIMESTAMP' ? 'TIMESTAMP WITH TIME ZONE' : DUCKDB_TYPES[t],
-      ]),
-    );
-  });
+      // Assess
+      expect(described.filter((c) => c.null === 'NO').map((c) => c.column_name)).toEqual(
+        TELEMETRY_REQUIRED_COLUMNS[table],
+      );
+      expect(described.map((c) => [c.column_name, c.column_type])).toEqual(
+        TELEMETRY_TABLE_COLUMNS[table].map(([n, t]) => [
+          n,
+          t === 'TIMESTAMP' ? 'TIMESTAMP WITH TIME ZONE' : DUCKDB_TYPES[t],
+        ]),
+      );
+    },
+  );
 });
