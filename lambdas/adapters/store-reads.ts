@@ -1,6 +1,6 @@
 import type { GpuMetrics } from '../contract';
 import type { LastSeen, StoredGpuWindow, WasteGroup, WasteGroupRow } from '../domain/ports';
-import { DIAGNOSES, type Diagnosis, type LedgerEntry } from '../domain/types';
+import { DIAGNOSES, type Diagnosis, type LedgerEntry, type LedgerSums } from '../domain/types';
 import {
   GPU_METRIC_NAMES,
   GPU_METRIC_TYPES,
@@ -36,17 +36,6 @@ export function limitProblem(limit: number | undefined): string | undefined {
 export const LEDGER_SUMS_SQL = `sum(gpu_hours) AS gpu_hours, sum(cost_usd) AS cost_usd, sum(idle_usd) AS idle_usd,
   sum(held_idle_usd) AS held_idle_usd, sum(underused_usd) AS underused_usd,
   sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd`;
-
-/** The sums {@link LEDGER_SUMS_SQL} reads back. */
-export interface LedgerSums {
-  readonly gpu_hours: number;
-  readonly cost_usd: number;
-  readonly idle_usd: number;
-  readonly held_idle_usd: number;
-  readonly underused_usd: number;
-  readonly broken_usd: number;
-  readonly wasted_usd: number;
-}
 
 /**
  * @param get - a result row with the {@link LEDGER_SUMS_SQL} columns

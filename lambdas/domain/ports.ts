@@ -3,6 +3,7 @@ import type {
   Diagnosis,
   GpuWindowRow,
   InstanceInfo,
+  LedgerSums,
   RemediationDecision,
   StoreRows,
   WasteReportRow,
@@ -46,16 +47,9 @@ export interface WasteGroupQuery extends WasteQuery {
 }
 
 /** The ledger summed over every GPU window of one group in a time range. All money in USD. */
-export interface WasteGroupRow {
+export interface WasteGroupRow extends LedgerSums {
   /** The group's value (team name, job, instance type, instance id, diagnosis); absent for windows without one (no team tag, no diagnosis). */
   readonly group?: string;
-  readonly gpu_hours: number;
-  readonly cost_usd: number;
-  readonly idle_usd: number;
-  readonly held_idle_usd: number;
-  readonly underused_usd: number;
-  readonly broken_usd: number;
-  readonly wasted_usd: number;
   /** `wasted_usd` split by diagnosis; diagnoses without windows absent. */
   readonly wasted_by_diagnosis_usd: Partial<Record<Diagnosis, number>>;
 }
