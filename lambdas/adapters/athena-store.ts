@@ -22,6 +22,7 @@ import type {
   WasteGroupRow,
   WasteQuery,
 } from '../domain/ports';
+import { TELEMETRY_TABLES, type TelemetryTable } from '../domain/store-columns';
 import type { StoreRows, WasteReportRow } from '../domain/types';
 import { athenaWasteSql, latestRowsSql, partitionAndTime, stringLiteral } from './athena-sql';
 import {
@@ -45,7 +46,6 @@ import {
   type PackedRecord,
   packRecords,
 } from './firehose-records';
-import { TELEMETRY_TABLES, type TelemetryTable } from './store-columns';
 import {
   compareWasteGroups,
   DEFAULT_RECENT_LIMIT,

@@ -9,7 +9,6 @@ export * from './measure-types';
 export * from './sns-alert-sink';
 export * from './sns-decision-sink';
 export * from './sns-subject';
-export * from './store-columns';
 export * from './store-reads';
 export * from './timestream-records';
 export * from './timestream-store';
