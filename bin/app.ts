@@ -4,7 +4,8 @@
  * `CDK_DEFAULT_REGION` are both set.
  *
  * Optional context (`npx cdk synth -c remediationMode=notify -c organizationId=o-a1b2c3d4e5`):
- * `stackName`, `databaseName`, `memoryRetentionHours`, `magneticRetentionDays`, `remediationMode`,
+ * `store` (`athena` (default) | `timestream`), `telemetryRetentionDays`,
+ * `firehoseBufferIntervalSeconds`, `stackName`, `databaseName`, `memoryRetentionHours`, `magneticRetentionDays`, `remediationMode`,
  * `organizationId`, `throttlingRateLimit`, `throttlingBurstLimit`, `webAclArn`,
  * `apiGatewayCloudWatchRole` (`true|false`), `priceOverridesUsdPerHour` and `alertEmails` (JSON),
  * `agentRoleArns` (comma-separated role ARNs, or a JSON list, of existing agent roles).
@@ -73,6 +74,9 @@ const region = process.env.CDK_DEFAULT_REGION;
 const props: GpuSentinelStackProps = {
   env: account !== undefined && region !== undefined ? { account, region } : undefined,
   description: 'gpu-sentinel: GPU fleet telemetry ingest, waste ledger, alerts and remediation',
+  store: contextString('store') as GpuSentinelStackProps['store'],
+  telemetryRetentionDays: contextNumber('telemetryRetentionDays'),
+  firehoseBufferIntervalSeconds: contextNumber('firehoseBufferIntervalSeconds'),
   databaseName: contextString('databaseName'),
   memoryRetentionHours: contextNumber('memoryRetentionHours'),
   magneticRetentionDays: contextNumber('magneticRetentionDays'),

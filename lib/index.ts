@@ -1,6 +1,7 @@
 export * from './agent-policy';
 export * from './agent-role';
 export * from './alert-topics';
+export * from './athena-telemetry-store';
 export * from './constants';
 export * from './gpu-sentinel-stack';
 export * from './ingest-api';
@@ -9,4 +10,5 @@ export * from './props-validation-error';
 export * from './remediation-mode';
 export * from './remediation-state';
 export * from './telemetry-database';
+export * from './telemetry-store-resources';
 export * from './validate-props';

@@ -61,6 +61,18 @@ export class RecordingStore implements TelemetryStore {
   async queryWaste(): Promise<[]> {
     return [];
   }
+
+  async queryWasteBy(): Promise<[]> {
+    return [];
+  }
+
+  async recentWindows(): Promise<[]> {
+    return [];
+  }
+
+  async lastSeen(): Promise<[]> {
+    return [];
+  }
 }
 
 /** Counts by key, printed as `key=n` sorted by key. */

@@ -63,6 +63,9 @@ describe('processBatch remediation and ordering', () => {
     const down: TelemetryStore = {
       write: async () => Promise.reject(new Error('store down')),
       queryWaste: (q) => store.queryWaste(q),
+      queryWasteBy: (q) => store.queryWasteBy(q),
+      recentWindows: (q) => store.recentWindows(q),
+      lastSeen: (q) => store.lastSeen(q),
     };
     const batch = nextBatch(0);
 
