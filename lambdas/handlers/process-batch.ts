@@ -86,17 +86,22 @@ export const ALERT_LEASE_S = 120;
 
 /**
  * The ingest pipeline for one validated batch (DESIGN §1): price the instance, judge the point
- * rules, mark broken GPUs, compute the waste ledger of every flush window, write the store, then
- * publish alerts and decide (and, unless dry-run, carry out) remediation.
+ * rules, mark broken GPUs, judge the horizon windows (diagnosis per GPU, window rules), compute the
+ * waste ledger of every flush window with its GPU's diagnosis, write the store, then update the idle
+ * marks, publish alerts (publish-then-record), resolve window alerts that stopped, and decide (and,
+ * unless dry-run, carry out) remediation for point findings only: a window finding never remediates.
  *
  * The store is written before any alert or remediation: if it is down this throws and the agent
- * retries the whole batch, which is idempotent (`seq` is the record version).
+ * retries the whole batch, which is idempotent (`seq` is the record version). If an alert cannot be
+ * published, its lease is freed and this throws {@link AlertPublishError} after the rest of the batch
+ * is done, so the agent's retry sends it (alerts already sent are in their cooldown, not sent twice).
  *
  * @param batch - a batch that passed `parseBatch`
  * @param deps - ports and settings
  * @param now - the server's clock
  * @returns counts, findings, alerts sent and remediation decisions
  * @throws whatever `store.write` throws when the store is unreachable (the caller answers 503)
+ * @throws {AlertPublishError} when an alert or resolve message could not be published (the caller answers 5xx)
  */
 export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date): Promise<ProcessResult> {
   const { host } = batch;

@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { StoreQueryError, StoreUnavailableError } from '../adapters/errors';
+import { toFiringAlert } from '../adapters/firing-alert';
 import { isoToMs } from '../adapters/iso-time';
 import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../adapters/measure-types';
 import {
@@ -519,15 +520,7 @@ export class DuckDbStore implements TelemetryStore, StateStore {
       const rows = await this.#rows('SELECT * FROM firing_alerts WHERE instance_id = ? ORDER BY alert_id', [
         instanceId,
       ]);
-      return rows.map((r) => ({
-        instance_id: r.instance_id as string,
-        alert_id: r.alert_id as string,
-        rule: r.rule as FiringAlert['rule'],
-        severity: r.severity as FiringAlert['severity'],
-        instance_type: r.instance_type as string,
-        since: r.since as string,
-        summary: r.summary as string,
-      }));
+      return rows.map(toFiringAlert);
     });
   }
 

@@ -8,7 +8,7 @@ import type { Alert } from '../../../lambdas/domain/types';
 import { createIngestHandler, type IngestHandlerDeps } from '../../../lambdas/handlers/ingest-handler';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { HOST } from '../domain/batch-builder';
-import { COMPUTE_BOUND } from '../domain/rules/horizons';
+import { COMPUTE_BOUND, IDLE_HORIZON } from '../domain/rules/horizons';
 import { RecordingDecisionSink, RecordingRemediator, recordingLog } from './fakes';
 
 /** Records alerts; fails the next `failNext` publishes like an SNS outage. */
@@ -27,14 +27,6 @@ class FlakyAlertSink implements AlertSink {
 const T0 = Date.parse('2026-03-10T10:00:00.000Z');
 const iso = (ms: number): string => new Date(ms).toISOString();
 const TENSOR_IDLE: GpuMetrics = { ...COMPUTE_BOUND, sm_active: 0.5, tensor_active: 0 };
-const IDLE: GpuMetrics = {
-  ...COMPUTE_BOUND,
-  gpu_util: 0,
-  sm_active: 0,
-  max_sm_active: 0,
-  sm_active_cv: 0,
-  compute_processes: 0,
-};
 const FAKE: GpuMetrics = { ...COMPUTE_BOUND, gpu_util: 1, sm_active: 0.02, max_sm_active: 0.05 };
 
 /**
@@ -212,9 +204,9 @@ describe('window rules at ingest (handler on DuckDB)', () => {
 
   it('bills idle only after 30 minutes, through idle marks across batches', async () => {
     // Act: idle horizons every 15 min
-    await send(batchAt(0, [IDLE]));
+    await send(batchAt(0, [IDLE_HORIZON]));
     const at15 = alerts.alerts.filter((a) => a.finding.rule === 'idle_billed').length;
-    await send(batchAt(15, [IDLE]));
+    await send(batchAt(15, [IDLE_HORIZON]));
     const at30 = alerts.alerts.filter((a) => a.finding.rule === 'idle_billed');
 
     // Assess: idle since the first horizon's start (T0 − 15 min), billed idle at T0 + 15 min
