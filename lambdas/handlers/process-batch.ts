@@ -185,9 +185,10 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
   const failed: Alert[] = [];
   const decisions: RemediationDecision[] = [];
   const send = async (alert: Alert): Promise<boolean> => {
-    const ok = await publishOnce(alert, deps, now);
-    (ok === 'sent' ? sent : ok === 'failed' ? failed : []).push(alert);
-    return ok === 'sent';
+    const outcome = await publishOnce(alert, deps, now);
+    if (outcome === 'sent') sent.push(alert);
+    if (outcome === 'failed') failed.push(alert);
+    return outcome === 'sent';
   };
   for (const finding of findings) {
     await send(toAlert(finding, host));

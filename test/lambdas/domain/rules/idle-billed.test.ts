@@ -61,6 +61,19 @@ describe('nextIdleSince', () => {
     expect({ mark: [...update.mark], clear: update.clear }).toEqual(expected);
   });
 
+  it('marks an idle A100 without profiling counters from GPU util', () => {
+    // Prepare
+    const noSm = Object.fromEntries(Object.entries(IDLE_HORIZON).filter(([k]) => !k.includes('sm_active')));
+    const batch = horizonBatch([horizon(0, { ...noSm, gpu_util: 0 })], { profiling: 'none' });
+    const { gpus } = judgedHorizons(batch, DEFAULT_THRESHOLDS, price);
+
+    // Act
+    const update = nextIdleSince(new Map(), gpus, DEFAULT_THRESHOLDS);
+
+    // Assess
+    expect([...update.mark]).toEqual([['0', '2026-03-10T09:45:10.000Z']]);
+  });
+
   it('keeps the mark of a GPU with no judged horizon (absent is not busy)', () => {
     // Prepare
     const previous = new Map([['0', '2026-03-10T09:20:00.000Z']]);
