@@ -301,7 +301,8 @@ async function publishOnce(
 
 /**
  * Resolves the firing window alerts whose rule judged this batch and found nothing: the one invocation
- * that removes the firing record sends the resolve message; if that publish fails the record goes back.
+ * that removes the firing record sends the resolve message and forgets the last send (so a return of
+ * the condition is a new transition to firing, sent at once); if that publish fails the record goes back.
  */
 async function resolveStopped(
   window: WindowJudgement,
@@ -320,7 +321,6 @@ async function resolveStopped(
     const alert = toAlert(resolvedFinding(firing, now), host, 'resolved');
     try {
       await deps.alerts.publish(alert);
-      sent.push(alert);
     } catch (err) {
       await deps.state.putFiringAlert(firing);
       failed.push(alert);
@@ -328,7 +328,11 @@ async function resolveStopped(
         alert_id: firing.alert_id,
         error: (err as Error).message,
       });
+      continue;
     }
+    sent.push(alert);
+    // A new episode starts fresh: the next transition to firing is sent at once, not after the cooldown.
+    await deps.state.forgetAlert(firing.alert_id);
   }
 }
 

@@ -189,6 +189,21 @@ describe('window rules at ingest (handler on DuckDB)', () => {
     expect(tensor[2]?.body).toMatch(/firing_since: 2026-03-10T10:00:00.000Z/);
   });
 
+  it('sends a return of the condition after a resolve at once, as a new episode', async () => {
+    // Act
+    await send(batchAt(0, [TENSOR_IDLE, TENSOR_IDLE]));
+    await send(batchAt(20, [COMPUTE_BOUND, COMPUTE_BOUND]));
+    await send(batchAt(40, [TENSOR_IDLE, TENSOR_IDLE]));
+
+    // Assess
+    const tensor = alerts.alerts.filter((a) => a.finding.rule === 'tensor_idle');
+    expect(tensor.map((a) => `${a.id} ${a.status}`)).toEqual([
+      'tensor_idle:i-0abc12345def67890 firing',
+      'tensor_idle:i-0abc12345def67890 resolved',
+      'tensor_idle:i-0abc12345def67890 firing',
+    ]);
+  });
+
   it('neither fires nor resolves on a horizon shorter than the minimum span', async () => {
     // Prepare: firing
     await send(batchAt(0, [TENSOR_IDLE, COMPUTE_BOUND]));
