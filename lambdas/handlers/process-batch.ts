@@ -66,7 +66,10 @@ export interface ProcessResult {
   readonly accepted: number;
   /** Records the store refused (logged with their reasons). */
   readonly rejected: number;
+  /** Point findings (most severe first), then window findings (in `WINDOW_RULES` order). */
   readonly findings: readonly Finding[];
+  /** GPU index → the diagnosis of its judged horizon (stored with its flush windows); empty without one. */
+  readonly diagnoses: ReadonlyMap<number, Diagnosis>;
   /** Alerts published (after cooldown), resolve messages included (`status: 'resolved'`). */
   readonly alerts: readonly Alert[];
   readonly decisions: readonly RemediationDecision[];
@@ -223,13 +226,14 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
     seq: batch.seq,
     windows: rows.gpu.length,
     events: rows.events.length,
-    findings: findings.length,
+    findings: findings.length + window.findings.length,
     alerts: sent.length,
   });
   return {
     accepted: written.written,
     rejected: written.rejected.length,
-    findings,
+    findings: [...findings, ...window.findings],
+    diagnoses: window.diagnoses,
     alerts: sent,
     decisions,
   };

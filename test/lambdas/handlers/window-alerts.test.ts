@@ -6,6 +6,7 @@ import { DEFAULT_RULE_CONTEXT } from '../../../lambdas/domain';
 import type { AlertSink } from '../../../lambdas/domain/ports';
 import type { Alert } from '../../../lambdas/domain/types';
 import { createIngestHandler, type IngestHandlerDeps } from '../../../lambdas/handlers/ingest-handler';
+import { processBatch } from '../../../lambdas/handlers/process-batch';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { HOST } from '../domain/batch-builder';
 import { COMPUTE_BOUND, IDLE_HORIZON } from '../domain/rules/horizons';
@@ -145,6 +146,24 @@ describe('window rules at ingest (handler on DuckDB)', () => {
       [3, 'compute_bound'],
     ]);
     expect(decisions.decisions).toEqual([]);
+  });
+
+  it("returns the window findings after the point findings, and each GPU's diagnosis", async () => {
+    // Prepare
+    const batch = batchAt(0, [COMPUTE_BOUND, TENSOR_IDLE, COMPUTE_BOUND], {
+      events: [{ at: iso(T0 - 5000), kind: 'xid', xid: 13, source: 'kmsg', pci_bus_id: '0000:18:00.0' }],
+    });
+
+    // Act
+    const result = await processBatch(batch, deps, new Date(T0));
+
+    // Assess
+    expect(result.findings.map((f) => f.rule)).toEqual(['xid_fatal', 'tensor_idle', 'straggler']);
+    expect([...result.diagnoses]).toEqual([
+      [0, 'compute_bound'],
+      [1, 'tensor_idle'],
+      [2, 'compute_bound'],
+    ]);
   });
 
   it('never turns an efficiency finding into a remediation', async () => {
