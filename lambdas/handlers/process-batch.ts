@@ -349,7 +349,7 @@ function resolvedFinding(firing: FiringAlert, now: Date): Finding {
     instance_id: firing.instance_id,
     instance_type: firing.instance_type,
     at: now.toISOString(),
-    summary: `resolved: ${firing.summary}`,
+    summary: firing.summary,
     remedy: 'Nothing: the condition no longer holds over the last horizon.',
     evidence: { firing_since: firing.since, resolved_at: now.toISOString() },
   };
