@@ -343,14 +343,9 @@ export class DynamoDbStateStore implements StateStore {
    * @throws {TypeError} when `at` is not an ISO 8601 time
    */
   async confirmAlert(alertId: string, at: string, cooldownS: number): Promise<void> {
-    const atMs = isoToMs(at, 'at');
+    const item = alertItem(alertId, 'last_sent', at, cooldownS);
     try {
-      await this.#client.send(
-        new PutItemCommand({
-          TableName: this.#table,
-          Item: alertItem(alertId, 'last_sent', at, cooldownS),
-        }),
-      );
+      await this.#client.send(new PutItemCommand({ TableName: this.#table, Item: item }));
     } catch (error) {
       throw this.#unavailable('PutItem alert send', error);
     }
