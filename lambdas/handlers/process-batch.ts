@@ -15,6 +15,7 @@ import {
   nextIdleSince,
   type PriceOverrides,
   priceFor,
+  RESOLVING_WINDOW_RULES,
   type RemediationDecision,
   type RemediationMode,
   type RuleContext,
@@ -202,7 +203,7 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
   // Window findings: never a remediation (efficiency is the owner's to fix), and they resolve.
   for (const finding of window.findings) {
     const alert = toAlert(finding, host);
-    if (await send(alert)) {
+    if ((await send(alert)) && RESOLVING_WINDOW_RULES.has(finding.rule)) {
       await deps.state.putFiringAlert({
         instance_id: host.instance_id,
         alert_id: alert.id,

@@ -226,6 +226,32 @@ describe('window rules at ingest (handler on DuckDB)', () => {
     ]);
   });
 
+  it('never resolves EFA drops from one quiet window, so a flapping counter cannot page fire/resolve pairs', async () => {
+    // Prepare
+    const port = (rx_drops: number) => ({
+      start: iso(T0 - 10_000),
+      end: iso(T0),
+      device: 'rdmap16s27',
+      port: 1,
+      deltas: { rx_pkts: 1000, tx_pkts: 1000, rx_drops },
+    });
+    const withEfa = (minute: number, drops: number) => {
+      const b = batchAt(minute, [COMPUTE_BOUND]);
+      const shift = minute * 60_000;
+      const p = port(drops);
+      return { ...b, efa: [{ ...p, start: iso(T0 - 10_000 + shift), end: iso(T0 + shift) }] };
+    };
+
+    // Act
+    await send(withEfa(0, 40));
+    await send(withEfa(1, 0));
+    await send(withEfa(2, 35));
+
+    // Assess
+    expect(alerts.alerts.map((a) => `${a.id} ${a.status}`)).toEqual(['efa_drops:i-0abc12345def67890 firing']);
+    expect(await store.listFiringAlerts(HOST.instance_id)).toEqual([]);
+  });
+
   it('neither fires nor resolves on a horizon shorter than the minimum span', async () => {
     // Prepare: firing
     await send(batchAt(0, [TENSOR_IDLE, COMPUTE_BOUND]));
