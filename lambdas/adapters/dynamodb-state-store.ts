@@ -374,19 +374,6 @@ export class DynamoDbStateStore implements StateStore {
   }
 
   /**
-   * Deletes the alert's `last_sent` item (unconditional; none is fine).
-   *
-   * @param alertId - stable alert id
-   * @throws {StoreUnavailableError} when DynamoDB fails
-   */
-  async forgetAlert(alertId: string): Promise<void> {
-    await this.#deleteIf(
-      { Key: marshall({ pk: `alert#${alertId}`, sk: 'last_sent' }) },
-      'DeleteItem alert send',
-    );
-  }
-
-  /**
    * @param instanceId - EC2 instance id
    * @returns the instance's firing window alerts, by alert id
    * @throws {StoreUnavailableError} when DynamoDB fails

@@ -211,11 +211,12 @@ describe('window rules at ingest (handler on DuckDB)', () => {
     expect(tensor[2]?.body).toMatch(/firing_since: 2026-03-10T10:00:00.000Z/);
   });
 
-  it('sends a return of the condition after a resolve at once, as a new episode', async () => {
-    // Act
+  it('sends a return of the condition after a resolve as a new episode, once the re-arm time has passed', async () => {
+    // Act: resolved at minute 20; back at 21 (hovering: held back), still there at 36 (sent)
     await send(batchAt(0, [TENSOR_IDLE, TENSOR_IDLE]));
     await send(batchAt(20, [COMPUTE_BOUND, COMPUTE_BOUND]));
-    await send(batchAt(40, [TENSOR_IDLE, TENSOR_IDLE]));
+    await send(batchAt(21, [TENSOR_IDLE, TENSOR_IDLE]));
+    await send(batchAt(36, [TENSOR_IDLE, TENSOR_IDLE]));
 
     // Assess
     const tensor = alerts.alerts.filter((a) => a.finding.rule === 'tensor_idle');
@@ -224,6 +225,7 @@ describe('window rules at ingest (handler on DuckDB)', () => {
       'tensor_idle:i-0abc12345def67890 resolved',
       'tensor_idle:i-0abc12345def67890 firing',
     ]);
+    expect(tensor[2]?.finding.at).toBe('2026-03-10T10:36:00.000Z');
   });
 
   it('never resolves EFA drops from one quiet window, so a flapping counter cannot page fire/resolve pairs', async () => {
