@@ -5,6 +5,13 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { RuleThresholdsError } from '../lambdas/domain/errors';
+import {
+  parseRuleThresholds,
+  THRESHOLD_NAMES,
+  THRESHOLD_TABLE,
+  type ThresholdName,
+} from '../lambdas/domain/rules';
 import type { AlertTopics } from './alert-topics';
 import {
   DEFAULT_INGEST_RESERVED_CONCURRENCY,
@@ -70,6 +77,13 @@ export interface IngestFunctionProps {
    * @default - no role check in the handler
    */
   readonly agentRoleNames?: readonly string[];
+  /**
+   * Rule-threshold overrides by name (`{ "fakeLoadGpuUtilAtLeast": 0.8 }`; names, units and ranges in
+   * the thresholds table of `lambdas/domain/rules/thresholds.ts`). Passed as `RULE_THRESHOLDS`; a bad
+   * name or value fails at synth, naming it (and the Lambda checks again at cold start).
+   * @default - none (the table's defaults)
+   */
+  readonly ruleThresholds?: Readonly<Record<string, number>>;
   /**
    * How long the function's logs are kept.
    * @default logs.RetentionDays.ONE_MONTH
@@ -145,6 +159,7 @@ export class IngestFunction extends Construct {
       1,
       MAX_INGEST_RESERVED_CONCURRENCY,
     );
+    const ruleThresholds = validateRuleThresholds(props.ruleThresholds ?? {});
 
     this.logKey = new kms.Key(this, 'LogKey', {
       description: 'gpu-sentinel: encrypts the ingest Lambda log group',
@@ -210,6 +225,7 @@ export class IngestFunction extends Construct {
         REMEDIATION_MODE: this.remediationMode,
         PRICE_OVERRIDES: JSON.stringify(priceOverrides),
         ...(props.agentRoleNames === undefined ? {} : { AGENT_ROLE_NAMES: props.agentRoleNames.join(',') }),
+        RULE_THRESHOLDS: JSON.stringify(ruleThresholds),
         POWERTOOLS_SERVICE_NAME: INGEST_SERVICE_NAME,
         NODE_OPTIONS: '--enable-source-maps',
       },
@@ -329,4 +345,34 @@ export function validatePriceOverrides(
     }
   }
   return overrides;
+}
+
+/**
+ * Checks rule-threshold overrides at synth against the thresholds table (the same parser the ingest
+ * Lambda runs at cold start): known names, finite numbers within each threshold's range.
+ *
+ * @param thresholds - threshold name → number
+ * @returns `thresholds`
+ * @throws {PropsValidationError} naming `ruleThresholds.<name>` (or `ruleThresholds`) and what came
+ */
+export function validateRuleThresholds(
+  thresholds: Readonly<Record<string, number>>,
+): Readonly<Record<string, number>> {
+  if (typeof thresholds !== 'object' || thresholds === null || Array.isArray(thresholds)) {
+    throw new PropsValidationError('ruleThresholds', 'an object of threshold name to number', thresholds);
+  }
+  try {
+    parseRuleThresholds(JSON.stringify(thresholds));
+  } catch (error) {
+    if (!(error instanceof RuleThresholdsError)) throw error;
+    const spec = THRESHOLD_TABLE[error.key as ThresholdName];
+    throw new PropsValidationError(
+      `ruleThresholds.${error.key}`,
+      spec === undefined
+        ? `a threshold of the table (${THRESHOLD_NAMES.join(', ')})`
+        : `a number ${spec.min}..${spec.max} (${spec.unit})`,
+      error.value,
+    );
+  }
+  return thresholds;
 }

@@ -49,8 +49,9 @@ export class RemediationState extends Construct {
    * Lets `grantee` read and write state items: `dynamodb:GetItem`, `dynamodb:PutItem`,
    * `dynamodb:UpdateItem`, `dynamodb:DeleteItem` and `dynamodb:Query` on the table (no Scan).
    * `TransactWriteItems` (the atomic remediation reservation) is authorized per item as these
-   * actions; `DeleteItem` releases a reservation whose Auto Scaling call failed (conditional on
-   * its lease); other records expire through TTL.
+   * actions. DeleteItem, each with a condition, releases a reservation whose Auto Scaling call
+   * failed, frees an alert lease, resolves a firing alert and clears an idle mark; other records
+   * expire through TTL.
    *
    * @param grantee - the principal to grant to
    * @returns the grant

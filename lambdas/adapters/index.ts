@@ -6,6 +6,7 @@ export * from './dynamodb-state-store';
 export * from './ec2-instance-directory';
 export * from './errors';
 export * from './firehose-records';
+export * from './firing-alert';
 export * from './measure-types';
 export * from './regional-clients';
 export * from './sns-alert-sink';

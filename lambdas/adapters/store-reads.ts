@@ -55,7 +55,13 @@ export function ledgerSumsFrom(get: ColumnGetter): LedgerSums {
 }
 
 /** Column alias of the wasted dollars of one diagnosis. */
-const diagnosisColumn = (d: Diagnosis): string => `wasted_${d}_usd`;
+/**
+ * The result column holding the waste of one diagnosis.
+ *
+ * @param diagnosis - a diagnosis
+ * @returns `wasted_<diagnosis>_usd`, e.g. `wasted_tensor_idle_usd`
+ */
+export const diagnosisColumn = (diagnosis: Diagnosis): string => `wasted_${diagnosis}_usd`;
 
 /** `wasted_usd` summed per diagnosis, one column per {@link DIAGNOSES} entry (`wasted_<diagnosis>_usd`). */
 export const WASTE_BY_DIAGNOSIS_SQL = DIAGNOSES.map(
@@ -69,13 +75,13 @@ function present(value: unknown): unknown {
 
 /**
  * @param get - result columns by name
- * @returns the non-NULL `wasted_<diagnosis>_usd` columns as a map
+ * @returns the `wasted_<diagnosis>_usd` columns with waste > 0, as a map
  */
 export function wasteByDiagnosisFrom(get: ColumnGetter): Partial<Record<Diagnosis, number>> {
   const out: Partial<Record<Diagnosis, number>> = {};
   for (const d of DIAGNOSES) {
     const v = present(get(diagnosisColumn(d)));
-    if (v !== undefined) out[d] = Number(v);
+    if (v !== undefined && Number(v) > 0) out[d] = Number(v);
   }
   return out;
 }

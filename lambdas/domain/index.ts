@@ -5,6 +5,7 @@ export * from './enrich-host';
 export * from './errors';
 export * from './ledger';
 export * from './measure-types';
+export * from './override-document';
 export * from './ports';
 export * from './pricing';
 export * from './remediation-mode';

@@ -11,7 +11,12 @@ import { Ec2InstanceDirectory } from '../adapters/ec2-instance-directory';
 import { RegionalClients } from '../adapters/regional-clients';
 import { SnsAlertSink } from '../adapters/sns-alert-sink';
 import { SnsDecisionSink } from '../adapters/sns-decision-sink';
-import { DEFAULT_RULE_CONTEXT, parsePriceOverrides, parseRemediationMode } from '../domain';
+import {
+  DEFAULT_RULE_CONTEXT,
+  parsePriceOverrides,
+  parseRemediationMode,
+  parseRuleThresholds,
+} from '../domain';
 import { IngestConfigError, requiredEnv as required } from './environment';
 import { createIngestHandler, type IngestHandler } from './ingest-handler';
 import { storeFromEnvironment } from './store-from-environment';
@@ -26,8 +31,9 @@ export { IngestConfigError };
  * Environment: `STORE` (`athena|timestream`) and that store's names (see
  * {@link storeFromEnvironment}; only the chosen store's SDK is loaded), `TOPIC_CRITICAL_ARN`,
  * `TOPIC_WARNING_ARN`, `TOPIC_INFO_ARN`, `STATE_TABLE`, `REMEDIATION_MODE` (`off|notify|replace`),
- * `PRICE_OVERRIDES` (JSON, optional), `AGENT_ROLE_NAMES` (comma-separated role names whose instance
- * sessions may send; optional).
+ * `PRICE_OVERRIDES` (JSON, optional), `RULE_THRESHOLDS` (JSON `{ "<threshold name>": <number> }`
+ * over the thresholds table, optional), `AGENT_ROLE_NAMES` (comma-separated role names whose
+ * instance sessions may send; optional).
  *
  * EC2 and Auto Scaling clients are made per region (the sender's `host.region`) for the
  * server-side enrichment and the remediation calls.
@@ -38,7 +44,7 @@ export { IngestConfigError };
  * @param env - the environment (the variables above)
  * @param accountId - the Lambda's own account (from its ARN): EC2 is asked only about its callers
  * @throws {IngestConfigError} naming the missing variable
- * @throws {RemediationModeError} / {PriceOverridesError} for malformed values
+ * @throws {RemediationModeError} / {PriceOverridesError} / {RuleThresholdsError} for malformed values
  */
 export function handlerFromEnvironment(
   env: NodeJS.ProcessEnv = process.env,
@@ -73,7 +79,7 @@ export function handlerFromEnvironment(
     remediationMode: parseRemediationMode(env.REMEDIATION_MODE ?? 'replace'),
     dryRun: false,
     priceOverrides: parsePriceOverrides(env.PRICE_OVERRIDES),
-    rules: DEFAULT_RULE_CONTEXT,
+    rules: { ...DEFAULT_RULE_CONTEXT, thresholds: parseRuleThresholds(env.RULE_THRESHOLDS) },
     callerCheck: 'instance-session',
   });
 }

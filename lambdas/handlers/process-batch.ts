@@ -11,13 +11,20 @@ import {
   enrichHost,
   escalationId,
   evaluatePointRules,
+  evaluateWindowRules,
   type Finding,
+  type FiringAlert,
   gpuKey,
   groupReplacementLimit,
+  type IdleSinceUpdate,
+  type InstancePrice,
+  judgedHorizons,
   MS_PER_SECOND,
+  nextIdleSince,
   type PriceOverrides,
   priceFor,
   REMEDIATION_LEASE_S,
+  RESOLVING_WINDOW_RULES,
   type RemediationDecision,
   type RemediationLimits,
   type RemediationMode,
@@ -36,7 +43,8 @@ import type {
   StateStore,
   TelemetryStore,
 } from '../domain/ports';
-import type { InstanceInfo } from '../domain/types';
+import type { Diagnosis, InstanceInfo } from '../domain/types';
+import { AlertPublishError } from './errors';
 import type { Log } from './log';
 
 /** Everything `processBatch` needs from the outside, injected. */
@@ -73,8 +81,11 @@ export interface ProcessResult {
   readonly accepted: number;
   /** Records the store refused (logged with their reasons). */
   readonly rejected: number;
+  /** Point findings (most severe first), then window findings (in `WINDOW_RULES` order). */
   readonly findings: readonly Finding[];
-  /** Alerts published (after cooldown). */
+  /** GPU index → the diagnosis of its judged horizon (stored with its flush windows); empty without one. */
+  readonly diagnoses: ReadonlyMap<number, Diagnosis>;
+  /** Alerts published (after cooldown), resolve messages included (`status: 'resolved'`). */
   readonly alerts: readonly Alert[];
   readonly decisions: readonly RemediationDecision[];
 }
@@ -85,20 +96,39 @@ const SEVERITY_ORDER: Readonly<Record<Finding['severity'], number>> = { critical
 export const DEFAULT_ALERT_COOLDOWN_S = 3600;
 
 /**
+ * How long an alert lease lasts, s: longer than the ingest Lambda's timeout, so a lease is only ever
+ * taken over from an invocation that crashed between lease and publish; its alert then goes out with
+ * the next batch that still has the finding.
+ */
+export const ALERT_LEASE_S = 120;
+
+/**
+ * After a window alert resolves, a return of its condition is sent as a new episode once this many
+ * seconds have passed, s (capped at the cooldown): one horizon, so a metric hovering at its threshold
+ * sends at most one fire/resolve pair per 15 min instead of one per batch.
+ */
+export const ALERT_REARM_S = 900;
+
+/**
  * The ingest pipeline for one validated batch (DESIGN §1): price the instance, judge the point
- * rules, compute the waste ledger of every flush window (broken-since from the stored marks and
- * this batch's findings, in memory), write the store, persist the broken marks, then publish
- * alerts and decide (and, unless dry-run, carry out) remediation.
+ * rules, judge the horizon windows (diagnosis per GPU, window rules), compute the waste ledger of
+ * every flush window with its GPU's diagnosis (broken-since from the stored marks and this batch's
+ * findings, in memory), write the store, then persist the broken and idle marks, publish alerts
+ * (publish-then-record), resolve window alerts that stopped, and decide (and, unless dry-run, carry
+ * out) remediation for point findings only: a window finding never remediates.
  *
  * Nothing is written before the store write succeeds: if it fails this throws and the agent
  * retries the whole batch, which is idempotent (`seq` is the record version); no broken mark,
- * alert claim or remediation outlives a refused batch.
+ * alert claim or remediation outlives a refused batch. If an alert cannot be published, its lease
+ * is freed and this throws {@link AlertPublishError} after the rest of the batch is done, so the
+ * agent's retry sends it (alerts already sent are in their cooldown, not sent twice).
  *
  * @param received - a batch that passed `parseBatch`
  * @param deps - ports and settings
  * @param now - the server's clock
  * @returns counts, findings, alerts sent and remediation decisions
  * @throws whatever `store.write` throws when the store is unreachable (the caller answers 503)
+ * @throws {AlertPublishError} when an alert or resolve message could not be published (the caller answers 5xx)
  */
 export async function processBatch(received: Batch, deps: PipelineDeps, now: Date): Promise<ProcessResult> {
   // Server-side enrichment first: team/job/opt-out tags, the real group and instance type from EC2
@@ -113,10 +143,11 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
   const gpuCount = new Set(flush.map((w) => w.gpu.index)).size;
   const price = priceFor(host.instance_type, host.region, deps.priceOverrides, gpuCount || undefined);
 
-  // Most severe first: findings of one GPU share an alert id, and the cooldown lets the first through.
+  // Most severe first (the order alerts go out); every finding has its own alert id and cooldown.
   const findings = [...evaluatePointRules(enriched, deps.rules, now)].sort(
     (a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity],
   );
+  const window = await judgeWindows(enriched, deps, price, now);
   // Broken-since for this batch's ledger in memory; the marks are persisted only after the store write.
   const marks = brokenMarksOf(findings);
   const broken = withBrokenMarks(await deps.state.getBrokenSince(host.instance_id), marks);
@@ -137,7 +168,10 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
       batch_id: batch.batch_id,
       seq: batch.seq,
       metrics: w.metrics,
-      ledger: computeLedger(w, price, { brokenSince: brokenSinceFor(broken, w) }),
+      ledger: computeLedger(w, price, {
+        brokenSince: brokenSinceFor(broken, w),
+        diagnosis: window.diagnoses.get(w.gpu.index),
+      }),
     })),
     efa: (enriched.efa ?? []).map((e) => ({
       time: e.end,
@@ -176,33 +210,181 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
     });
   }
 
+  for (const [key, at] of window.idle.mark) await deps.state.markIdle(host.instance_id, key, at);
+  for (const key of window.idle.clear) await deps.state.clearIdle(host.instance_id, key);
+
   const sent: Alert[] = [];
+  const failed: Alert[] = [];
   const decisions: RemediationDecision[] = [];
-  const nowIso = now.toISOString();
+  const send = async (alert: Alert): Promise<boolean> => {
+    const outcome = await publishOnce(alert, deps, now);
+    if (outcome === 'sent') sent.push(alert);
+    if (outcome === 'failed') failed.push(alert);
+    return outcome === 'sent';
+  };
   for (const finding of findings) {
-    const alert = toAlert(finding, host);
-    if (await deps.state.claimAlert(alert.id, nowIso, deps.alertCooldownS ?? DEFAULT_ALERT_COOLDOWN_S)) {
-      await deps.alerts.publish(alert);
-      sent.push(alert);
-    }
+    await send(toAlert(finding, host));
     if (finding.action === 'replace' || finding.action === 'reset') {
       decisions.push(await remediate(finding, batch, instance, deps, now));
     }
+  }
+  // Window findings: never a remediation (efficiency is the owner's to fix), and they resolve.
+  for (const finding of window.findings) {
+    const alert = toAlert(finding, host);
+    if ((await send(alert)) && RESOLVING_WINDOW_RULES.has(finding.rule)) {
+      await deps.state.putFiringAlert({
+        instance_id: host.instance_id,
+        alert_id: alert.id,
+        rule: finding.rule,
+        severity: finding.severity,
+        instance_type: host.instance_type,
+        since: finding.at,
+        summary: finding.summary,
+      });
+    }
+  }
+  await resolveStopped(window, deps, batch, now, sent, failed);
+  if (failed.length > 0) {
+    throw new AlertPublishError(
+      failed.map((a) => a.id),
+      `Expected every alert to publish, ${failed.length} failed (${failed.map((a) => a.id).join(', ')}); the batch is stored, answer 5xx so the agent retries and the alert goes out`,
+    );
   }
   deps.log.info('batch accepted', {
     instance_id: host.instance_id,
     seq: batch.seq,
     windows: rows.gpu.length,
     events: rows.events.length,
-    findings: findings.length,
+    findings: findings.length + window.findings.length,
     alerts: sent.length,
   });
   return {
     accepted: written.written,
     rejected: written.rejected.length,
-    findings,
+    findings: [...findings, ...window.findings],
+    diagnoses: window.diagnoses,
     alerts: sent,
     decisions,
+  };
+}
+
+/** What the window rules made of one batch. */
+interface WindowJudgement {
+  readonly findings: readonly Finding[];
+  readonly judged: ReadonlySet<string>;
+  /** GPU index → diagnosis of its judged horizon, stored with the GPU's flush windows. */
+  readonly diagnoses: ReadonlyMap<number, Diagnosis>;
+  readonly idle: IdleSinceUpdate;
+}
+
+/**
+ * Judges the batch's horizon windows (DESIGN §6): the diagnosis per GPU, the window rules, and the idle
+ * marks `idle_billed` needs (read from the StateStore only when there is a horizon to judge).
+ */
+async function judgeWindows(
+  batch: Batch,
+  deps: PipelineDeps,
+  price: InstancePrice,
+  now: Date,
+): Promise<WindowJudgement> {
+  const { gpus, shortGpus } = judgedHorizons(batch, deps.rules.thresholds, price);
+  const previous =
+    gpus.length > 0 ? await deps.state.getIdleSince(batch.host.instance_id) : new Map<string, string>();
+  const idle = nextIdleSince(previous, gpus, deps.rules.thresholds);
+  const { findings, judged } = evaluateWindowRules(
+    { batch, gpus, shortGpus, price, idleSince: idle.since },
+    deps.rules,
+    now,
+  );
+  return {
+    findings,
+    judged,
+    diagnoses: new Map(gpus.map((g) => [g.window.gpu.index, g.diagnosis])),
+    idle,
+  };
+}
+
+/**
+ * Publish-then-record (issue 9): lease the alert, publish, then record the send; a failed publish frees
+ * the lease, so the agent's retry sends it instead of the cooldown swallowing it.
+ *
+ * @returns `sent`, `skipped` (in cooldown, or another invocation is sending it), or `failed`
+ */
+async function publishOnce(
+  alert: Alert,
+  deps: PipelineDeps,
+  now: Date,
+): Promise<'sent' | 'skipped' | 'failed'> {
+  const at = now.toISOString();
+  const cooldownS = deps.alertCooldownS ?? DEFAULT_ALERT_COOLDOWN_S;
+  if (!(await deps.state.leaseAlert(alert.id, at, cooldownS, ALERT_LEASE_S))) return 'skipped';
+  try {
+    await deps.alerts.publish(alert);
+  } catch (err) {
+    await deps.state.releaseAlertLease(alert.id, at);
+    deps.log.error('alert publish failed; the lease is freed so a retry sends it', {
+      alert_id: alert.id,
+      error: (err as Error).message,
+    });
+    return 'failed';
+  }
+  await deps.state.confirmAlert(alert.id, at, cooldownS);
+  return 'sent';
+}
+
+/**
+ * Resolves the firing window alerts whose rule judged this batch and found nothing: the one invocation
+ * that removes the firing record sends the resolve message and re-arms the alert (a return of the
+ * condition is a new transition to firing, sent after {@link ALERT_REARM_S}); if that publish fails the
+ * record goes back.
+ */
+async function resolveStopped(
+  window: WindowJudgement,
+  deps: PipelineDeps,
+  batch: Batch,
+  now: Date,
+  sent: Alert[],
+  failed: Alert[],
+): Promise<void> {
+  if (window.judged.size === 0) return;
+  const { host } = batch;
+  const firingNow = new Set(window.findings.map((f) => alertId(f)));
+  for (const firing of await deps.state.listFiringAlerts(host.instance_id)) {
+    if (firingNow.has(firing.alert_id) || !window.judged.has(firing.rule)) continue;
+    if (!(await deps.state.takeFiringAlert(host.instance_id, firing.alert_id))) continue;
+    const alert = toAlert(resolvedFinding(firing, now), host, 'resolved');
+    try {
+      await deps.alerts.publish(alert);
+    } catch (err) {
+      await deps.state.putFiringAlert(firing);
+      failed.push(alert);
+      deps.log.error('resolve publish failed; the alert stays firing', {
+        alert_id: firing.alert_id,
+        error: (err as Error).message,
+      });
+      continue;
+    }
+    sent.push(alert);
+    // Re-arm: a return of the condition is a new episode, sent once ALERT_REARM_S have passed since the
+    // resolve (not the previous episode's full cooldown): recorded as a send at now + rearm − cooldown.
+    const cooldownS = deps.alertCooldownS ?? DEFAULT_ALERT_COOLDOWN_S;
+    const rearmAt = new Date(now.getTime() + (Math.min(ALERT_REARM_S, cooldownS) - cooldownS) * 1000);
+    await deps.state.confirmAlert(firing.alert_id, rearmAt.toISOString(), cooldownS);
+  }
+}
+
+/** The finding of a resolve message: same rule, instance and severity (same topic), nothing to do. */
+function resolvedFinding(firing: FiringAlert, now: Date): Finding {
+  return {
+    rule: firing.rule,
+    severity: firing.severity,
+    action: 'none',
+    instance_id: firing.instance_id,
+    instance_type: firing.instance_type,
+    at: now.toISOString(),
+    summary: firing.summary,
+    remedy: 'Nothing: the condition no longer holds over the last horizon.',
+    evidence: { firing_since: firing.since, resolved_at: now.toISOString() },
   };
 }
 

@@ -6,6 +6,7 @@ import {
   reservationTimes,
 } from '../../lambdas/adapters/remediation-budget';
 import type {
+  FiringAlert,
   RemediationRecord,
   RemediationReservation,
   RemediationReservationRequest,
@@ -31,6 +32,9 @@ export class MemoryStateStore implements StateStore {
   readonly slots = new Map<string, { slot: number; at_ms: number; leaseId: string }[]>();
   readonly broken = new Map<string, Map<string, string>>();
   readonly claims = new Map<string, number>();
+  readonly leases = new Map<string, number>();
+  readonly firing = new Map<string, Map<string, FiringAlert>>();
+  readonly idle = new Map<string, Map<string, string>>();
 
   async getRemediation(instanceId: string): Promise<RemediationRecord | undefined> {
     const held = this.remediations.get(instanceId);
@@ -115,5 +119,56 @@ export class MemoryStateStore implements StateStore {
 
   async releaseAlert(alertId: string, at: string): Promise<void> {
     if (this.claims.get(alertId) === Date.parse(at)) this.claims.delete(alertId);
+  }
+
+  async leaseAlert(alertId: string, at: string, cooldownS: number, leaseS: number): Promise<boolean> {
+    const atMs = Date.parse(at);
+    const sent = this.claims.get(alertId);
+    if (sent !== undefined && sent > atMs - cooldownS * 1000) return false;
+    const lease = this.leases.get(alertId);
+    if (lease !== undefined && lease > atMs - leaseS * 1000) return false;
+    this.leases.set(alertId, atMs);
+    return true;
+  }
+
+  async confirmAlert(alertId: string, at: string, _cooldownS: number): Promise<void> {
+    const atMs = Date.parse(at);
+    this.claims.set(alertId, atMs);
+    if (this.leases.get(alertId) === atMs) this.leases.delete(alertId);
+  }
+
+  async releaseAlertLease(alertId: string, at: string): Promise<void> {
+    if (this.leases.get(alertId) === Date.parse(at)) this.leases.delete(alertId);
+  }
+
+  async listFiringAlerts(instanceId: string): Promise<FiringAlert[]> {
+    return [...(this.firing.get(instanceId)?.values() ?? [])].sort((a, b) =>
+      a.alert_id < b.alert_id ? -1 : a.alert_id > b.alert_id ? 1 : 0,
+    );
+  }
+
+  async putFiringAlert(alert: FiringAlert): Promise<void> {
+    const alerts = this.firing.get(alert.instance_id) ?? new Map<string, FiringAlert>();
+    if (!alerts.has(alert.alert_id)) alerts.set(alert.alert_id, alert);
+    this.firing.set(alert.instance_id, alerts);
+  }
+
+  async takeFiringAlert(instanceId: string, alertId: string): Promise<boolean> {
+    return this.firing.get(instanceId)?.delete(alertId) ?? false;
+  }
+
+  async getIdleSince(instanceId: string): Promise<ReadonlyMap<string, string>> {
+    return new Map(this.idle.get(instanceId));
+  }
+
+  async markIdle(instanceId: string, gpuKey: string, at: string): Promise<void> {
+    const marks = this.idle.get(instanceId) ?? new Map<string, string>();
+    const seen = marks.get(gpuKey);
+    if (seen === undefined || Date.parse(at) < Date.parse(seen)) marks.set(gpuKey, at);
+    this.idle.set(instanceId, marks);
+  }
+
+  async clearIdle(instanceId: string, gpuKey: string): Promise<void> {
+    this.idle.get(instanceId)?.delete(gpuKey);
   }
 }

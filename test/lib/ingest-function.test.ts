@@ -28,6 +28,7 @@ describe('IngestFunction (Timestream store)', () => {
     stack = buildStack({
       store: 'timestream',
       priceOverridesUsdPerHour: { 'p5.48xlarge': 55.04, 'g6e.xlarge': 0 },
+      ruleThresholds: { fakeLoadGpuUtilAtLeast: 0.8 },
     });
     database = stack.database as TelemetryDatabase;
     template = Template.fromStack(stack);
@@ -69,6 +70,7 @@ describe('IngestFunction (Timestream store)', () => {
         'POWERTOOLS_SERVICE_NAME',
         'PRICE_OVERRIDES',
         'REMEDIATION_MODE',
+        'RULE_THRESHOLDS',
         'STATE_TABLE',
         'STORE',
         'TIMESTREAM_DATABASE',
@@ -98,6 +100,7 @@ describe('IngestFunction (Timestream store)', () => {
           STATE_TABLE: { Ref: logicalId(stack, stack.state.table) },
           REMEDIATION_MODE: 'replace',
           PRICE_OVERRIDES: '{"p5.48xlarge":55.04,"g6e.xlarge":0}',
+          RULE_THRESHOLDS: '{"fakeLoadGpuUtilAtLeast":0.8}',
           POWERTOOLS_SERVICE_NAME: 'gpu-sentinel-ingest',
           NODE_OPTIONS: '--enable-source-maps',
         },
@@ -207,6 +210,7 @@ describe('IngestFunction (Timestream store)', () => {
     ['dynamodb:GetItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
     ['dynamodb:PutItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
     ['dynamodb:UpdateItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
+    ['dynamodb:DeleteItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
     ['dynamodb:Query', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
     ['dynamodb:DeleteItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
     ['timestream:DescribeEndpoints', () => ['*']],
@@ -356,6 +360,15 @@ describe('IngestFunction (Timestream store)', () => {
     ['reservedConcurrentExecutions', { ingestReservedConcurrency: 0 }, '`0`'],
     ['reservedConcurrentExecutions', { ingestReservedConcurrency: 1000 }, '`1000`'],
     ['reservedConcurrentExecutions', { ingestReservedConcurrency: 2.5 }, '`2.5`'],
+    ['ruleThresholds.minHorizonSpanS', { ruleThresholds: { minHorizonSpanS: Number.NaN } }, '`null`'],
+    ['ruleThresholds.minHorizonSpanS', { ruleThresholds: { minHorizonSpanS: '300' as never } }, '(string)'],
+    ['ruleThresholds.minHorizonSpanS', { ruleThresholds: { minHorizonSpanS: 0 } }, 'a number 1..3600 (s)'],
+    [
+      'ruleThresholds.fakeLoadGpuUtil',
+      { ruleThresholds: { fakeLoadGpuUtil: 0.8 } },
+      'a threshold of the table',
+    ],
+    ['ruleThresholds', { ruleThresholds: [0.8] as never }, '(array)'],
   ])('fails if %s is invalid (%j)', (prop, props, got) => {
     // Prepare / Act
     const build = () => buildStack(props);

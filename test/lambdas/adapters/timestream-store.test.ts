@@ -355,6 +355,8 @@ describe('TimestreamStore.queryWaste', () => {
     'price_usd_per_hour',
     'price_source',
     'processes_unknown',
+    'wasted_idle_usd',
+    'wasted_tensor_idle_usd',
   ].map((Name) => ({ Name, Type: {} }));
   const row = (values: (string | undefined)[]) => ({
     Data: values.map((v) => (v === undefined ? { NullValue: true } : { ScalarValue: v })),
@@ -395,6 +397,8 @@ describe('TimestreamStore.queryWaste', () => {
             '55.04',
             'builtin',
             '0',
+            '0',
+            '1',
           ]),
         ],
         NextToken: 'page-2',
@@ -423,6 +427,8 @@ describe('TimestreamStore.queryWaste', () => {
             '21.96',
             'override',
             '1',
+            '5.49',
+            undefined,
           ]),
         ],
         QueryId: 'q',
@@ -441,6 +447,9 @@ describe('TimestreamStore.queryWaste', () => {
     expect(calls[0]!.QueryString).toContain('FROM "gpu_sentinel"."gpu_windows"');
     expect(calls[0]!.QueryString).toContain("time >= from_iso8601_timestamp('2026-03-10T00:00:00.000Z')");
     expect(calls[0]!.QueryString).toContain("time < from_iso8601_timestamp('2026-03-11T00:00:00.000Z')");
+    expect(calls[0]!.QueryString).toContain(
+      "sum(CASE WHEN diagnosis = 'tensor_idle' THEN wasted_usd END) AS wasted_tensor_idle_usd",
+    );
     expect(report).toEqual([
       {
         instance_id: 'i-b',
@@ -457,7 +466,7 @@ describe('TimestreamStore.queryWaste', () => {
         price_usd_per_hour: 21.96,
         price_source: 'override',
         processes_unknown: true,
-        wasted_by_diagnosis_usd: {},
+        wasted_by_diagnosis_usd: { idle: 5.49 },
       },
       {
         instance_id: 'i-a',
@@ -476,7 +485,7 @@ describe('TimestreamStore.queryWaste', () => {
         price_usd_per_hour: 55.04,
         price_source: 'builtin',
         processes_unknown: false,
-        wasted_by_diagnosis_usd: {},
+        wasted_by_diagnosis_usd: { tensor_idle: 1 },
       },
     ]);
   });

@@ -22,6 +22,7 @@ import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { TimestreamWriteClient, WriteRecordsCommand } from '@aws-sdk/client-timestream-write';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { RuleThresholdsError } from '../../../lambdas/domain';
 import { handlerFromEnvironment, IngestConfigError } from '../../../lambdas/handlers/ingest';
 import {
   autoScalingGroupAnswer,
@@ -279,5 +280,14 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
     expect(timestream.commandCalls(WriteRecordsCommand)).toHaveLength(0);
     expectValidAwsInputs(firehose, 'firehose');
     firehose.restore();
+  });
+
+  it('fails at cold start naming a bad rule threshold', () => {
+    // Prepare
+    const env = { ...ENV, RULE_THRESHOLDS: '{"fakeLoadGpuUtilAtLeast": 1.5}' } as NodeJS.ProcessEnv;
+
+    // Act / Assess
+    expect(() => handlerFromEnvironment(env)).toThrow(RuleThresholdsError);
+    expect(() => handlerFromEnvironment(env)).toThrow(/fakeLoadGpuUtilAtLeast/);
   });
 });
