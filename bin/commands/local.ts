@@ -101,7 +101,7 @@ export async function runLocalCommand(
       const manifestPath = resolve(opts.replay ?? BUNDLED_REPLAY_MANIFEST);
       const manifest = await loadReplayManifest(manifestPath);
       const now = new Date();
-      const batches: Batch[] = buildReplayBatches(manifest, { now, agentVersion: AGENT_VERSION });
+      const batches: Batch[] = await buildReplayBatches(manifest, { now, agentVersion: AGENT_VERSION });
       from = new Date(now.getTime() - manifest.duration_s * 1000 - 1000);
       write(
         `No NVML in use: replaying ${manifest.hosts.length} hosts from ${manifestPath} (${batches.length} batches)\n`,
