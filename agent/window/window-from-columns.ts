@@ -66,6 +66,9 @@ const METRIC_ORDER = Object.keys(GpuMetricsSchema.shape) as readonly (keyof GpuM
  * - last value: `power_limit_w`, `fb_used_bytes` (left out when above the last
  *   `fb_total_bytes`), `fb_total_bytes`, the four ECC counters, `pcie_replay_count`,
  *   `nvlink_crc_errors`;
+ * - growth of a counter (`ecc_sbe_volatile_delta`, `pcie_replay_delta`,
+ *   `nvlink_crc_errors_delta`): last − first present value (`monotonicDelta`), absent with < 2
+ *   present values or when the counter went backwards (a driver reload or reset is never growth);
  * - `clocks_event_reasons`: OR of the bitmasks; `thermal_throttle_ratio`: share of the samples
  *   having the bitmask in which any of {@link THERMAL_THROTTLE_REASONS_MASK} is set;
  * - OR: `retired_pages_pending`, `remapped_rows_pending`, `remapped_rows_failure`;
@@ -138,6 +141,7 @@ export function windowFromColumns(
   m.thermal_throttle_ratio = shareWithAnyBit(f.clocks_event_reasons, THERMAL_THROTTLE_REASONS_MASK);
 
   m.ecc_sbe_volatile = lastOf(f.ecc_sbe_volatile);
+  m.ecc_sbe_volatile_delta = monotonicDelta(at, f.ecc_sbe_volatile)?.delta;
   m.ecc_dbe_volatile = lastOf(f.ecc_dbe_volatile);
   m.ecc_sbe_aggregate = lastOf(f.ecc_sbe_aggregate);
   m.ecc_dbe_aggregate = lastOf(f.ecc_dbe_aggregate);
@@ -145,7 +149,9 @@ export function windowFromColumns(
   m.remapped_rows_pending = anyFlag(f.remapped_rows_pending);
   m.remapped_rows_failure = anyFlag(f.remapped_rows_failure);
   m.pcie_replay_count = lastOf(f.pcie_replay_count);
+  m.pcie_replay_delta = monotonicDelta(at, f.pcie_replay_count)?.delta;
   m.nvlink_crc_errors = lastOf(f.nvlink_crc_errors);
+  m.nvlink_crc_errors_delta = monotonicDelta(at, f.nvlink_crc_errors)?.delta;
   m.compute_processes = maxOf(f.compute_processes);
 
   const window: GpuWindow = {

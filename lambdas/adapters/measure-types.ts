@@ -45,6 +45,7 @@ export const GPU_METRIC_TYPES: { readonly [K in keyof Required<GpuMetrics>]: Mea
   clocks_event_reasons: 'BIGINT',
   thermal_throttle_ratio: 'DOUBLE',
   ecc_sbe_volatile: 'BIGINT',
+  ecc_sbe_volatile_delta: 'BIGINT',
   ecc_dbe_volatile: 'BIGINT',
   ecc_sbe_aggregate: 'BIGINT',
   ecc_dbe_aggregate: 'BIGINT',
@@ -52,7 +53,9 @@ export const GPU_METRIC_TYPES: { readonly [K in keyof Required<GpuMetrics>]: Mea
   remapped_rows_pending: 'BOOLEAN',
   remapped_rows_failure: 'BOOLEAN',
   pcie_replay_count: 'BIGINT',
+  pcie_replay_delta: 'BIGINT',
   nvlink_crc_errors: 'BIGINT',
+  nvlink_crc_errors_delta: 'BIGINT',
   compute_processes: 'BIGINT',
 };
 

@@ -170,6 +170,11 @@ export const GpuMetricsSchema = z
     thermal_throttle_ratio: ratio.optional(),
     /** Volatile corrected (single-bit) ECC errors since driver load (`nvmlDeviceGetTotalEccErrors(CORRECTED, VOLATILE)`; DCGM 310). */
     ecc_sbe_volatile: count.optional(),
+    /**
+     * Growth of `ecc_sbe_volatile` over the window (last − first sample), ≥ 0; absent with < 2 samples or when
+     * the counter went backwards in the window (a driver reload resets it: a reset is never growth).
+     */
+    ecc_sbe_volatile_delta: count.optional(),
     /** Volatile uncorrected (double-bit) ECC errors since driver load (DCGM 311). */
     ecc_dbe_volatile: count.optional(),
     /** Aggregate corrected ECC errors over the board's life (DCGM 312). */
@@ -184,8 +189,12 @@ export const GpuMetricsSchema = z
     remapped_rows_failure: z.boolean().optional(),
     /** PCIe replay counter (`nvmlDeviceGetPcieReplayCounter`; DCGM 202). */
     pcie_replay_count: count.optional(),
+    /** Growth of `pcie_replay_count` over the window (last − first sample), ≥ 0; absent with < 2 samples or after a counter reset. */
+    pcie_replay_delta: count.optional(),
     /** NVLink CRC errors summed over links (NVML field 38 + 45; DCGM 409). */
     nvlink_crc_errors: count.optional(),
+    /** Growth of `nvlink_crc_errors` over the window (last − first sample), ≥ 0; absent with < 2 samples or after a counter reset. */
+    nvlink_crc_errors_delta: count.optional(),
     /** Running compute processes (`nvmlDeviceGetComputeRunningProcesses_v3` count). Absent when the source cannot tell. */
     compute_processes: z.int().min(0).max(MAX_COMPUTE_PROCESSES).optional(),
   })

@@ -1,7 +1,7 @@
 import type { Host } from '../contract';
 import { JOB_TAG, MAX_ALERT_SUBJECT_CHARS, PROJECT_TAG, TEAM_TAG } from './constants';
 import { describeGpu } from './rules/gpu-ref';
-import type { Alert, Finding } from './types';
+import type { Alert, AlertStatus, Finding } from './types';
 
 /**
  * Turns findings into alert messages (DESIGN §7): a stable id, a short ASCII subject, a plain-text body
@@ -9,17 +9,21 @@ import type { Alert, Finding } from './types';
  */
 
 /**
- * The stable alert id of a finding: `rule:instance_id[:gpu]`, gpu = the index, else the PCI bus id,
- * nothing for an instance-wide finding (DESIGN §6). Note: different Xid codes on one GPU share the id.
+ * The stable alert id of a finding: `rule:instance_id[:gpu][#variant]`, gpu = the index, else the PCI bus
+ * id, nothing for an instance-wide finding (DESIGN §6); `#variant` when the finding has one (an Xid code:
+ * `#xid94`), so two findings of one rule on one GPU never share a cooldown.
  *
  * @param finding - the finding
- * @returns e.g. `xid_fatal:i-0abc12345def67890:0000:19:00.0`, `ecc_dbe:i-0abc12345def67890:3`
+ * @returns e.g. `xid_fatal:i-0abc12345def67890:0000:19:00.0#xid79`, `ecc_dbe:i-0abc12345def67890:3`,
+ *   `tensor_idle:i-0abc12345def67890`
  */
 export function alertId(finding: Finding): string {
   const gpu = finding.gpu_index !== undefined ? String(finding.gpu_index) : finding.pci_bus_id;
-  return gpu === undefined
-    ? `${finding.rule}:${finding.instance_id}`
-    : `${finding.rule}:${finding.instance_id}:${gpu}`;
+  const base =
+    gpu === undefined
+      ? `${finding.rule}:${finding.instance_id}`
+      : `${finding.rule}:${finding.instance_id}:${gpu}`;
+  return finding.variant === undefined ? base : `${base}#${finding.variant}`;
 }
 
 const ASCII_REPLACEMENTS: Readonly<Record<string, string>> = {
@@ -70,18 +74,22 @@ function where(finding: Finding): string {
  *   dropped, the head names the GPU), printable ASCII only, at most {@link MAX_ALERT_SUBJECT_CHARS} characters (cut with `...`).
  * - `body`: plain text: what, when, where (instance, type, region/AZ, Auto Scaling group, GPU, team/job/
  *   project tags), the numbers (every evidence field), what to do, and the alert id.
- * - `attributes`: `severity`, `rule`, `instance_type`, and `team` only when the instance has the tag.
+ * - `attributes`: `severity`, `rule`, `instance_type`, `status`, and `team` / `job` only when the
+ *   instance has the tag (so a team subscribes to its own jobs' alerts with a filter policy).
+ * - `status` `resolved`: the subject starts `[RESOLVED]` and the body says since when it fired.
  *
  * @param finding - the finding
  * @param host - the instance it is about (from the batch)
+ * @param status - `firing` (default) or `resolved`
  * @returns the alert
  * @example
  * toAlert(finding, batch.host).subject; // "[CRITICAL] xid_fatal i-0abc… GPU 0000:19:00.0 p5.48xlarge: Xid 48 …"
  */
-export function toAlert(finding: Finding, host: Host): Alert {
+export function toAlert(finding: Finding, host: Host, status: AlertStatus = 'firing'): Alert {
   const id = alertId(finding);
   const gpu = where(finding);
-  const head = `[${finding.severity.toUpperCase()}] ${finding.rule} ${finding.instance_id}${gpu === '' ? '' : ` ${gpu}`} ${finding.instance_type}: `;
+  const label = status === 'resolved' ? 'RESOLVED' : finding.severity.toUpperCase();
+  const head = `[${label}] ${finding.rule} ${finding.instance_id}${gpu === '' ? '' : ` ${gpu}`} ${finding.instance_type}: `;
   // The head already names the GPU: drop the summary's " on GPU …" so the subject keeps the key words.
   const short = finding.summary.replace(` on ${describeGpu(finding)}`, '');
   let subject = toAsciiLine(head + short);
@@ -119,7 +127,10 @@ export function toAlert(finding: Finding, host: Host): Alert {
     severity: finding.severity,
     rule: finding.rule,
     instance_type: finding.instance_type,
+    status,
   };
   if (team !== undefined) attributes.team = team;
-  return { id, finding, subject, body, attributes };
+  const job = tags[JOB_TAG];
+  if (job !== undefined) attributes.job = job;
+  return { id, finding, subject, body, attributes, status };
 }

@@ -91,3 +91,28 @@ export class RemediationModeError extends DomainError {
     this.value = value;
   }
 }
+
+/**
+ * A rule-threshold override document (`RULE_THRESHOLDS` env JSON, `--rules FILE`) that is not
+ * `{ "<threshold name>": <number in range> }`. `key` names the bad entry (`(root)` when the document
+ * itself is wrong), `value` is what came.
+ */
+export class RuleThresholdsError extends DomainError {
+  override readonly name = 'RuleThresholdsError';
+  /** The offending threshold name, or `(root)`. */
+  readonly key: string;
+  /** The offending value, as it came. */
+  readonly value: unknown;
+
+  /**
+   * @param key - the bad key, or `(root)`
+   * @param value - what came
+   * @param message - what was expected and what to do
+   * @param options - `cause`, e.g. the JSON SyntaxError
+   */
+  constructor(key: string, value: unknown, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.key = key;
+    this.value = value;
+  }
+}

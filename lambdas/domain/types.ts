@@ -143,27 +143,38 @@ export interface StoreRows {
   readonly events: readonly EventRow[];
 }
 
-/** Rule identifiers (DESIGN §6). */
-export type RuleId =
-  | 'ecc_dbe'
-  | 'xid_fatal'
-  | 'gpu_lost'
-  | 'row_remap_failure'
-  | 'thermal_critical'
-  | 'spot_interruption'
-  | 'fake_load'
-  | 'low_occupancy'
-  | 'tensor_idle'
-  | 'memory_bound'
-  | 'input_bound'
-  | 'power_sawtooth'
-  | 'idle_billed'
-  | 'memory_pressure'
-  | 'thermal_throttle'
-  | 'straggler'
-  | 'efa_drops'
-  | 'waste_rate'
-  | 'agent_silent';
+/**
+ * Rule identifiers (DESIGN §6 plus issue 6's additions): point rules (events and flush windows), window
+ * rules (horizon windows, judged at ingest) and fleet rules (the scheduled evaluator).
+ */
+export const RULE_IDS = [
+  'ecc_dbe',
+  'xid_fatal',
+  'gpu_lost',
+  'row_remap_failure',
+  'thermal_critical',
+  'spot_interruption',
+  'fake_load',
+  'low_occupancy',
+  'tensor_idle',
+  'memory_bound',
+  'input_bound',
+  'cpu_bound',
+  'power_sawtooth',
+  'idle_billed',
+  'memory_pressure',
+  'thermal_throttle',
+  'straggler',
+  'efa_drops',
+  'waste_rate',
+  'pcie_replay_rate',
+  'nvlink_crc_rate',
+  'ecc_sbe_rate',
+  'profiling_unavailable',
+  'agent_silent',
+] as const;
+/** Rule identifier union, see {@link RULE_IDS}. */
+export type RuleId = (typeof RULE_IDS)[number];
 
 /** What a finding asks for: replace the instance, reset the GPU (human), notify, or nothing. */
 export type FindingAction = 'replace' | 'reset' | 'notify' | 'none';
@@ -185,7 +196,15 @@ export interface Finding {
   readonly remedy: string;
   /** The numbers behind the finding (counts, XID codes, values), for the alert body and the audit. */
   readonly evidence: Readonly<Record<string, string | number | boolean>>;
+  /**
+   * What tells two findings of one rule on one GPU apart (e.g. `xid94` next to `xid48`), appended to the
+   * alert id as `#variant` so the cooldown of one never swallows the other. @default undefined
+   */
+  readonly variant?: string;
 }
+
+/** Where an alert is in its lifecycle: sent while the condition holds, then once more when it stops. */
+export type AlertStatus = 'firing' | 'resolved';
 
 /** A finding made into a message: stable id, human subject and body, SNS message attributes. */
 export interface Alert {
@@ -196,8 +215,10 @@ export interface Alert {
   readonly subject: string;
   /** Plain text: what, where, numbers, what to do. */
   readonly body: string;
-  /** SNS message attributes: `severity`, `rule`, `instance_type`, and `team` when known. */
+  /** SNS message attributes: `severity`, `rule`, `instance_type`, `status`, and `team`/`job` when known. */
   readonly attributes: Readonly<Record<string, string>>;
+  /** `firing` (the condition holds) or `resolved` (a window rule judged it gone). @default 'firing' */
+  readonly status?: AlertStatus;
 }
 
 /**

@@ -1,30 +1,266 @@
 /**
- * Point-rule thresholds (DESIGN §6): data, overridable per deployment.
+ * Rule thresholds (DESIGN §6): one documented data table (value, unit, range, source), overridable per
+ * deployment (`parseRuleThresholds`: the ingest Lambda's `RULE_THRESHOLDS`, local mode's `--rules FILE`).
+ *
+ * Sources named below: "playbook" = the GPU observability playbook issue 6 follows (its decision tree:
+ * SM active < 30 % underutilized → PCIe RX high: data loading / low: CPU preprocessing; 30–70 % → tensor
+ * zero or low; > 70 % → DRAM > 80 %: memory bound; occupancy < 20 %: alert the developer; temperature
+ * alert above 80 °C, throttling from ~85 °C; a power sawtooth is data starvation; one GPU 10 % slower
+ * slows a synchronous job); "DESIGN §6" = the rule table; "Iglewicz & Hoaglin" = the modified z-score
+ * outlier test (|z| > 3.5 with z = 0.6745 (x − median) / MAD).
  */
 
-/** Thresholds the point rules read. */
-export interface Thresholds {
-  /**
-   * `max_gpu_temp_c` at or above which `thermal_critical` fires, °C.
-   * @default 90 (DESIGN §6)
-   */
-  readonly thermalCriticalTempC: number;
-  /**
-   * Two XID events of the same GPU and code from *different* sources (NVML and kernel log) this close in
-   * time are one occurrence, s (DESIGN §6: "deduplicated by GPU, code and time").
-   * @default 1
-   */
-  readonly xidDedupeWindowS: number;
+/** One threshold: its default, unit, the range an override must stay in, and where the number comes from. */
+export interface ThresholdSpec {
+  /** The default value. */
+  readonly value: number;
+  /** Unit of `value` (`fraction 0..1`, `°C`, `s`, `bytes/s`, `per min`, `z-score`, `count`). */
+  readonly unit: string;
+  /** Smallest value an override may set (inclusive). */
+  readonly min: number;
+  /** Largest value an override may set (inclusive). */
+  readonly max: number;
+  /** Where the number comes from. */
+  readonly source: string;
 }
 
-/** Default `thermal_critical` threshold, °C. Source: DESIGN §6. */
-export const THERMAL_CRITICAL_TEMP_C = 90;
+/**
+ * Every rule threshold, by name (camelCase, unit in the name). The defaults of {@link DEFAULT_THRESHOLDS}.
+ */
+export const THRESHOLD_TABLE = {
+  thermalCriticalTempC: {
+    value: 90,
+    unit: '°C',
+    min: 0,
+    max: 150,
+    source: 'DESIGN §6: thermal_critical at max_gpu_temp_c ≥ 90',
+  },
+  xidDedupeWindowS: {
+    value: 1,
+    unit: 's',
+    min: 0,
+    max: 60,
+    source: 'this module: NVML and the kernel log report one Xid within milliseconds',
+  },
+  minHorizonSpanS: {
+    value: 300,
+    unit: 's',
+    min: 1,
+    max: 3600,
+    source: 'issue 6: a window rule needs a minimum covered span (5 min) before it judges',
+  },
+  idleSmActiveBelow: {
+    value: 0.01,
+    unit: 'fraction 0..1',
+    min: 0,
+    max: 1,
+    source: 'DESIGN §5: efficiency < 0.01 is idle (or held idle with a process)',
+  },
+  underutilizedSmActiveBelow: {
+    value: 0.3,
+    unit: 'fraction 0..1',
+    min: 0,
+    max: 1,
+    source: 'playbook: SM active < 30 % is underutilized',
+  },
+  computeBoundSmActiveAtLeast: {
+    value: 0.7,
+    unit: 'fraction 0..1',
+    min: 0,
+    max: 1,
+    source: 'playbook: SM active > 70 % branches to memory or compute bound',
+  },
+  fakeLoadGpuUtilAtLeast: {
+    value: 0.9,
+    unit: 'fraction 0..1',
+    min: 0,
+    max: 1,
+    source: 'DESIGN §6: fake_load at gpu_util ≥ 0.9 with SM active < 0.3',
+  },
+  inputBoundPcieRxBytesPerS: {
+    value: 1e9,
+    unit: 'bytes/s',
+    min: 0,
+    max: 1e12,
+    source:
+      'this module: 1 GB/s mean host→GPU traffic (≈ 3 % of PCIe Gen4 x16, 32 GB/s) is a loader streaming batches; below it the GPU waits on the CPU',
+  },
+  inputBoundPcieRxBurstBytesPerS: {
+    value: 4e9,
+    unit: 'bytes/s',
+    min: 0,
+    max: 1e12,
+    source: 'DESIGN §6: input_bound = PCIe RX bursts followed by SM gaps; a 1 s step ≥ 4 GB/s is a burst',
+  },
+  lowOccupancyBelow: {
+    value: 0.2,
+    unit: 'fraction 0..1',
+    min: 0,
+    max: 1,
+    source: 'playbook: occupancy < 20 %: alert the developer',
+  },
+  tensorIdleBelow: {
+    value: 0.05,
+    unit: 'fraction 0..1',
+    min: 0,
+    max: 1,
+    source:
+      'DESIGN §6: tensor_active < 0.05 (playbook: tensor zero = no mixed precision, low = unaligned dims)',
+  },
+  memoryBoundDramActiveAtLeast: {
+    value: 0.8,
+    unit: 'fraction 0..1',
+    min: 0,
+    max: 1,
+    source: 'playbook: DRAM active ≥ 80 % is memory bound, whether SM is high or low',
+  },
+  powerSawtoothCvAtLeast: {
+    value: 0.25,
+    unit: 'fraction (stddev / mean)',
+    min: 0,
+    max: 100,
+    source: 'this module: power swinging by a quarter of its mean while SM active swings is a sawtooth',
+  },
+  powerSawtoothSmActiveCvAtLeast: {
+    value: 0.5,
+    unit: 'fraction (stddev / mean)',
+    min: 0,
+    max: 100,
+    source: 'this module: SM active swinging by half its mean (work, wait, work) is data starvation',
+  },
+  idleBilledS: {
+    value: 1800,
+    unit: 's',
+    min: 60,
+    max: 30 * 86_400,
+    source: 'DESIGN §6: idle_billed after ≥ 30 min idle',
+  },
+  memoryPressureUsedAtLeast: {
+    value: 0.95,
+    unit: 'fraction 0..1',
+    min: 0,
+    max: 1,
+    source: 'DESIGN §6: fb_used / fb_total ≥ 0.95 is an OOM risk',
+  },
+  memoryLeakTimeToFullS: {
+    value: 3600,
+    unit: 's',
+    min: 60,
+    max: 7 * 86_400,
+    source:
+      'this module: a steady growth that fills the framebuffer within an hour is a leak worth a warning',
+  },
+  memoryLeakMinGrowthBytesPerS: {
+    value: 1_048_576,
+    unit: 'bytes/s',
+    min: 0,
+    max: 1e12,
+    source: 'this module: 1 MiB/s (3.5 GiB/h); slower drift is allocator noise',
+  },
+  thermalThrottleRatioAtLeast: {
+    value: 0.2,
+    unit: 'fraction 0..1',
+    min: 0,
+    max: 1,
+    source: 'DESIGN §6: thermal clock-event reasons in ≥ 20 % of the samples',
+  },
+  thermalThrottleTempC: {
+    value: 85,
+    unit: '°C',
+    min: 0,
+    max: 150,
+    source: 'playbook: throttling from ~85 °C (DESIGN §6: max_gpu_temp_c > 85)',
+  },
+  thermalWarnTempC: {
+    value: 80,
+    unit: '°C',
+    min: 0,
+    max: 150,
+    source: 'playbook: temperature alert above 80 °C',
+  },
+  stragglerModifiedZBelow: {
+    value: -3.5,
+    unit: 'z-score',
+    min: -100,
+    max: 0,
+    source:
+      'Iglewicz & Hoaglin: modified z-score beyond 3.5 is an outlier; only the low side (less work) counts',
+  },
+  stragglerMinGap: {
+    value: 0.1,
+    unit: 'fraction 0..1 of the peer median',
+    min: 0,
+    max: 1,
+    source: 'playbook: one GPU 10 % slower slows the whole synchronous job',
+  },
+  stragglerMinGpus: {
+    value: 3,
+    unit: 'count',
+    min: 3,
+    max: 64,
+    source: 'issue 6: no straggler with fewer than 3 GPUs (a median of two has no majority)',
+  },
+  efaRxDropsAtLeast: {
+    value: 1,
+    unit: 'count per batch window',
+    min: 1,
+    max: 1e12,
+    source: 'reference gpu.md §4.2: rx_drops, any sustained increase',
+  },
+  efaRetransRatioAtLeast: {
+    value: 0.01,
+    unit: 'fraction of tx_pkts',
+    min: 0,
+    max: 1,
+    source:
+      'this module: SRD retransmitting ≥ 1 % of what it sends is congestion or path loss (reference gpu.md §4.2)',
+  },
+  wasteRateAtLeast: {
+    value: 0.5,
+    unit: 'fraction 0..1 of the price',
+    min: 0,
+    max: 1,
+    source: 'DESIGN §6: an instance wastes ≥ 50 % of its price over the horizon',
+  },
+  pcieReplaysPerMinAtLeast: {
+    value: 8,
+    unit: 'per min',
+    min: 0,
+    max: 1e9,
+    source:
+      'this module: PCIe replays are retried link errors; a few a minute, sustained, is a degrading link',
+  },
+  nvlinkCrcErrorsPerMinAtLeast: {
+    value: 1,
+    unit: 'per min',
+    min: 0,
+    max: 1e9,
+    source:
+      'this module: NVLink CRC errors should stay at 0; one a minute, sustained, is a bad link or cable',
+  },
+  eccSbePerMinAtLeast: {
+    value: 1,
+    unit: 'per min',
+    min: 0,
+    max: 1e9,
+    source:
+      'this module: corrected ECC errors growing every minute precede row remaps (Xid 92 = excessive SBE)',
+  },
+} as const satisfies Readonly<Record<string, ThresholdSpec>>;
 
-/** Default cross-source XID dedupe window, s. Source: this module; NVML and kmsg report the same Xid within milliseconds. */
-export const XID_DEDUPE_WINDOW_S = 1;
+/** A threshold name, see {@link THRESHOLD_TABLE}. */
+export type ThresholdName = keyof typeof THRESHOLD_TABLE;
 
-/** The default thresholds. */
-export const DEFAULT_THRESHOLDS: Thresholds = Object.freeze({
-  thermalCriticalTempC: THERMAL_CRITICAL_TEMP_C,
-  xidDedupeWindowS: XID_DEDUPE_WINDOW_S,
-});
+/** The thresholds every rule reads: one number per {@link THRESHOLD_TABLE} entry, in its unit. */
+export type Thresholds = { readonly [K in ThresholdName]: number };
+
+/** Threshold names in table order. */
+export const THRESHOLD_NAMES = Object.keys(THRESHOLD_TABLE) as readonly ThresholdName[];
+
+/** The default thresholds: every {@link THRESHOLD_TABLE} value. */
+export const DEFAULT_THRESHOLDS: Thresholds = Object.freeze(
+  Object.fromEntries(THRESHOLD_NAMES.map((n) => [n, THRESHOLD_TABLE[n].value])) as Record<
+    ThresholdName,
+    number
+  >,
+);

@@ -103,6 +103,7 @@ function xidFinding(
       instance_type: batch.host.instance_type,
       ...ref,
       at: first.event.at,
+      variant: `xid${xid}`,
       summary: `Xid ${xid} (${entry.meaning})${times} on ${describeGpu(ref)}${below}${text}`,
       remedy: met
         ? entry.remedy

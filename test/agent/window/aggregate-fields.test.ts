@@ -97,7 +97,23 @@ describe('aggregateWindow of the clock, PCIe, NVLink, profiling and health field
         at(1, { pcie_replay_count: 5, nvlink_crc_errors: 2, mem_temp_c: 80, retired_pages_pending: true }),
         at(2, { retired_pages_pending: false }),
       ],
-      want: { pcie_replay_count: 5, nvlink_crc_errors: 2, mem_temp_c: 75, retired_pages_pending: true },
+      want: {
+        pcie_replay_count: 5,
+        pcie_replay_delta: 2,
+        nvlink_crc_errors: 2,
+        nvlink_crc_errors_delta: 1,
+        mem_temp_c: 75,
+        retired_pages_pending: true,
+      },
+    },
+    {
+      case: 'no growth after a counter reset (a driver reload is never growth), the end value kept',
+      samples: [
+        at(0, { pcie_replay_count: 90, nvlink_crc_errors: 4, ecc_sbe_volatile: 30 }),
+        at(1, { pcie_replay_count: 2, nvlink_crc_errors: 0, ecc_sbe_volatile: 1 }),
+        at(2, { pcie_replay_count: 3, nvlink_crc_errors: 0, ecc_sbe_volatile: 2 }),
+      ],
+      want: { pcie_replay_count: 3, nvlink_crc_errors: 0, ecc_sbe_volatile: 2 },
     },
     {
       case: 'the profiling ratios as means and the SM activity spread',

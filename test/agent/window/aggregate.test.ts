@@ -80,6 +80,7 @@ describe('aggregateWindow', () => {
       ],
       want: {
         ecc_sbe_volatile: 2,
+        ecc_sbe_volatile_delta: 1,
         ecc_dbe_volatile: 1,
         ecc_sbe_aggregate: 8,
         ecc_dbe_aggregate: 1,

@@ -76,12 +76,19 @@ describe('toAlert', () => {
     [
       'with a team tag',
       HOST as Host,
-      { severity: 'critical', rule: 'xid_fatal', instance_type: 'p5.48xlarge', team: 'llm' },
+      {
+        severity: 'critical',
+        rule: 'xid_fatal',
+        instance_type: 'p5.48xlarge',
+        status: 'firing',
+        team: 'llm',
+        job: 'pretrain-7b',
+      },
     ],
     [
       'without tags',
       { instance_id: 'i-0abc12345def67890', instance_type: 'p5.48xlarge', region: 'us-east-1' } as Host,
-      { severity: 'critical', rule: 'xid_fatal', instance_type: 'p5.48xlarge' },
+      { severity: 'critical', rule: 'xid_fatal', instance_type: 'p5.48xlarge', status: 'firing' },
     ],
   ])('sets the message attributes %s', (_n, host, attributes) => {
     // Prepare / Act / Assess

@@ -1,0 +1,57 @@
+import type { Diagnosis, RuleId, Severity } from '../types';
+import type { HorizonGpu, HorizonInput } from './horizon-input';
+import type { Thresholds } from './thresholds';
+import { windowFinding } from './window-finding';
+import { NOT_JUDGED, type WindowRule } from './window-rule';
+
+/** What an efficiency rule that follows one leaf of the diagnosis tree says. */
+export interface DiagnosisRuleSpec {
+  readonly id: RuleId;
+  /** The leaf (see `diagnoseHorizon`): the rule fires for the GPUs whose horizon reached it. */
+  readonly leaf: Diagnosis;
+  /** `warning` or `info`: never `critical` (an efficiency finding is never a page). */
+  readonly severity: Exclude<Severity, 'critical'>;
+  /** What is wrong with the job on these GPUs (the numbers go in the evidence). */
+  readonly what: (gpus: readonly HorizonGpu[], t: Thresholds) => string;
+  /** The playbook fix. */
+  readonly remedy: string;
+  /** The measured numbers behind it. */
+  readonly evidence: (
+    gpus: readonly HorizonGpu[],
+    t: Thresholds,
+  ) => Record<string, string | number | boolean>;
+}
+
+/**
+ * Makes an efficiency window rule from one leaf of the diagnosis tree, so alerts and the diagnosis
+ * stored with every flush window always agree: one finding per instance listing the GPUs at that leaf.
+ * Judges when at least one GPU has a judged horizon with a named leaf (not `unknown`).
+ *
+ * @param spec - id, leaf, severity, message parts
+ * @returns the rule
+ */
+export function diagnosisRule(spec: DiagnosisRuleSpec): WindowRule {
+  return {
+    id: spec.id,
+    kind: 'efficiency',
+    judge: (input: HorizonInput, ctx) => {
+      if (!input.gpus.some((g) => g.diagnosis !== 'unknown')) return NOT_JUDGED;
+      const gpus = input.gpus.filter((g) => g.diagnosis === spec.leaf);
+      if (gpus.length === 0) return { judged: true, findings: [] };
+      const t = ctx.thresholds;
+      return {
+        judged: true,
+        findings: [
+          windowFinding(input, {
+            rule: spec.id,
+            severity: spec.severity,
+            gpus,
+            what: spec.what(gpus, t),
+            remedy: spec.remedy,
+            evidence: { diagnosis: spec.leaf, ...spec.evidence(gpus, t) },
+          }),
+        ],
+      };
+    },
+  };
+}

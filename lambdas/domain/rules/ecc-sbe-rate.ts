@@ -1,0 +1,16 @@
+import { healthRateRule } from './health-rate-rule';
+
+/**
+ * Rule `ecc_sbe_rate`: corrected (single-bit) volatile ECC errors (`nvmlDeviceGetTotalEccErrors(CORRECTED,
+ * VOLATILE)`, DCGM 310) grow at ≥ `eccSbePerMinAtLeast` per minute over the horizon: memory cells going bad
+ * (Xid 92, excessive SBE, and row remaps follow).
+ */
+export const eccSbeRateRule = healthRateRule({
+  id: 'ecc_sbe_rate',
+  delta: 'ecc_sbe_volatile_delta',
+  counter: 'ecc_sbe_volatile',
+  threshold: 'eccSbePerMinAtLeast',
+  what: 'correct single-bit ECC errors at a growing rate',
+  remedy:
+    'Corrected ECC errors growing precede row remaps and uncorrectable errors: checkpoint often, reset the GPU at the next drain so pending remaps apply, and replace the node if the rate persists.',
+});

@@ -1,0 +1,84 @@
+import type { EfaWindow } from '../../contract';
+import { windowFinding } from './window-finding';
+import { NOT_JUDGED, type WindowRule } from './window-rule';
+
+/** EFA port counters that are trouble whenever they grow (reference gpu.md §4.2). */
+const EVENT_COUNTERS = [
+  'retrans_timeout_events',
+  'impaired_remote_conn_events',
+  'unresponsive_remote_events',
+] as const;
+
+interface PortTrouble {
+  readonly port: EfaWindow;
+  /** Sum of the trouble counters, for ranking the port that stands out. */
+  readonly score: number;
+  readonly reasons: readonly string[];
+}
+
+/**
+ * Rule `efa_drops` (DESIGN §6, reference gpu.md §4.2): from the batch's EFA deltas (counters are
+ * cumulative; the agent sends deltas, so a reset is never growth), a port is in trouble when `rx_drops`
+ * grew by ≥ `efaRxDropsAtLeast`, when `retrans_pkts / tx_pkts ≥ efaRetransRatioAtLeast`, or when any of
+ * `retrans_timeout_events`, `impaired_remote_conn_events`, `unresponsive_remote_events` grew. Counters a
+ * driver does not have are absent and judge nothing. The summary names the device/port that stands out
+ * (the most trouble). Judged when the batch has EFA windows. Warning, notify only.
+ */
+export const efaDropsRule: WindowRule = {
+  id: 'efa_drops',
+  kind: 'health',
+  judge: (input, ctx) => {
+    const ports = input.batch.efa ?? [];
+    if (ports.length === 0) return NOT_JUDGED;
+    const t = ctx.thresholds;
+    const troubled: PortTrouble[] = [];
+    for (const port of ports) {
+      const d = port.deltas;
+      const reasons: string[] = [];
+      let score = 0;
+      const drops = d.rx_drops;
+      if (drops !== undefined && drops >= t.efaRxDropsAtLeast) {
+        reasons.push(`rx_drops +${drops}`);
+        score += drops;
+      }
+      const retrans = d.retrans_pkts;
+      const tx = d.tx_pkts;
+      if (retrans !== undefined && tx !== undefined && tx > 0 && retrans / tx >= t.efaRetransRatioAtLeast) {
+        reasons.push(`retrans_pkts ${((retrans / tx) * 100).toFixed(1)} % of tx_pkts`);
+        score += retrans;
+      }
+      for (const counter of EVENT_COUNTERS) {
+        const n = d[counter];
+        if (n !== undefined && n > 0) {
+          reasons.push(`${counter} +${n}`);
+          score += n;
+        }
+      }
+      if (reasons.length > 0) troubled.push({ port, score, reasons });
+    }
+    if (troubled.length === 0) return { judged: true, findings: [] };
+    troubled.sort((a, b) => b.score - a.score);
+    const worst = troubled[0] as PortTrouble;
+    const name = (p: EfaWindow): string => `${p.device} port ${p.port}`;
+    return {
+      judged: true,
+      findings: [
+        windowFinding(input, {
+          rule: 'efa_drops',
+          severity: 'warning',
+          gpus: [],
+          what: `EFA ${name(worst.port)} stands out: ${worst.reasons.join(', ')}${troubled.length > 1 ? ` (${troubled.length} ports in trouble)` : ''}`,
+          remedy:
+            'Fabric trouble slows every collective of a multi-node job: check the security group allows all traffic within itself, run the EFA test (fi_pingpong) between the nodes, and have the node replaced if one port keeps dropping.',
+          evidence: {
+            worst_port: name(worst.port),
+            ports_in_trouble: troubled.map((p) => `${name(p.port)}: ${p.reasons.join(', ')}`).join('; '),
+            window_start: worst.port.start,
+            window_end: worst.port.end,
+          },
+          wastedUsdPerHour: 0,
+        }),
+      ],
+    };
+  },
+};

@@ -1,0 +1,60 @@
+import type { RuleId, Severity } from '../types';
+import type { HorizonGpu, HorizonInput } from './horizon-input';
+import type { Thresholds } from './thresholds';
+import { windowFinding } from './window-finding';
+import { NOT_JUDGED, type WindowRule } from './window-rule';
+
+/** A window rule that tests each GPU's horizon on its own. */
+export interface GpuConditionRuleSpec {
+  readonly id: RuleId;
+  readonly kind: WindowRule['kind'];
+  /** True when the GPU's horizon has the metrics the condition needs (absent is never zero). */
+  readonly judges: (g: HorizonGpu, t: Thresholds) => boolean;
+  /** True when the condition holds on the GPU (only asked where `judges` is true). */
+  readonly fires: (g: HorizonGpu, t: Thresholds) => boolean;
+  /** Severity of the finding from the GPUs that fired; never `critical` for a window rule. */
+  readonly severity: (gpus: readonly HorizonGpu[], t: Thresholds) => Exclude<Severity, 'critical'>;
+  readonly what: (gpus: readonly HorizonGpu[], t: Thresholds) => string;
+  readonly remedy: string;
+  readonly evidence: (
+    gpus: readonly HorizonGpu[],
+    t: Thresholds,
+  ) => Record<string, string | number | boolean>;
+  /** What the GPUs that fired cost, USD/hour. @default their horizon waste rate */
+  readonly usdPerHour?: (gpus: readonly HorizonGpu[], input: HorizonInput) => number;
+}
+
+/**
+ * Makes a window rule that tests a condition per GPU and gives one finding per instance listing the
+ * GPUs where it holds. Judges when at least one GPU has the metrics the condition needs.
+ *
+ * @param spec - the condition and message parts
+ * @returns the rule
+ */
+export function gpuConditionRule(spec: GpuConditionRuleSpec): WindowRule {
+  return {
+    id: spec.id,
+    kind: spec.kind,
+    judge: (input, ctx) => {
+      const t = ctx.thresholds;
+      const judged = input.gpus.filter((g) => spec.judges(g, t));
+      if (judged.length === 0) return NOT_JUDGED;
+      const gpus = judged.filter((g) => spec.fires(g, t));
+      if (gpus.length === 0) return { judged: true, findings: [] };
+      return {
+        judged: true,
+        findings: [
+          windowFinding(input, {
+            rule: spec.id,
+            severity: spec.severity(gpus, t),
+            gpus,
+            what: spec.what(gpus, t),
+            remedy: spec.remedy,
+            evidence: spec.evidence(gpus, t),
+            ...(spec.usdPerHour === undefined ? {} : { wastedUsdPerHour: spec.usdPerHour(gpus, input) }),
+          }),
+        ],
+      };
+    },
+  };
+}

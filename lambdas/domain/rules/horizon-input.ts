@@ -1,0 +1,133 @@
+import type { Batch, GpuWindow } from '../../contract';
+import { MS_PER_SECOND, SECONDS_PER_HOUR } from '../constants';
+import { computeLedger } from '../ledger';
+import type { InstancePrice } from '../pricing';
+import type { Diagnosis } from '../types';
+import { diagnoseHorizon } from './diagnose';
+import { type GpuRef, gpuKey, resolveGpuRef } from './gpu-ref';
+import type { Thresholds } from './thresholds';
+
+/** One GPU's horizon as the window rules read it: the window, who it is, how much it covers, its leaf. */
+export interface HorizonGpu {
+  /** The `kind: 'horizon'` window (trailing 15 min by default, DESIGN §1). */
+  readonly window: GpuWindow;
+  /** Index and PCI bus id of the GPU. */
+  readonly ref: GpuRef;
+  /** Span the window covers, s (end − start), ≥ `thresholds.minHorizonSpanS`. */
+  readonly spanS: number;
+  /** The efficiency diagnosis of the horizon (see `diagnoseHorizon`). */
+  readonly diagnosis: Diagnosis;
+  /** What this GPU wastes at this horizon's rate, USD/hour (ledger of the horizon, per hour; 0 when unpriced). */
+  readonly wastedUsdPerHour: number;
+}
+
+/**
+ * Everything a window rule reads (DESIGN §6): the batch (host, agent, EFA deltas), its horizons that cover
+ * enough to judge, the instance price, and since when each GPU has been idle (from the StateStore).
+ */
+export interface HorizonInput {
+  readonly batch: Batch;
+  /**
+   * One per GPU that sent a horizon covering at least `thresholds.minHorizonSpanS` (the latest, when a
+   * batch carries two), ordered by GPU index. A shorter horizon judges nothing and is not here.
+   */
+  readonly gpus: readonly HorizonGpu[];
+  /** GPUs that sent a horizon too short to judge (their rules neither fire nor resolve). */
+  readonly shortGpus: number;
+  /** The instance price (see `priceFor`). */
+  readonly price: InstancePrice;
+  /** gpuKey → since when the GPU has been idle without a process, ISO 8601 (see `nextIdleSince`). */
+  readonly idleSince: ReadonlyMap<string, string>;
+}
+
+/**
+ * The horizons of a batch that cover enough to judge, each with its diagnosis and waste rate.
+ *
+ * @param batch - a validated batch
+ * @param thresholds - reads `minHorizonSpanS` and the diagnosis thresholds
+ * @param price - the instance price, for `wastedUsdPerHour`
+ * @returns `gpus` (judged, by GPU index) and `shortGpus` (horizons too short to judge)
+ */
+export function judgedHorizons(
+  batch: Batch,
+  thresholds: Thresholds,
+  price: InstancePrice,
+): { gpus: HorizonGpu[]; shortGpus: number } {
+  const latest = new Map<number, GpuWindow>();
+  for (const w of batch.windows) {
+    if (w.kind !== 'horizon') continue;
+    const seen = latest.get(w.gpu.index);
+    if (seen === undefined || Date.parse(w.end) > Date.parse(seen.end)) latest.set(w.gpu.index, w);
+  }
+  const gpus: HorizonGpu[] = [];
+  let shortGpus = 0;
+  for (const index of [...latest.keys()].sort((a, b) => a - b)) {
+    const window = latest.get(index) as GpuWindow;
+    const spanS = (Date.parse(window.end) - Date.parse(window.start)) / MS_PER_SECOND;
+    if (spanS < thresholds.minHorizonSpanS) {
+      shortGpus++;
+      continue;
+    }
+    const ledger = computeLedger(window, price);
+    gpus.push({
+      window,
+      ref: resolveGpuRef(batch, index, window.gpu.pci_bus_id),
+      spanS,
+      diagnosis: diagnoseHorizon(window.metrics, batch.agent.profiling_source, thresholds),
+      wastedUsdPerHour: (ledger.wasted_usd / ledger.window_s) * SECONDS_PER_HOUR,
+    });
+  }
+  return { gpus, shortGpus };
+}
+
+/** What {@link nextIdleSince} changes in the StateStore. */
+export interface IdleSinceUpdate {
+  /** gpuKey → idle since, ISO 8601, after this batch. */
+  readonly since: ReadonlyMap<string, string>;
+  /** Marks to write (a GPU that became idle): gpuKey → since. */
+  readonly mark: ReadonlyMap<string, string>;
+  /** Marks to clear (a GPU judged busy again). */
+  readonly clear: readonly string[];
+}
+
+/**
+ * Keeps "idle since" across batches (the horizon is 15 min, `idle_billed` needs 30): a judged GPU whose
+ * whole horizon was idle with no process (diagnosis `idle`, `max_sm_active` — or the mean when the
+ * spread is absent — below `idleSmActiveBelow`, `compute_processes` = 0 measured) is idle since the
+ * horizon start, or since the earlier mark; a judged GPU that is not idle is cleared. A GPU with no
+ * judged horizon keeps its mark unchanged (absent is not busy).
+ *
+ * @param previous - the marks in the StateStore, gpuKey → ISO 8601
+ * @param gpus - the judged horizons
+ * @param thresholds - reads `idleSmActiveBelow`
+ * @returns the marks after this batch and the writes to make
+ */
+export function nextIdleSince(
+  previous: ReadonlyMap<string, string>,
+  gpus: readonly HorizonGpu[],
+  thresholds: Thresholds,
+): IdleSinceUpdate {
+  const since = new Map(previous);
+  const mark = new Map<string, string>();
+  const clear: string[] = [];
+  for (const g of gpus) {
+    const key = gpuKey(g.ref);
+    const m = g.window.metrics;
+    const peak = m.max_sm_active ?? m.sm_active;
+    const idle =
+      g.diagnosis === 'idle' &&
+      m.compute_processes === 0 &&
+      peak !== undefined &&
+      peak < thresholds.idleSmActiveBelow;
+    if (idle) {
+      if (!since.has(key)) {
+        since.set(key, g.window.start);
+        mark.set(key, g.window.start);
+      }
+    } else if (since.has(key)) {
+      since.delete(key);
+      clear.push(key);
+    }
+  }
+  return { since, mark, clear };
+}
