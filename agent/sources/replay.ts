@@ -6,7 +6,6 @@ import {
   type Batch,
   formatPath,
   type GpuEvent,
-  type GpuWindow,
   type Host,
   HostSchema,
   MAX_FLUSH_WINDOW_S,

@@ -214,10 +214,10 @@ export const BEHAVIOUR_WORK: Readonly<Record<Behaviour, (input: BehaviourInput) 
     dram_active: jitter(0.9, 0.02, random),
   }),
   /**
-   * Healthy work on a GPU running hot (+20 °C: ≈ 86–88 °C, above the ~85 °C where throttling starts
+   * Healthy work on a GPU running hot (+18 °C: ≈ 85–88 °C, above the ~85 °C where throttling starts
    * and below the 90 °C critical line); the source sets the thermal clock-event bits.
    */
-  thermal_throttle: ({ random }) => ({ ...noisy(HEALTHY, random), extra_heat_c: 20 }),
+  thermal_throttle: ({ random }) => ({ ...noisy(HEALTHY, random), extra_heat_c: 18 }),
   /** Healthy work whose memory grows 16 MiB/s from 60 % of the board (≈ 97 % after 32 min). */
   memory_leak: ({ t_s, random }) => ({
     ...noisy(HEALTHY, random),

@@ -18,7 +18,10 @@ import type { Scenario } from './scenario';
 export const SCENARIO_FLUSH_S = 60;
 
 /** A scenario's labels, without its host and play. */
-export type ScenarioLabels = Pick<Scenario, 'expect' | 'allow' | 'diagnosis' | 'diagnosis_gpus' | 'remediate'>;
+export type ScenarioLabels = Pick<
+  Scenario,
+  'expect' | 'allow' | 'diagnosis' | 'diagnosis_gpus' | 'remediate'
+>;
 
 /**
  * What each host of the default simulated fleet must raise. Waste ≥ 50 % of the price
@@ -30,7 +33,11 @@ export const FLEET_LABELS: Readonly<Record<string, ScenarioLabels>> = {
   idle: { expect: ['waste_rate'], allow: ['idle_billed'], diagnosis: 'idle' },
   'held-idle': { expect: ['waste_rate'], diagnosis: 'held_idle' },
   'fake-load': { expect: ['fake_load', 'waste_rate'], diagnosis: 'fake_load' },
-  'input-bound': { expect: ['input_bound', 'waste_rate'], allow: ['power_sawtooth'], diagnosis: 'input_bound' },
+  'input-bound': {
+    expect: ['input_bound', 'waste_rate'],
+    allow: ['power_sawtooth'],
+    diagnosis: 'input_bound',
+  },
   'cpu-bound': { expect: ['cpu_bound', 'waste_rate'], diagnosis: 'cpu_bound' },
   'low-occupancy': { expect: ['low_occupancy'], diagnosis: 'low_occupancy' },
   'tensor-idle': { expect: ['tensor_idle'], diagnosis: 'tensor_idle' },
@@ -63,7 +70,9 @@ export function simulatedScenario(spec: SimulatedHostSpec, labels: ScenarioLabel
         hostNumber: ctx.hostNumber,
         agentVersion: ctx.agentVersion,
       });
-      await ctx.send(await playBatches(host, { from: ctx.from, to: ctx.to, flushIntervalS: SCENARIO_FLUSH_S }));
+      await ctx.send(
+        await playBatches(host, { from: ctx.from, to: ctx.to, flushIntervalS: SCENARIO_FLUSH_S }),
+      );
     },
   };
 }
@@ -93,8 +102,11 @@ export function replayScenario(
     async play(ctx) {
       const manifest = await loadReplayManifest(manifestPath);
       const hosts = manifest.hosts.filter((h) => h.host.instance_id === instanceId);
-      if (hosts.length === 0) throw new RangeError(`Expected host ${instanceId} in ${manifestPath}, found none`);
-      await ctx.send(await buildReplayBatches({ ...manifest, hosts }, { now: ctx.to, agentVersion: ctx.agentVersion }));
+      if (hosts.length === 0)
+        throw new RangeError(`Expected host ${instanceId} in ${manifestPath}, found none`);
+      await ctx.send(
+        await buildReplayBatches({ ...manifest, hosts }, { now: ctx.to, agentVersion: ctx.agentVersion }),
+      );
     },
   };
 }

@@ -1,8 +1,8 @@
+import { HttpSender } from '../../agent/send/sender';
 import type { Batch } from '../../lambdas/contract';
 import type { Diagnosis, RuleContext, RuleId } from '../../lambdas/domain';
 import type { Log } from '../../lambdas/handlers/log';
 import { type LocalPipeline, startLocalPipeline } from '../../lambdas/local/local-pipeline';
-import { HttpSender } from '../../agent/send/sender';
 import { judgeScenario, type ScenarioObservation, type ScenarioVerdict } from './judge';
 import type { Scenario, ScenarioContext } from './scenario';
 
