@@ -71,15 +71,14 @@ export async function playBatches(host: PlaybackHost, options: PlaybackOptions):
   if ((toMs - fromMs) / pollMs > MAX_PLAYBACK_POLLS)
     throw new PlaybackOptionsError('to', `at most ${MAX_PLAYBACK_POLLS} polls after \`from\``, options.to);
 
-  let nowMs = fromMs;
-  const clock = (): Date => new Date(nowMs);
+  const clock = new VirtualClock(fromMs);
   const batches: Batch[] = [];
   const loop = new AgentLoop({
     source: host.source,
     host: host.host,
     agent: host.agent,
     builder: new BatchBuilder({
-      clock,
+      clock: clock.now,
       startSeq: options.startSeq ?? 0,
       ...(options.randomUUID ? { randomUUID: options.randomUUID } : {}),
     }),
@@ -90,17 +89,73 @@ export async function playBatches(host: PlaybackHost, options: PlaybackOptions):
     ...(host.efa ? { efa: host.efa } : {}),
     pollIntervalMs: pollMs,
     flushIntervalS: flushS,
-    clock,
+    clock: clock.now,
   });
+  await driveLoop(loop, clock, { fromMs, toMs, pollIntervalMs: pollMs, flushIntervalS: flushS });
+  return batches;
+}
+
+/** A clock that stands still until moved: the time of a played-back agent. */
+export class VirtualClock {
+  #ms: number;
+
+  /** @param startMs - the first time, ms since the epoch */
+  constructor(startMs: number) {
+    this.#ms = startMs;
+  }
+
+  /** The current virtual time (a new `Date` each call); bound, so it can be passed as a clock. */
+  readonly now = (): Date => new Date(this.#ms);
+
+  /** Moves the clock to `ms` (ms since the epoch). */
+  set(ms: number): void {
+    this.#ms = ms;
+  }
+}
+
+/** What {@link driveLoop} needs of an agent loop. */
+export interface DrivableLoop {
+  /** One reading of every GPU; true when a critical event waits. */
+  poll(): boolean;
+  /** Closes the current window. */
+  flush(): Promise<unknown>;
+}
+
+/** Span and cadence of {@link driveLoop}. */
+export interface DriveOptions {
+  /** Virtual start, ms (the loop's window started here). */
+  readonly fromMs: number;
+  /** Virtual end, ms. */
+  readonly toMs: number;
+  /** Poll interval, ms > 0. */
+  readonly pollIntervalMs: number;
+  /** Flush window, s > 0. */
+  readonly flushIntervalS: number;
+  /** Called at each virtual instant before the poll (moves simulated hardware, e.g. sysfs counters). @default none */
+  readonly onTick?: (now: Date) => void;
+}
+
+/**
+ * Drives an agent loop over virtual time as `AgentLoop.run` drives it over real time: move the
+ * clock one poll interval, poll, flush when the interval is up or the poll brought a critical
+ * event, and a final flush at `toMs` for a partial window. The caller validated the options.
+ *
+ * @param loop - the loop (its clock must be `clock.now`)
+ * @param clock - the virtual clock, at `fromMs`
+ * @param options - span, cadence, per-instant hook
+ */
+export async function driveLoop(loop: DrivableLoop, clock: VirtualClock, options: DriveOptions): Promise<void> {
+  const { fromMs, toMs, pollIntervalMs } = options;
   let lastFlushMs = fromMs;
-  for (nowMs = fromMs + pollMs; nowMs <= toMs; nowMs += pollMs) {
+  for (let nowMs = fromMs + pollIntervalMs; nowMs <= toMs; nowMs += pollIntervalMs) {
+    clock.set(nowMs);
+    options.onTick?.(clock.now());
     const urgent = loop.poll();
-    if (urgent || nowMs - lastFlushMs >= flushS * 1000) {
+    if (urgent || nowMs - lastFlushMs >= options.flushIntervalS * 1000) {
       await loop.flush();
       lastFlushMs = nowMs;
     }
   }
-  nowMs = toMs;
+  clock.set(toMs);
   if (lastFlushMs < toMs) await loop.flush();
-  return batches;
 }

@@ -86,7 +86,7 @@ export function judgeScenario(scenario: Scenario, observed: ScenarioObservation)
   const remediable = new Set(scenario.remediate ?? []);
   for (const rule of new Set(observed.decided))
     if (!remediable.has(rule)) mismatches.push(`remediation decided on ${rule}, which must never remediate`);
-  if (observed.refused > 0) mismatches.push(`${observed.refused} batches refused by the API`);
+  if (observed.refused > 0) mismatches.push(`${observed.refused} batches not accepted by the API`);
   return {
     scenario: scenario.name,
     cells,

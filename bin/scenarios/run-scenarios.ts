@@ -79,6 +79,9 @@ export async function playScenarios(
         failures += bad;
         return bad;
       },
+      undelivered(count: number) {
+        failures += count;
+      },
     };
     await scenario.play(ctx);
     refused.set(scenario.name, failures);

@@ -27,6 +27,8 @@ export interface ScenarioContext {
    * @returns how many were not accepted (each logged)
    */
   send(batches: readonly Batch[]): Promise<number>;
+  /** Counts batches that never reached the pipeline by another way (an agent's spool left undrained). */
+  undelivered(count: number): void;
 }
 
 /** One labelled scenario. */

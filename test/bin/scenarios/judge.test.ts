@@ -90,9 +90,9 @@ describe('judgeScenario', () => {
     expect(hardware.mismatches).toEqual([]);
   });
 
-  it('flags batches the API refused', () => {
+  it('flags batches the API did not accept', () => {
     expect(judgeScenario(scenario(), observed({ fired: ['fake_load'], refused: 2 })).mismatches).toEqual([
-      '2 batches refused by the API',
+      '2 batches not accepted by the API',
     ]);
   });
 });
