@@ -62,6 +62,13 @@ export interface IngestFunctionProps {
    */
   readonly priceOverridesUsdPerHour?: Readonly<Record<string, number>>;
   /**
+   * Rule-threshold overrides by name (`{ "fakeLoadGpuUtilAtLeast": 0.8 }`; names, units and ranges in
+   * the thresholds table of `lambdas/domain/rules/thresholds.ts`). Passed as `RULE_THRESHOLDS`; the
+   * Lambda refuses a bad name or value at cold start, naming it.
+   * @default - none (the table's defaults)
+   */
+  readonly ruleThresholds?: Readonly<Record<string, number>>;
+  /**
    * How long the function's logs are kept.
    * @default logs.RetentionDays.ONE_MONTH
    */
@@ -81,7 +88,7 @@ export interface IngestFunctionProps {
  * - `logs:CreateLogStream`, `logs:PutLogEvents` on its own log group;
  * - `timestream:WriteRecords` on the three tables, `timestream:DescribeEndpoints` on `*`;
  * - `sns:Publish` on critical/warning/info, `kms:GenerateDataKey`/`kms:Decrypt` on their key;
- * - `dynamodb:GetItem/PutItem/UpdateItem/Query` on the state table;
+ * - `dynamodb:GetItem/PutItem/UpdateItem/DeleteItem/Query` on the state table;
  * - `autoscaling:DescribeAutoScalingInstances` on `*` (no resource-level permissions);
  * - in `replace` mode: `autoscaling:SetInstanceHealth` on every Auto Scaling group of the account
  *   unless the group is tagged `gpu-sentinel:remediation=off` (condition
@@ -159,6 +166,7 @@ export class IngestFunction extends Construct {
         STATE_TABLE: props.state.table.tableName,
         REMEDIATION_MODE: this.remediationMode,
         PRICE_OVERRIDES: JSON.stringify(priceOverrides),
+        RULE_THRESHOLDS: JSON.stringify(props.ruleThresholds ?? {}),
         POWERTOOLS_SERVICE_NAME: INGEST_SERVICE_NAME,
         NODE_OPTIONS: '--enable-source-maps',
       },

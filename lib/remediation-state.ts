@@ -44,8 +44,9 @@ export class RemediationState extends Construct {
 
   /**
    * Lets `grantee` read and write state items: `dynamodb:GetItem`, `dynamodb:PutItem`,
-   * `dynamodb:UpdateItem` and `dynamodb:Query` on the table (no Scan, no Delete: records expire
-   * through TTL).
+   * `dynamodb:UpdateItem`, `dynamodb:DeleteItem` and `dynamodb:Query` on the table (no Scan). Most
+   * records expire through TTL; DeleteItem frees an alert lease, resolves a firing alert and clears an
+   * idle mark, each with a condition.
    *
    * @param grantee - the principal to grant to
    * @returns the grant
@@ -53,7 +54,13 @@ export class RemediationState extends Construct {
   grantReadWrite(grantee: iam.IGrantable): iam.Grant {
     return iam.Grant.addToPrincipal({
       grantee,
-      actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'],
+      actions: [
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:UpdateItem',
+        'dynamodb:DeleteItem',
+        'dynamodb:Query',
+      ],
       resourceArns: [this.table.tableArn],
     });
   }

@@ -1,5 +1,7 @@
 import {
   ConditionalCheckFailedException,
+  DeleteItemCommand,
+  type DeleteItemCommandInput,
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
@@ -8,7 +10,7 @@ import {
   type QueryCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
-import type { RemediationRecord, StateStore } from '../domain/ports';
+import type { FiringAlert, RemediationRecord, StateStore } from '../domain/ports';
 import { GROUP_HISTORY_TTL_S } from './constants';
 import { StoreUnavailableError } from './errors';
 import { isoToMs } from './iso-time';
@@ -43,7 +45,11 @@ function toRecord(item: Record<string, unknown>): RemediationRecord {
  * - `asg#<group>`, `<ISO at>#<instance id>`: group history for the rate limit, TTL 7 days;
  * - `instance#<id>`, `broken#<gpuKey>`: since when a GPU is broken (earliest kept);
  * - `alert#<id>`, `last_sent`: last send of an alert (claimed when older than the cooldown),
- *   TTL one day after its cooldown ends.
+ *   TTL one day after its cooldown ends;
+ * - `alert#<id>`, `lease`: the lease of the invocation publishing it now (publish-then-record), TTL one
+ *   day after it lapses;
+ * - `instance#<id>`, `firing#<alert id>`: a window alert that fired and has not resolved;
+ * - `instance#<id>`, `idle#<gpuKey>`: since when a GPU is idle with no process (earliest kept).
  * Times are kept as given (`at`, returned unchanged) and as epoch ms (`at_ms`, compared).
  */
 export class DynamoDbStateStore implements StateStore {
@@ -235,6 +241,245 @@ export class DynamoDbStateStore implements StateStore {
         ExpressionAttributeValues: marshall({ ':at': atMs }),
       },
       'PutItem broken',
+    );
+  }
+
+  /** Sends a conditional delete; false when the condition failed (nothing to delete). */
+  async #deleteIf(input: Omit<DeleteItemCommandInput, 'TableName'>, operation: string): Promise<boolean> {
+    try {
+      await this.#client.send(new DeleteItemCommand({ TableName: this.#table, ...input }));
+      return true;
+    } catch (error) {
+      if (
+        error instanceof ConditionalCheckFailedException ||
+        (error as { name?: string })?.name === 'ConditionalCheckFailedException'
+      ) {
+        return false;
+      }
+      throw this.#unavailable(operation, error);
+    }
+  }
+
+  /**
+   * Leases an alert send: a conditional put of `alert#<id>`/`lease` (`attribute_not_exists(pk) OR #at <=
+   * :expired`, a lease older than `leaseS` is abandoned), then a strongly consistent read of the last
+   * send; within the cooldown the lease is freed again and the answer is false.
+   *
+   * @param alertId - stable alert id
+   * @param at - send time, ISO 8601
+   * @param cooldownS - seconds between sends of the same alert, ≥ 0
+   * @param leaseS - seconds after which a lease is abandoned (longer than the Lambda timeout)
+   * @returns true when this invocation holds the lease and the alert is due
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  async leaseAlert(alertId: string, at: string, cooldownS: number, leaseS: number): Promise<boolean> {
+    const atMs = isoToMs(at, 'at');
+    const leased = await this.#putIf(
+      {
+        Item: marshall({
+          pk: `alert#${alertId}`,
+          sk: 'lease',
+          at,
+          at_ms: atMs,
+          expires_at: Math.ceil(atMs / 1000) + Math.ceil(leaseS) + ALERT_CLAIM_TTL_MARGIN_S,
+        }),
+        ConditionExpression: 'attribute_not_exists(pk) OR #at <= :expired',
+        ExpressionAttributeNames: { '#at': 'at_ms' },
+        ExpressionAttributeValues: marshall({ ':expired': atMs - leaseS * 1000 }),
+      },
+      'PutItem alert lease',
+    );
+    if (!leased) return false;
+    let lastMs: number | undefined;
+    try {
+      const out = await this.#client.send(
+        new GetItemCommand({
+          TableName: this.#table,
+          Key: marshall({ pk: `alert#${alertId}`, sk: 'last_sent' }),
+          ConsistentRead: true,
+        }),
+      );
+      lastMs = out.Item === undefined ? undefined : Number(unmarshall(out.Item).at_ms);
+    } catch (error) {
+      await this.releaseAlert(alertId, at);
+      throw this.#unavailable('GetItem alert last send', error);
+    }
+    if (lastMs !== undefined && lastMs > atMs - cooldownS * 1000) {
+      await this.releaseAlert(alertId, at);
+      return false;
+    }
+    return true;
+  }
+
+  /**
+   * Records the send (an unconditional put of `last_sent`: this invocation holds the lease), then frees
+   * the lease taken at `at`.
+   *
+   * @param alertId - stable alert id
+   * @param at - the lease's time, ISO 8601
+   * @param cooldownS - the cooldown, s (for the TTL)
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  async confirmAlert(alertId: string, at: string, cooldownS: number): Promise<void> {
+    const atMs = isoToMs(at, 'at');
+    try {
+      await this.#client.send(
+        new PutItemCommand({
+          TableName: this.#table,
+          Item: marshall({
+            pk: `alert#${alertId}`,
+            sk: 'last_sent',
+            at,
+            at_ms: atMs,
+            expires_at: Math.ceil(atMs / 1000) + Math.ceil(cooldownS) + ALERT_CLAIM_TTL_MARGIN_S,
+          }),
+        }),
+      );
+    } catch (error) {
+      throw this.#unavailable('PutItem alert send', error);
+    }
+    await this.releaseAlert(alertId, at);
+  }
+
+  /**
+   * Frees the lease taken at `at` (`#at = :at`: a lease taken over by another invocation is left alone).
+   *
+   * @param alertId - stable alert id
+   * @param at - the lease's time, ISO 8601
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  async releaseAlert(alertId: string, at: string): Promise<void> {
+    const atMs = isoToMs(at, 'at');
+    await this.#deleteIf(
+      {
+        Key: marshall({ pk: `alert#${alertId}`, sk: 'lease' }),
+        ConditionExpression: '#at = :at',
+        ExpressionAttributeNames: { '#at': 'at_ms' },
+        ExpressionAttributeValues: marshall({ ':at': atMs }),
+      },
+      'DeleteItem alert lease',
+    );
+  }
+
+  /**
+   * @param instanceId - EC2 instance id
+   * @returns the instance's firing window alerts, by alert id
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   */
+  async listFiringAlerts(instanceId: string): Promise<FiringAlert[]> {
+    const items = await this.#query(
+      {
+        KeyConditionExpression: 'pk = :p AND begins_with(sk, :b)',
+        ExpressionAttributeValues: marshall({ ':p': `instance#${instanceId}`, ':b': 'firing#' }),
+        ConsistentRead: true,
+      },
+      'Query firing',
+    );
+    return items.map((i) => ({
+      instance_id: i.instance_id as string,
+      alert_id: i.alert_id as string,
+      rule: i.rule as FiringAlert['rule'],
+      severity: i.severity as FiringAlert['severity'],
+      instance_type: i.instance_type as string,
+      since: i.since as string,
+      summary: i.summary as string,
+    }));
+  }
+
+  /**
+   * Records an alert as firing if it is not already (`attribute_not_exists(pk)`: the earlier `since` stays).
+   *
+   * @param alert - the firing record
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   */
+  async putFiringAlert(alert: FiringAlert): Promise<void> {
+    await this.#putIf(
+      {
+        Item: marshall({ pk: `instance#${alert.instance_id}`, sk: `firing#${alert.alert_id}`, ...alert }),
+        ConditionExpression: 'attribute_not_exists(pk)',
+      },
+      'PutItem firing',
+    );
+  }
+
+  /**
+   * Deletes a firing record if it exists (`attribute_exists(pk)`), so one invocation resolves it.
+   *
+   * @param instanceId - EC2 instance id
+   * @param alertId - stable alert id
+   * @returns true when this call deleted it
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   */
+  takeFiringAlert(instanceId: string, alertId: string): Promise<boolean> {
+    return this.#deleteIf(
+      {
+        Key: marshall({ pk: `instance#${instanceId}`, sk: `firing#${alertId}` }),
+        ConditionExpression: 'attribute_exists(pk)',
+      },
+      'DeleteItem firing',
+    );
+  }
+
+  /**
+   * @param instanceId - EC2 instance id
+   * @returns gpuKey → idle since (ISO 8601, as marked)
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   */
+  async getIdleSince(instanceId: string): Promise<ReadonlyMap<string, string>> {
+    const items = await this.#query(
+      {
+        KeyConditionExpression: 'pk = :p AND begins_with(sk, :b)',
+        ExpressionAttributeValues: marshall({ ':p': `instance#${instanceId}`, ':b': 'idle#' }),
+        ConsistentRead: true,
+      },
+      'Query idle',
+    );
+    return new Map(items.map((i) => [i.gpu_key as string, i.at as string]));
+  }
+
+  /**
+   * Marks a GPU idle from `at`, keeping an earlier mark (`attribute_not_exists(pk) OR #at > :at`).
+   *
+   * @param instanceId - EC2 instance id
+   * @param gpuKey - GPU index, PCI bus id, or `*`
+   * @param at - ISO 8601
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  async markIdle(instanceId: string, gpuKey: string, at: string): Promise<void> {
+    const atMs = isoToMs(at, 'at');
+    await this.#putIf(
+      {
+        Item: marshall({
+          pk: `instance#${instanceId}`,
+          sk: `idle#${gpuKey}`,
+          instance_id: instanceId,
+          gpu_key: gpuKey,
+          at,
+          at_ms: atMs,
+        }),
+        ConditionExpression: 'attribute_not_exists(pk) OR #at > :at',
+        ExpressionAttributeNames: { '#at': 'at_ms' },
+        ExpressionAttributeValues: marshall({ ':at': atMs }),
+      },
+      'PutItem idle',
+    );
+  }
+
+  /**
+   * Clears a GPU's idle mark (an unconditional delete; none is fine).
+   *
+   * @param instanceId - EC2 instance id
+   * @param gpuKey - GPU index, PCI bus id, or `*`
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   */
+  async clearIdle(instanceId: string, gpuKey: string): Promise<void> {
+    await this.#deleteIf(
+      { Key: marshall({ pk: `instance#${instanceId}`, sk: `idle#${gpuKey}` }) },
+      'DeleteItem idle',
     );
   }
 

@@ -1,4 +1,12 @@
-import type { Alert, InstanceInfo, RemediationDecision, StoreRows, WasteReportRow } from './types';
+import type {
+  Alert,
+  InstanceInfo,
+  RemediationDecision,
+  RuleId,
+  Severity,
+  StoreRows,
+  WasteReportRow,
+} from './types';
 
 /**
  * Ports: what the pipeline needs from the outside world. Adapters in `lambdas/adapters/` and
@@ -80,6 +88,52 @@ export interface StateStore {
    * never send the same alert twice.
    */
   claimAlert(alertId: string, at: string, cooldownS: number): Promise<boolean>;
+  /**
+   * Publish-then-record, step 1: leases the right to send alert `alertId` now. True when it was never
+   * sent or its last send is at or before `at − cooldownS`, and no other lease younger than `leaseS` is
+   * held (a lease of a crashed invocation expires after `leaseS`). Conditional write, so two Lambdas
+   * never both hold it. Nothing is recorded as sent until {@link confirmAlert}.
+   */
+  leaseAlert(alertId: string, at: string, cooldownS: number, leaseS: number): Promise<boolean>;
+  /**
+   * Step 2 after a successful publish: records the send at `at` (the cooldown starts) and frees the lease
+   * taken at `at`.
+   */
+  confirmAlert(alertId: string, at: string, cooldownS: number): Promise<void>;
+  /**
+   * Step 2 after a failed publish: frees the lease taken at `at` without recording a send, so the agent's
+   * retry (or the next batch) sends the alert; never suppressed for the cooldown.
+   */
+  releaseAlert(alertId: string, at: string): Promise<void>;
+  /** The window-rule alerts firing on an instance (sent, not resolved), by alert id order. */
+  listFiringAlerts(instanceId: string): Promise<FiringAlert[]>;
+  /** Records an alert as firing; an existing record (earlier `since`) is kept. */
+  putFiringAlert(alert: FiringAlert): Promise<void>;
+  /**
+   * Removes a firing record, once: true for the one invocation that removed it (and so sends the
+   * resolve message), false when it was already gone.
+   */
+  takeFiringAlert(instanceId: string, alertId: string): Promise<boolean>;
+  /** Since when each GPU (`gpuKey`) of an instance has been idle with no process, ISO 8601. */
+  getIdleSince(instanceId: string): Promise<ReadonlyMap<string, string>>;
+  /** Marks a GPU idle from `at` (keeps the earliest time if already marked). */
+  markIdle(instanceId: string, gpuKey: string, at: string): Promise<void>;
+  /** Clears a GPU's idle mark (it was judged busy); no-op when none. */
+  clearIdle(instanceId: string, gpuKey: string): Promise<void>;
+}
+
+/** A window-rule alert that was sent and has not resolved yet (the StateStore's firing record). */
+export interface FiringAlert {
+  readonly instance_id: string;
+  /** Stable alert id `rule:instance_id[:gpu]`. */
+  readonly alert_id: string;
+  readonly rule: RuleId;
+  readonly severity: Severity;
+  readonly instance_type: string;
+  /** When it first fired, ISO 8601. */
+  readonly since: string;
+  /** The summary it fired with (the resolve message repeats it). */
+  readonly summary: string;
 }
 
 /** Carries out a remediation decision (Auto Scaling / EC2), or only logs it in dry-run. */

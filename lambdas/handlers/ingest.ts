@@ -10,7 +10,12 @@ import { DynamoDbStateStore } from '../adapters/dynamodb-state-store';
 import { SnsAlertSink } from '../adapters/sns-alert-sink';
 import { SnsDecisionSink } from '../adapters/sns-decision-sink';
 import { TimestreamStore } from '../adapters/timestream-store';
-import { DEFAULT_RULE_CONTEXT, parsePriceOverrides, parseRemediationMode } from '../domain';
+import {
+  DEFAULT_RULE_CONTEXT,
+  parsePriceOverrides,
+  parseRemediationMode,
+  parseRuleThresholds,
+} from '../domain';
 import { createIngestHandler, type IngestHandler } from './ingest-handler';
 
 /**
@@ -20,7 +25,8 @@ import { createIngestHandler, type IngestHandler } from './ingest-handler';
  *
  * Environment: `TIMESTREAM_DATABASE`, `TIMESTREAM_GPU_TABLE`, `TIMESTREAM_EFA_TABLE`,
  * `TIMESTREAM_EVENTS_TABLE`, `TOPIC_CRITICAL_ARN`, `TOPIC_WARNING_ARN`, `TOPIC_INFO_ARN`,
- * `STATE_TABLE`, `REMEDIATION_MODE` (`off|notify|replace`), `PRICE_OVERRIDES` (JSON, optional).
+ * `STATE_TABLE`, `REMEDIATION_MODE` (`off|notify|replace`), `PRICE_OVERRIDES` (JSON, optional),
+ * `RULE_THRESHOLDS` (JSON `{ "<threshold name>": <number> }` over the thresholds table, optional).
  */
 
 /** Thrown at cold start when a required environment variable is missing. */
@@ -39,7 +45,7 @@ function required(env: NodeJS.ProcessEnv, name: string): string {
 /**
  * Builds the production handler from the environment.
  * @throws {IngestConfigError} naming the missing variable
- * @throws {RemediationModeError} / {PriceOverridesError} for malformed values
+ * @throws {RemediationModeError} / {PriceOverridesError} / {RuleThresholdsError} for malformed values
  */
 export function handlerFromEnvironment(env: NodeJS.ProcessEnv = process.env): IngestHandler {
   const logger = new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'gpu-sentinel-ingest' });
@@ -74,7 +80,7 @@ export function handlerFromEnvironment(env: NodeJS.ProcessEnv = process.env): In
     remediationMode: parseRemediationMode(env.REMEDIATION_MODE ?? 'replace'),
     dryRun: false,
     priceOverrides: parsePriceOverrides(env.PRICE_OVERRIDES),
-    rules: DEFAULT_RULE_CONTEXT,
+    rules: { ...DEFAULT_RULE_CONTEXT, thresholds: parseRuleThresholds(env.RULE_THRESHOLDS) },
     callerCheck: 'instance-session',
   });
 }

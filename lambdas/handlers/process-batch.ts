@@ -5,8 +5,14 @@ import {
   computeLedger,
   decideRemediation,
   evaluatePointRules,
+  evaluateWindowRules,
   type Finding,
+  type FiringAlert,
   gpuKey,
+  type IdleSinceUpdate,
+  type InstancePrice,
+  judgedHorizons,
+  nextIdleSince,
   type PriceOverrides,
   priceFor,
   type RemediationDecision,
@@ -24,7 +30,8 @@ import type {
   StateStore,
   TelemetryStore,
 } from '../domain/ports';
-import type { InstanceInfo } from '../domain/types';
+import type { Diagnosis, InstanceInfo } from '../domain/types';
+import { AlertPublishError } from './errors';
 import type { Log } from './log';
 
 /** Everything `processBatch` needs from the outside, injected. */
@@ -60,7 +67,7 @@ export interface ProcessResult {
   /** Records the store refused (logged with their reasons). */
   readonly rejected: number;
   readonly findings: readonly Finding[];
-  /** Alerts published (after cooldown). */
+  /** Alerts published (after cooldown), resolve messages included (`status: 'resolved'`). */
   readonly alerts: readonly Alert[];
   readonly decisions: readonly RemediationDecision[];
 }
@@ -69,6 +76,13 @@ const SEVERITY_ORDER: Readonly<Record<Finding['severity'], number>> = { critical
 
 /** Default re-send interval of a still-firing alert, s. */
 export const DEFAULT_ALERT_COOLDOWN_S = 3600;
+
+/**
+ * How long an alert lease lasts, s: longer than the ingest Lambda's timeout, so a lease is only ever
+ * taken over from an invocation that crashed between lease and publish; its alert then goes out with
+ * the next batch that still has the finding.
+ */
+export const ALERT_LEASE_S = 120;
 
 /**
  * The ingest pipeline for one validated batch (DESIGN §1): price the instance, judge the point
@@ -91,10 +105,11 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
   const gpuCount = new Set(flush.map((w) => w.gpu.index)).size;
   const price = priceFor(host.instance_type, host.region, deps.priceOverrides, gpuCount || undefined);
 
-  // Most severe first: findings of one GPU share an alert id, and the cooldown lets the first through.
+  // Most severe first (the order alerts go out); every finding has its own alert id and cooldown.
   const findings = [...evaluatePointRules(enriched, deps.rules, now)].sort(
     (a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity],
   );
+  const window = await judgeWindows(enriched, deps, price, now);
   for (const f of findings) {
     if (f.action === 'replace') await deps.state.markBroken(host.instance_id, gpuKey(f), f.at);
   }
@@ -117,7 +132,10 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
       batch_id: batch.batch_id,
       seq: batch.seq,
       metrics: w.metrics,
-      ledger: computeLedger(w, price, { brokenSince: brokenSinceFor(broken, w) }),
+      ledger: computeLedger(w, price, {
+        brokenSince: brokenSinceFor(broken, w),
+        diagnosis: window.diagnoses.get(w.gpu.index),
+      }),
     })),
     efa: (enriched.efa ?? []).map((e) => ({
       time: e.end,
@@ -155,18 +173,44 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
     });
   }
 
+  for (const [key, at] of window.idle.mark) await deps.state.markIdle(host.instance_id, key, at);
+  for (const key of window.idle.clear) await deps.state.clearIdle(host.instance_id, key);
+
   const sent: Alert[] = [];
+  const failed: Alert[] = [];
   const decisions: RemediationDecision[] = [];
-  const nowIso = now.toISOString();
+  const send = async (alert: Alert): Promise<boolean> => {
+    const ok = await publishOnce(alert, deps, now);
+    (ok === 'sent' ? sent : ok === 'failed' ? failed : []).push(alert);
+    return ok === 'sent';
+  };
   for (const finding of findings) {
-    const alert = toAlert(finding, host);
-    if (await deps.state.claimAlert(alert.id, nowIso, deps.alertCooldownS ?? DEFAULT_ALERT_COOLDOWN_S)) {
-      await deps.alerts.publish(alert);
-      sent.push(alert);
-    }
+    await send(toAlert(finding, host));
     if (finding.action === 'replace' || finding.action === 'reset') {
       decisions.push(await remediate(finding, batch, instance, deps, now));
     }
+  }
+  // Window findings: never a remediation (efficiency is the owner's to fix), and they resolve.
+  for (const finding of window.findings) {
+    const alert = toAlert(finding, host);
+    if (await send(alert)) {
+      await deps.state.putFiringAlert({
+        instance_id: host.instance_id,
+        alert_id: alert.id,
+        rule: finding.rule,
+        severity: finding.severity,
+        instance_type: host.instance_type,
+        since: finding.at,
+        summary: finding.summary,
+      });
+    }
+  }
+  await resolveStopped(window, deps, batch, now, sent, failed);
+  if (failed.length > 0) {
+    throw new AlertPublishError(
+      failed.map((a) => a.id),
+      `Expected every alert to publish, ${failed.length} failed (${failed.map((a) => a.id).join(', ')}); the batch is stored, answer 5xx so the agent retries and the alert goes out`,
+    );
   }
   deps.log.info('batch accepted', {
     instance_id: host.instance_id,
@@ -182,6 +226,118 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
     findings,
     alerts: sent,
     decisions,
+  };
+}
+
+/** What the window rules made of one batch. */
+interface WindowJudgement {
+  readonly findings: readonly Finding[];
+  readonly judged: ReadonlySet<string>;
+  /** GPU index → diagnosis of its judged horizon, stored with the GPU's flush windows. */
+  readonly diagnoses: ReadonlyMap<number, Diagnosis>;
+  readonly idle: IdleSinceUpdate;
+}
+
+/**
+ * Judges the batch's horizon windows (DESIGN §6): the diagnosis per GPU, the window rules, and the idle
+ * marks `idle_billed` needs (read from the StateStore only when there is a horizon to judge).
+ */
+async function judgeWindows(
+  batch: Batch,
+  deps: PipelineDeps,
+  price: InstancePrice,
+  now: Date,
+): Promise<WindowJudgement> {
+  const { gpus, shortGpus } = judgedHorizons(batch, deps.rules.thresholds, price);
+  const previous =
+    gpus.length > 0 ? await deps.state.getIdleSince(batch.host.instance_id) : new Map<string, string>();
+  const idle = nextIdleSince(previous, gpus, deps.rules.thresholds);
+  const { findings, judged } = evaluateWindowRules(
+    { batch, gpus, shortGpus, price, idleSince: idle.since },
+    deps.rules,
+    now,
+  );
+  return {
+    findings,
+    judged,
+    diagnoses: new Map(gpus.map((g) => [g.window.gpu.index, g.diagnosis])),
+    idle,
+  };
+}
+
+/**
+ * Publish-then-record (issue 9): lease the alert, publish, then record the send; a failed publish frees
+ * the lease, so the agent's retry sends it instead of the cooldown swallowing it.
+ *
+ * @returns `sent`, `skipped` (in cooldown, or another invocation is sending it), or `failed`
+ */
+async function publishOnce(
+  alert: Alert,
+  deps: PipelineDeps,
+  now: Date,
+): Promise<'sent' | 'skipped' | 'failed'> {
+  const at = now.toISOString();
+  const cooldownS = deps.alertCooldownS ?? DEFAULT_ALERT_COOLDOWN_S;
+  if (!(await deps.state.leaseAlert(alert.id, at, cooldownS, ALERT_LEASE_S))) return 'skipped';
+  try {
+    await deps.alerts.publish(alert);
+  } catch (err) {
+    await deps.state.releaseAlert(alert.id, at);
+    deps.log.error('alert publish failed; the lease is freed so a retry sends it', {
+      alert_id: alert.id,
+      error: (err as Error).message,
+    });
+    return 'failed';
+  }
+  await deps.state.confirmAlert(alert.id, at, cooldownS);
+  return 'sent';
+}
+
+/**
+ * Resolves the firing window alerts whose rule judged this batch and found nothing: the one invocation
+ * that removes the firing record sends the resolve message; if that publish fails the record goes back.
+ */
+async function resolveStopped(
+  window: WindowJudgement,
+  deps: PipelineDeps,
+  batch: Batch,
+  now: Date,
+  sent: Alert[],
+  failed: Alert[],
+): Promise<void> {
+  if (window.judged.size === 0) return;
+  const { host } = batch;
+  const firingNow = new Set(window.findings.map((f) => alertId(f)));
+  for (const firing of await deps.state.listFiringAlerts(host.instance_id)) {
+    if (firingNow.has(firing.alert_id) || !window.judged.has(firing.rule)) continue;
+    if (!(await deps.state.takeFiringAlert(host.instance_id, firing.alert_id))) continue;
+    const alert = toAlert(resolvedFinding(firing, now), host, 'resolved');
+    try {
+      await deps.alerts.publish(alert);
+      sent.push(alert);
+    } catch (err) {
+      await deps.state.putFiringAlert(firing);
+      failed.push(alert);
+      deps.log.error('resolve publish failed; the alert stays firing', {
+        alert_id: firing.alert_id,
+        error: (err as Error).message,
+      });
+    }
+  }
+}
+
+/** The finding of a resolve message: same rule, instance and severity (same topic), nothing to do. */
+function resolvedFinding(firing: FiringAlert, now: Date): Finding {
+  return {
+    rule: firing.rule,
+    severity: firing.severity,
+    action: 'none',
+    instance_id: firing.instance_id,
+    instance_type: firing.instance_type,
+    at: now.toISOString(),
+    summary: `resolved: ${firing.summary}`,
+    remedy: 'Nothing: the condition no longer holds over the last horizon.',
+    evidence: { firing_since: firing.since, resolved_at: now.toISOString() },
   };
 }
 

@@ -70,8 +70,8 @@ export const EVENT_COLUMNS = [
  *   counters differs per driver, so a map keeps the table fixed).
  * - `events`: key (instance_id, kind, gpu_slot, time); `gpu_slot` = gpu_index, or −1 for an
  *   instance-wide event (a key column cannot be NULL; Timestream omits the dimension instead).
- * - `remediations`, `broken_gpus`, `alert_claims`: the state; times kept both as given (ISO text,
- *   returned unchanged) and as epoch ms (compared).
+ * - `remediations`, `broken_gpus`, `alert_claims`, `alert_leases`, `firing_alerts`, `idle_gpus`: the
+ *   state; times kept both as given (ISO text, returned unchanged) and as epoch ms (compared).
  */
 export const DUCKDB_SCHEMA_SQL: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS gpu_windows (
@@ -97,6 +97,13 @@ export const DUCKDB_SCHEMA_SQL: readonly string[] = [
     instance_id VARCHAR NOT NULL, gpu_key VARCHAR NOT NULL, "at" VARCHAR NOT NULL, at_ms BIGINT NOT NULL,
     PRIMARY KEY (instance_id, gpu_key))`,
   `CREATE TABLE IF NOT EXISTS alert_claims (alert_id VARCHAR PRIMARY KEY, "at" VARCHAR NOT NULL, at_ms BIGINT NOT NULL)`,
+  'CREATE TABLE IF NOT EXISTS alert_leases (alert_id VARCHAR PRIMARY KEY, lease_ms BIGINT NOT NULL)',
+  `CREATE TABLE IF NOT EXISTS firing_alerts (
+    instance_id VARCHAR NOT NULL, alert_id VARCHAR NOT NULL, rule VARCHAR NOT NULL, severity VARCHAR NOT NULL,
+    instance_type VARCHAR NOT NULL, since VARCHAR NOT NULL, summary VARCHAR NOT NULL, PRIMARY KEY (instance_id, alert_id))`,
+  `CREATE TABLE IF NOT EXISTS idle_gpus (
+    instance_id VARCHAR NOT NULL, gpu_key VARCHAR NOT NULL, "at" VARCHAR NOT NULL, at_ms BIGINT NOT NULL,
+    PRIMARY KEY (instance_id, gpu_key))`,
 ];
 
 /**

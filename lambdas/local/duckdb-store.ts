@@ -7,6 +7,7 @@ import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../adapters/measure-types'
 import { compareWasteRows, toWasteReportRow, wasteRangeProblem } from '../adapters/waste-report';
 import { epochMicros } from '../contract';
 import type {
+  FiringAlert,
   RemediationRecord,
   StateStore,
   StoreWriteResult,
@@ -433,6 +434,178 @@ export class DuckDbStore implements TelemetryStore, StateStore {
         [alertId, at, atMs, cutoffMs],
       );
       return rows.length === 1;
+    });
+  }
+
+  /**
+   * Leases the right to send an alert (publish-then-record, step 1). Operations run one at a time, so
+   * the check and the write are atomic.
+   *
+   * @param alertId - stable alert id
+   * @param at - send time, ISO 8601
+   * @param cooldownS - seconds that must have passed since the last confirmed send, ≥ 0
+   * @param leaseS - a lease older than this is abandoned (its holder crashed) and may be taken, s
+   * @returns true when leased; false while in cooldown or while another lease is held
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  leaseAlert(alertId: string, at: string, cooldownS: number, leaseS: number): Promise<boolean> {
+    const atMs = isoToMs(at, 'at');
+    return this.#serial(async () => {
+      const [sent] = await this.#rows('SELECT at_ms FROM alert_claims WHERE alert_id = ?', [alertId]);
+      if (sent !== undefined && Number(sent.at_ms) > atMs - cooldownS * 1000) return false;
+      const [lease] = await this.#rows('SELECT lease_ms FROM alert_leases WHERE alert_id = ?', [alertId]);
+      if (lease !== undefined && Number(lease.lease_ms) > atMs - leaseS * 1000) return false;
+      await this.#connection.run(
+        'INSERT INTO alert_leases VALUES (?, ?) ON CONFLICT (alert_id) DO UPDATE SET lease_ms = excluded.lease_ms',
+        [alertId, atMs],
+      );
+      return true;
+    });
+  }
+
+  /**
+   * Records a send at `at` and frees the lease taken at `at` (publish-then-record, step 2).
+   *
+   * @param alertId - stable alert id
+   * @param at - the lease's time, ISO 8601
+   * @param _cooldownS - unused here (no TTL in the local store)
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  confirmAlert(alertId: string, at: string, _cooldownS: number): Promise<void> {
+    const atMs = isoToMs(at, 'at');
+    return this.#serial(async () => {
+      await this.#connection.run(
+        'INSERT INTO alert_claims VALUES (?, ?, ?) ON CONFLICT (alert_id) DO UPDATE SET "at" = excluded."at", at_ms = excluded.at_ms',
+        [alertId, at, atMs],
+      );
+      await this.#connection.run('DELETE FROM alert_leases WHERE alert_id = ? AND lease_ms = ?', [
+        alertId,
+        atMs,
+      ]);
+    });
+  }
+
+  /**
+   * Frees the lease taken at `at` without recording a send (the publish failed).
+   *
+   * @param alertId - stable alert id
+   * @param at - the lease's time, ISO 8601
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  releaseAlert(alertId: string, at: string): Promise<void> {
+    const atMs = isoToMs(at, 'at');
+    return this.#serial(async () => {
+      await this.#connection.run('DELETE FROM alert_leases WHERE alert_id = ? AND lease_ms = ?', [
+        alertId,
+        atMs,
+      ]);
+    });
+  }
+
+  /**
+   * @param instanceId - EC2 instance id
+   * @returns the instance's firing window alerts, by alert id
+   */
+  listFiringAlerts(instanceId: string): Promise<FiringAlert[]> {
+    return this.#serial(async () => {
+      const rows = await this.#rows('SELECT * FROM firing_alerts WHERE instance_id = ? ORDER BY alert_id', [
+        instanceId,
+      ]);
+      return rows.map((r) => ({
+        instance_id: r.instance_id as string,
+        alert_id: r.alert_id as string,
+        rule: r.rule as FiringAlert['rule'],
+        severity: r.severity as FiringAlert['severity'],
+        instance_type: r.instance_type as string,
+        since: r.since as string,
+        summary: r.summary as string,
+      }));
+    });
+  }
+
+  /**
+   * Records an alert as firing; an existing record is kept (its earlier `since`).
+   *
+   * @param alert - the firing record
+   */
+  putFiringAlert(alert: FiringAlert): Promise<void> {
+    return this.#serial(async () => {
+      await this.#connection.run(
+        'INSERT INTO firing_alerts VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (instance_id, alert_id) DO NOTHING',
+        [
+          alert.instance_id,
+          alert.alert_id,
+          alert.rule,
+          alert.severity,
+          alert.instance_type,
+          alert.since,
+          alert.summary,
+        ],
+      );
+    });
+  }
+
+  /**
+   * Removes a firing record once.
+   *
+   * @param instanceId - EC2 instance id
+   * @param alertId - stable alert id
+   * @returns true when this call removed it; false when it was not there
+   */
+  takeFiringAlert(instanceId: string, alertId: string): Promise<boolean> {
+    return this.#serial(async () => {
+      const rows = await this.#rows(
+        'DELETE FROM firing_alerts WHERE instance_id = ? AND alert_id = ? RETURNING alert_id',
+        [instanceId, alertId],
+      );
+      return rows.length === 1;
+    });
+  }
+
+  /**
+   * @param instanceId - EC2 instance id
+   * @returns gpuKey → idle since (ISO 8601, as marked)
+   */
+  getIdleSince(instanceId: string): Promise<ReadonlyMap<string, string>> {
+    return this.#serial(async () => {
+      const rows = await this.#rows(
+        'SELECT gpu_key, "at" FROM idle_gpus WHERE instance_id = ? ORDER BY gpu_key',
+        [instanceId],
+      );
+      return new Map(rows.map((r) => [r.gpu_key as string, r.at as string]));
+    });
+  }
+
+  /**
+   * Marks a GPU idle from `at`; an existing earlier mark is kept.
+   *
+   * @param instanceId - EC2 instance id
+   * @param gpuKey - GPU index, PCI bus id, or `*`
+   * @param at - ISO 8601
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  markIdle(instanceId: string, gpuKey: string, at: string): Promise<void> {
+    const atMs = isoToMs(at, 'at');
+    return this.#serial(async () => {
+      await this.#connection.run(
+        'INSERT INTO idle_gpus VALUES (?, ?, ?, ?) ON CONFLICT (instance_id, gpu_key) DO UPDATE SET "at" = excluded."at", at_ms = excluded.at_ms WHERE excluded.at_ms < idle_gpus.at_ms',
+        [instanceId, gpuKey, at, atMs],
+      );
+    });
+  }
+
+  /**
+   * Clears a GPU's idle mark.
+   *
+   * @param instanceId - EC2 instance id
+   * @param gpuKey - GPU index, PCI bus id, or `*`
+   */
+  clearIdle(instanceId: string, gpuKey: string): Promise<void> {
+    return this.#serial(async () => {
+      await this.#connection.run('DELETE FROM idle_gpus WHERE instance_id = ? AND gpu_key = ?', [
+        instanceId,
+        gpuKey,
+      ]);
     });
   }
 

@@ -178,5 +178,137 @@ export function describeStateStoreContract(name: string, makeStore: MakeStateSto
       // Assess
       expect(claimed).toBe(true);
     });
+
+    const ALERT = 'xid_fatal:i-0000000000000000a:0#xid79';
+    const T0 = '2026-03-10T12:00:00.000Z';
+    const at = (s: number): string => new Date(Date.parse(T0) + s * 1000).toISOString();
+
+    it.each([
+      { case: 'never sent', steps: [], leaseAt: 0, expected: true },
+      {
+        case: 'confirmed within the cooldown',
+        steps: ['lease@0', 'confirm@0'],
+        leaseAt: 60,
+        expected: false,
+      },
+      {
+        case: 'confirmed before the cooldown',
+        steps: ['lease@0', 'confirm@0'],
+        leaseAt: 1800,
+        expected: true,
+      },
+      {
+        case: 'released after a failed publish',
+        steps: ['lease@0', 'release@0'],
+        leaseAt: 5,
+        expected: true,
+      },
+      { case: 'held by another invocation', steps: ['lease@0'], leaseAt: 5, expected: false },
+      { case: 'abandoned by a crashed invocation', steps: ['lease@0'], leaseAt: 121, expected: true },
+    ])('leases an alert $case: $expected', async ({ steps, leaseAt, expected }) => {
+      // Prepare
+      for (const step of steps) {
+        const [op, s] = step.split('@') as [string, string];
+        const time = at(Number(s));
+        if (op === 'lease') expect(await store.leaseAlert(ALERT, time, 1800, 120)).toBe(true);
+        if (op === 'confirm') await store.confirmAlert(ALERT, time, 1800);
+        if (op === 'release') await store.releaseAlert(ALERT, time);
+      }
+
+      // Act
+      const leased = await store.leaseAlert(ALERT, at(leaseAt), 1800, 120);
+
+      // Assess
+      expect(leased).toBe(expected);
+    });
+
+    it('lets only one of two simultaneous leases win', async () => {
+      // Act
+      const results = await Promise.all([
+        store.leaseAlert(ALERT, T0, 1800, 120),
+        store.leaseAlert(ALERT, T0, 1800, 120),
+      ]);
+
+      // Assess
+      expect(results.filter(Boolean)).toHaveLength(1);
+    });
+
+    it('leaves a lease taken over by another invocation alone when the first releases late', async () => {
+      // Prepare: the first lease is abandoned, the second takes over
+      await store.leaseAlert(ALERT, at(0), 1800, 120);
+      await store.leaseAlert(ALERT, at(200), 1800, 120);
+
+      // Act
+      await store.releaseAlert(ALERT, at(0));
+
+      // Assess: the second still holds it
+      expect(await store.leaseAlert(ALERT, at(201), 1800, 120)).toBe(false);
+    });
+
+    const firing = (alert_id: string, since: string) => ({
+      instance_id: 'i-0000000000000000a',
+      alert_id,
+      rule: 'tensor_idle' as const,
+      severity: 'info' as const,
+      instance_type: 'p5.48xlarge',
+      since,
+      summary: 'job x: GPUs 0,1 leave the tensor cores idle',
+    });
+
+    it('lists the firing alerts of an instance, keeping the first since', async () => {
+      // Prepare
+      await store.putFiringAlert(firing('tensor_idle:i-0000000000000000a', T0));
+      await store.putFiringAlert(firing('tensor_idle:i-0000000000000000a', at(60)));
+      await store.putFiringAlert(firing('fake_load:i-0000000000000000a', at(30)));
+      await store.putFiringAlert({
+        ...firing('fake_load:i-0000000000000000b', T0),
+        instance_id: 'i-0000000000000000b',
+      });
+
+      // Act
+      const list = await store.listFiringAlerts('i-0000000000000000a');
+
+      // Assess
+      expect(list).toEqual([
+        firing('fake_load:i-0000000000000000a', at(30)),
+        firing('tensor_idle:i-0000000000000000a', T0),
+      ]);
+    });
+
+    it('takes a firing alert once', async () => {
+      // Prepare
+      await store.putFiringAlert(firing('tensor_idle:i-0000000000000000a', T0));
+
+      // Act
+      const results = await Promise.all([
+        store.takeFiringAlert('i-0000000000000000a', 'tensor_idle:i-0000000000000000a'),
+        store.takeFiringAlert('i-0000000000000000a', 'tensor_idle:i-0000000000000000a'),
+      ]);
+
+      // Assess
+      expect(results.filter(Boolean)).toHaveLength(1);
+      expect(await store.listFiringAlerts('i-0000000000000000a')).toEqual([]);
+    });
+
+    it('keeps the earliest idle mark and clears it', async () => {
+      // Prepare
+      await store.markIdle('i-0000000000000000a', '0', at(60));
+      await store.markIdle('i-0000000000000000a', '0', T0);
+      await store.markIdle('i-0000000000000000a', '0', at(120));
+      await store.markIdle('i-0000000000000000a', '1', at(30));
+
+      // Act
+      const before = await store.getIdleSince('i-0000000000000000a');
+      await store.clearIdle('i-0000000000000000a', '1');
+      await store.clearIdle('i-0000000000000000a', '7');
+      const after = await store.getIdleSince('i-0000000000000000a');
+
+      // Assess
+      expect([...before]).toEqual([
+        ['0', T0],
+        ['1', at(30)],
+      ]);
+      expect([...after]).toEqual([['0', T0]]);
+    });
   });
 }

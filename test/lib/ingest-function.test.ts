@@ -54,6 +54,7 @@ describe('IngestFunction', () => {
         'POWERTOOLS_SERVICE_NAME',
         'PRICE_OVERRIDES',
         'REMEDIATION_MODE',
+        'RULE_THRESHOLDS',
         'STATE_TABLE',
         'TIMESTREAM_DATABASE',
         'TIMESTREAM_EFA_TABLE',
@@ -116,6 +117,7 @@ describe('IngestFunction', () => {
       [
         'autoscaling:DescribeAutoScalingInstances',
         'autoscaling:SetInstanceHealth',
+        'dynamodb:DeleteItem',
         'dynamodb:GetItem',
         'dynamodb:PutItem',
         'dynamodb:Query',
@@ -155,6 +157,7 @@ describe('IngestFunction', () => {
     ['dynamodb:GetItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
     ['dynamodb:PutItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
     ['dynamodb:UpdateItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
+    ['dynamodb:DeleteItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
     ['dynamodb:Query', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
     ['timestream:DescribeEndpoints', () => ['*']],
     ['autoscaling:DescribeAutoScalingInstances', () => ['*']],

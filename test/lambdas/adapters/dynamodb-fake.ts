@@ -1,6 +1,7 @@
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
+  DeleteItemCommand,
   DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
@@ -13,7 +14,8 @@ type Item = Record<string, AttributeValue>;
 
 /**
  * A mocked DynamoDBClient holding items in memory and evaluating the few expressions the state
- * store uses: `attribute_not_exists(pk)`, optionally `OR #at > :v` / `OR #at <= :v` (numbers);
+ * store uses: `attribute_not_exists(pk)`, optionally `OR #at > :v` / `OR #at <= :v` (numbers); deletes
+ * with `attribute_exists(pk)` or `#at = :v`;
  * key conditions `pk = :p AND sk >= :since` and `pk = :p AND begins_with(sk, :b)`. Anything else
  * throws, so a changed expression fails the tests instead of passing silently.
  *
@@ -53,6 +55,38 @@ export function fakeDynamoDb(): { client: DynamoDBClient; items: Map<string, Ite
             });
         }
         items.set(key(input.Item), input.Item);
+        return {};
+      },
+    );
+
+  mock
+    .on(DeleteItemCommand)
+    .callsFake(
+      (input: {
+        Key: Item;
+        ConditionExpression?: string;
+        ExpressionAttributeNames?: Record<string, string>;
+        ExpressionAttributeValues?: Item;
+      }) => {
+        const existing = items.get(key(input.Key));
+        const cond = input.ConditionExpression;
+        if (cond !== undefined) {
+          let ok: boolean;
+          const eq = /^(#\w+) = (:\w+)$/.exec(cond);
+          if (cond === 'attribute_exists(pk)') ok = existing !== undefined;
+          else if (eq !== null) {
+            const attr = input.ExpressionAttributeNames?.[eq[1] ?? ''] ?? '';
+            ok =
+              existing !== undefined &&
+              existing[attr]?.N === input.ExpressionAttributeValues?.[eq[2] ?? '']?.N;
+          } else throw new Error(`fake DynamoDB: unsupported delete condition ${cond}`);
+          if (!ok)
+            throw new ConditionalCheckFailedException({
+              message: 'The conditional request failed',
+              $metadata: {},
+            });
+        }
+        items.delete(key(input.Key));
         return {};
       },
     );

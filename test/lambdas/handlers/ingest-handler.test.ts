@@ -135,6 +135,15 @@ describe('ingest handler', () => {
       listRemediations: (g, s) => store.listRemediations(g, s),
       markBroken: (i, k, a) => store.markBroken(i, k, a),
       claimAlert: (id, a, c) => store.claimAlert(id, a, c),
+      leaseAlert: (id, a, c, l) => store.leaseAlert(id, a, c, l),
+      confirmAlert: (id, a, c) => store.confirmAlert(id, a, c),
+      releaseAlert: (id, a) => store.releaseAlert(id, a),
+      listFiringAlerts: (i) => store.listFiringAlerts(i),
+      putFiringAlert: (f) => store.putFiringAlert(f),
+      takeFiringAlert: (i, id) => store.takeFiringAlert(i, id),
+      getIdleSince: (i) => store.getIdleSince(i),
+      markIdle: (i, k, a) => store.markIdle(i, k, a),
+      clearIdle: (i, k) => store.clearIdle(i, k),
       getBrokenSince: async () => Promise.reject(new Error('secret detail')),
     };
     // Act

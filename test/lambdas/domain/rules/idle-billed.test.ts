@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import {
+  DEFAULT_RULE_CONTEXT,
+  DEFAULT_THRESHOLDS,
+  idleBilledRule,
+  judgedHorizons,
+  nextIdleSince,
+  priceFor,
+} from '../../../../lambdas/domain';
+import { NOW } from '../batch-builder';
+import { COMPUTE_BOUND, horizon, horizonBatch, inputFor } from './horizons';
+
+const IDLE = {
+  ...COMPUTE_BOUND,
+  gpu_util: 0,
+  sm_active: 0,
+  max_sm_active: 0,
+  sm_active_cv: 0,
+  compute_processes: 0,
+};
+const price = priceFor('p5.48xlarge', 'us-east-1');
+
+describe('nextIdleSince', () => {
+  it.each([
+    [
+      'marks a GPU idle since its horizon start',
+      new Map(),
+      IDLE,
+      { mark: [['0', '2026-03-10T09:45:10.000Z']], clear: [] },
+    ],
+    ['keeps an earlier mark', new Map([['0', '2026-03-10T09:20:00.000Z']]), IDLE, { mark: [], clear: [] }],
+    [
+      'clears a GPU that works again',
+      new Map([['0', '2026-03-10T09:20:00.000Z']]),
+      COMPUTE_BOUND,
+      { mark: [], clear: ['0'] },
+    ],
+    [
+      'does not mark a GPU held by a process',
+      new Map(),
+      { ...IDLE, compute_processes: 1 },
+      { mark: [], clear: [] },
+    ],
+    [
+      'does not mark a GPU with an unknown process count',
+      new Map(),
+      { ...IDLE, compute_processes: undefined },
+      { mark: [], clear: [] },
+    ],
+    [
+      'does not mark a GPU busy for a moment in the horizon',
+      new Map(),
+      { ...IDLE, sm_active: 0.002, max_sm_active: 0.4 },
+      { mark: [], clear: [] },
+    ],
+  ])('%s', (_case, previous, metrics, expected) => {
+    // Prepare
+    const { gpus } = judgedHorizons(horizonBatch([horizon(0, metrics)]), DEFAULT_THRESHOLDS, price);
+
+    // Act
+    const update = nextIdleSince(previous, gpus, DEFAULT_THRESHOLDS);
+
+    // Assess
+    expect({ mark: [...update.mark], clear: update.clear }).toEqual(expected);
+  });
+
+  it('keeps the mark of a GPU with no judged horizon (absent is not busy)', () => {
+    // Prepare
+    const previous = new Map([['0', '2026-03-10T09:20:00.000Z']]);
+    const { gpus } = judgedHorizons(
+      horizonBatch([horizon(0, COMPUTE_BOUND, 120)]),
+      DEFAULT_THRESHOLDS,
+      price,
+    );
+
+    // Act
+    const update = nextIdleSince(previous, gpus, DEFAULT_THRESHOLDS);
+
+    // Assess
+    expect([...update.since]).toEqual([...previous]);
+    expect(update.clear).toEqual([]);
+  });
+});
+
+describe('idle_billed', () => {
+  it.each([
+    ['idle 15 min (the horizon alone)', new Map<string, string>(), 0],
+    ['idle 29 min', new Map([['0', '2026-03-10T09:31:30.000Z']]), 0],
+    ['idle 30 min', new Map([['0', '2026-03-10T09:30:20.000Z']]), 1],
+    ['idle 2 h', new Map([['0', '2026-03-10T08:00:00.000Z']]), 1],
+  ])('%s gives %i finding(s)', (_case, idle, n) => {
+    // Prepare
+    const input = inputFor(horizonBatch([horizon(0, IDLE)]), idle);
+
+    // Act
+    const verdict = idleBilledRule.judge(input, DEFAULT_RULE_CONTEXT, NOW);
+
+    // Assess
+    expect(verdict.judged).toBe(true);
+    expect(verdict.findings).toHaveLength(n);
+    if (n === 1)
+      expect(verdict.findings[0]?.summary).toMatch(
+        /GPU 0 idle with no process for \d+ min while billed, costs \$6\.88\/h/,
+      );
+  });
+});
