@@ -31,6 +31,9 @@ const BUSY_H100: FakeNvmlSettings = {
   CLOCKS_EVENT_REASONS: 0,
 };
 
+/** Counter value before the scenario starts: drops and retransmits from long ago, not growth. */
+const OLD_COUNT = 5_000_000;
+
 /** EFA devices of the fake sysfs tree (two of a real p5's). */
 const EFA_DEVICES = ['rdmap79s0', 'rdmap80s0'] as const;
 
@@ -123,9 +126,14 @@ describe('the labelled scenario suite through the real local pipeline', () => {
         tick: (sysfs, s) => {
           const reloaded = s >= 600;
           for (const d of EFA_DEVICES) {
-            sysfs.set(d, 1, 'rx_pkts', Math.floor(200_000 * (reloaded ? s - 600 : s)));
-            sysfs.set(d, 1, 'rx_drops', reloaded ? 0 : 5_000_000);
-            sysfs.set(d, 1, 'retrans_pkts', reloaded ? 0 : 9_000_000);
+            sysfs.set(
+              d,
+              1,
+              'rx_pkts',
+              reloaded ? Math.floor(200_000 * (s - 600)) : OLD_COUNT + Math.floor(200_000 * s),
+            );
+            sysfs.set(d, 1, 'rx_drops', reloaded ? 0 : OLD_COUNT);
+            sysfs.set(d, 1, 'retrans_pkts', reloaded ? 0 : OLD_COUNT);
           }
         },
       },
@@ -136,7 +144,7 @@ describe('the labelled scenario suite through the real local pipeline', () => {
     // Prepare
     out = await mkdtemp(join(tmpdir(), 'gpu-sentinel-scenarios-'));
     dropping = makeEfaSysfs({ devices: EFA_DEVICES });
-    resetting = makeEfaSysfs({ devices: EFA_DEVICES, value: 0 });
+    resetting = makeEfaSysfs({ devices: EFA_DEVICES, value: OLD_COUNT });
     // Act
     const list = await runScenarios([...defaultScenarios(), ...liveScenarios()], {
       outDir: out,
