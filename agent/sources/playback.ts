@@ -144,7 +144,11 @@ export interface DriveOptions {
  * @param clock - the virtual clock, at `fromMs`
  * @param options - span, cadence, per-instant hook
  */
-export async function driveLoop(loop: DrivableLoop, clock: VirtualClock, options: DriveOptions): Promise<void> {
+export async function driveLoop(
+  loop: DrivableLoop,
+  clock: VirtualClock,
+  options: DriveOptions,
+): Promise<void> {
   const { fromMs, toMs, pollIntervalMs } = options;
   let lastFlushMs = fromMs;
   for (let nowMs = fromMs + pollIntervalMs; nowMs <= toMs; nowMs += pollIntervalMs) {

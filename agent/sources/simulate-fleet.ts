@@ -30,6 +30,11 @@ export interface SimulatedHostSpec {
   readonly gpus: readonly Behaviour[];
   /** EFA ports, when the host has a fabric. @default none */
   readonly efa?: readonly SimulatedEfaPort[];
+  /**
+   * Simulated span, s, when the condition needs longer than a run's default to show (idle billing
+   * needs 30 minutes of idle). @default the run's span
+   */
+  readonly duration_s?: number;
   /** Events the host's sources report during the run (`at` relative to the run's start, s). @default none */
   readonly events?: readonly (Omit<GpuEvent, 'at'> & { readonly after_s: number })[];
 }
@@ -91,6 +96,9 @@ export function simulatedPlaybackHost(spec: SimulatedHostSpec, options: Simulate
   };
 }
 
+/** Span of the idle host, s: the 30 minutes `idle_billed` waits for, plus 5 minutes. */
+export const IDLE_BILLED_SHOWN_AFTER_S = 35 * 60;
+
 /** Instance id of the n-th simulated host (n 0..255): `i-05e0` + 13 hex digits. */
 export function simulatedInstanceId(n: number): string {
   return `i-05e0000000000${n.toString(16).padStart(4, '0')}`;
@@ -145,6 +153,8 @@ export const DEFAULT_SIMULATED_FLEET: readonly SimulatedHostSpec[] = [
       instance_type: 'p5.4xlarge',
       model: 'h100',
       gpus: gpus as Behaviour[],
+      // Idle billing is judged after 30 minutes of idle (DESIGN §6).
+      ...(name === 'idle' ? { duration_s: IDLE_BILLED_SHOWN_AFTER_S } : {}),
     }),
   )
   .concat([

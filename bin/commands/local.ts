@@ -5,6 +5,7 @@ import { HttpSender } from '../../agent/send/sender';
 import { NvmlSource } from '../../agent/sources/nvml';
 import { resolveNvmlLibraryPath } from '../../agent/sources/nvml/library-path';
 import { buildReplayBatches, loadReplayManifest } from '../../agent/sources/replay';
+import { IDLE_BILLED_SHOWN_AFTER_S } from '../../agent/sources/simulate-fleet';
 import type { Batch, Host } from '../../lambdas/contract';
 import { parsePriceOverrides, parseRemediationMode } from '../../lambdas/domain';
 import type { Log } from '../../lambdas/handlers/log';
@@ -57,7 +58,7 @@ const LOCAL_IDENTITY = {
 /**
  * `gpu-sentinel local`: starts the embedded pipeline, feeds it from the real NVML when the library
  * loads (live agent for `durationS`) or else from a replay of recorded captures, and from the
- * default simulated fleet (one host per diagnosis, tagged `simulated=true`, 20 simulated minutes
+ * default simulated fleet (one host per diagnosis, tagged `simulated=true`, 20–35 simulated minutes
  * through the agent's own loop), then prints the alerts, the simulated hosts' diagnoses and fixes,
  * and the waste report, and writes `alerts.jsonl`, `remediation.jsonl`, `waste.csv`.
  *
@@ -148,9 +149,9 @@ export async function runLocalCommand(
     const fleet = only === undefined || only === 'simulation' ? simulatedFleetScenarios() : [];
     if (fleet.length > 0) {
       write(
-        `Simulating ${fleet.length} hosts (${DEFAULT_SCENARIO_DURATION_S / 60} min each, one per diagnosis; tagged simulated=true, not real machines)\n`,
+        `Simulating ${fleet.length} hosts (${DEFAULT_SCENARIO_DURATION_S / 60}–${IDLE_BILLED_SHOWN_AFTER_S / 60} min each, one per diagnosis; tagged simulated=true, not real machines)\n`,
       );
-      starts.push(new Date(Date.now() - DEFAULT_SCENARIO_DURATION_S * 1000 - 1000));
+      starts.push(new Date(Date.now() - IDLE_BILLED_SHOWN_AFTER_S * 1000 - 1000));
       const refused = await playScenarios(pipeline, fleet, { agentVersion: AGENT_VERSION, log });
       for (const n of refused.values()) failures += n;
     }

@@ -35,7 +35,7 @@ export type ScenarioLabels = Pick<
  */
 export const FLEET_LABELS: Readonly<Record<string, ScenarioLabels>> = {
   'compute-bound': { expect: [], diagnosis: 'compute_bound' },
-  idle: { expect: ['waste_rate'], allow: ['idle_billed'], diagnosis: 'idle' },
+  idle: { expect: ['idle_billed', 'waste_rate'], diagnosis: 'idle' },
   'held-idle': { expect: ['waste_rate'], diagnosis: 'held_idle' },
   'fake-load': { expect: ['fake_load', 'waste_rate'], diagnosis: 'fake_load' },
   'input-bound': {
@@ -57,7 +57,8 @@ export const FLEET_LABELS: Readonly<Record<string, ScenarioLabels>> = {
 
 /**
  * A scenario that plays a simulated host through the agent's own loop (`playBatches`): 1 s polls,
- * one flush every {@link SCENARIO_FLUSH_S}, the agent's 15-minute horizon.
+ * one flush every {@link SCENARIO_FLUSH_S}, the agent's 15-minute horizon, over the scenario's span
+ * (or the host's own `duration_s`, ending at the same time).
  *
  * @param spec - the simulated host
  * @param labels - what it must raise
@@ -69,15 +70,15 @@ export function simulatedScenario(spec: SimulatedHostSpec, labels: ScenarioLabel
     instance_id: spec.instance_id,
     ...labels,
     async play(ctx) {
+      const from =
+        spec.duration_s === undefined ? ctx.from : new Date(ctx.to.getTime() - spec.duration_s * 1000);
       const host = simulatedPlaybackHost(spec, {
         seed: ctx.seed,
-        startMs: ctx.from.getTime(),
+        startMs: from.getTime(),
         hostNumber: ctx.hostNumber,
         agentVersion: ctx.agentVersion,
       });
-      await ctx.send(
-        await playBatches(host, { from: ctx.from, to: ctx.to, flushIntervalS: SCENARIO_FLUSH_S }),
-      );
+      await ctx.send(await playBatches(host, { from, to: ctx.to, flushIntervalS: SCENARIO_FLUSH_S }));
     },
   };
 }
