@@ -99,9 +99,12 @@ export function simulatedPlaybackHost(spec: SimulatedHostSpec, options: Simulate
 /** Span of the idle host, s: the 30 minutes `idle_billed` waits for, plus 5 minutes. */
 export const IDLE_BILLED_SHOWN_AFTER_S = 35 * 60;
 
-/** Instance id of the n-th simulated host (n 0..255): `i-05e0` + 13 hex digits. */
+/** How every simulated host's instance id starts. */
+export const SIMULATED_INSTANCE_ID_PREFIX = 'i-05e0';
+
+/** Instance id of the n-th simulated host (n 0..65535): `i-05e0` + 13 hex digits. */
 export function simulatedInstanceId(n: number): string {
-  return `i-05e0000000000${n.toString(16).padStart(4, '0')}`;
+  return `${SIMULATED_INSTANCE_ID_PREFIX}000000000${n.toString(16).padStart(4, '0')}`;
 }
 
 /** Eight GPUs, all of one behaviour, but GPU `odd` of another. */

@@ -7,6 +7,7 @@ import { BEHAVIOURS, type Behaviour } from '../../agent/sources/simulate-behavio
 import { SimulatedEfa } from '../../agent/sources/simulate-efa';
 import {
   DEFAULT_SIMULATED_FLEET,
+  SIMULATED_INSTANCE_ID_PREFIX,
   SIMULATED_TAG,
   simulatedPlaybackHost,
 } from '../../agent/sources/simulate-fleet';
@@ -253,7 +254,7 @@ describe('the default simulated fleet', () => {
     // Assess
     expect([...behaviours].sort()).toEqual([...BEHAVIOURS].sort());
     expect(new Set(ids).size).toBe(ids.length);
-    expect(ids.every((id) => id.startsWith('i-05e0'))).toBe(true);
+    expect(ids.every((id) => id.startsWith(SIMULATED_INSTANCE_ID_PREFIX))).toBe(true);
   });
 
   it('plays every host into contract-valid batches tagged simulated, through the agent loop', async () => {
