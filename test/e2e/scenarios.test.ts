@@ -222,8 +222,8 @@ describe('gpu-sentinel scenarios', () => {
 
     // Assess
     expect(code).toBe(0);
-    expect(stdout).toMatch(/^compute-bound +· · {2}compute_bound ✓$/m);
-    expect(stdout).toMatch(/^fake-load +✓ ✓ {2}fake_load ✓$/m);
+    expect(stdout).toMatch(/^compute-bound +· +· {2}compute_bound ✓$/m);
+    expect(stdout).toMatch(/^fake-load +✓ +✓ {2}fake_load ✓$/m);
     expect(stdout).toMatch(/2 scenarios: 2 judged right, 0 wrong/);
   }, 120_000);
 
