@@ -1,4 +1,9 @@
-import type { GpuEvent, GpuIdentity, GpuMetrics } from '../../lambdas/contract';
+import {
+  type GpuEvent,
+  type GpuIdentity,
+  type GpuMetrics,
+  PROFILING_METRIC_NAMES,
+} from '../../lambdas/contract';
 import type { SampleSource, SourceReading } from '../agent-loop';
 import type { GpuSample } from '../window/gpu-sample';
 import type { DcgmGpuReading } from './dcgm-exporter';
@@ -14,13 +19,7 @@ import { DueEvents } from './due-events';
 const INSTANT_FIELDS = [
   'gpu_util',
   'mem_copy_util',
-  'sm_active',
-  'sm_occupancy',
-  'tensor_active',
-  'dram_active',
-  'fp16_active',
-  'fp32_active',
-  'fp64_active',
+  ...PROFILING_METRIC_NAMES,
   'pcie_tx_bytes_per_s',
   'pcie_rx_bytes_per_s',
   'fb_used_bytes',

@@ -1,29 +1,9 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIMULATED_INSTANCE_ID_PREFIX } from '../../agent/sources/simulate-fleet';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-/** Runs the CLI; resolves with the exit code and output whether it succeeds or not. */
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return promisify(execFile)(process.execPath, [join(ROOT, 'bin/gpu-sentinel.mjs'), ...args], {
-    cwd: ROOT,
-    env: { ...process.env, GPU_SENTINEL_LOG_LEVEL: 'error' },
-    maxBuffer: 16 * 1024 * 1024,
-  }).then(
-    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-    (e: { code: number; stdout: string; stderr: string }) => ({
-      code: e.code,
-      stdout: e.stdout,
-      stderr: e.stderr,
-    }),
-  );
-}
+import { runCli } from './run-cli';
 
 describe('gpu-sentinel local --only simulation --rules FILE', () => {
   let dir: string;
@@ -36,7 +16,7 @@ describe('gpu-sentinel local --only simulation --rules FILE', () => {
     const rules = join(dir, 'rules.json');
     await writeFile(rules, JSON.stringify({ tensorIdleBelow: 0 }));
     // Act
-    run = await cli(['local', '--out', join(dir, 'out'), '--only', 'simulation', '--rules', rules]);
+    run = await runCli(['local', '--out', join(dir, 'out'), '--only', 'simulation', '--rules', rules]);
     alerts = (await readFile(join(dir, 'out', 'alerts.jsonl'), 'utf8'))
       .split('\n')
       .filter((l) => l !== '')
@@ -69,7 +49,7 @@ describe('gpu-sentinel local, refused options', () => {
   it('exits 1 when --only live finds no NVML, running nothing', async () => {
     // Act
     const dir = await mkdtemp(join(tmpdir(), 'gpu-sentinel-live-'));
-    const run = await cli([
+    const run = await runCli([
       'local',
       '--out',
       dir,
@@ -92,7 +72,7 @@ describe('gpu-sentinel local, refused options', () => {
     await writeFile(rules, JSON.stringify({ wasteRateAtLeast: 7 }));
 
     // Act
-    const run = await cli(['local', '--out', join(dir, 'out'), '--only', 'simulation', '--rules', rules]);
+    const run = await runCli(['local', '--out', join(dir, 'out'), '--only', 'simulation', '--rules', rules]);
     await rm(dir, { recursive: true, force: true });
 
     // Assess

@@ -1,9 +1,6 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentRuntimeScenario } from '../../bin/scenarios/agent-runtime-scenario';
 import { defaultScenarios } from '../../bin/scenarios/catalog';
@@ -14,8 +11,7 @@ import type { RuleId } from '../../lambdas/domain';
 import { SILENT_LOG } from '../../lambdas/handlers/log';
 import { type FakeEfaSysfs, makeEfaSysfs } from '../fixtures/efa/make-sysfs';
 import { type FakeNvmlSettings, fakeNvmlPath, setFakeNvmlEnv } from '../setup/fake-nvml';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { runCli } from './run-cli';
 
 /** Rules whose findings may replace or quarantine hardware; every other rule must never lead to a decision. */
 const HARDWARE_RULES: readonly RuleId[] = ['xid_fatal', 'ecc_dbe', 'gpu_lost', 'row_remap_failure'];
@@ -194,19 +190,7 @@ describe('the labelled scenario suite through the real local pipeline', () => {
 
 describe('gpu-sentinel scenarios', () => {
   let dir: string;
-  const run = (args: string[]) =>
-    promisify(execFile)(process.execPath, [join(ROOT, 'bin/gpu-sentinel.mjs'), 'scenarios', ...args], {
-      cwd: ROOT,
-      env: { ...process.env, GPU_SENTINEL_LOG_LEVEL: 'error' },
-      maxBuffer: 16 * 1024 * 1024,
-    }).then(
-      (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-      (e: { code: number; stdout: string; stderr: string }) => ({
-        code: e.code,
-        stdout: e.stdout,
-        stderr: e.stderr,
-      }),
-    );
+  const run = (args: string[]) => runCli(['scenarios', ...args]);
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gpu-sentinel-scenarios-cli-'));
