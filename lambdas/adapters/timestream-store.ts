@@ -15,7 +15,13 @@ import type { StoreRows, WasteReportRow } from '../domain/types';
 import { DEFAULT_TIMESTREAM_TABLES, GPU_MEASURE_NAME, TIMESTREAM_MAX_RECORDS_PER_WRITE } from './constants';
 import { StoreQueryError, StoreUnavailableError } from './errors';
 import { efaWindowRecord, eventRecord, gpuWindowRecord } from './timestream-records';
-import { compareWasteRows, toWasteReportRow, wasteRangeProblem } from './waste-report';
+import {
+  compareWasteRows,
+  toWasteReportRow,
+  WASTE_BY_DIAGNOSIS_SQL,
+  wastedByDiagnosis,
+  wasteRangeProblem,
+} from './waste-report';
 
 /** Timestream table names of the three stored tables. */
 export interface TimestreamTables {
@@ -235,7 +241,8 @@ export function wasteSql(database: string, table: string, from: Date, to: Date):
   max(CASE WHEN efficiency_source <> 'none' THEN efficiency_source END) AS any_source,
   max_by(price_usd_per_hour, time) AS price_usd_per_hour,
   max_by(price_source, time) AS price_source,
-  max(CASE WHEN processes_known THEN 0 ELSE 1 END) AS processes_unknown
+  max(CASE WHEN processes_known THEN 0 ELSE 1 END) AS processes_unknown,
+  ${WASTE_BY_DIAGNOSIS_SQL}
 FROM "${database}"."${table}"
 WHERE measure_name = '${GPU_MEASURE_NAME}'
   AND time >= from_iso8601_timestamp('${from.toISOString()}')
@@ -278,5 +285,6 @@ function parseWasteRow(names: readonly string[], data: readonly Datum[]): WasteR
     price_usd_per_hour: num('price_usd_per_hour'),
     price_source: str('price_source') ?? 'unpriced',
     processes_unknown: num('processes_unknown') > 0,
+    wasted_by_diagnosis_usd: wastedByDiagnosis(num),
   });
 }

@@ -1,4 +1,4 @@
-import type { WasteReportRow } from '../domain/types';
+import { DIAGNOSES, type Diagnosis, type WasteReportRow } from '../domain/types';
 
 /**
  * One GPU's aggregates as both store adapters' SQL returns them, before they become a
@@ -13,6 +13,43 @@ export interface WasteAggregate extends Omit<WasteReportRow, 'efficiency' | 'eff
   readonly source_count: number;
   /** One measured source (`sm_active` or `gpu_util`) when `source_count ≥ 1`. */
   readonly any_source?: string;
+}
+
+/**
+ * The result column holding the waste of one diagnosis.
+ *
+ * @param diagnosis - a diagnosis
+ * @returns `wasted_<diagnosis>_usd`, e.g. `wasted_tensor_idle_usd`
+ */
+export function wastedByDiagnosisColumn(diagnosis: Diagnosis): string {
+  return `wasted_${diagnosis}_usd`;
+}
+
+/**
+ * SQL select items, one per diagnosis, summing `wasted_usd` of the windows stored with it
+ * (`coalesce(sum(CASE WHEN diagnosis = 'idle' THEN wasted_usd END), 0) AS wasted_idle_usd`, …): the
+ * same text runs on DuckDB and Timestream, so both stores split waste alike.
+ */
+export const WASTE_BY_DIAGNOSIS_SQL: string = DIAGNOSES.map(
+  (d) =>
+    `coalesce(sum(CASE WHEN diagnosis = '${d}' THEN wasted_usd END), 0) AS ${wastedByDiagnosisColumn(d)}`,
+).join(',\n  ');
+
+/**
+ * Reads the per-diagnosis sums of {@link WASTE_BY_DIAGNOSIS_SQL} from a result row.
+ *
+ * @param value - the number in a result column (0 or undefined when NULL)
+ * @returns diagnosis → wasted USD, only the diagnoses with waste > 0
+ */
+export function wastedByDiagnosis(
+  value: (column: string) => number | undefined,
+): Partial<Record<Diagnosis, number>> {
+  const out: Partial<Record<Diagnosis, number>> = {};
+  for (const d of DIAGNOSES) {
+    const usd = value(wastedByDiagnosisColumn(d)) ?? 0;
+    if (usd > 0) out[d] = usd;
+  }
+  return out;
 }
 
 /**
@@ -46,6 +83,7 @@ export function toWasteReportRow(a: WasteAggregate): WasteReportRow {
     price_usd_per_hour: a.price_usd_per_hour,
     price_source: a.price_source,
     processes_unknown: a.processes_unknown,
+    wasted_by_diagnosis_usd: a.wasted_by_diagnosis_usd,
   };
 }
 

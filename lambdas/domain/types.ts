@@ -295,4 +295,10 @@ export interface WasteReportRow {
   readonly price_source: string;
   /** True if any window had unknown compute processes (idle vs held-idle not told apart). */
   readonly processes_unknown: boolean;
+  /**
+   * `wasted_usd` split by the diagnosis stored with each window (why the dollars were wasted), USD;
+   * only diagnoses with waste > 0 are present. Windows stored without a diagnosis (no horizon in their
+   * batch) are in `wasted_usd` but in no entry here.
+   */
+  readonly wasted_by_diagnosis_usd: Partial<Record<Diagnosis, number>>;
 }

@@ -4,7 +4,13 @@ import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb
 import { StoreQueryError, StoreUnavailableError } from '../adapters/errors';
 import { isoToMs } from '../adapters/iso-time';
 import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../adapters/measure-types';
-import { compareWasteRows, toWasteReportRow, wasteRangeProblem } from '../adapters/waste-report';
+import {
+  compareWasteRows,
+  toWasteReportRow,
+  WASTE_BY_DIAGNOSIS_SQL,
+  wastedByDiagnosis,
+  wasteRangeProblem,
+} from '../adapters/waste-report';
 import { epochMicros } from '../contract';
 import type {
   FiringAlert,
@@ -78,7 +84,8 @@ const WASTE_SQL = `SELECT instance_id, gpu_index,
   max(efficiency_source) FILTER (WHERE efficiency_source <> 'none') AS any_source,
   arg_max(price_usd_per_hour, time) AS price_usd_per_hour,
   arg_max(price_source, time) AS price_source,
-  bool_or(NOT processes_known) AS processes_unknown
+  bool_or(NOT processes_known) AS processes_unknown,
+  ${WASTE_BY_DIAGNOSIS_SQL}
 FROM gpu_windows
 WHERE time >= ?::TIMESTAMPTZ AND time < ?::TIMESTAMPTZ
 GROUP BY instance_id, gpu_index`;
@@ -304,6 +311,7 @@ export class DuckDbStore implements TelemetryStore, StateStore {
             price_usd_per_hour: r.price_usd_per_hour as number,
             price_source: r.price_source as string,
             processes_unknown: r.processes_unknown === true,
+            wasted_by_diagnosis_usd: wastedByDiagnosis((c) => r[c] as number | undefined),
           }),
         )
         .sort(compareWasteRows);

@@ -1,7 +1,8 @@
-import type { WasteReportRow } from '../domain/types';
+import { wastedByDiagnosisColumn } from '../adapters/waste-report';
+import { DIAGNOSES, type Diagnosis, type WasteReportRow } from '../domain/types';
 
-/** Column order of `waste.csv`: one row per instance and GPU. */
-export const WASTE_CSV_COLUMNS = [
+/** The fixed columns of `waste.csv`. */
+const BASE_COLUMNS = [
   'instance_id',
   'instance_type',
   'gpu_index',
@@ -22,6 +23,15 @@ export const WASTE_CSV_COLUMNS = [
 ] as const;
 
 /**
+ * Column order of `waste.csv`: one row per instance and GPU; after the fixed columns one
+ * `wasted_<diagnosis>_usd` column per diagnosis (why the dollars were wasted; 0 when none).
+ */
+export const WASTE_CSV_COLUMNS: readonly string[] = [
+  ...BASE_COLUMNS,
+  ...DIAGNOSES.map(wastedByDiagnosisColumn),
+];
+
+/**
  * Renders the waste report as CSV (RFC 4180: comma-separated, CRLF-free `\n` lines, fields quoted
  * when they hold a comma, quote or newline). Money is rounded to 6 decimals (micro-dollars) and
  * GPU-hours to 6 decimals only here, at presentation; the stored ledger is unrounded.
@@ -32,7 +42,7 @@ export const WASTE_CSV_COLUMNS = [
 export function wasteCsv(rows: readonly WasteReportRow[]): string {
   const lines = [WASTE_CSV_COLUMNS.join(',')];
   for (const r of rows) {
-    const cells: Record<(typeof WASTE_CSV_COLUMNS)[number], string> = {
+    const cells: Record<string, string> = {
       instance_id: r.instance_id,
       instance_type: r.instance_type,
       gpu_index: String(r.gpu_index),
@@ -51,7 +61,9 @@ export function wasteCsv(rows: readonly WasteReportRow[]): string {
       efficiency_source: r.efficiency_source,
       processes_unknown: String(r.processes_unknown),
     };
-    lines.push(WASTE_CSV_COLUMNS.map((c) => csvField(cells[c])).join(','));
+    for (const d of DIAGNOSES)
+      cells[wastedByDiagnosisColumn(d)] = (r.wasted_by_diagnosis_usd[d] ?? 0).toFixed(6);
+    lines.push(WASTE_CSV_COLUMNS.map((c) => csvField(cells[c] ?? '')).join(','));
   }
   return `${lines.join('\n')}\n`;
 }
@@ -61,7 +73,8 @@ function csvField(value: string): string {
 }
 
 /**
- * A console summary of the waste report: totals, then one line per instance (GPUs summed), with
+ * A console summary of the waste report: totals, wasted dollars by cause (diagnosis), then one line
+ * per instance (GPUs summed, with its causes), with
  * the method notes a reader needs (efficiency source; idle vs held-idle not told apart when
  * process counts were unknown; unpriced instance types).
  *
@@ -79,8 +92,10 @@ export function wasteSummary(rows: readonly WasteReportRow[]): string {
       wasted: number;
       src: Set<string>;
       price: string;
+      causes: Map<Diagnosis, number>;
     }
   >();
+  const causes = new Map<Diagnosis, number>();
   for (const r of rows) {
     const e = byInstance.get(r.instance_id) ?? {
       type: r.instance_type,
@@ -90,7 +105,12 @@ export function wasteSummary(rows: readonly WasteReportRow[]): string {
       wasted: 0,
       src: new Set<string>(),
       price: r.price_source,
+      causes: new Map<Diagnosis, number>(),
     };
+    for (const [d, usd] of Object.entries(r.wasted_by_diagnosis_usd) as [Diagnosis, number][]) {
+      e.causes.set(d, (e.causes.get(d) ?? 0) + usd);
+      causes.set(d, (causes.get(d) ?? 0) + usd);
+    }
     e.gpus += 1;
     e.hours += r.gpu_hours;
     e.cost += r.cost_usd;
@@ -104,9 +124,10 @@ export function wasteSummary(rows: readonly WasteReportRow[]): string {
   const out = [
     `Waste report: ${rows.length} GPUs, ${hours.toFixed(2)} GPU-hours, cost $${cost.toFixed(2)}, wasted $${wasted.toFixed(2)} (${cost > 0 ? ((100 * wasted) / cost).toFixed(1) : '0.0'}%)`,
   ];
+  if (causes.size > 0) out.push(`  wasted by cause: ${byCause(causes)}`);
   for (const [id, e] of [...byInstance.entries()].sort((a, b) => b[1].wasted - a[1].wasted)) {
     out.push(
-      `  ${id} ${e.type}: ${e.gpus} GPUs, ${e.hours.toFixed(2)} GPU-h, cost $${e.cost.toFixed(2)}, wasted $${e.wasted.toFixed(2)} (efficiency from ${[...e.src].join('/')}; price ${e.price})`,
+      `  ${id} ${e.type}: ${e.gpus} GPUs, ${e.hours.toFixed(2)} GPU-h, cost $${e.cost.toFixed(2)}, wasted $${e.wasted.toFixed(2)} (efficiency from ${[...e.src].join('/')}; price ${e.price})${e.causes.size > 0 ? `; by cause: ${byCause(e.causes)}` : ''}`,
     );
   }
   if (rows.some((r) => r.efficiency_source === 'gpu_util' || r.efficiency_source === 'mixed')) {
@@ -123,4 +144,12 @@ export function wasteSummary(rows: readonly WasteReportRow[]): string {
     out.push('  note: unpriced instance types are costed at $0, never guessed; set price overrides.');
   }
   return out.join('\n');
+}
+
+/** `idle $12.00, tensor_idle $3.10`: causes by wasted dollars, largest first. */
+function byCause(causes: ReadonlyMap<Diagnosis, number>): string {
+  return [...causes]
+    .sort((a, b) => b[1] - a[1])
+    .map(([d, usd]) => `${d} $${usd.toFixed(2)}`)
+    .join(', ');
 }

@@ -258,6 +258,28 @@ export function describeTelemetryStoreContract(
         });
       });
 
+      it('splits the waste by the diagnosis stored with each window', async () => {
+        // Prepare: two tensor-idle windows, one idle, one without a diagnosis (no horizon in its batch)
+        const tensor = ledger({ efficiency: 0.5, diagnosis: 'tensor_idle' });
+        const idle = ledger({ efficiency: 0, diagnosis: 'idle' });
+        await store.write(
+          only([
+            gpuRow({ time: at(10), seq: 1, ledger: tensor }),
+            gpuRow({ time: at(20), seq: 2, ledger: tensor }),
+            gpuRow({ time: at(30), seq: 3, ledger: idle }),
+            gpuRow({ time: at(40), seq: 4, ledger: ledger({ efficiency: 0.9 }) }),
+          ]),
+        );
+
+        // Act
+        const [row] = await store.queryWaste({ from: new Date(T0), to: new Date(T0 + 60_000) });
+
+        // Assess
+        expect(Object.keys(row?.wasted_by_diagnosis_usd ?? {}).sort()).toEqual(['idle', 'tensor_idle']);
+        expect(row?.wasted_by_diagnosis_usd.tensor_idle).toBeCloseTo(2 * tensor.wasted_usd, 12);
+        expect(row?.wasted_by_diagnosis_usd.idle).toBeCloseTo(idle.wasted_usd, 12);
+      });
+
       it('returns nothing for a range without windows', async () => {
         // Prepare
         await store.write(batchRows(2));

@@ -11,7 +11,7 @@ export const cpuBoundRule = diagnosisRule({
   leaf: 'cpu_bound',
   severity: 'warning',
   what: (_gpus, t) =>
-    `wait on the CPU (SM active < ${percent(t.underutilizedSmActiveBelow)}, little PCIe traffic)`,
+    `waiting on the CPU (SM active < ${percent(t.underutilizedSmActiveBelow)}, little PCIe traffic)`,
   remedy:
     'CPU preprocessing bound: move augmentation to the GPU (DALI, torchvision v2 on CUDA tensors), cache decoded samples, optimize the transforms, and check the host CPUs are not saturated by other processes.',
   evidence: (gpus, t) => ({

@@ -10,7 +10,7 @@ export const eccSbeRateRule = healthRateRule({
   delta: 'ecc_sbe_volatile_delta',
   counter: 'ecc_sbe_volatile',
   threshold: 'eccSbePerMinAtLeast',
-  what: 'correct single-bit ECC errors at a growing rate',
+  what: 'corrected single-bit ECC errors growing',
   remedy:
     'Corrected ECC errors growing precede row remaps and uncorrectable errors: checkpoint often, reset the GPU at the next drain so pending remaps apply, and replace the node if the rate persists.',
 });

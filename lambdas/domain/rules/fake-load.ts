@@ -11,7 +11,7 @@ export const fakeLoadRule = diagnosisRule({
   leaf: 'fake_load',
   severity: 'warning',
   what: (_gpus, t) =>
-    `look busy (GPU util >= ${percent(t.fakeLoadGpuUtilAtLeast)}) but keep few SMs working (SM active < ${percent(t.underutilizedSmActiveBelow)})`,
+    `busy-looking (GPU util >= ${percent(t.fakeLoadGpuUtilAtLeast)}) but few SMs working (SM active < ${percent(t.underutilizedSmActiveBelow)})`,
   remedy:
     'The GPU runs tiny or serial kernels: batch the work into larger kernels (bigger batch, fused ops, CUDA graphs), remove keep-alive or polling kernels, and check the job is not stuck in a loop.',
   evidence: (gpus, t) => ({

@@ -14,7 +14,7 @@ export const inputBoundRule = diagnosisRule({
   leaf: 'input_bound',
   severity: 'warning',
   what: (_gpus, t) =>
-    `wait for input data (SM active < ${percent(t.underutilizedSmActiveBelow)} while PCIe RX streams batches)`,
+    `waiting for input data (SM active < ${percent(t.underutilizedSmActiveBelow)} while PCIe RX streams batches)`,
   remedy:
     'Data-loading bound: more DataLoader workers (num_workers), pin_memory=True with non_blocking copies, prefetch (prefetch_factor) or NVIDIA DALI, and keep the dataset on local NVMe instead of a network mount.',
   evidence: (gpus, t) => ({

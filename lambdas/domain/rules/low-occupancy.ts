@@ -10,7 +10,7 @@ export const lowOccupancyRule = diagnosisRule({
   id: 'low_occupancy',
   leaf: 'low_occupancy',
   severity: 'info',
-  what: (_gpus, t) => `run with few resident warps per SM (occupancy < ${percent(t.lowOccupancyBelow)})`,
+  what: (_gpus, t) => `few resident warps per SM (occupancy < ${percent(t.lowOccupancyBelow)})`,
   remedy:
     'Kernels launch too few threads to hide latency: increase the batch size, fuse small ops (torch.compile), and check register/shared-memory use per block that limits occupancy.',
   evidence: (gpus, t) => ({

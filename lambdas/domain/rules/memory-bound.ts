@@ -9,7 +9,7 @@ export const memoryBoundRule = diagnosisRule({
   id: 'memory_bound',
   leaf: 'memory_bound',
   severity: 'info',
-  what: (_gpus, t) => `wait on HBM bandwidth (DRAM active >= ${percent(t.memoryBoundDramActiveAtLeast)})`,
+  what: (_gpus, t) => `waiting on HBM bandwidth (DRAM active >= ${percent(t.memoryBoundDramActiveAtLeast)})`,
   remedy:
     'Memory bound: quantize (INT8 / FP8) to move fewer bytes, use gradient checkpointing or fused kernels (FlashAttention) to cut memory traffic, or increase arithmetic intensity (larger batch per kernel).',
   evidence: (gpus, t) => ({

@@ -9,7 +9,7 @@ export const nvlinkCrcRateRule = healthRateRule({
   delta: 'nvlink_crc_errors_delta',
   counter: 'nvlink_crc_errors',
   threshold: 'nvlinkCrcErrorsPerMinAtLeast',
-  what: 'see NVLink CRC errors growing (bad link)',
+  what: 'NVLink CRC errors growing (bad link)',
   remedy:
     'NVLink errors slow every collective of the job and precede Xid 74: checkpoint, drain the node, and have it replaced if the errors continue after a reset.',
 });

@@ -9,7 +9,7 @@ export const pcieReplayRateRule = healthRateRule({
   delta: 'pcie_replay_delta',
   counter: 'pcie_replay_count',
   threshold: 'pcieReplaysPerMinAtLeast',
-  what: 'retry PCIe transfers at a growing rate (link errors)',
+  what: 'PCIe transfers retried at a growing rate (link errors)',
   remedy:
     'A degrading PCIe link slows host-GPU copies and can end in Xid 79 (fallen off the bus): drain the node at the next checkpoint and have it replaced if the rate keeps up.',
 });

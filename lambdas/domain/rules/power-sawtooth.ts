@@ -22,7 +22,7 @@ export const powerSawtoothRule = gpuConditionRule({
     (g.window.metrics.power_cv as number) >= t.powerSawtoothCvAtLeast &&
     (g.window.metrics.sm_active_cv as number) >= t.powerSawtoothSmActiveCvAtLeast,
   severity: () => 'info',
-  what: () => 'swing between full power and idle (power sawtooth): the GPU starves for data between steps',
+  what: () => 'swinging between full power and idle (power sawtooth): starved for data between steps',
   remedy:
     'Data starvation between steps: overlap loading with compute (more DataLoader workers, prefetch, pin_memory), and move host-side work (logging, checkpoint writes, metric syncs) off the step path.',
   evidence: (gpus, t) => ({

@@ -21,7 +21,7 @@ export const profilingUnavailableRule: WindowRule = {
           rule: 'profiling_unavailable',
           severity: 'info',
           gpus: input.gpus,
-          what: 'have no profiling counters (no GPM, no DCGM): efficiency is an upper bound from GPU util and no diagnosis can be named',
+          what: 'no profiling counters (no GPM, no DCGM): efficiency is an upper bound from GPU util and no diagnosis can be named',
           remedy:
             'Platform team: run NVIDIA dcgm-exporter on the host with the DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_PROF_SM_OCCUPANCY, DCGM_FI_PROF_PIPE_TENSOR_ACTIVE and DCGM_FI_PROF_DRAM_ACTIVE counters enabled (they are commented out in its default CSV) and set the agent’s profiling source to dcgm-exporter.',
           evidence: {

@@ -114,7 +114,7 @@ export const stragglerRule: WindowRule = {
           rule: 'straggler',
           severity: 'warning',
           gpus: flagged,
-          what: `work less than their ${peers} peers (SM active, power, temperature): the synchronous job runs at the straggler's pace`,
+          what: `working less than the ${peers} peers (SM active, power, temperature): the synchronous job runs at the straggler's pace`,
           remedy:
             'Inspect the slow GPU (nvidia-smi -q: clocks, throttle reasons, PCIe link width/speed, NVLink state); if it stays behind after a reset, drain the node and have it replaced.',
           evidence: { ...evidence, z_at_most: t.stragglerModifiedZBelow, gap_at_least: t.stragglerMinGap },

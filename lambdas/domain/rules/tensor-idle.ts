@@ -10,7 +10,7 @@ export const tensorIdleRule = diagnosisRule({
   id: 'tensor_idle',
   leaf: 'tensor_idle',
   severity: 'info',
-  what: (_gpus, t) => `leave the tensor cores idle (tensor active < ${percent(t.tensorIdleBelow)})`,
+  what: (_gpus, t) => `tensor cores idle (tensor active < ${percent(t.tensorIdleBelow)})`,
   remedy:
     'Tensor active zero: enable mixed precision (torch.autocast / AMP, bf16 on Ampere and newer); tensor active low: pad matrix dimensions (hidden size, batch, vocabulary) to multiples of 8.',
   evidence: (gpus, t) => ({

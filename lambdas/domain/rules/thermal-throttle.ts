@@ -32,8 +32,8 @@ export const thermalThrottleRule = gpuConditionRule({
   severity: (gpus, t) => (gpus.some((g) => throttling(g, t)) ? 'warning' : 'info'),
   what: (gpus, t) =>
     gpus.some((g) => throttling(g, t))
-      ? 'throttle their clocks for heat: the job runs slower than it pays for'
-      : `run hot (above ${t.thermalWarnTempC} C): close to thermal throttling`,
+      ? 'clocks throttled for heat: the job runs slower than it pays for'
+      : `running hot (above ${t.thermalWarnTempC} C): close to thermal throttling`,
   remedy:
     'Heat: check the instance is not in a hot rack position (open an AWS support case with the instance id if it persists), lower the power limit only if asked by support, and compare with the instance’s other GPUs.',
   evidence: (gpus, t) => ({

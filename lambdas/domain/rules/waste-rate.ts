@@ -28,7 +28,7 @@ export const wasteRateRule: WindowRule = {
           rule: 'waste_rate',
           severity: 'warning',
           gpus: [],
-          what: `wastes ${percent(share)} of what its ${input.gpus.length} GPUs cost`,
+          what: `wasting ${percent(share)} of what its ${input.gpus.length} GPUs cost`,
           remedy:
             'Most of this instance’s price buys nothing: act on its efficiency alerts (each names a fix), right-size to fewer or smaller GPUs, or stop it when the job is done.',
           evidence: {

@@ -8,7 +8,7 @@ export interface WindowFindingParts {
   readonly severity: Severity;
   /** The GPUs the finding is about (listed in the summary and evidence); empty for the whole instance. */
   readonly gpus: readonly HorizonGpu[];
-  /** What is wrong, after `<job> on <instance>: GPUs …`. */
+  /** What is wrong, after `<job> on GPUs 1,2: ` (no subject: `tensor cores idle (…)`). */
   readonly what: string;
   /** The playbook fix. */
   readonly remedy: string;
@@ -72,7 +72,8 @@ export function windowFinding(input: HorizonInput, parts: WindowFindingParts): F
   const ends = parts.gpus.map((g) => g.window.end).sort();
   const horizonS = parts.gpus.length === 0 ? undefined : Math.min(...parts.gpus.map((g) => g.spanS));
   const list = parts.gpus.map((g) => g.window.gpu.index).join(',');
-  const gpuPhrase = parts.gpus.length === 0 ? '' : parts.gpus.length === 1 ? `GPU ${list} ` : `GPUs ${list} `;
+  const gpuPhrase =
+    parts.gpus.length === 0 ? '' : parts.gpus.length === 1 ? ` on GPU ${list}` : ` on GPUs ${list}`;
   const money = input.price.price_usd_per_hour > 0 ? `, costs $${usdPerHour.toFixed(2)}/h` : ' (unpriced)';
   return {
     rule: parts.rule,
@@ -81,7 +82,7 @@ export function windowFinding(input: HorizonInput, parts: WindowFindingParts): F
     instance_id: host.instance_id,
     instance_type: host.instance_type,
     at: ends[ends.length - 1] ?? input.batch.sent_at,
-    summary: `${jobOf(input)}: ${gpuPhrase}${parts.what}${money}`,
+    summary: `${jobOf(input)}${gpuPhrase}: ${parts.what}${money}`,
     remedy: parts.remedy,
     evidence: {
       ...(list === '' ? {} : { gpus: list }),

@@ -350,6 +350,8 @@ describe('TimestreamStore.queryWaste', () => {
     'price_usd_per_hour',
     'price_source',
     'processes_unknown',
+    'wasted_idle_usd',
+    'wasted_tensor_idle_usd',
   ].map((Name) => ({ Name, Type: {} }));
   const row = (values: (string | undefined)[]) => ({
     Data: values.map((v) => (v === undefined ? { NullValue: true } : { ScalarValue: v })),
@@ -386,6 +388,8 @@ describe('TimestreamStore.queryWaste', () => {
             '55.04',
             'builtin',
             '0',
+            '0',
+            '1',
           ]),
         ],
         NextToken: 'page-2',
@@ -414,6 +418,8 @@ describe('TimestreamStore.queryWaste', () => {
             '21.96',
             'override',
             '1',
+            '5.49',
+            undefined,
           ]),
         ],
         QueryId: 'q',
@@ -432,6 +438,9 @@ describe('TimestreamStore.queryWaste', () => {
     expect(calls[0]!.QueryString).toContain('FROM "gpu_sentinel"."gpu_windows"');
     expect(calls[0]!.QueryString).toContain("time >= from_iso8601_timestamp('2026-03-10T00:00:00.000Z')");
     expect(calls[0]!.QueryString).toContain("time < from_iso8601_timestamp('2026-03-11T00:00:00.000Z')");
+    expect(calls[0]!.QueryString).toContain(
+      "coalesce(sum(CASE WHEN diagnosis = 'tensor_idle' THEN wasted_usd END), 0) AS wasted_tensor_idle_usd",
+    );
     expect(report).toEqual([
       {
         instance_id: 'i-b',
@@ -448,6 +457,7 @@ describe('TimestreamStore.queryWaste', () => {
         price_usd_per_hour: 21.96,
         price_source: 'override',
         processes_unknown: true,
+        wasted_by_diagnosis_usd: { idle: 5.49 },
       },
       {
         instance_id: 'i-a',
@@ -466,6 +476,7 @@ describe('TimestreamStore.queryWaste', () => {
         price_usd_per_hour: 55.04,
         price_source: 'builtin',
         processes_unknown: false,
+        wasted_by_diagnosis_usd: { tensor_idle: 1 },
       },
     ]);
   });

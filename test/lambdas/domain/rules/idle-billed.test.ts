@@ -84,11 +84,11 @@ describe('nextIdleSince', () => {
 
 describe('idle_billed', () => {
   it.each([
-    ['idle 15 min (the horizon alone)', new Map<string, string>(), 0],
-    ['idle 29 min', new Map([['0', '2026-03-10T09:31:30.000Z']]), 0],
-    ['idle 30 min', new Map([['0', '2026-03-10T09:30:20.000Z']]), 1],
-    ['idle 2 h', new Map([['0', '2026-03-10T08:00:00.000Z']]), 1],
-  ])('%s gives %i finding(s)', (_case, idle, n) => {
+    ['stays silent idle 15 min (the horizon alone)', new Map<string, string>(), 0],
+    ['stays silent idle 29 min', new Map([['0', '2026-03-10T09:31:30.000Z']]), 0],
+    ['fires idle 30 min', new Map([['0', '2026-03-10T09:30:20.000Z']]), 1],
+    ['fires idle 2 h', new Map([['0', '2026-03-10T08:00:00.000Z']]), 1],
+  ])('%s', (_case, idle, n) => {
     // Prepare
     const input = inputFor(horizonBatch([horizon(0, IDLE)]), idle);
 
@@ -100,7 +100,7 @@ describe('idle_billed', () => {
     expect(verdict.findings).toHaveLength(n);
     if (n === 1)
       expect(verdict.findings[0]?.summary).toMatch(
-        /GPU 0 idle with no process for \d+ min while billed, costs \$6\.88\/h/,
+        /on GPU 0: idle with no process for \d+ min while billed, costs \$6\.88\/h/,
       );
   });
 });

@@ -480,7 +480,7 @@ describe('window rules', () => {
       severity: 'info',
       instance_id: 'i-0abc12345def67890',
       summary:
-        'job pretrain-7b (team llm): GPUs 1,2 leave the tensor cores idle (tensor active < 5 %), costs $6.88/h',
+        'job pretrain-7b (team llm) on GPUs 1,2: tensor cores idle (tensor active < 5 %), costs $6.88/h',
       evidence: {
         gpus: '1,2',
         tensor_active: 'GPU1 1 %, GPU2 0 %',
@@ -506,7 +506,7 @@ describe('window rules', () => {
 
     // Assess
     expect(finding?.summary).toMatch(
-      /EFA rdmap48s27 port 1 stands out: rx_drops \+4000 \(2 ports in trouble\)/,
+      /: EFA rdmap48s27 port 1 stands out: rx_drops \+4000 \(2 ports in trouble\)/,
     );
     expect(finding?.evidence.worst_port).toBe('rdmap48s27 port 1');
   });

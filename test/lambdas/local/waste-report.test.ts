@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import type { WasteReportRow } from '../../../lambdas/domain/types';
+import { WASTE_CSV_COLUMNS, wasteCsv, wasteSummary } from '../../../lambdas/local/waste-report';
+
+const row = (over: Partial<WasteReportRow>): WasteReportRow => ({
+  instance_id: 'i-0abc12345def67890',
+  instance_type: 'p5.48xlarge',
+  gpu_index: 0,
+  team: 'llm',
+  job: 'pretrain-7b',
+  gpu_hours: 1,
+  cost_usd: 6.88,
+  idle_usd: 0,
+  held_idle_usd: 0,
+  underused_usd: 3.44,
+  broken_usd: 0,
+  wasted_usd: 3.44,
+  efficiency: 0.5,
+  efficiency_source: 'sm_active',
+  price_usd_per_hour: 55.04,
+  price_source: 'builtin:aws-on-demand-us-east-1-2026-03',
+  processes_unknown: false,
+  wasted_by_diagnosis_usd: { tensor_idle: 3.44 },
+  ...over,
+});
+
+describe('waste report', () => {
+  it('has a wasted-USD column per diagnosis in waste.csv, 0 where none', () => {
+    // Prepare
+    const rows = [row({}), row({ gpu_index: 1, wasted_by_diagnosis_usd: { idle: 6.88 }, wasted_usd: 6.88 })];
+
+    // Act
+    const [header, first, second] = wasteCsv(rows).trimEnd().split('\n');
+
+    // Assess
+    const columns = header?.split(',') ?? [];
+    expect(columns).toEqual([...WASTE_CSV_COLUMNS]);
+    const cell = (line: string | undefined, name: string) => line?.split(',')[columns.indexOf(name)];
+    expect(columns).toContain('wasted_compute_bound_usd');
+    expect(cell(first, 'wasted_tensor_idle_usd')).toBe('3.440000');
+    expect(cell(first, 'wasted_idle_usd')).toBe('0.000000');
+    expect(cell(second, 'wasted_idle_usd')).toBe('6.880000');
+  });
+
+  it('shows the wasted dollars by cause, in total and per instance', () => {
+    // Prepare
+    const rows = [
+      row({}),
+      row({ gpu_index: 1, wasted_by_diagnosis_usd: { idle: 6.88, tensor_idle: 1 }, wasted_usd: 7.88 }),
+    ];
+
+    // Act
+    const text = wasteSummary(rows);
+
+    // Assess
+    expect(text).toContain('wasted by cause: idle $6.88, tensor_idle $4.44');
+    expect(text).toMatch(
+      /i-0abc12345def67890 p5\.48xlarge: 2 GPUs.*; by cause: idle \$6\.88, tensor_idle \$4\.44/,
+    );
+  });
+});
