@@ -1,6 +1,6 @@
 import type { GpuEvent, Host } from '../../lambdas/contract';
 import type { PlaybackHost } from './playback';
-import { type SimulatedGpuModelName, SimulatedGpuSource } from './simulate';
+import { type SimulatedCounterFault, type SimulatedGpuModelName, SimulatedGpuSource } from './simulate';
 import type { Behaviour } from './simulate-behaviours';
 import { SimulatedEfa, type SimulatedEfaPort } from './simulate-efa';
 
@@ -35,6 +35,8 @@ export interface SimulatedHostSpec {
    * needs 30 minutes of idle). @default the run's span
    */
   readonly duration_s?: number;
+  /** Hardware error counters that grow or reset on some GPUs. @default none */
+  readonly faults?: readonly SimulatedCounterFault[];
   /** Events the host's sources report during the run (`at` relative to the run's start, s). @default none */
   readonly events?: readonly (Omit<GpuEvent, 'at'> & { readonly after_s: number })[];
 }
@@ -79,6 +81,7 @@ export function simulatedPlaybackHost(spec: SimulatedHostSpec, options: Simulate
     seed: options.seed,
     startMs: options.startMs,
     hostNumber: options.hostNumber,
+    ...(spec.faults ? { faults: spec.faults } : {}),
     events: (spec.events ?? []).map(({ after_s, ...e }) => ({
       ...e,
       at: new Date(options.startMs + after_s * 1000).toISOString(),
@@ -177,6 +180,31 @@ export const DEFAULT_SIMULATED_FLEET: readonly SimulatedHostSpec[] = [
       model: 'h100',
       gpus: eight('compute_bound'),
       efa: fabric('rdmap81s0'),
+    },
+    {
+      name: 'link-errors',
+      label: '8× H100 healthy; GPU 2 racks up PCIe replays, NVLink CRC errors and corrected ECC errors',
+      instance_id: simulatedInstanceId(16),
+      instance_type: 'p5.48xlarge',
+      model: 'h100',
+      gpus: eight('compute_bound'),
+      faults: [
+        { gpu: 2, counter: 'pcie_replay_count', per_min: 30, start: 120 },
+        { gpu: 2, counter: 'nvlink_crc_errors', per_min: 6 },
+        { gpu: 2, counter: 'ecc_sbe_volatile', per_min: 4, start: 10 },
+      ],
+    },
+    {
+      name: 'counter-reset',
+      label: 'old PCIe replays and corrected ECC errors, then a driver reload resets them (not growth)',
+      instance_id: simulatedInstanceId(17),
+      instance_type: 'p5.4xlarge',
+      model: 'h100',
+      gpus: ['compute_bound'],
+      faults: [
+        { gpu: 0, counter: 'pcie_replay_count', per_min: 0, start: 90_000, reset_after_s: 600 },
+        { gpu: 0, counter: 'ecc_sbe_volatile', per_min: 0, start: 40_000, reset_after_s: 600 },
+      ],
     },
     {
       name: 'a100-no-profiling',

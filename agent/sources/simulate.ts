@@ -100,6 +100,29 @@ export interface SimulatedGpuSourceOptions {
   readonly hostNumber?: number;
   /** Events to deliver, each in the first reading at or after its `at`. @default none */
   readonly events?: readonly GpuEvent[];
+  /** Hardware error counters that grow (or reset) on some GPUs. @default none: every error counter stays 0 */
+  readonly faults?: readonly SimulatedCounterFault[];
+}
+
+/** The error counters a simulated fault can move (NVML names, as the agent samples them). */
+export const FAULT_COUNTERS = ['pcie_replay_count', 'nvlink_crc_errors', 'ecc_sbe_volatile'] as const;
+
+/**
+ * A hardware error counter of one simulated GPU: a value from before the run, growth at a steady
+ * rate, and optionally a driver reload that restarts it from 0 (a reset is not growth).
+ * `ecc_sbe_aggregate` (board lifetime) follows `ecc_sbe_volatile` but never resets.
+ */
+export interface SimulatedCounterFault {
+  /** GPU index. */
+  readonly gpu: number;
+  /** Which counter. */
+  readonly counter: (typeof FAULT_COUNTERS)[number];
+  /** Growth, counts per minute, ≥ 0. */
+  readonly per_min: number;
+  /** Value when the run starts (errors from before). @default 0 */
+  readonly start?: number;
+  /** The driver reloads this many seconds into the run: the counter restarts from 0. @default never */
+  readonly reset_after_s?: number;
 }
 
 /**
@@ -121,6 +144,7 @@ export class SimulatedGpuSource implements SampleSource {
   readonly #random: (() => number)[];
   readonly #counters: CounterState[];
   readonly #events: DueEvents;
+  readonly #faults: readonly SimulatedCounterFault[];
 
   /** @throws {PlaybackOptionsError} naming the option, when one is out of range */
   constructor(options: SimulatedGpuSourceOptions) {
@@ -158,6 +182,22 @@ export class SimulatedGpuSource implements SampleSource {
       atMs: options.startMs,
     }));
     this.#events = new DueEvents(options.events);
+    (options.faults ?? []).forEach((f, i) => {
+      if (!Number.isInteger(f.gpu) || f.gpu < 0 || f.gpu >= options.gpus.length)
+        throw new PlaybackOptionsError(
+          `faults[${i}].gpu`,
+          `a GPU index in 0..${options.gpus.length - 1}`,
+          f.gpu,
+        );
+      if (!(FAULT_COUNTERS as readonly string[]).includes(f.counter))
+        throw new PlaybackOptionsError(
+          `faults[${i}].counter`,
+          `one of ${FAULT_COUNTERS.join(', ')}`,
+          f.counter,
+        );
+      if (!(f.per_min >= 0)) throw new PlaybackOptionsError(`faults[${i}].per_min`, 'a rate ≥ 0', f.per_min);
+    });
+    this.#faults = options.faults ?? [];
   }
 
   /** Identity of each GPU: index, a UUID unique to host and GPU, the model's name, a PCI bus id. */
@@ -206,9 +246,9 @@ export class SimulatedGpuSource implements SampleSource {
         sm_clock_mhz: Math.round(m.max_sm_clock_mhz * (throttled ? THROTTLED_CLOCK_SHARE : 1)),
         mem_clock_mhz: m.mem_clock_mhz,
         clocks_event_reasons: throttled ? THERMAL_SLOWDOWN_BITS : 0,
-        ecc_sbe_volatile: 0,
+        ecc_sbe_volatile: this.#counter(index, 'ecc_sbe_volatile', t_s),
         ecc_dbe_volatile: 0,
-        ecc_sbe_aggregate: 0,
+        ecc_sbe_aggregate: this.#counter(index, 'ecc_sbe_volatile', t_s, false),
         ecc_dbe_aggregate: 0,
         remapped_rows_pending: false,
         remapped_rows_failure: false,
@@ -219,10 +259,10 @@ export class SimulatedGpuSource implements SampleSource {
         })),
         pcie_rx_bytes_total: Math.round(c.rx),
         pcie_tx_bytes_total: Math.round(c.tx),
-        pcie_replay_count: 0,
+        pcie_replay_count: this.#counter(index, 'pcie_replay_count', t_s),
         nvlink_rx_bytes_total: Math.round(c.nvlink),
         nvlink_tx_bytes_total: Math.round(c.nvlink),
-        nvlink_crc_errors: 0,
+        nvlink_crc_errors: this.#counter(index, 'nvlink_crc_errors', t_s),
         ...(m.gpm
           ? {
               sm_active: w.sm_active,
@@ -238,6 +278,15 @@ export class SimulatedGpuSource implements SampleSource {
       return sample;
     });
     return { gpus, events: this.#events.take(nowMs), errors: [] };
+  }
+
+  /** A fault counter's value at `t_s`; `resets` false for a lifetime counter a driver reload keeps. */
+  #counter(gpu: number, counter: SimulatedCounterFault['counter'], t_s: number, resets = true): number {
+    const f = this.#faults.find((x) => x.gpu === gpu && x.counter === counter);
+    if (f === undefined) return 0;
+    if (resets && f.reset_after_s !== undefined && t_s >= f.reset_after_s)
+      return Math.floor((f.per_min * (t_s - f.reset_after_s)) / 60);
+    return (f.start ?? 0) + Math.floor((f.per_min * t_s) / 60);
   }
 }
 

@@ -52,6 +52,11 @@ export const FLEET_LABELS: Readonly<Record<string, ScenarioLabels>> = {
   'power-sawtooth': { expect: ['power_sawtooth'], allow: ['waste_rate'] },
   straggler: { expect: ['straggler'], diagnosis: 'compute_bound', diagnosis_gpus: [0, 1, 2, 3, 4, 6, 7] },
   'efa-drops': { expect: ['efa_drops'], diagnosis: 'compute_bound' },
+  'link-errors': {
+    expect: ['pcie_replay_rate', 'nvlink_crc_rate', 'ecc_sbe_rate'],
+    diagnosis: 'compute_bound',
+  },
+  'counter-reset': { expect: [], diagnosis: 'compute_bound' },
   'a100-no-profiling': { expect: ['profiling_unavailable'], diagnosis: 'unknown' },
 };
 

@@ -176,6 +176,29 @@ describe('SimulatedGpuSource', () => {
     expect(events).toEqual([[], [], [event], []]);
   });
 
+  it('grows a faulty counter at its rate from its start value, and restarts it from 0 at a driver reload', () => {
+    // Prepare
+    const source = new SimulatedGpuSource({
+      model: 'h100',
+      gpus: ['compute_bound', 'compute_bound'],
+      seed: 1,
+      startMs: T0,
+      faults: [
+        { gpu: 1, counter: 'pcie_replay_count', per_min: 30, start: 100 },
+        { gpu: 1, counter: 'ecc_sbe_volatile', per_min: 6, start: 50, reset_after_s: 120 },
+      ],
+    });
+
+    // Act
+    const at = (s: number) => source.sample(new Date(T0 + s * 1000)).gpus;
+    const [m1, m3] = [at(60), at(180)];
+
+    // Assess
+    expect(m1[0]).toMatchObject({ pcie_replay_count: 0, ecc_sbe_volatile: 0, nvlink_crc_errors: 0 });
+    expect(m1[1]).toMatchObject({ pcie_replay_count: 130, ecc_sbe_volatile: 56, ecc_sbe_aggregate: 56 });
+    expect(m3[1]).toMatchObject({ pcie_replay_count: 190, ecc_sbe_volatile: 6, ecc_sbe_aggregate: 68 });
+  });
+
   it.each<[string, Partial<SimulatedGpuSourceOptions>, string]>([
     ['an unknown model', { model: 'v100' as 'h100' }, 'model'],
     ['no GPU', { gpus: [] }, 'gpus'],
@@ -184,6 +207,16 @@ describe('SimulatedGpuSource', () => {
     ['a fractional seed', { seed: 1.5 }, 'seed'],
     ['a start that is not finite', { startMs: Number.NaN }, 'startMs'],
     ['a host number over 65535', { hostNumber: 65_536 }, 'hostNumber'],
+    [
+      'a fault on a GPU the host lacks',
+      { faults: [{ gpu: 1, counter: 'nvlink_crc_errors', per_min: 1 }] },
+      'faults[0].gpu',
+    ],
+    [
+      'a negative fault rate',
+      { faults: [{ gpu: 0, counter: 'nvlink_crc_errors', per_min: -1 }] },
+      'faults[0].per_min',
+    ],
   ])('throws PlaybackOptionsError naming the option for %s', (_case, override, option) => {
     // Act
     const make = () =>

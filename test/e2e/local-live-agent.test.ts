@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SIMULATED_INSTANCE_ID_PREFIX } from '../../agent/sources/simulate-fleet';
+import { DEFAULT_SIMULATED_FLEET, SIMULATED_INSTANCE_ID_PREFIX } from '../../agent/sources/simulate-fleet';
 import { fakeNvmlPath } from '../setup/fake-nvml';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -93,7 +93,11 @@ describe('gpu-sentinel local with an NVML library: the real agent runs under loc
   });
 
   it('shows the labelled simulated fleet next to the live GPUs', () => {
-    expect(stdout).toMatch(/Simulating 15 hosts .*tagged simulated=true, not real machines/);
+    expect(stdout).toMatch(
+      new RegExp(
+        `Simulating ${DEFAULT_SIMULATED_FLEET.length} hosts .*tagged simulated=true, not real machines`,
+      ),
+    );
     expect(stdout).toMatch(/Simulated fleet \(not real machines; tag simulated=true\):/);
   });
 

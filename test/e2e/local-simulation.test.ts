@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SIMULATED_INSTANCE_ID_PREFIX } from '../../agent/sources/simulate-fleet';
+import { DEFAULT_SIMULATED_FLEET, SIMULATED_INSTANCE_ID_PREFIX } from '../../agent/sources/simulate-fleet';
 import { runCli } from './run-cli';
 
 describe('gpu-sentinel local --only simulation --rules FILE', () => {
@@ -31,7 +31,7 @@ describe('gpu-sentinel local --only simulation --rules FILE', () => {
     // Assess
     expect(run.code).toBe(0);
     expect(run.stdout).not.toMatch(/replaying|NVML found/);
-    expect(run.stdout).toMatch(/Simulating 15 hosts/);
+    expect(run.stdout).toContain(`Simulating ${DEFAULT_SIMULATED_FLEET.length} hosts`);
     expect(alerts.length).toBeGreaterThan(0);
     expect(alerts.every((a) => a.instance_id.startsWith(SIMULATED_INSTANCE_ID_PREFIX))).toBe(true);
   });
