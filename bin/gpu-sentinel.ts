@@ -7,8 +7,10 @@ import { runReportCommand } from './commands/report';
 import { runScenariosCommand } from './commands/scenarios';
 
 /**
- * The gpu-sentinel CLI: `local` (the whole pipeline on this machine), `agent` (the host agent) and
- * `agent-config` (its resolved configuration), `report` (waste report from the local store). Run as `npx gpu-sentinel <command> --help`.
+ * The gpu-sentinel CLI: `local` (the whole pipeline on this machine), `scenarios` (the labelled
+ * scenario suite and its confusion matrix), `agent` (the host agent) and `agent-config` (its
+ * resolved configuration), `report` (waste report from the local store). Run as
+ * `npx gpu-sentinel <command> --help`.
  */
 
 function positiveInteger(name: string): (value: string) => number {
