@@ -225,7 +225,7 @@ export const BEHAVIOUR_WORK: Readonly<Record<Behaviour, (input: BehaviourInput) 
   }),
   /**
    * Data starvation seen in power: 10 s of full compute, 10 s of nothing, over and over, with no
-   * PCIe burst (power swings between ≈ 600 W and ≈ 90 W).
+   * PCIe burst (power swings between ≈ 610 W and ≈ 115 W).
    */
   power_sawtooth: ({ t_s, random }) =>
     t_s % STARVATION_PERIOD_S < STARVATION_PERIOD_S / 2

@@ -23,7 +23,7 @@ export interface SimulatedGpuModel {
   readonly fb_total_bytes: number;
   /** `nvmlDeviceGetEnforcedPowerLimit`, W. */
   readonly power_limit_w: number;
-  /** Board power with nothing running, W. */
+  /** Board power with nothing running, W (the H100's from the bundled capture; the A100's assumed). */
   readonly idle_power_w: number;
   /** Highest SM clock, MHz (`nvmlDeviceGetMaxClockInfo(SM)`). */
   readonly max_sm_clock_mhz: number;
@@ -37,15 +37,17 @@ export interface SimulatedGpuModel {
 }
 
 /**
- * The models the simulator plays. H100: 81,559 MiB and 700 W as a p5.48xlarge reports them
- * (the bundled real capture); A100: 40,960 MiB and 400 W as an A100-SXM4-40GB on p4d does.
+ * The models the simulator plays. H100: 81,559 MiB and 700 W as a p5.48xlarge reports them, idle at
+ * 112 W as the idle GPUs of the bundled real p5 captures draw (110.8–113.6 W); A100: 40,960 MiB and
+ * 400 W as an A100-SXM4-40GB on p4d reports them, idle at 55 W (assumed: no A100 power capture is
+ * bundled).
  */
 export const SIMULATED_GPU_MODELS = {
   h100: {
     name: 'NVIDIA H100 80GB HBM3',
     fb_total_bytes: 81_559 * MIB,
     power_limit_w: 700,
-    idle_power_w: 70,
+    idle_power_w: 112,
     max_sm_clock_mhz: 1980,
     mem_clock_mhz: 2619,
     gpm: true,

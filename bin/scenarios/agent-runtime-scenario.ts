@@ -24,10 +24,11 @@ export interface AgentRuntimeScenarioOptions {
   readonly labels: ScenarioLabels;
   /** The NVML library the agent loads (a real one, or a fake for tests). */
   readonly nvmlLibraryPath: string;
-  /** EC2 identity of the host: instance id, type, region. */
+  /** EC2 instance id of the host (the agent's `instanceId` override; IMDS is off). */
   readonly instanceId: string;
+  /** EC2 instance type of the host, priced from the built-in table. */
   readonly instanceType: string;
-  /** @default 'us-east-1' */
+  /** AWS region of the host. @default 'us-east-1' */
   readonly region?: string;
   /** EFA sysfs root (`/sys/class/infiniband` or a generated tree). @default 'off' */
   readonly efaRoot?: string;
