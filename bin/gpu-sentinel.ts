@@ -13,20 +13,14 @@ import { runScenariosCommand } from './commands/scenarios';
  * `npx gpu-sentinel <command> --help`.
  */
 
-function positiveInteger(name: string): (value: string) => number {
+/** A commander parser of a number > 0 (an integer when `integer`), refusing anything else naming the option. */
+function positiveNumber(name: string, integer = false): (value: string) => number {
   return (value) => {
     const n = Number(value);
-    if (!Number.isSafeInteger(n) || n <= 0)
-      throw new InvalidArgumentError(`Expected \`${name}\` to be an integer > 0, got \`${value}\``);
-    return n;
-  };
-}
-
-function positiveNumber(name: string): (value: string) => number {
-  return (value) => {
-    const n = Number(value);
-    if (!Number.isFinite(n) || n <= 0)
-      throw new InvalidArgumentError(`Expected \`${name}\` to be a number > 0, got \`${value}\``);
+    if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isSafeInteger(n)))
+      throw new InvalidArgumentError(
+        `Expected \`${name}\` to be ${integer ? 'an integer' : 'a number'} > 0, got \`${value}\``,
+      );
     return n;
   };
 }
@@ -93,9 +87,9 @@ program
   .option(
     '--duration-s <seconds>',
     'simulated span of each scenario, s (60..21600)',
-    positiveInteger('--duration-s'),
+    positiveNumber('--duration-s', true),
   )
-  .option('--seed <n>', 'seed of the simulation', positiveInteger('--seed'))
+  .option('--seed <n>', 'seed of the simulation', positiveNumber('--seed', true))
   .option('--only <names>', 'comma-separated scenario names', (v: string) => v.split(',').filter(Boolean))
   .action(async (opts) => {
     process.exitCode = await runScenariosCommand(opts, cliLogger(), write);
