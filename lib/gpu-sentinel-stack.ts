@@ -51,6 +51,11 @@ export interface GpuSentinelStackProps extends StackProps {
    */
   readonly priceOverridesUsdPerHour?: Readonly<Record<string, number>>;
   /**
+   * Rule-threshold overrides by name (`{ "fakeLoadGpuUtilAtLeast": 0.8 }`), see `IngestFunctionProps.ruleThresholds`.
+   * @default - none (the thresholds table's defaults)
+   */
+  readonly ruleThresholds?: Readonly<Record<string, number>>;
+  /**
    * Retention of the Lambda and API access log groups; one of `logs.RetentionDays`.
    * @default logs.RetentionDays.ONE_MONTH
    */
@@ -135,6 +140,7 @@ export class GpuSentinelStack extends Stack {
       state: this.state,
       remediationMode: props.remediationMode,
       priceOverridesUsdPerHour: props.priceOverridesUsdPerHour,
+      ruleThresholds: props.ruleThresholds,
       logRetention,
     });
     this.api = new IngestApi(this, 'IngestApi', {

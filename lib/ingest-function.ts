@@ -120,6 +120,7 @@ export class IngestFunction extends Construct {
       REMEDIATION_MODES,
     );
     const priceOverrides = validatePriceOverrides(props.priceOverridesUsdPerHour ?? {});
+    const ruleThresholds = validateRuleThresholds(props.ruleThresholds ?? {});
 
     this.logGroup = new logs.LogGroup(this, 'LogGroup', {
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
@@ -166,7 +167,7 @@ export class IngestFunction extends Construct {
         STATE_TABLE: props.state.table.tableName,
         REMEDIATION_MODE: this.remediationMode,
         PRICE_OVERRIDES: JSON.stringify(priceOverrides),
-        RULE_THRESHOLDS: JSON.stringify(props.ruleThresholds ?? {}),
+        RULE_THRESHOLDS: JSON.stringify(ruleThresholds),
         POWERTOOLS_SERVICE_NAME: INGEST_SERVICE_NAME,
         NODE_OPTIONS: '--enable-source-maps',
       },
@@ -234,6 +235,34 @@ function instanceArnPattern(): string {
 }
 
 /**
+ * Checks a prop that maps names to numbers (`{ "<key>": <number> }`).
+ *
+ * @param prop - the prop name, for the error
+ * @param record - what came
+ * @param keys - the key pattern and how to describe it
+ * @param values - which numbers are allowed and how to describe them
+ * @returns `record`
+ * @throws {PropsValidationError} naming the prop (or `prop.key`) and what came
+ */
+function validateNumberRecord(
+  prop: string,
+  record: Readonly<Record<string, number>>,
+  keys: { readonly pattern: RegExp; readonly expected: string },
+  values: { readonly ok: (value: number) => boolean; readonly expected: string },
+): Readonly<Record<string, number>> {
+  if (typeof record !== 'object' || record === null || Array.isArray(record)) {
+    throw new PropsValidationError(prop, `an object of ${keys.expected} to ${values.expected}`, record);
+  }
+  for (const [key, value] of Object.entries(record)) {
+    validatePattern(prop, key, keys.pattern, keys.expected);
+    if (typeof value !== 'number' || !Number.isFinite(value) || !values.ok(value)) {
+      throw new PropsValidationError(`${prop}.${key}`, values.expected, value);
+    }
+  }
+  return record;
+}
+
+/**
  * @param overrides - USD per instance-hour by instance type
  * @returns `overrides`
  * @throws {PropsValidationError} when a key is not an instance type or a value not a finite number ≥ 0
@@ -241,27 +270,33 @@ function instanceArnPattern(): string {
 export function validatePriceOverrides(
   overrides: Readonly<Record<string, number>>,
 ): Readonly<Record<string, number>> {
-  if (typeof overrides !== 'object' || overrides === null || Array.isArray(overrides)) {
-    throw new PropsValidationError(
-      'priceOverridesUsdPerHour',
-      'an object of instance type to USD per hour',
-      overrides,
-    );
-  }
-  for (const [instanceType, usdPerHour] of Object.entries(overrides)) {
-    validatePattern(
-      'priceOverridesUsdPerHour',
-      instanceType,
-      INSTANCE_TYPE_PATTERN,
-      'keys that are EC2 instance types like `p5.48xlarge`',
-    );
-    if (typeof usdPerHour !== 'number' || !Number.isFinite(usdPerHour) || usdPerHour < 0) {
-      throw new PropsValidationError(
-        `priceOverridesUsdPerHour.${instanceType}`,
-        'a finite number >= 0 (USD per hour)',
-        usdPerHour,
-      );
-    }
-  }
-  return overrides;
+  return validateNumberRecord(
+    'priceOverridesUsdPerHour',
+    overrides,
+    { pattern: INSTANCE_TYPE_PATTERN, expected: 'keys that are EC2 instance types like `p5.48xlarge`' },
+    { ok: (usd) => usd >= 0, expected: 'a finite number >= 0 (USD per hour)' },
+  );
+}
+
+/**
+ * Checks the shape of rule-threshold overrides at synth: camelCase names, finite numbers. The names and
+ * ranges of the thresholds table are checked by the ingest Lambda at cold start (this room does not
+ * import the domain), which refuses an unknown name or an out-of-range value naming it.
+ *
+ * @param thresholds - threshold name → number
+ * @returns `thresholds`
+ * @throws {PropsValidationError} when a key is not a camelCase name or a value not a finite number
+ */
+export function validateRuleThresholds(
+  thresholds: Readonly<Record<string, number>>,
+): Readonly<Record<string, number>> {
+  return validateNumberRecord(
+    'ruleThresholds',
+    thresholds,
+    {
+      pattern: /^[a-z][A-Za-z0-9]*$/,
+      expected: 'keys that are threshold names like `fakeLoadGpuUtilAtLeast`',
+    },
+    { ok: () => true, expected: 'a finite number (in the threshold’s unit)' },
+  );
 }

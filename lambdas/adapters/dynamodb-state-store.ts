@@ -13,6 +13,7 @@ import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type { FiringAlert, RemediationRecord, StateStore } from '../domain/ports';
 import { GROUP_HISTORY_TTL_S } from './constants';
 import { StoreUnavailableError } from './errors';
+import { toFiringAlert } from './firing-alert';
 import { isoToMs } from './iso-time';
 
 /** Options of {@link DynamoDbStateStore}. */
@@ -24,6 +25,21 @@ export interface DynamoDbStateStoreOptions {
 
 /** Seconds an alert claim is kept after its cooldown ends (then TTL deletes it; a missing claim is claimable). */
 const ALERT_CLAIM_TTL_MARGIN_S = 24 * 3600;
+
+/**
+ * An alert item (`alert#<id>`, `last_sent` or `lease`) at `at`, with its time as given and in epoch ms,
+ * kept by TTL one day after `holdS` (the cooldown or the lease) ends.
+ */
+function alertItem(alertId: string, sk: 'last_sent' | 'lease', at: string, holdS: number) {
+  const atMs = isoToMs(at, 'at');
+  return marshall({
+    pk: `alert#${alertId}`,
+    sk,
+    at,
+    at_ms: atMs,
+    expires_at: Math.ceil(atMs / 1000) + Math.ceil(holdS) + ALERT_CLAIM_TTL_MARGIN_S,
+  });
+}
 
 /** An item → remediation record. */
 function toRecord(item: Record<string, unknown>): RemediationRecord {
@@ -63,9 +79,25 @@ export class DynamoDbStateStore implements StateStore {
   }
 
   /** Sends a conditional put; false when the condition failed. */
-  async #putIf(input: Omit<PutItemCommandInput, 'TableName'>, operation: string): Promise<boolean> {
+  #putIf(input: Omit<PutItemCommandInput, 'TableName'>, operation: string): Promise<boolean> {
+    return this.#conditional(
+      () => this.#client.send(new PutItemCommand({ TableName: this.#table, ...input })),
+      operation,
+    );
+  }
+
+  /** Sends a conditional delete; false when the condition failed (nothing to delete). */
+  #deleteIf(input: Omit<DeleteItemCommandInput, 'TableName'>, operation: string): Promise<boolean> {
+    return this.#conditional(
+      () => this.#client.send(new DeleteItemCommand({ TableName: this.#table, ...input })),
+      operation,
+    );
+  }
+
+  /** Runs a conditional write: true when done, false when its condition failed, else unavailable. */
+  async #conditional(write: () => Promise<unknown>, operation: string): Promise<boolean> {
     try {
-      await this.#client.send(new PutItemCommand({ TableName: this.#table, ...input }));
+      await write();
       return true;
     } catch (error) {
       if (
@@ -202,16 +234,8 @@ export class DynamoDbStateStore implements StateStore {
    * @returns gpuKey → since when broken (ISO 8601, as marked)
    * @throws {StoreUnavailableError} when DynamoDB fails
    */
-  async getBrokenSince(instanceId: string): Promise<ReadonlyMap<string, string>> {
-    const items = await this.#query(
-      {
-        KeyConditionExpression: 'pk = :p AND begins_with(sk, :b)',
-        ExpressionAttributeValues: marshall({ ':p': `instance#${instanceId}`, ':b': 'broken#' }),
-        ConsistentRead: true,
-      },
-      'Query broken',
-    );
-    return new Map(items.map((i) => [i.gpu_key as string, i.at as string]));
+  getBrokenSince(instanceId: string): Promise<ReadonlyMap<string, string>> {
+    return this.#gpuMarks(instanceId, 'broken');
   }
 
   /**
@@ -224,13 +248,31 @@ export class DynamoDbStateStore implements StateStore {
    * @throws {StoreUnavailableError} when DynamoDB fails
    * @throws {TypeError} when `at` is not an ISO 8601 time
    */
-  async markBroken(instanceId: string, gpuKey: string, at: string): Promise<void> {
+  markBroken(instanceId: string, gpuKey: string, at: string): Promise<void> {
+    return this.#markGpu(instanceId, 'broken', gpuKey, at);
+  }
+
+  /** Reads an instance's per-GPU marks of one kind (`broken`, `idle`): gpuKey → ISO 8601. */
+  async #gpuMarks(instanceId: string, kind: 'broken' | 'idle'): Promise<ReadonlyMap<string, string>> {
+    const items = await this.#query(
+      {
+        KeyConditionExpression: 'pk = :p AND begins_with(sk, :b)',
+        ExpressionAttributeValues: marshall({ ':p': `instance#${instanceId}`, ':b': `${kind}#` }),
+        ConsistentRead: true,
+      },
+      `Query ${kind}`,
+    );
+    return new Map(items.map((i) => [i.gpu_key as string, i.at as string]));
+  }
+
+  /** Puts a per-GPU mark, keeping an earlier one (`attribute_not_exists(pk) OR #at > :at` on `at_ms`). */
+  async #markGpu(instanceId: string, kind: 'broken' | 'idle', gpuKey: string, at: string): Promise<void> {
     const atMs = isoToMs(at, 'at');
     await this.#putIf(
       {
         Item: marshall({
           pk: `instance#${instanceId}`,
-          sk: `broken#${gpuKey}`,
+          sk: `${kind}#${gpuKey}`,
           instance_id: instanceId,
           gpu_key: gpuKey,
           at,
@@ -240,24 +282,8 @@ export class DynamoDbStateStore implements StateStore {
         ExpressionAttributeNames: { '#at': 'at_ms' },
         ExpressionAttributeValues: marshall({ ':at': atMs }),
       },
-      'PutItem broken',
+      `PutItem ${kind}`,
     );
-  }
-
-  /** Sends a conditional delete; false when the condition failed (nothing to delete). */
-  async #deleteIf(input: Omit<DeleteItemCommandInput, 'TableName'>, operation: string): Promise<boolean> {
-    try {
-      await this.#client.send(new DeleteItemCommand({ TableName: this.#table, ...input }));
-      return true;
-    } catch (error) {
-      if (
-        error instanceof ConditionalCheckFailedException ||
-        (error as { name?: string })?.name === 'ConditionalCheckFailedException'
-      ) {
-        return false;
-      }
-      throw this.#unavailable(operation, error);
-    }
   }
 
   /**
@@ -277,13 +303,7 @@ export class DynamoDbStateStore implements StateStore {
     const atMs = isoToMs(at, 'at');
     const leased = await this.#putIf(
       {
-        Item: marshall({
-          pk: `alert#${alertId}`,
-          sk: 'lease',
-          at,
-          at_ms: atMs,
-          expires_at: Math.ceil(atMs / 1000) + Math.ceil(leaseS) + ALERT_CLAIM_TTL_MARGIN_S,
-        }),
+        Item: alertItem(alertId, 'lease', at, leaseS),
         ConditionExpression: 'attribute_not_exists(pk) OR #at <= :expired',
         ExpressionAttributeNames: { '#at': 'at_ms' },
         ExpressionAttributeValues: marshall({ ':expired': atMs - leaseS * 1000 }),
@@ -328,13 +348,7 @@ export class DynamoDbStateStore implements StateStore {
       await this.#client.send(
         new PutItemCommand({
           TableName: this.#table,
-          Item: marshall({
-            pk: `alert#${alertId}`,
-            sk: 'last_sent',
-            at,
-            at_ms: atMs,
-            expires_at: Math.ceil(atMs / 1000) + Math.ceil(cooldownS) + ALERT_CLAIM_TTL_MARGIN_S,
-          }),
+          Item: alertItem(alertId, 'last_sent', at, cooldownS),
         }),
       );
     } catch (error) {
@@ -365,6 +379,19 @@ export class DynamoDbStateStore implements StateStore {
   }
 
   /**
+   * Deletes the alert's `last_sent` item (unconditional; none is fine).
+   *
+   * @param alertId - stable alert id
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   */
+  async forgetAlert(alertId: string): Promise<void> {
+    await this.#deleteIf(
+      { Key: marshall({ pk: `alert#${alertId}`, sk: 'last_sent' }) },
+      'DeleteItem alert send',
+    );
+  }
+
+  /**
    * @param instanceId - EC2 instance id
    * @returns the instance's firing window alerts, by alert id
    * @throws {StoreUnavailableError} when DynamoDB fails
@@ -378,15 +405,7 @@ export class DynamoDbStateStore implements StateStore {
       },
       'Query firing',
     );
-    return items.map((i) => ({
-      instance_id: i.instance_id as string,
-      alert_id: i.alert_id as string,
-      rule: i.rule as FiringAlert['rule'],
-      severity: i.severity as FiringAlert['severity'],
-      instance_type: i.instance_type as string,
-      since: i.since as string,
-      summary: i.summary as string,
-    }));
+    return items.map(toFiringAlert);
   }
 
   /**
@@ -428,16 +447,8 @@ export class DynamoDbStateStore implements StateStore {
    * @returns gpuKey → idle since (ISO 8601, as marked)
    * @throws {StoreUnavailableError} when DynamoDB fails
    */
-  async getIdleSince(instanceId: string): Promise<ReadonlyMap<string, string>> {
-    const items = await this.#query(
-      {
-        KeyConditionExpression: 'pk = :p AND begins_with(sk, :b)',
-        ExpressionAttributeValues: marshall({ ':p': `instance#${instanceId}`, ':b': 'idle#' }),
-        ConsistentRead: true,
-      },
-      'Query idle',
-    );
-    return new Map(items.map((i) => [i.gpu_key as string, i.at as string]));
+  getIdleSince(instanceId: string): Promise<ReadonlyMap<string, string>> {
+    return this.#gpuMarks(instanceId, 'idle');
   }
 
   /**
@@ -449,24 +460,8 @@ export class DynamoDbStateStore implements StateStore {
    * @throws {StoreUnavailableError} when DynamoDB fails
    * @throws {TypeError} when `at` is not an ISO 8601 time
    */
-  async markIdle(instanceId: string, gpuKey: string, at: string): Promise<void> {
-    const atMs = isoToMs(at, 'at');
-    await this.#putIf(
-      {
-        Item: marshall({
-          pk: `instance#${instanceId}`,
-          sk: `idle#${gpuKey}`,
-          instance_id: instanceId,
-          gpu_key: gpuKey,
-          at,
-          at_ms: atMs,
-        }),
-        ConditionExpression: 'attribute_not_exists(pk) OR #at > :at',
-        ExpressionAttributeNames: { '#at': 'at_ms' },
-        ExpressionAttributeValues: marshall({ ':at': atMs }),
-      },
-      'PutItem idle',
-    );
+  markIdle(instanceId: string, gpuKey: string, at: string): Promise<void> {
+    return this.#markGpu(instanceId, 'idle', gpuKey, at);
   }
 
   /**
@@ -497,13 +492,7 @@ export class DynamoDbStateStore implements StateStore {
     const atMs = isoToMs(at, 'at');
     return this.#putIf(
       {
-        Item: marshall({
-          pk: `alert#${alertId}`,
-          sk: 'last_sent',
-          at,
-          at_ms: atMs,
-          expires_at: Math.ceil(atMs / 1000) + Math.ceil(cooldownS) + ALERT_CLAIM_TTL_MARGIN_S,
-        }),
+        Item: alertItem(alertId, 'last_sent', at, cooldownS),
         ConditionExpression: 'attribute_not_exists(pk) OR #at <= :cutoff',
         ExpressionAttributeNames: { '#at': 'at_ms' },
         ExpressionAttributeValues: marshall({ ':cutoff': atMs - cooldownS * 1000 }),

@@ -2,6 +2,7 @@ export * from './auto-scaling-remediator';
 export * from './constants';
 export * from './dynamodb-state-store';
 export * from './errors';
+export * from './firing-alert';
 export * from './measure-types';
 export * from './sns-alert-sink';
 export * from './sns-decision-sink';

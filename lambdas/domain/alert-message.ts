@@ -76,7 +76,7 @@ function where(finding: Finding): string {
  *   project tags), the numbers (every evidence field), what to do, and the alert id.
  * - `attributes`: `severity`, `rule`, `instance_type`, `status`, and `team` / `job` only when the
  *   instance has the tag (so a team subscribes to its own jobs' alerts with a filter policy).
- * - `status` `resolved`: the subject starts `[RESOLVED]` and the body says since when it fired.
+ * - `status` `resolved`: the subject starts `[RESOLVED]` and the body's first line says so.
  *
  * @param finding - the finding
  * @param host - the instance it is about (from the batch)
@@ -103,6 +103,7 @@ export function toAlert(finding: Finding, host: Host, status: AlertStatus = 'fir
     .join(', ');
   const numbers = Object.entries(finding.evidence).map(([k, v]) => `  ${k}: ${String(v)}`);
   const body = [
+    ...(status === 'resolved' ? ['Status: RESOLVED, the condition no longer holds'] : []),
     `What: ${finding.summary}`,
     `Severity: ${finding.severity} (rule ${finding.rule}, action ${finding.action})`,
     `First seen: ${finding.at}`,

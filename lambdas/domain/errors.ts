@@ -9,12 +9,12 @@ export class DomainError extends Error {
 }
 
 /**
- * A price-override document (stack prop / env JSON) that is not `{ "<instance type>": <USD/hour> }`.
- * `key` names the bad entry (`(root)` when the document itself is wrong), `value` is what came.
+ * A deployment override document (stack prop / env JSON / `--rules FILE`) with a wrong entry. `key`
+ * names the bad entry (`(root)` when the document itself is wrong), `value` is what came.
  */
-export class PriceOverridesError extends DomainError {
-  override readonly name = 'PriceOverridesError';
-  /** The offending instance type key, or `(root)`. */
+export class OverrideDocumentError extends DomainError {
+  override readonly name: string = 'OverrideDocumentError';
+  /** The offending key, or `(root)`. */
   readonly key: string;
   /** The offending value, as it came. */
   readonly value: unknown;
@@ -30,6 +30,11 @@ export class PriceOverridesError extends DomainError {
     this.key = key;
     this.value = value;
   }
+}
+
+/** A price-override document that is not `{ "<instance type>": <USD/hour> }`; `key` is the instance type. */
+export class PriceOverridesError extends OverrideDocumentError {
+  override readonly name = 'PriceOverridesError';
 }
 
 /** A ledger input that cannot be priced: a window whose end is not after its start, or a bad price. */
@@ -94,25 +99,8 @@ export class RemediationModeError extends DomainError {
 
 /**
  * A rule-threshold override document (`RULE_THRESHOLDS` env JSON, `--rules FILE`) that is not
- * `{ "<threshold name>": <number in range> }`. `key` names the bad entry (`(root)` when the document
- * itself is wrong), `value` is what came.
+ * `{ "<threshold name>": <number in range> }`; `key` is the threshold name.
  */
-export class RuleThresholdsError extends DomainError {
+export class RuleThresholdsError extends OverrideDocumentError {
   override readonly name = 'RuleThresholdsError';
-  /** The offending threshold name, or `(root)`. */
-  readonly key: string;
-  /** The offending value, as it came. */
-  readonly value: unknown;
-
-  /**
-   * @param key - the bad key, or `(root)`
-   * @param value - what came
-   * @param message - what was expected and what to do
-   * @param options - `cause`, e.g. the JSON SyntaxError
-   */
-  constructor(key: string, value: unknown, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.key = key;
-    this.value = value;
-  }
 }

@@ -2,6 +2,7 @@ export * from './alert-message';
 export * from './constants';
 export * from './errors';
 export * from './ledger';
+export * from './override-document';
 export * from './ports';
 export * from './pricing';
 export * from './remediation-mode';

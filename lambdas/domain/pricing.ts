@@ -1,4 +1,5 @@
 import { PriceOverridesError } from './errors';
+import { readOverrideDocument } from './override-document';
 
 /**
  * Instance prices for the waste ledger (DESIGN §5): a built-in table of on-demand Linux list prices,
@@ -144,27 +145,10 @@ const INSTANCE_TYPE_PATTERN = /^[a-z0-9-]+\.[a-z0-9-]+$/;
  * parsePriceOverrides('{"p5.48xlarge": 31.5}'); // { 'p5.48xlarge': 31.5 }
  */
 export function parsePriceOverrides(json: string | undefined): PriceOverrides {
-  if (json === undefined || json.trim() === '') return Object.freeze({});
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch (cause) {
-    throw new PriceOverridesError(
-      '(root)',
-      json,
-      `Expected price overrides as JSON like {"p5.48xlarge": 31.5}, got text that is not JSON: ${(cause as Error).message}. Fix the price-overrides setting.`,
-      { cause },
-    );
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new PriceOverridesError(
-      '(root)',
-      value,
-      `Expected price overrides to be a JSON object like {"p5.48xlarge": 31.5}, got ${Array.isArray(value) ? 'an array' : String(value)}.`,
-    );
-  }
+  const entries = readOverrideDocument(json, 'price overrides', '{"p5.48xlarge": 31.5}', PriceOverridesError);
+  if (entries === undefined) return Object.freeze({});
   const out: Record<string, number> = {};
-  for (const [key, price] of Object.entries(value)) {
+  for (const [key, price] of entries) {
     if (!INSTANCE_TYPE_PATTERN.test(key)) {
       throw new PriceOverridesError(
         key,

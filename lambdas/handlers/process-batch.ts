@@ -66,7 +66,10 @@ export interface ProcessResult {
   readonly accepted: number;
   /** Records the store refused (logged with their reasons). */
   readonly rejected: number;
+  /** Point findings (most severe first), then window findings (in `WINDOW_RULES` order). */
   readonly findings: readonly Finding[];
+  /** GPU index → the diagnosis of its judged horizon (stored with its flush windows); empty without one. */
+  readonly diagnoses: ReadonlyMap<number, Diagnosis>;
   /** Alerts published (after cooldown), resolve messages included (`status: 'resolved'`). */
   readonly alerts: readonly Alert[];
   readonly decisions: readonly RemediationDecision[];
@@ -86,17 +89,22 @@ export const ALERT_LEASE_S = 120;
 
 /**
  * The ingest pipeline for one validated batch (DESIGN §1): price the instance, judge the point
- * rules, mark broken GPUs, compute the waste ledger of every flush window, write the store, then
- * publish alerts and decide (and, unless dry-run, carry out) remediation.
+ * rules, mark broken GPUs, judge the horizon windows (diagnosis per GPU, window rules), compute the
+ * waste ledger of every flush window with its GPU's diagnosis, write the store, then update the idle
+ * marks, publish alerts (publish-then-record), resolve window alerts that stopped, and decide (and,
+ * unless dry-run, carry out) remediation for point findings only: a window finding never remediates.
  *
  * The store is written before any alert or remediation: if it is down this throws and the agent
- * retries the whole batch, which is idempotent (`seq` is the record version).
+ * retries the whole batch, which is idempotent (`seq` is the record version). If an alert cannot be
+ * published, its lease is freed and this throws {@link AlertPublishError} after the rest of the batch
+ * is done, so the agent's retry sends it (alerts already sent are in their cooldown, not sent twice).
  *
  * @param batch - a batch that passed `parseBatch`
  * @param deps - ports and settings
  * @param now - the server's clock
  * @returns counts, findings, alerts sent and remediation decisions
  * @throws whatever `store.write` throws when the store is unreachable (the caller answers 503)
+ * @throws {AlertPublishError} when an alert or resolve message could not be published (the caller answers 5xx)
  */
 export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date): Promise<ProcessResult> {
   const { host } = batch;
@@ -180,9 +188,10 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
   const failed: Alert[] = [];
   const decisions: RemediationDecision[] = [];
   const send = async (alert: Alert): Promise<boolean> => {
-    const ok = await publishOnce(alert, deps, now);
-    (ok === 'sent' ? sent : ok === 'failed' ? failed : []).push(alert);
-    return ok === 'sent';
+    const outcome = await publishOnce(alert, deps, now);
+    if (outcome === 'sent') sent.push(alert);
+    if (outcome === 'failed') failed.push(alert);
+    return outcome === 'sent';
   };
   for (const finding of findings) {
     await send(toAlert(finding, host));
@@ -217,13 +226,14 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
     seq: batch.seq,
     windows: rows.gpu.length,
     events: rows.events.length,
-    findings: findings.length,
+    findings: findings.length + window.findings.length,
     alerts: sent.length,
   });
   return {
     accepted: written.written,
     rejected: written.rejected.length,
-    findings,
+    findings: [...findings, ...window.findings],
+    diagnoses: window.diagnoses,
     alerts: sent,
     decisions,
   };
@@ -295,7 +305,8 @@ async function publishOnce(
 
 /**
  * Resolves the firing window alerts whose rule judged this batch and found nothing: the one invocation
- * that removes the firing record sends the resolve message; if that publish fails the record goes back.
+ * that removes the firing record sends the resolve message and forgets the last send (so a return of
+ * the condition is a new transition to firing, sent at once); if that publish fails the record goes back.
  */
 async function resolveStopped(
   window: WindowJudgement,
@@ -314,7 +325,6 @@ async function resolveStopped(
     const alert = toAlert(resolvedFinding(firing, now), host, 'resolved');
     try {
       await deps.alerts.publish(alert);
-      sent.push(alert);
     } catch (err) {
       await deps.state.putFiringAlert(firing);
       failed.push(alert);
@@ -322,7 +332,11 @@ async function resolveStopped(
         alert_id: firing.alert_id,
         error: (err as Error).message,
       });
+      continue;
     }
+    sent.push(alert);
+    // A new episode starts fresh: the next transition to firing is sent at once, not after the cooldown.
+    await deps.state.forgetAlert(firing.alert_id);
   }
 }
 
@@ -335,7 +349,7 @@ function resolvedFinding(firing: FiringAlert, now: Date): Finding {
     instance_id: firing.instance_id,
     instance_type: firing.instance_type,
     at: now.toISOString(),
-    summary: `resolved: ${firing.summary}`,
+    summary: firing.summary,
     remedy: 'Nothing: the condition no longer holds over the last horizon.',
     evidence: { firing_since: firing.since, resolved_at: now.toISOString() },
   };

@@ -3,9 +3,10 @@ import type { AlertSink } from '../domain/ports';
 import type { Alert } from '../domain/types';
 
 /**
- * Local-mode alert sink: prints each alert's subject to the console (via `write`) and appends one
- * JSON object per line to `alerts.jsonl`: `rule`, `severity`, `action`, `instance_id`,
- * `instance_type`, `gpu_index`, `pci_bus_id`, `id`, `at`, `subject`, `summary`, `remedy`, `evidence`.
+ * Local-mode alert sink: prints each alert's subject to the console (via `write`), followed for a
+ * firing alert by an indented `fix:` line with its remedy, and appends one JSON object per line to
+ * `alerts.jsonl`: `rule`, `severity`, `action`, `status`, `instance_id`, `instance_type`,
+ * `gpu_index`, `pci_bus_id`, `id`, `at`, `subject`, `summary`, `remedy`, `evidence`.
  */
 export class ConsoleAlertSink implements AlertSink {
   /** Alerts published so far, in order. */
@@ -23,12 +24,14 @@ export class ConsoleAlertSink implements AlertSink {
   async publish(alert: Alert): Promise<void> {
     this.published.push(alert);
     const f = alert.finding;
-    this.write(`${alert.subject}\n`);
+    const status = alert.status ?? 'firing';
+    this.write(`${alert.subject}\n${status === 'firing' ? `    fix: ${f.remedy}\n` : ''}`);
     const record = {
       id: alert.id,
       rule: f.rule,
       severity: f.severity,
       action: f.action,
+      status,
       instance_id: f.instance_id,
       instance_type: f.instance_type,
       gpu_index: f.gpu_index ?? null,

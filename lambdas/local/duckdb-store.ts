@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { StoreQueryError, StoreUnavailableError } from '../adapters/errors';
+import { toFiringAlert } from '../adapters/firing-alert';
 import { isoToMs } from '../adapters/iso-time';
 import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../adapters/measure-types';
 import {
@@ -511,6 +512,17 @@ export class DuckDbStore implements TelemetryStore, StateStore {
   }
 
   /**
+   * Forgets the alert's last send.
+   *
+   * @param alertId - stable alert id
+   */
+  forgetAlert(alertId: string): Promise<void> {
+    return this.#serial(async () => {
+      await this.#connection.run('DELETE FROM alert_claims WHERE alert_id = ?', [alertId]);
+    });
+  }
+
+  /**
    * @param instanceId - EC2 instance id
    * @returns the instance's firing window alerts, by alert id
    */
@@ -519,15 +531,7 @@ export class DuckDbStore implements TelemetryStore, StateStore {
       const rows = await this.#rows('SELECT * FROM firing_alerts WHERE instance_id = ? ORDER BY alert_id', [
         instanceId,
       ]);
-      return rows.map((r) => ({
-        instance_id: r.instance_id as string,
-        alert_id: r.alert_id as string,
-        rule: r.rule as FiringAlert['rule'],
-        severity: r.severity as FiringAlert['severity'],
-        instance_type: r.instance_type as string,
-        since: r.since as string,
-        summary: r.summary as string,
-      }));
+      return rows.map(toFiringAlert);
     });
   }
 

@@ -28,20 +28,24 @@ import { COMPUTE_BOUND } from '../lambdas/domain/rules/horizons';
  */
 
 const batch = validBatch();
-const store = await DuckDbStore.open(':memory:');
 const sink = { publish: async () => {}, record: async () => {} };
-const handler: IngestHandler = createIngestHandler({
-  store,
-  state: store,
-  alerts: sink,
-  decisions: sink,
-  remediator: new DryRunRemediator(),
-  log: SILENT_LOG,
-  remediationMode: 'replace',
-  dryRun: true,
-  rules: DEFAULT_RULE_CONTEXT,
-  callerCheck: 'none',
-});
+/** An ingest handler on its own in-memory DuckDB store, dry-run remediation, silent sinks. */
+const handlerWith = async (rules: RuleContext): Promise<IngestHandler> => {
+  const own = await DuckDbStore.open(':memory:');
+  return createIngestHandler({
+    store: own,
+    state: own,
+    alerts: sink,
+    decisions: sink,
+    remediator: new DryRunRemediator(),
+    log: SILENT_LOG,
+    remediationMode: 'replace',
+    dryRun: true,
+    rules,
+    callerCheck: 'none',
+  });
+};
+const handler = await handlerWith(DEFAULT_RULE_CONTEXT);
 const json = JSON.parse(JSON.stringify(batch)) as unknown;
 const scrape = readFileSync(
   new URL('../fixtures/real/dcgm-exporter-h100-eks_ip-10-0-171-111_2026-03-10.prom', import.meta.url),
@@ -131,21 +135,6 @@ const withHorizons = (at: number, n: number) => {
     ]),
     events: [],
   };
-};
-const handlerWith = async (rules: RuleContext): Promise<IngestHandler> => {
-  const own = await DuckDbStore.open(':memory:');
-  return createIngestHandler({
-    store: own,
-    state: own,
-    alerts: sink,
-    decisions: sink,
-    remediator: new DryRunRemediator(),
-    log: SILENT_LOG,
-    remediationMode: 'replace',
-    dryRun: true,
-    rules,
-    callerCheck: 'none',
-  });
 };
 const rulesOn = await handlerWith(DEFAULT_RULE_CONTEXT);
 const rulesOff = await handlerWith(rulesOffContext);

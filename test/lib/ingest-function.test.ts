@@ -22,7 +22,10 @@ describe('IngestFunction', () => {
   let statements: TemplateStatement[];
 
   beforeAll(() => {
-    stack = buildStack({ priceOverridesUsdPerHour: { 'p5.48xlarge': 55.04, 'g6e.xlarge': 0 } });
+    stack = buildStack({
+      priceOverridesUsdPerHour: { 'p5.48xlarge': 55.04, 'g6e.xlarge': 0 },
+      ruleThresholds: { fakeLoadGpuUtilAtLeast: 0.8 },
+    });
     template = Template.fromStack(stack);
     statements = roleStatements(template, logicalId(stack, stack.ingest.role));
   });
@@ -82,6 +85,7 @@ describe('IngestFunction', () => {
           STATE_TABLE: { Ref: logicalId(stack, stack.state.table) },
           REMEDIATION_MODE: 'replace',
           PRICE_OVERRIDES: '{"p5.48xlarge":55.04,"g6e.xlarge":0}',
+          RULE_THRESHOLDS: '{"fakeLoadGpuUtilAtLeast":0.8}',
           POWERTOOLS_SERVICE_NAME: 'gpu-sentinel-ingest',
           NODE_OPTIONS: '--enable-source-maps',
         },
@@ -288,6 +292,9 @@ describe('IngestFunction', () => {
     ['priceOverridesUsdPerHour', { priceOverridesUsdPerHour: { P5: 55 } }, '`"P5"`'],
     ['priceOverridesUsdPerHour', { priceOverridesUsdPerHour: { 'p5 48xlarge': 55 } }, '`"p5 48xlarge"`'],
     ['priceOverridesUsdPerHour', { priceOverridesUsdPerHour: [55] as never }, '(array)'],
+    ['ruleThresholds.minHorizonSpanS', { ruleThresholds: { minHorizonSpanS: Number.NaN } }, '`NaN`'],
+    ['ruleThresholds.minHorizonSpanS', { ruleThresholds: { minHorizonSpanS: '300' as never } }, '(string)'],
+    ['ruleThresholds', { ruleThresholds: { 'fake-load': 0.8 } }, '`"fake-load"`'],
   ])('fails if %s is invalid (%j)', (prop, props, got) => {
     // Prepare / Act
     const build = () => buildStack(props);

@@ -1,25 +1,15 @@
 import type { Diagnosis, RuleId, Severity } from '../types';
-import type { HorizonGpu, HorizonInput } from './horizon-input';
-import type { Thresholds } from './thresholds';
-import { windowFinding } from './window-finding';
+import type { HorizonInput } from './horizon-input';
+import { type RuleMessageSpec, windowFinding } from './window-finding';
 import { NOT_JUDGED, type WindowRule } from './window-rule';
 
 /** What an efficiency rule that follows one leaf of the diagnosis tree says. */
-export interface DiagnosisRuleSpec {
+export interface DiagnosisRuleSpec extends RuleMessageSpec {
   readonly id: RuleId;
   /** The leaf (see `diagnoseHorizon`): the rule fires for the GPUs whose horizon reached it. */
   readonly leaf: Diagnosis;
   /** `warning` or `info`: never `critical` (an efficiency finding is never a page). */
   readonly severity: Exclude<Severity, 'critical'>;
-  /** What is wrong with the job on these GPUs (the numbers go in the evidence). */
-  readonly what: (gpus: readonly HorizonGpu[], t: Thresholds) => string;
-  /** The playbook fix. */
-  readonly remedy: string;
-  /** The measured numbers behind it. */
-  readonly evidence: (
-    gpus: readonly HorizonGpu[],
-    t: Thresholds,
-  ) => Record<string, string | number | boolean>;
 }
 
 /**

@@ -1,11 +1,11 @@
 import type { RuleId, Severity } from '../types';
 import type { HorizonGpu, HorizonInput } from './horizon-input';
 import type { Thresholds } from './thresholds';
-import { windowFinding } from './window-finding';
+import { type RuleMessageSpec, windowFinding } from './window-finding';
 import { NOT_JUDGED, type WindowRule } from './window-rule';
 
 /** A window rule that tests each GPU's horizon on its own. */
-export interface GpuConditionRuleSpec {
+export interface GpuConditionRuleSpec extends RuleMessageSpec {
   readonly id: RuleId;
   readonly kind: WindowRule['kind'];
   /** True when the GPU's horizon has the metrics the condition needs (absent is never zero). */
@@ -14,12 +14,6 @@ export interface GpuConditionRuleSpec {
   readonly fires: (g: HorizonGpu, t: Thresholds) => boolean;
   /** Severity of the finding from the GPUs that fired; never `critical` for a window rule. */
   readonly severity: (gpus: readonly HorizonGpu[], t: Thresholds) => Exclude<Severity, 'critical'>;
-  readonly what: (gpus: readonly HorizonGpu[], t: Thresholds) => string;
-  readonly remedy: string;
-  readonly evidence: (
-    gpus: readonly HorizonGpu[],
-    t: Thresholds,
-  ) => Record<string, string | number | boolean>;
   /** What the GPUs that fired cost, USD/hour. @default their horizon waste rate */
   readonly usdPerHour?: (gpus: readonly HorizonGpu[], input: HorizonInput) => number;
 }

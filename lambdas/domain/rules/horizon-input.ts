@@ -93,7 +93,8 @@ export interface IdleSinceUpdate {
 /**
  * Keeps "idle since" across batches (the horizon is 15 min, `idle_billed` needs 30): a judged GPU whose
  * whole horizon was idle with no process (diagnosis `idle`, `max_sm_active` — or the mean when the
- * spread is absent — below `idleSmActiveBelow`, `compute_processes` = 0 measured) is idle since the
+ * spread is absent, or `gpu_util` where SM activity is not measured — below `idleSmActiveBelow`,
+ * `compute_processes` = 0 measured) is idle since the
  * horizon start, or since the earlier mark; a judged GPU that is not idle is cleared. A GPU with no
  * judged horizon keeps its mark unchanged (absent is not busy).
  *
@@ -113,7 +114,8 @@ export function nextIdleSince(
   for (const g of gpus) {
     const key = gpuKey(g.ref);
     const m = g.window.metrics;
-    const peak = m.max_sm_active ?? m.sm_active;
+    // Where SM activity is not measured (an A100 without DCGM), GPU util is its upper bound.
+    const peak = m.max_sm_active ?? m.sm_active ?? m.gpu_util;
     const idle =
       g.diagnosis === 'idle' &&
       m.compute_processes === 0 &&

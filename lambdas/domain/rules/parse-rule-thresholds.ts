@@ -1,4 +1,5 @@
 import { RuleThresholdsError } from '../errors';
+import { readOverrideDocument } from '../override-document';
 import {
   DEFAULT_THRESHOLDS,
   THRESHOLD_NAMES,
@@ -20,27 +21,15 @@ import {
  * parseRuleThresholds('{"fakeLoadGpuUtilAtLeast": 0.8, "minHorizonSpanS": 600}').fakeLoadGpuUtilAtLeast; // 0.8
  */
 export function parseRuleThresholds(json: string | undefined): Thresholds {
-  if (json === undefined || json.trim() === '') return DEFAULT_THRESHOLDS;
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch (cause) {
-    throw new RuleThresholdsError(
-      '(root)',
-      json,
-      `Expected rule thresholds as JSON like {"fakeLoadGpuUtilAtLeast": 0.8}, got text that is not JSON: ${(cause as Error).message}. Fix the rule-thresholds setting.`,
-      { cause },
-    );
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new RuleThresholdsError(
-      '(root)',
-      value,
-      `Expected rule thresholds to be a JSON object like {"fakeLoadGpuUtilAtLeast": 0.8}, got ${Array.isArray(value) ? 'an array' : String(value)}.`,
-    );
-  }
+  const entries = readOverrideDocument(
+    json,
+    'rule thresholds',
+    '{"fakeLoadGpuUtilAtLeast": 0.8}',
+    RuleThresholdsError,
+  );
+  if (entries === undefined) return DEFAULT_THRESHOLDS;
   const out: Record<ThresholdName, number> = { ...DEFAULT_THRESHOLDS };
-  for (const [key, given] of Object.entries(value)) {
+  for (const [key, given] of entries) {
     if (!(THRESHOLD_NAMES as readonly string[]).includes(key)) {
       throw new RuleThresholdsError(
         key,

@@ -1,3 +1,5 @@
+import { IDLE_EFFICIENCY_BELOW } from '../constants';
+
 /**
  * Rule thresholds (DESIGN §6): one documented data table (value, unit, range, source), overridable per
  * deployment (`parseRuleThresholds`: the ingest Lambda's `RULE_THRESHOLDS`, local mode's `--rules FILE`).
@@ -50,11 +52,12 @@ export const THRESHOLD_TABLE = {
     source: 'issue 6: a window rule needs a minimum covered span (5 min) before it judges',
   },
   idleSmActiveBelow: {
-    value: 0.01,
+    value: IDLE_EFFICIENCY_BELOW,
     unit: 'fraction 0..1',
     min: 0,
     max: 1,
-    source: 'DESIGN §5: efficiency < 0.01 is idle (or held idle with a process)',
+    source:
+      'DESIGN §5: efficiency < 0.01 is idle (or held idle with a process); the ledger classes windows with the same constant',
   },
   underutilizedSmActiveBelow: {
     value: 0.3,

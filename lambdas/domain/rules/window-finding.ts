@@ -1,6 +1,7 @@
 import { JOB_TAG, TEAM_TAG } from '../constants';
 import type { Finding, RuleId, Severity } from '../types';
 import type { HorizonGpu, HorizonInput } from './horizon-input';
+import type { Thresholds } from './thresholds';
 
 /** Parts of an instance-wide window finding that differ per rule. */
 export interface WindowFindingParts {
@@ -16,6 +17,19 @@ export interface WindowFindingParts {
   readonly evidence: Readonly<Record<string, string | number | boolean>>;
   /** What it costs, USD/hour; @default the sum of the GPUs' `wastedUsdPerHour` */
   readonly wastedUsdPerHour?: number;
+}
+
+/** What a window rule says about the GPUs it fired on: the message parts computed from them. */
+export interface RuleMessageSpec {
+  /** What is wrong with the job on these GPUs (no subject; the numbers go in the evidence). */
+  readonly what: (gpus: readonly HorizonGpu[], t: Thresholds) => string;
+  /** The playbook fix. */
+  readonly remedy: string;
+  /** The measured numbers behind it. */
+  readonly evidence: (
+    gpus: readonly HorizonGpu[],
+    t: Thresholds,
+  ) => Record<string, string | number | boolean>;
 }
 
 /** Rounds for people: 3 significant digits. */

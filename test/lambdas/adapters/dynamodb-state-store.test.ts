@@ -1,5 +1,6 @@
 import {
   ConditionalCheckFailedException,
+  DeleteItemCommand,
   DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
@@ -286,6 +287,81 @@ describe('DynamoDbStateStore', () => {
     // Act / Assess
     await expect(store.claimAlert('a', 'yesterday', 60)).rejects.toThrow(TypeError);
     expect(mock.calls()).toHaveLength(0);
+  });
+
+  it('leases, confirms and frees an alert with the documented items and conditions', async () => {
+    // Prepare: 2026-03-10T12:00:00Z = 1773144000 s
+    mock.on(GetItemCommand).resolves({});
+    mock.on(DeleteItemCommand).resolves({});
+
+    // Act
+    const leased = await store.leaseAlert('tensor_idle:i-0abc', '2026-03-10T12:00:00.000Z', 3600, 120);
+    await store.confirmAlert('tensor_idle:i-0abc', '2026-03-10T12:00:00.000Z', 3600);
+
+    // Assess
+    expect(leased).toBe(true);
+    expect(mock.commandCalls(PutItemCommand).map((c) => c.args[0].input)).toEqual([
+      {
+        TableName: 'gpu-sentinel-state',
+        Item: marshall({
+          pk: 'alert#tensor_idle:i-0abc',
+          sk: 'lease',
+          at: '2026-03-10T12:00:00.000Z',
+          at_ms: 1773144000000,
+          expires_at: 1773144000 + 120 + 86400,
+        }),
+        ConditionExpression: 'attribute_not_exists(pk) OR #at <= :expired',
+        ExpressionAttributeNames: { '#at': 'at_ms' },
+        ExpressionAttributeValues: marshall({ ':expired': 1773144000000 - 120_000 }),
+      },
+      {
+        TableName: 'gpu-sentinel-state',
+        Item: marshall({
+          pk: 'alert#tensor_idle:i-0abc',
+          sk: 'last_sent',
+          at: '2026-03-10T12:00:00.000Z',
+          at_ms: 1773144000000,
+          expires_at: 1773144000 + 3600 + 86400,
+        }),
+      },
+    ]);
+    expect(mock.commandCalls(GetItemCommand)[0]?.args[0].input).toEqual({
+      TableName: 'gpu-sentinel-state',
+      Key: marshall({ pk: 'alert#tensor_idle:i-0abc', sk: 'last_sent' }),
+      ConsistentRead: true,
+    });
+    expect(mock.commandCalls(DeleteItemCommand).map((c) => c.args[0].input)).toEqual([
+      {
+        TableName: 'gpu-sentinel-state',
+        Key: marshall({ pk: 'alert#tensor_idle:i-0abc', sk: 'lease' }),
+        ConditionExpression: '#at = :at',
+        ExpressionAttributeNames: { '#at': 'at_ms' },
+        ExpressionAttributeValues: marshall({ ':at': 1773144000000 }),
+      },
+    ]);
+  });
+
+  it('frees the lease again when the last send is within the cooldown', async () => {
+    // Prepare: sent 10 min ago
+    mock.on(GetItemCommand).resolves({ Item: marshall({ at_ms: 1773144000000 - 600_000 }) });
+    mock.on(DeleteItemCommand).resolves({});
+
+    // Act
+    const leased = await store.leaseAlert('tensor_idle:i-0abc', '2026-03-10T12:00:00.000Z', 3600, 120);
+
+    // Assess
+    expect(leased).toBe(false);
+    expect(mock.commandCalls(DeleteItemCommand)).toHaveLength(1);
+  });
+
+  it('throws StoreUnavailableError when the lease cannot be written', async () => {
+    // Prepare
+    mock.on(PutItemCommand).rejects(new Error('ProvisionedThroughputExceededException'));
+
+    // Act / Assess
+    await expect(store.leaseAlert('x:i-0abc', '2026-03-10T12:00:00.000Z', 3600, 120)).rejects.toBeInstanceOf(
+      StoreUnavailableError,
+    );
   });
 });
 

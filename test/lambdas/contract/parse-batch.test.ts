@@ -79,6 +79,18 @@ describe('parseBatch', () => {
       />=0/,
     ],
     [
+      'negative counter growth (a reset is absent, never negative)',
+      (b) => (b.windows[0].metrics.nvlink_crc_errors_delta = -3),
+      'windows[0].metrics.nvlink_crc_errors_delta',
+      />=0/,
+    ],
+    [
+      'fractional counter growth',
+      (b) => (b.windows[0].metrics.ecc_sbe_volatile_delta = 1.5),
+      'windows[0].metrics.ecc_sbe_volatile_delta',
+      /int/i,
+    ],
+    [
       'fractional counter',
       (b) => (b.windows[0].metrics.pcie_replay_count = 0.5),
       'windows[0].metrics.pcie_replay_count',

@@ -16,6 +16,7 @@ import { TimestreamWriteClient, WriteRecordsCommand } from '@aws-sdk/client-time
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { RuleThresholdsError } from '../../../lambdas/domain';
 import { handlerFromEnvironment, IngestConfigError } from '../../../lambdas/handlers/ingest';
 import { ago, validBatch } from '../contract/batches';
 
@@ -110,5 +111,14 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
     delete env.STATE_TABLE;
     expect(() => handlerFromEnvironment(env)).toThrow(IngestConfigError);
     expect(() => handlerFromEnvironment(env)).toThrow(/STATE_TABLE/);
+  });
+
+  it('fails at cold start naming a bad rule threshold', () => {
+    // Prepare
+    const env = { ...ENV, RULE_THRESHOLDS: '{"fakeLoadGpuUtilAtLeast": 1.5}' } as NodeJS.ProcessEnv;
+
+    // Act / Assess
+    expect(() => handlerFromEnvironment(env)).toThrow(RuleThresholdsError);
+    expect(() => handlerFromEnvironment(env)).toThrow(/fakeLoadGpuUtilAtLeast/);
   });
 });

@@ -6,9 +6,10 @@ import { DEFAULT_RULE_CONTEXT } from '../../../lambdas/domain';
 import type { AlertSink } from '../../../lambdas/domain/ports';
 import type { Alert } from '../../../lambdas/domain/types';
 import { createIngestHandler, type IngestHandlerDeps } from '../../../lambdas/handlers/ingest-handler';
+import { processBatch } from '../../../lambdas/handlers/process-batch';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { HOST } from '../domain/batch-builder';
-import { COMPUTE_BOUND } from '../domain/rules/horizons';
+import { COMPUTE_BOUND, IDLE_HORIZON } from '../domain/rules/horizons';
 import { RecordingDecisionSink, RecordingRemediator, recordingLog } from './fakes';
 
 /** Records alerts; fails the next `failNext` publishes like an SNS outage. */
@@ -27,14 +28,6 @@ class FlakyAlertSink implements AlertSink {
 const T0 = Date.parse('2026-03-10T10:00:00.000Z');
 const iso = (ms: number): string => new Date(ms).toISOString();
 const TENSOR_IDLE: GpuMetrics = { ...COMPUTE_BOUND, sm_active: 0.5, tensor_active: 0 };
-const IDLE: GpuMetrics = {
-  ...COMPUTE_BOUND,
-  gpu_util: 0,
-  sm_active: 0,
-  max_sm_active: 0,
-  sm_active_cv: 0,
-  compute_processes: 0,
-};
 const FAKE: GpuMetrics = { ...COMPUTE_BOUND, gpu_util: 1, sm_active: 0.02, max_sm_active: 0.05 };
 
 /**
@@ -155,6 +148,24 @@ describe('window rules at ingest (handler on DuckDB)', () => {
     expect(decisions.decisions).toEqual([]);
   });
 
+  it("returns the window findings after the point findings, and each GPU's diagnosis", async () => {
+    // Prepare
+    const batch = batchAt(0, [COMPUTE_BOUND, TENSOR_IDLE, COMPUTE_BOUND], {
+      events: [{ at: iso(T0 - 5000), kind: 'xid', xid: 13, source: 'kmsg', pci_bus_id: '0000:18:00.0' }],
+    });
+
+    // Act
+    const result = await processBatch(batch, deps, new Date(T0));
+
+    // Assess
+    expect(result.findings.map((f) => f.rule)).toEqual(['xid_fatal', 'tensor_idle', 'straggler']);
+    expect([...result.diagnoses]).toEqual([
+      [0, 'compute_bound'],
+      [1, 'tensor_idle'],
+      [2, 'compute_bound'],
+    ]);
+  });
+
   it('never turns an efficiency finding into a remediation', async () => {
     // Prepare: every GPU fakes load and the instance wastes most of its price
     const batch = batchAt(
@@ -194,7 +205,23 @@ describe('window rules at ingest (handler on DuckDB)', () => {
     ]);
     expect(tensor[2]?.subject).toMatch(/^\[RESOLVED\] tensor_idle i-0abc12345def67890/);
     expect(tensor[2]?.attributes.status).toBe('resolved');
+    expect(tensor[2]?.body).toMatch(/^Status: RESOLVED, the condition no longer holds\nWhat: job pretrain-7b/);
     expect(tensor[2]?.body).toMatch(/firing_since: 2026-03-10T10:00:00.000Z/);
+  });
+
+  it('sends a return of the condition after a resolve at once, as a new episode', async () => {
+    // Act
+    await send(batchAt(0, [TENSOR_IDLE, TENSOR_IDLE]));
+    await send(batchAt(20, [COMPUTE_BOUND, COMPUTE_BOUND]));
+    await send(batchAt(40, [TENSOR_IDLE, TENSOR_IDLE]));
+
+    // Assess
+    const tensor = alerts.alerts.filter((a) => a.finding.rule === 'tensor_idle');
+    expect(tensor.map((a) => `${a.id} ${a.status}`)).toEqual([
+      'tensor_idle:i-0abc12345def67890 firing',
+      'tensor_idle:i-0abc12345def67890 resolved',
+      'tensor_idle:i-0abc12345def67890 firing',
+    ]);
   });
 
   it('neither fires nor resolves on a horizon shorter than the minimum span', async () => {
@@ -212,9 +239,9 @@ describe('window rules at ingest (handler on DuckDB)', () => {
 
   it('bills idle only after 30 minutes, through idle marks across batches', async () => {
     // Act: idle horizons every 15 min
-    await send(batchAt(0, [IDLE]));
+    await send(batchAt(0, [IDLE_HORIZON]));
     const at15 = alerts.alerts.filter((a) => a.finding.rule === 'idle_billed').length;
-    await send(batchAt(15, [IDLE]));
+    await send(batchAt(15, [IDLE_HORIZON]));
     const at30 = alerts.alerts.filter((a) => a.finding.rule === 'idle_billed');
 
     // Assess: idle since the first horizon's start (T0 − 15 min), billed idle at T0 + 15 min

@@ -48,6 +48,16 @@ export const COMPUTE_BOUND: GpuMetrics = {
   compute_processes: 1,
 };
 
+/** An idle H100 over a whole horizon: no process, SM active 0 in every sample. */
+export const IDLE_HORIZON: GpuMetrics = {
+  ...COMPUTE_BOUND,
+  gpu_util: 0,
+  sm_active: 0,
+  max_sm_active: 0,
+  sm_active_cv: 0,
+  compute_processes: 0,
+};
+
 /** A raw horizon window of GPU `index` covering `spanS` seconds up to {@link HORIZON_END}. */
 export function horizon(index: number, metrics: GpuMetrics, spanS = 900): Record<string, unknown> {
   return {

@@ -8,16 +8,8 @@ import {
   priceFor,
 } from '../../../../lambdas/domain';
 import { NOW } from '../batch-builder';
-import { COMPUTE_BOUND, horizon, horizonBatch, inputFor } from './horizons';
+import { COMPUTE_BOUND, horizon, horizonBatch, IDLE_HORIZON, inputFor } from './horizons';
 
-const IDLE = {
-  ...COMPUTE_BOUND,
-  gpu_util: 0,
-  sm_active: 0,
-  max_sm_active: 0,
-  sm_active_cv: 0,
-  compute_processes: 0,
-};
 const price = priceFor('p5.48xlarge', 'us-east-1');
 
 describe('nextIdleSince', () => {
@@ -25,10 +17,15 @@ describe('nextIdleSince', () => {
     [
       'marks a GPU idle since its horizon start',
       new Map(),
-      IDLE,
+      IDLE_HORIZON,
       { mark: [['0', '2026-03-10T09:45:10.000Z']], clear: [] },
     ],
-    ['keeps an earlier mark', new Map([['0', '2026-03-10T09:20:00.000Z']]), IDLE, { mark: [], clear: [] }],
+    [
+      'keeps an earlier mark',
+      new Map([['0', '2026-03-10T09:20:00.000Z']]),
+      IDLE_HORIZON,
+      { mark: [], clear: [] },
+    ],
     [
       'clears a GPU that works again',
       new Map([['0', '2026-03-10T09:20:00.000Z']]),
@@ -38,19 +35,19 @@ describe('nextIdleSince', () => {
     [
       'does not mark a GPU held by a process',
       new Map(),
-      { ...IDLE, compute_processes: 1 },
+      { ...IDLE_HORIZON, compute_processes: 1 },
       { mark: [], clear: [] },
     ],
     [
       'does not mark a GPU with an unknown process count',
       new Map(),
-      { ...IDLE, compute_processes: undefined },
+      { ...IDLE_HORIZON, compute_processes: undefined },
       { mark: [], clear: [] },
     ],
     [
       'does not mark a GPU busy for a moment in the horizon',
       new Map(),
-      { ...IDLE, sm_active: 0.002, max_sm_active: 0.4 },
+      { ...IDLE_HORIZON, sm_active: 0.002, max_sm_active: 0.4 },
       { mark: [], clear: [] },
     ],
   ])('%s', (_case, previous, metrics, expected) => {
@@ -62,6 +59,19 @@ describe('nextIdleSince', () => {
 
     // Assess
     expect({ mark: [...update.mark], clear: update.clear }).toEqual(expected);
+  });
+
+  it('marks an idle A100 without profiling counters from GPU util', () => {
+    // Prepare
+    const noSm = Object.fromEntries(Object.entries(IDLE_HORIZON).filter(([k]) => !k.includes('sm_active')));
+    const batch = horizonBatch([horizon(0, { ...noSm, gpu_util: 0 })], { profiling: 'none' });
+    const { gpus } = judgedHorizons(batch, DEFAULT_THRESHOLDS, price);
+
+    // Act
+    const update = nextIdleSince(new Map(), gpus, DEFAULT_THRESHOLDS);
+
+    // Assess
+    expect([...update.mark]).toEqual([['0', '2026-03-10T09:45:10.000Z']]);
   });
 
   it('keeps the mark of a GPU with no judged horizon (absent is not busy)', () => {
@@ -90,7 +100,7 @@ describe('idle_billed', () => {
     ['fires idle 2 h', new Map([['0', '2026-03-10T08:00:00.000Z']]), 1],
   ])('%s', (_case, idle, n) => {
     // Prepare
-    const input = inputFor(horizonBatch([horizon(0, IDLE)]), idle);
+    const input = inputFor(horizonBatch([horizon(0, IDLE_HORIZON)]), idle);
 
     // Act
     const verdict = idleBilledRule.judge(input, DEFAULT_RULE_CONTEXT, NOW);
