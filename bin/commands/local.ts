@@ -176,7 +176,7 @@ export async function runLocalCommand(
 
 /**
  * What the pipeline made of each simulated host: its job, what it simulates, the diagnosis of its
- * GPUs, and each alert raised with the playbook's fix.
+ * GPUs, and the summary of each alert raised (the alert lines above carry the playbook's fix).
  */
 async function simulatedFleetSummary(pipeline: LocalPipeline, fleet: readonly Scenario[]): Promise<string> {
   const observed = await observeHosts(
@@ -192,8 +192,7 @@ async function simulatedFleetSummary(pipeline: LocalPipeline, fleet: readonly Sc
       (a) => a.finding.instance_id === s.instance_id && (a.status ?? 'firing') === 'firing',
     );
     if (alerts.length === 0) lines.push('      no alert');
-    for (const a of alerts)
-      lines.push(`      ${a.finding.rule}: ${a.finding.summary}`, `        fix: ${a.finding.remedy}`);
+    for (const a of alerts) lines.push(`      ${a.finding.rule}: ${a.finding.summary}`);
   }
   return `${lines.join('\n')}\n`;
 }

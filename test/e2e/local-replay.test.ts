@@ -166,7 +166,8 @@ describe('gpu-sentinel local, replaying the bundled real captures end to end', (
       const host = section.slice(section.indexOf(`  sim-${name} (`)).split(/\n {2}sim-|\n\n/)[0] ?? '';
       expect(host).toMatch(/\(simulated\)/);
       expect(host).toContain(`diagnosis: ${diagnosis}`);
-      expect(host).toMatch(new RegExp(`${rule}: .*\\n +fix: \\S`));
+      expect(host).toMatch(new RegExp(`\\n +${rule}: \\S`));
+      expect(stdout).toMatch(new RegExp(`\\] ${rule} ${SIMULATED_INSTANCE_ID_PREFIX}.*\\n +fix: \\S`));
       expect(alerts).toContainEqual(expect.objectContaining({ rule, instance_type: expect.any(String) }));
     },
   );

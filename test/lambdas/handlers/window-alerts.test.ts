@@ -205,7 +205,9 @@ describe('window rules at ingest (handler on DuckDB)', () => {
     ]);
     expect(tensor[2]?.subject).toMatch(/^\[RESOLVED\] tensor_idle i-0abc12345def67890/);
     expect(tensor[2]?.attributes.status).toBe('resolved');
-    expect(tensor[2]?.body).toMatch(/^Status: RESOLVED, the condition no longer holds\nWhat: job pretrain-7b/);
+    expect(tensor[2]?.body).toMatch(
+      /^Status: RESOLVED, the condition no longer holds\nWhat: job pretrain-7b/,
+    );
     expect(tensor[2]?.body).toMatch(/firing_since: 2026-03-10T10:00:00.000Z/);
   });
 
