@@ -2,7 +2,9 @@ import { playBatches } from '../../agent/sources/playback';
 import { buildReplayBatches, loadReplayManifest } from '../../agent/sources/replay';
 import {
   DEFAULT_SIMULATED_FLEET,
+  IDLE_BILLED_SHOWN_AFTER_S,
   type SimulatedHostSpec,
+  simulatedInstanceId,
   simulatedPlaybackHost,
 } from '../../agent/sources/simulate-fleet';
 import { BUNDLED_REPLAY_MANIFEST } from '../commands/paths';
@@ -155,7 +157,44 @@ export function captureScenarios(manifestPath: string = BUNDLED_REPLAY_MANIFEST)
   ];
 }
 
-/** The whole default suite: the simulated fleet, then the real captures. */
+/**
+ * Edges of the rules, as simulated hosts outside the default fleet: a horizon shorter than the
+ * rules' minimum span judges nothing (4 minutes of fake load raise no alert), and an idle A100 with
+ * no profiling source is still found idle and billed (from GPU util, its upper bound on SM activity).
+ */
+export function edgeScenarios(): Scenario[] {
+  return [
+    simulatedScenario(
+      {
+        name: 'short-horizon',
+        label: 'a tiny kernel for only 4 minutes: shorter than the 5 minutes a rule needs to judge',
+        instance_id: simulatedInstanceId(32),
+        instance_type: 'p5.4xlarge',
+        model: 'h100',
+        gpus: ['fake_load'],
+        duration_s: SHORT_HORIZON_S,
+      },
+      { expect: [] },
+    ),
+    simulatedScenario(
+      {
+        name: 'a100-idle',
+        label: '8× A100 with nothing running and no profiling source, for 35 minutes',
+        instance_id: simulatedInstanceId(33),
+        instance_type: 'p4d.24xlarge',
+        model: 'a100',
+        gpus: Array.from({ length: 8 }, () => 'idle' as const),
+        duration_s: IDLE_BILLED_SHOWN_AFTER_S,
+      },
+      { expect: ['idle_billed', 'waste_rate', 'profiling_unavailable'], diagnosis: 'idle' },
+    ),
+  ];
+}
+
+/** Span of the short-horizon edge, s: under the rules' 5-minute minimum horizon. */
+export const SHORT_HORIZON_S = 240;
+
+/** The whole default suite: the simulated fleet, the edges, then the real captures. */
 export function defaultScenarios(): Scenario[] {
-  return [...simulatedFleetScenarios(), ...captureScenarios()];
+  return [...simulatedFleetScenarios(), ...edgeScenarios(), ...captureScenarios()];
 }
