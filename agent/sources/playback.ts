@@ -1,4 +1,4 @@
-import type { AgentInfo, Batch, Host } from '../../lambdas/contract';
+import { type AgentInfo, type Batch, type Host, MAX_FLUSH_WINDOW_S } from '../../lambdas/contract';
 import { AgentLoop, type EfaLike, type SampleSource } from '../agent-loop';
 import { PlaybackOptionsError } from '../errors';
 import { BatchBuilder } from '../send/batcher';
@@ -35,7 +35,7 @@ export interface PlaybackOptions {
   readonly to: Date;
   /** Poll interval, ms, 100..60,000 (the agent's `pollIntervalMs`). @default 1000 */
   readonly pollIntervalMs?: number;
-  /** Flush window, s, ≥ the poll interval, ≤ 3600 (the agent's `flushIntervalS`). @default 10 */
+  /** Flush window, s, ≥ the poll interval, ≤ 3600 (`MAX_FLUSH_WINDOW_S`; the agent's `flushIntervalS`). @default 10 */
   readonly flushIntervalS?: number;
   /** Trailing horizon, s, 1..3600 (the agent's `horizonS`). @default 900 */
   readonly horizonS?: number;
@@ -66,8 +66,12 @@ export async function playBatches(host: PlaybackHost, options: PlaybackOptions):
   if (!(toMs > fromMs)) throw new PlaybackOptionsError('to', 'a date after `from`', options.to);
   if (!Number.isInteger(pollMs) || pollMs < 100 || pollMs > 60_000)
     throw new PlaybackOptionsError('pollIntervalMs', 'an integer in 100..60000', pollMs);
-  if (typeof flushS !== 'number' || !(flushS * 1000 >= pollMs && flushS <= 3600))
-    throw new PlaybackOptionsError('flushIntervalS', `a number in ${pollMs / 1000}..3600`, flushS);
+  if (typeof flushS !== 'number' || !(flushS * 1000 >= pollMs && flushS <= MAX_FLUSH_WINDOW_S))
+    throw new PlaybackOptionsError(
+      'flushIntervalS',
+      `a number in ${pollMs / 1000}..${MAX_FLUSH_WINDOW_S}`,
+      flushS,
+    );
   if ((toMs - fromMs) / pollMs > MAX_PLAYBACK_POLLS)
     throw new PlaybackOptionsError('to', `at most ${MAX_PLAYBACK_POLLS} polls after \`from\``, options.to);
 
