@@ -12,7 +12,12 @@ import type { Log } from '../../lambdas/handlers/log';
 import { type LocalPipeline, startLocalPipeline } from '../../lambdas/local/local-pipeline';
 import { wasteSummary } from '../../lambdas/local/waste-report';
 import { simulatedFleetScenarios } from '../scenarios/catalog';
-import { DEFAULT_SCENARIO_DURATION_S, observeHosts, playScenarios } from '../scenarios/run-scenarios';
+import {
+  DEFAULT_SCENARIO_DURATION_S,
+  observeHosts,
+  playScenarios,
+  sendAll,
+} from '../scenarios/run-scenarios';
 import type { Scenario } from '../scenarios/scenario';
 import { DIAGNOSIS_HOST } from './agent';
 import { AGENT_VERSION, BUNDLED_REPLAY_MANIFEST } from './paths';
@@ -133,18 +138,7 @@ export async function runLocalCommand(
       write(
         `${only === 'captures' ? 'Captures only' : 'No NVML in use'}: replaying ${manifest.hosts.length} hosts from ${manifestPath} (${batches.length} batches)\n`,
       );
-      for (const batch of batches) {
-        try {
-          await sender.send(batch);
-        } catch (err) {
-          failures += 1;
-          log.error('batch not accepted', {
-            seq: batch.seq,
-            instance_id: batch.host.instance_id,
-            error: (err as Error).message,
-          });
-        }
-      }
+      failures += await sendAll(sender, batches, log);
     }
     const fleet = only === undefined || only === 'simulation' ? simulatedFleetScenarios() : [];
     if (fleet.length > 0) {

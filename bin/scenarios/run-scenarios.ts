@@ -62,20 +62,7 @@ export async function playScenarios(
       hostNumber: (options.firstHostNumber ?? 0) + n,
       seed: (options.seed ?? 1) + n,
       async send(batches: readonly Batch[]) {
-        let bad = 0;
-        for (const batch of batches) {
-          try {
-            await sender.send(batch);
-          } catch (err) {
-            bad += 1;
-            options.log.error('batch not accepted', {
-              scenario: scenario.name,
-              seq: batch.seq,
-              instance_id: batch.host.instance_id,
-              error: (err as Error).message,
-            });
-          }
-        }
+        const bad = await sendAll(sender, batches, options.log, { scenario: scenario.name });
         failures += bad;
         return bad;
       },
@@ -88,6 +75,39 @@ export async function playScenarios(
     n++;
   }
   return refused;
+}
+
+/**
+ * Sends batches one after the other; a batch the API does not accept is logged (with `context`)
+ * and counted, and the rest are still sent.
+ *
+ * @param sender - the HTTP sender of the pipeline
+ * @param batches - in order
+ * @param log - where refusals go
+ * @param context - extra fields of the log line @default none
+ * @returns how many were not accepted
+ */
+export async function sendAll(
+  sender: Pick<HttpSender, 'send'>,
+  batches: readonly Batch[],
+  log: Log,
+  context: Record<string, unknown> = {},
+): Promise<number> {
+  let bad = 0;
+  for (const batch of batches) {
+    try {
+      await sender.send(batch);
+    } catch (err) {
+      bad += 1;
+      log.error('batch not accepted', {
+        ...context,
+        seq: batch.seq,
+        instance_id: batch.host.instance_id,
+        error: (err as Error).message,
+      });
+    }
+  }
+  return bad;
 }
 
 /**
