@@ -343,14 +343,9 @@ export class DynamoDbStateStore implements StateStore {
    * @throws {TypeError} when `at` is not an ISO 8601 time
    */
   async confirmAlert(alertId: string, at: string, cooldownS: number): Promise<void> {
-    const atMs = isoToMs(at, 'at');
+    const item = alertItem(alertId, 'last_sent', at, cooldownS);
     try {
-      await this.#client.send(
-        new PutItemCommand({
-          TableName: this.#table,
-          Item: alertItem(alertId, 'last_sent', at, cooldownS),
-        }),
-      );
+      await this.#client.send(new PutItemCommand({ TableName: this.#table, Item: item }));
     } catch (error) {
       throw this.#unavailable('PutItem alert send', error);
     }
@@ -375,19 +370,6 @@ export class DynamoDbStateStore implements StateStore {
         ExpressionAttributeValues: marshall({ ':at': atMs }),
       },
       'DeleteItem alert lease',
-    );
-  }
-
-  /**
-   * Deletes the alert's `last_sent` item (unconditional; none is fine).
-   *
-   * @param alertId - stable alert id
-   * @throws {StoreUnavailableError} when DynamoDB fails
-   */
-  async forgetAlert(alertId: string): Promise<void> {
-    await this.#deleteIf(
-      { Key: marshall({ pk: `alert#${alertId}`, sk: 'last_sent' }) },
-      'DeleteItem alert send',
     );
   }
 

@@ -105,11 +105,6 @@ export interface StateStore {
    * retry (or the next batch) sends the alert; never suppressed for the cooldown.
    */
   releaseAlert(alertId: string, at: string): Promise<void>;
-  /**
-   * Forgets the last send of alert `alertId` (after its resolve message went out), so the next transition
-   * to firing is sent at once instead of waiting out the cooldown of the previous episode.
-   */
-  forgetAlert(alertId: string): Promise<void>;
   /** The window-rule alerts firing on an instance (sent, not resolved), by alert id order. */
   listFiringAlerts(instanceId: string): Promise<FiringAlert[]>;
   /** Records an alert as firing; an existing record (earlier `since`) is kept. */

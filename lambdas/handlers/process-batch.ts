@@ -15,6 +15,7 @@ import {
   nextIdleSince,
   type PriceOverrides,
   priceFor,
+  RESOLVING_WINDOW_RULES,
   type RemediationDecision,
   type RemediationMode,
   type RuleContext,
@@ -86,6 +87,13 @@ export const DEFAULT_ALERT_COOLDOWN_S = 3600;
  * the next batch that still has the finding.
  */
 export const ALERT_LEASE_S = 120;
+
+/**
+ * After a window alert resolves, a return of its condition is sent as a new episode once this many
+ * seconds have passed, s (capped at the cooldown): one horizon, so a metric hovering at its threshold
+ * sends at most one fire/resolve pair per 15 min instead of one per batch.
+ */
+export const ALERT_REARM_S = 900;
 
 /**
  * The ingest pipeline for one validated batch (DESIGN §1): price the instance, judge the point
@@ -202,7 +210,7 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
   // Window findings: never a remediation (efficiency is the owner's to fix), and they resolve.
   for (const finding of window.findings) {
     const alert = toAlert(finding, host);
-    if (await send(alert)) {
+    if ((await send(alert)) && RESOLVING_WINDOW_RULES.has(finding.rule)) {
       await deps.state.putFiringAlert({
         instance_id: host.instance_id,
         alert_id: alert.id,
@@ -305,8 +313,9 @@ async function publishOnce(
 
 /**
  * Resolves the firing window alerts whose rule judged this batch and found nothing: the one invocation
- * that removes the firing record sends the resolve message and forgets the last send (so a return of
- * the condition is a new transition to firing, sent at once); if that publish fails the record goes back.
+ * that removes the firing record sends the resolve message and re-arms the alert (a return of the
+ * condition is a new transition to firing, sent after {@link ALERT_REARM_S}); if that publish fails the
+ * record goes back.
  */
 async function resolveStopped(
   window: WindowJudgement,
@@ -335,8 +344,11 @@ async function resolveStopped(
       continue;
     }
     sent.push(alert);
-    // A new episode starts fresh: the next transition to firing is sent at once, not after the cooldown.
-    await deps.state.forgetAlert(firing.alert_id);
+    // Re-arm: a return of the condition is a new episode, sent once ALERT_REARM_S have passed since the
+    // resolve (not the previous episode's full cooldown): recorded as a send at now + rearm − cooldown.
+    const cooldownS = deps.alertCooldownS ?? DEFAULT_ALERT_COOLDOWN_S;
+    const rearmAt = new Date(now.getTime() + (Math.min(ALERT_REARM_S, cooldownS) - cooldownS) * 1000);
+    await deps.state.confirmAlert(firing.alert_id, rearmAt.toISOString(), cooldownS);
   }
 }
 

@@ -512,17 +512,6 @@ export class DuckDbStore implements TelemetryStore, StateStore {
   }
 
   /**
-   * Forgets the alert's last send.
-   *
-   * @param alertId - stable alert id
-   */
-  forgetAlert(alertId: string): Promise<void> {
-    return this.#serial(async () => {
-      await this.#connection.run('DELETE FROM alert_claims WHERE alert_id = ?', [alertId]);
-    });
-  }
-
-  /**
    * @param instanceId - EC2 instance id
    * @returns the instance's firing window alerts, by alert id
    */

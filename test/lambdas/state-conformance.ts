@@ -222,19 +222,6 @@ export function describeStateStoreContract(name: string, makeStore: MakeStateSto
       expect(leased).toBe(expected);
     });
 
-    it('leases an alert at once after its last send is forgotten', async () => {
-      // Prepare
-      await store.leaseAlert(ALERT, at(0), 1800, 120);
-      await store.confirmAlert(ALERT, at(0), 1800);
-
-      // Act
-      await store.forgetAlert(ALERT);
-      await store.forgetAlert('never-sent');
-
-      // Assess
-      expect(await store.leaseAlert(ALERT, at(60), 1800, 120)).toBe(true);
-    });
-
     it('lets only one of two simultaneous leases win', async () => {
       // Act
       const results = await Promise.all([

@@ -22,11 +22,13 @@ interface PortTrouble {
  * grew by ≥ `efaRxDropsAtLeast`, when `retrans_pkts / tx_pkts ≥ efaRetransRatioAtLeast`, or when any of
  * `retrans_timeout_events`, `impaired_remote_conn_events`, `unresponsive_remote_events` grew. Counters a
  * driver does not have are absent and judge nothing. The summary names the device/port that stands out
- * (the most trouble). Judged when the batch has EFA windows. Warning, notify only.
+ * (the most trouble). Judged when the batch has EFA windows. Warning, notify only; never resolved (a
+ * quiet 10 s window says little), re-sent after the cooldown while drops recur.
  */
 export const efaDropsRule: WindowRule = {
   id: 'efa_drops',
   kind: 'health',
+  resolves: false,
   judge: (input, ctx) => {
     const ports = input.batch.efa ?? [];
     if (ports.length === 0) return NOT_JUDGED;

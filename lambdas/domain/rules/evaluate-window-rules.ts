@@ -41,6 +41,11 @@ export const WINDOW_RULES: readonly WindowRule[] = Object.freeze([
   profilingUnavailableRule,
 ]);
 
+/** Ids of the window rules whose alerts resolve (see `WindowRule.resolves`). */
+export const RESOLVING_WINDOW_RULES: ReadonlySet<RuleId> = new Set(
+  WINDOW_RULES.filter((r) => r.resolves !== false).map((r) => r.id),
+);
+
 /** What the window rules said about one batch. */
 export interface WindowRulesResult {
   /** Every finding, in {@link WINDOW_RULES} order; at most one per rule (alert id `rule:instance_id`). */

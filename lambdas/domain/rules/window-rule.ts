@@ -25,6 +25,12 @@ export interface WindowRule {
   /** `efficiency` (the job's owner is told) or `health` (the hardware or fabric). */
   readonly kind: 'efficiency' | 'health';
   /**
+   * False for a rule judged from one flush window's counters (EFA deltas over 10 s), where a quiet window
+   * says little: its alert is re-sent after the cooldown while it recurs but never resolved, so a flapping
+   * counter cannot send a fire/resolve pair every batch. @default true (horizon rules resolve)
+   */
+  readonly resolves?: boolean;
+  /**
    * @param input - the judged horizons, price, idle marks and the batch
    * @param ctx - thresholds
    * @param now - the server's clock

@@ -138,7 +138,6 @@ describe('ingest handler', () => {
       leaseAlert: (id, a, c, l) => store.leaseAlert(id, a, c, l),
       confirmAlert: (id, a, c) => store.confirmAlert(id, a, c),
       releaseAlert: (id, a) => store.releaseAlert(id, a),
-      forgetAlert: (id) => store.forgetAlert(id),
       listFiringAlerts: (i) => store.listFiringAlerts(i),
       putFiringAlert: (f) => store.putFiringAlert(f),
       takeFiringAlert: (i, id) => store.takeFiringAlert(i, id),

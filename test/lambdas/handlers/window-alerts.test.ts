@@ -211,11 +211,12 @@ describe('window rules at ingest (handler on DuckDB)', () => {
     expect(tensor[2]?.body).toMatch(/firing_since: 2026-03-10T10:00:00.000Z/);
   });
 
-  it('sends a return of the condition after a resolve at once, as a new episode', async () => {
-    // Act
+  it('sends a return of the condition after a resolve as a new episode, once the re-arm time has passed', async () => {
+    // Act: resolved at minute 20; back at 21 (hovering: held back), still there at 36 (sent)
     await send(batchAt(0, [TENSOR_IDLE, TENSOR_IDLE]));
     await send(batchAt(20, [COMPUTE_BOUND, COMPUTE_BOUND]));
-    await send(batchAt(40, [TENSOR_IDLE, TENSOR_IDLE]));
+    await send(batchAt(21, [TENSOR_IDLE, TENSOR_IDLE]));
+    await send(batchAt(36, [TENSOR_IDLE, TENSOR_IDLE]));
 
     // Assess
     const tensor = alerts.alerts.filter((a) => a.finding.rule === 'tensor_idle');
@@ -224,6 +225,33 @@ describe('window rules at ingest (handler on DuckDB)', () => {
       'tensor_idle:i-0abc12345def67890 resolved',
       'tensor_idle:i-0abc12345def67890 firing',
     ]);
+    expect(tensor[2]?.finding.at).toBe('2026-03-10T10:36:00.000Z');
+  });
+
+  it('never resolves EFA drops from one quiet window, so a flapping counter cannot page fire/resolve pairs', async () => {
+    // Prepare
+    const port = (rx_drops: number) => ({
+      start: iso(T0 - 10_000),
+      end: iso(T0),
+      device: 'rdmap16s27',
+      port: 1,
+      deltas: { rx_pkts: 1000, tx_pkts: 1000, rx_drops },
+    });
+    const withEfa = (minute: number, drops: number) => {
+      const b = batchAt(minute, [COMPUTE_BOUND]);
+      const shift = minute * 60_000;
+      const p = port(drops);
+      return { ...b, efa: [{ ...p, start: iso(T0 - 10_000 + shift), end: iso(T0 + shift) }] };
+    };
+
+    // Act
+    await send(withEfa(0, 40));
+    await send(withEfa(1, 0));
+    await send(withEfa(2, 35));
+
+    // Assess
+    expect(alerts.alerts.map((a) => `${a.id} ${a.status}`)).toEqual(['efa_drops:i-0abc12345def67890 firing']);
+    expect(await store.listFiringAlerts(HOST.instance_id)).toEqual([]);
   });
 
   it('neither fires nor resolves on a horizon shorter than the minimum span', async () => {
