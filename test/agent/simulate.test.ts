@@ -16,9 +16,13 @@ import { type GpuEvent, GpuIdentitySchema, PROFILING_METRIC_NAMES, parseBatch } 
 
 const T0 = Date.parse('2026-11-21T10:00:00.000Z');
 
+/** A simulated H100 host starting at T0, one idle GPU and seed 1 unless `options` say otherwise. */
+const simulated = (options: Partial<SimulatedGpuSourceOptions> = {}) =>
+  new SimulatedGpuSource({ model: 'h100', gpus: ['idle'], seed: 1, startMs: T0, ...options });
+
 /** `n` readings one second apart from T0 + 1 s. */
 function readings(options: Partial<SimulatedGpuSourceOptions> & { gpus: readonly Behaviour[] }, n: number) {
-  const source = new SimulatedGpuSource({ model: 'h100', seed: 7, startMs: T0, ...options });
+  const source = simulated({ seed: 7, ...options });
   return Array.from({ length: n }, (_, i) => source.sample(new Date(T0 + (i + 1) * 1000)));
 }
 
@@ -119,7 +123,7 @@ describe('SimulatedGpuSource', () => {
 
   it('grows the framebuffer of a leaking GPU toward the board limit', () => {
     // Prepare
-    const source = new SimulatedGpuSource({ model: 'h100', gpus: ['memory_leak'], seed: 1, startMs: T0 });
+    const source = simulated({ gpus: ['memory_leak'] });
 
     // Act
     const early = source.sample(new Date(T0 + 1000)).gpus[0];
@@ -132,20 +136,8 @@ describe('SimulatedGpuSource', () => {
 
   it('gives identities that pass the contract, unique per host', () => {
     // Prepare / Act
-    const a = new SimulatedGpuSource({
-      model: 'h100',
-      gpus: ['idle', 'idle'],
-      seed: 1,
-      startMs: T0,
-      hostNumber: 1,
-    });
-    const b = new SimulatedGpuSource({
-      model: 'h100',
-      gpus: ['idle', 'idle'],
-      seed: 1,
-      startMs: T0,
-      hostNumber: 2,
-    });
+    const a = simulated({ gpus: ['idle', 'idle'], hostNumber: 1 });
+    const b = simulated({ gpus: ['idle', 'idle'], hostNumber: 2 });
 
     // Assess
     for (const id of [...a.identity(), ...b.identity()]) expect(GpuIdentitySchema.parse(id)).toEqual(id);
@@ -161,13 +153,7 @@ describe('SimulatedGpuSource', () => {
       source: 'nvml',
       gpu_index: 0,
     };
-    const source = new SimulatedGpuSource({
-      model: 'h100',
-      gpus: ['idle'],
-      seed: 1,
-      startMs: T0,
-      events: [event],
-    });
+    const source = simulated({ events: [event] });
 
     // Act
     const events = [1, 2, 3, 4].map((s) => source.sample(new Date(T0 + s * 1000)).events);
@@ -178,11 +164,8 @@ describe('SimulatedGpuSource', () => {
 
   it('grows a faulty counter at its rate from its start value, and restarts it from 0 at a driver reload', () => {
     // Prepare
-    const source = new SimulatedGpuSource({
-      model: 'h100',
+    const source = simulated({
       gpus: ['compute_bound', 'compute_bound'],
-      seed: 1,
-      startMs: T0,
       faults: [
         { gpu: 1, counter: 'pcie_replay_count', per_min: 30, start: 100 },
         { gpu: 1, counter: 'ecc_sbe_volatile', per_min: 6, start: 50, reset_after_s: 120 },
@@ -219,8 +202,7 @@ describe('SimulatedGpuSource', () => {
     ],
   ])('throws PlaybackOptionsError naming the option for %s', (_case, override, option) => {
     // Act
-    const make = () =>
-      new SimulatedGpuSource({ model: 'h100', gpus: ['idle'], seed: 1, startMs: T0, ...override });
+    const make = () => simulated(override);
 
     // Assess
     expect(make).toThrow(PlaybackOptionsError);

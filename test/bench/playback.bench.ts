@@ -1,7 +1,11 @@
 import { bench, describe } from 'vitest';
 import { playBatches } from '../../agent/sources/playback';
 import { buildReplayBatches, loadReplayManifest } from '../../agent/sources/replay';
-import { DEFAULT_SIMULATED_FLEET, simulatedPlaybackHost } from '../../agent/sources/simulate-fleet';
+import {
+  DEFAULT_SIMULATED_FLEET,
+  type SimulatedHostSpec,
+  simulatedPlaybackHost,
+} from '../../agent/sources/simulate-fleet';
 import { BUNDLED_REPLAY_MANIFEST } from '../../bin/commands/paths';
 
 /**
@@ -17,26 +21,21 @@ const single = DEFAULT_SIMULATED_FLEET.find((h) => h.name === 'fake-load');
 if (!straggler || !single) throw new Error('the default fleet lost its straggler or fake-load host');
 const manifest = await loadReplayManifest(BUNDLED_REPLAY_MANIFEST);
 
-describe('playback through the agent loop', () => {
-  bench('simulate one 1-GPU host, 20 min at 1 Hz, flush every 5 min', async () => {
-    const host = simulatedPlaybackHost(single, {
-      seed: 1,
-      startMs: FROM.getTime(),
-      hostNumber: 1,
-      agentVersion: 'bench',
-    });
-    await playBatches(host, { from: FROM, to: TO, flushIntervalS: 300 });
+/** Plays one simulated host of the default fleet over the 20 minutes. */
+async function simulate(spec: SimulatedHostSpec): Promise<void> {
+  const host = simulatedPlaybackHost(spec, {
+    seed: 1,
+    startMs: FROM.getTime(),
+    hostNumber: 1,
+    agentVersion: 'bench',
   });
+  await playBatches(host, { from: FROM, to: TO, flushIntervalS: 300 });
+}
 
-  bench('simulate one 8-GPU host, 20 min at 1 Hz, flush every 5 min', async () => {
-    const host = simulatedPlaybackHost(straggler, {
-      seed: 1,
-      startMs: FROM.getTime(),
-      hostNumber: 1,
-      agentVersion: 'bench',
-    });
-    await playBatches(host, { from: FROM, to: TO, flushIntervalS: 300 });
-  });
+describe('playback through the agent loop', () => {
+  bench('simulate one 1-GPU host, 20 min at 1 Hz, flush every 5 min', () => simulate(single));
+
+  bench('simulate one 8-GPU host, 20 min at 1 Hz, flush every 5 min', () => simulate(straggler));
 
   bench('replay the bundled captures: 4 hosts, 1 h at 1 Hz, flush every 60 s', async () => {
     await buildReplayBatches(manifest, { now: TO, agentVersion: 'bench' });
