@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -176,6 +176,20 @@ describe('the labelled scenario suite through the real local pipeline', () => {
     const verdict = verdicts.get('compute-bound');
     expect([...(verdict?.observation.fired ?? ['missing'])]).toEqual([]);
     expect([...(verdict?.observation.diagnoses.values() ?? [])]).toEqual(['compute_bound']);
+  });
+
+  it('names the dropping EFA port of the fake sysfs tree in the efa_drops alert, not the healthy one', async () => {
+    // Prepare
+    const alerts = (await readFile(join(out, 'alerts.jsonl'), 'utf8'))
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { rule: string; instance_id: string; summary: string });
+
+    // Assess
+    const efa = alerts.filter((a) => a.rule === 'efa_drops' && a.instance_id === 'i-05e1000000000f004');
+    expect(efa.length).toBeGreaterThan(0);
+    expect(efa[0]?.summary).toContain('rdmap80s0');
+    expect(efa[0]?.summary).not.toContain('rdmap79s0');
   });
 
   it('never decides a remediation on an efficiency finding; the Xid 48 host is the only one replaced', () => {
