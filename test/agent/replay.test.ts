@@ -1,8 +1,8 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReplayManifestError } from '../../agent/errors';
 import { buildReplayBatches, loadReplayManifest, type ReplayManifest } from '../../agent/sources/replay';
 import { type Batch, parseBatch } from '../../lambdas/contract';
@@ -126,6 +126,7 @@ describe('buildReplayBatches on the bundled real-captures manifest', () => {
 
 describe('loadReplayManifest', () => {
   const dir = mkdtempSync(join(tmpdir(), 'replay-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const write = (name: string, content: unknown): string => {
     const path = join(dir, name);
     writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
