@@ -4,6 +4,13 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { RuleThresholdsError } from '../lambdas/domain/errors';
+import {
+  parseRuleThresholds,
+  THRESHOLD_NAMES,
+  THRESHOLD_TABLE,
+  type ThresholdName,
+} from '../lambdas/domain/rules';
 import type { AlertTopics } from './alert-topics';
 import {
   INGEST_MEMORY_MIB,
@@ -63,8 +70,8 @@ export interface IngestFunctionProps {
   readonly priceOverridesUsdPerHour?: Readonly<Record<string, number>>;
   /**
    * Rule-threshold overrides by name (`{ "fakeLoadGpuUtilAtLeast": 0.8 }`; names, units and ranges in
-   * the thresholds table of `lambdas/domain/rules/thresholds.ts`). Passed as `RULE_THRESHOLDS`; the
-   * Lambda refuses a bad name or value at cold start, naming it.
+   * the thresholds table of `lambdas/domain/rules/thresholds.ts`). Passed as `RULE_THRESHOLDS`; a bad
+   * name or value fails at synth, naming it (and the Lambda checks again at cold start).
    * @default - none (the table's defaults)
    */
   readonly ruleThresholds?: Readonly<Record<string, number>>;
@@ -235,34 +242,6 @@ function instanceArnPattern(): string {
 }
 
 /**
- * Checks a prop that maps names to numbers (`{ "<key>": <number> }`).
- *
- * @param prop - the prop name, for the error
- * @param record - what came
- * @param keys - the key pattern and how to describe it
- * @param values - which numbers are allowed and how to describe them
- * @returns `record`
- * @throws {PropsValidationError} naming the prop (or `prop.key`) and what came
- */
-function validateNumberRecord(
-  prop: string,
-  record: Readonly<Record<string, number>>,
-  keys: { readonly pattern: RegExp; readonly expected: string },
-  values: { readonly ok: (value: number) => boolean; readonly expected: string },
-): Readonly<Record<string, number>> {
-  if (typeof record !== 'object' || record === null || Array.isArray(record)) {
-    throw new PropsValidationError(prop, `an object of ${keys.expected} to ${values.expected}`, record);
-  }
-  for (const [key, value] of Object.entries(record)) {
-    validatePattern(prop, key, keys.pattern, keys.expected);
-    if (typeof value !== 'number' || !Number.isFinite(value) || !values.ok(value)) {
-      throw new PropsValidationError(`${prop}.${key}`, values.expected, value);
-    }
-  }
-  return record;
-}
-
-/**
  * @param overrides - USD per instance-hour by instance type
  * @returns `overrides`
  * @throws {PropsValidationError} when a key is not an instance type or a value not a finite number ≥ 0
@@ -270,33 +249,57 @@ function validateNumberRecord(
 export function validatePriceOverrides(
   overrides: Readonly<Record<string, number>>,
 ): Readonly<Record<string, number>> {
-  return validateNumberRecord(
-    'priceOverridesUsdPerHour',
-    overrides,
-    { pattern: INSTANCE_TYPE_PATTERN, expected: 'keys that are EC2 instance types like `p5.48xlarge`' },
-    { ok: (usd) => usd >= 0, expected: 'a finite number >= 0 (USD per hour)' },
-  );
+  if (typeof overrides !== 'object' || overrides === null || Array.isArray(overrides)) {
+    throw new PropsValidationError(
+      'priceOverridesUsdPerHour',
+      'an object of instance type to USD per hour',
+      overrides,
+    );
+  }
+  for (const [instanceType, usdPerHour] of Object.entries(overrides)) {
+    validatePattern(
+      'priceOverridesUsdPerHour',
+      instanceType,
+      INSTANCE_TYPE_PATTERN,
+      'keys that are EC2 instance types like `p5.48xlarge`',
+    );
+    if (typeof usdPerHour !== 'number' || !Number.isFinite(usdPerHour) || usdPerHour < 0) {
+      throw new PropsValidationError(
+        `priceOverridesUsdPerHour.${instanceType}`,
+        'a finite number >= 0 (USD per hour)',
+        usdPerHour,
+      );
+    }
+  }
+  return overrides;
 }
 
 /**
- * Checks the shape of rule-threshold overrides at synth: camelCase names, finite numbers. The names and
- * ranges of the thresholds table are checked by the ingest Lambda at cold start (this room does not
- * import the domain), which refuses an unknown name or an out-of-range value naming it.
+ * Checks rule-threshold overrides at synth against the thresholds table (the same parser the ingest
+ * Lambda runs at cold start): known names, finite numbers within each threshold's range.
  *
  * @param thresholds - threshold name → number
  * @returns `thresholds`
- * @throws {PropsValidationError} when a key is not a camelCase name or a value not a finite number
+ * @throws {PropsValidationError} naming `ruleThresholds.<name>` (or `ruleThresholds`) and what came
  */
 export function validateRuleThresholds(
   thresholds: Readonly<Record<string, number>>,
 ): Readonly<Record<string, number>> {
-  return validateNumberRecord(
-    'ruleThresholds',
-    thresholds,
-    {
-      pattern: /^[a-z][A-Za-z0-9]*$/,
-      expected: 'keys that are threshold names like `fakeLoadGpuUtilAtLeast`',
-    },
-    { ok: () => true, expected: 'a finite number (in the threshold’s unit)' },
-  );
+  if (typeof thresholds !== 'object' || thresholds === null || Array.isArray(thresholds)) {
+    throw new PropsValidationError('ruleThresholds', 'an object of threshold name to number', thresholds);
+  }
+  try {
+    parseRuleThresholds(JSON.stringify(thresholds));
+  } catch (error) {
+    if (!(error instanceof RuleThresholdsError)) throw error;
+    const spec = THRESHOLD_TABLE[error.key as ThresholdName];
+    throw new PropsValidationError(
+      `ruleThresholds.${error.key}`,
+      spec === undefined
+        ? `a threshold of the table (${THRESHOLD_NAMES.join(', ')})`
+        : `a number ${spec.min}..${spec.max} (${spec.unit})`,
+      error.value,
+    );
+  }
+  return thresholds;
 }

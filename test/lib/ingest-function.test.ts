@@ -292,9 +292,15 @@ describe('IngestFunction', () => {
     ['priceOverridesUsdPerHour', { priceOverridesUsdPerHour: { P5: 55 } }, '`"P5"`'],
     ['priceOverridesUsdPerHour', { priceOverridesUsdPerHour: { 'p5 48xlarge': 55 } }, '`"p5 48xlarge"`'],
     ['priceOverridesUsdPerHour', { priceOverridesUsdPerHour: [55] as never }, '(array)'],
-    ['ruleThresholds.minHorizonSpanS', { ruleThresholds: { minHorizonSpanS: Number.NaN } }, '`NaN`'],
+    ['ruleThresholds.minHorizonSpanS', { ruleThresholds: { minHorizonSpanS: Number.NaN } }, '`null`'],
     ['ruleThresholds.minHorizonSpanS', { ruleThresholds: { minHorizonSpanS: '300' as never } }, '(string)'],
-    ['ruleThresholds', { ruleThresholds: { 'fake-load': 0.8 } }, '`"fake-load"`'],
+    ['ruleThresholds.minHorizonSpanS', { ruleThresholds: { minHorizonSpanS: 0 } }, 'a number 1..3600 (s)'],
+    [
+      'ruleThresholds.fakeLoadGpuUtil',
+      { ruleThresholds: { fakeLoadGpuUtil: 0.8 } },
+      'a threshold of the table',
+    ],
+    ['ruleThresholds', { ruleThresholds: [0.8] as never }, '(array)'],
   ])('fails if %s is invalid (%j)', (prop, props, got) => {
     // Prepare / Act
     const build = () => buildStack(props);
