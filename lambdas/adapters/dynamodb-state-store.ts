@@ -322,11 +322,11 @@ export class DynamoDbStateStore implements StateStore {
       );
       lastMs = out.Item === undefined ? undefined : Number(unmarshall(out.Item).at_ms);
     } catch (error) {
-      await this.releaseAlert(alertId, at);
+      await this.releaseAlertLease(alertId, at);
       throw this.#unavailable('GetItem alert last send', error);
     }
     if (lastMs !== undefined && lastMs > atMs - cooldownS * 1000) {
-      await this.releaseAlert(alertId, at);
+      await this.releaseAlertLease(alertId, at);
       return false;
     }
     return true;
@@ -349,7 +349,7 @@ export class DynamoDbStateStore implements StateStore {
     } catch (error) {
       throw this.#unavailable('PutItem alert send', error);
     }
-    await this.releaseAlert(alertId, at);
+    await this.releaseAlertLease(alertId, at);
   }
 
   /**
@@ -360,7 +360,7 @@ export class DynamoDbStateStore implements StateStore {
    * @throws {StoreUnavailableError} when DynamoDB fails
    * @throws {TypeError} when `at` is not an ISO 8601 time
    */
-  async releaseAlert(alertId: string, at: string): Promise<void> {
+  async releaseAlertLease(alertId: string, at: string): Promise<void> {
     const atMs = isoToMs(at, 'at');
     await this.#deleteIf(
       {

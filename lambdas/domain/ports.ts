@@ -104,7 +104,7 @@ export interface StateStore {
    * Step 2 after a failed publish: frees the lease taken at `at` without recording a send, so the agent's
    * retry (or the next batch) sends the alert; never suppressed for the cooldown.
    */
-  releaseAlert(alertId: string, at: string): Promise<void>;
+  releaseAlertLease(alertId: string, at: string): Promise<void>;
   /** The window-rule alerts firing on an instance (sent, not resolved), by alert id order. */
   listFiringAlerts(instanceId: string): Promise<FiringAlert[]>;
   /** Records an alert as firing; an existing record (earlier `since`) is kept. */

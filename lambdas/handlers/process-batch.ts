@@ -300,7 +300,7 @@ async function publishOnce(
   try {
     await deps.alerts.publish(alert);
   } catch (err) {
-    await deps.state.releaseAlert(alert.id, at);
+    await deps.state.releaseAlertLease(alert.id, at);
     deps.log.error('alert publish failed; the lease is freed so a retry sends it', {
       alert_id: alert.id,
       error: (err as Error).message,

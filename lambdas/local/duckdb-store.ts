@@ -501,7 +501,7 @@ export class DuckDbStore implements TelemetryStore, StateStore {
    * @param at - the lease's time, ISO 8601
    * @throws {TypeError} when `at` is not an ISO 8601 time
    */
-  releaseAlert(alertId: string, at: string): Promise<void> {
+  releaseAlertLease(alertId: string, at: string): Promise<void> {
     const atMs = isoToMs(at, 'at');
     return this.#serial(async () => {
       await this.#connection.run('DELETE FROM alert_leases WHERE alert_id = ? AND lease_ms = ?', [

@@ -212,7 +212,7 @@ export function describeStateStoreContract(name: string, makeStore: MakeStateSto
         const time = at(Number(s));
         if (op === 'lease') expect(await store.leaseAlert(ALERT, time, 1800, 120)).toBe(true);
         if (op === 'confirm') await store.confirmAlert(ALERT, time, 1800);
-        if (op === 'release') await store.releaseAlert(ALERT, time);
+        if (op === 'release') await store.releaseAlertLease(ALERT, time);
       }
 
       // Act
@@ -239,7 +239,7 @@ export function describeStateStoreContract(name: string, makeStore: MakeStateSto
       await store.leaseAlert(ALERT, at(200), 1800, 120);
 
       // Act
-      await store.releaseAlert(ALERT, at(0));
+      await store.releaseAlertLease(ALERT, at(0));
 
       // Assess: the second still holds it
       expect(await store.leaseAlert(ALERT, at(201), 1800, 120)).toBe(false);
