@@ -197,6 +197,8 @@ export class AgentLoop {
    * @returns the batches built for this window
    */
   async flush(): Promise<Batch[]> {
+    // This flush takes every pending event, so no critical one waits any more.
+    this.urgent = false;
     const end = this.now();
     const start = this.windowStart;
     const identities = new Map(this.options.source.identity().map((g) => [g.index, g]));

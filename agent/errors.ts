@@ -144,3 +144,28 @@ export class ReplayManifestError extends AgentError {
     this.field = field;
   }
 }
+
+/**
+ * An option of a playback (`playBatches`) or of a simulated host is out of its documented range.
+ * The message names the option, the expected range and the value given, e.g.
+ * ``Expected `flushIntervalS` to be a number in 1..3600, got `0` (number)``.
+ */
+export class PlaybackOptionsError extends AgentError {
+  override readonly name = 'PlaybackOptionsError';
+  /** The option that was refused, e.g. `flushIntervalS` or `hosts[2].behaviour`. */
+  readonly option: string;
+  /** The value it was given. */
+  readonly value: unknown;
+
+  /**
+   * @param option - the option's name
+   * @param expected - what it must be, e.g. `an integer in 100..60000`
+   * @param value - what it was given
+   */
+  constructor(option: string, expected: string, value: unknown) {
+    const shown = value instanceof Date ? value.toISOString() : String(value);
+    super(`Expected \`${option}\` to be ${expected}, got \`${shown}\` (${typeof value})`);
+    this.option = option;
+    this.value = value;
+  }
+}

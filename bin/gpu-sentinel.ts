@@ -4,17 +4,23 @@ import { runLocalCommand } from './commands/local';
 import { cliLogger } from './commands/logger';
 import { AGENT_VERSION } from './commands/paths';
 import { runReportCommand } from './commands/report';
+import { runScenariosCommand } from './commands/scenarios';
 
 /**
- * The gpu-sentinel CLI: `local` (the whole pipeline on this machine), `agent` (the host agent) and
- * `agent-config` (its resolved configuration), `report` (waste report from the local store). Run as `npx gpu-sentinel <command> --help`.
+ * The gpu-sentinel CLI: `local` (the whole pipeline on this machine), `scenarios` (the labelled
+ * scenario suite and its confusion matrix), `agent` (the host agent) and `agent-config` (its
+ * resolved configuration), `report` (waste report from the local store). Run as
+ * `npx gpu-sentinel <command> --help`.
  */
 
-function positiveNumber(name: string): (value: string) => number {
+/** A commander parser of a number > 0 (an integer when `integer`), refusing anything else naming the option. */
+function positiveNumber(name: string, integer = false): (value: string) => number {
   return (value) => {
     const n = Number(value);
-    if (!Number.isFinite(n) || n <= 0)
-      throw new InvalidArgumentError(`Expected \`${name}\` to be a number > 0, got \`${value}\``);
+    if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isSafeInteger(n)))
+      throw new InvalidArgumentError(
+        `Expected \`${name}\` to be ${integer ? 'an integer' : 'a number'} > 0, got \`${value}\``,
+      );
     return n;
   };
 }
@@ -31,7 +37,7 @@ const program = new Command()
 program
   .command('local')
   .description(
-    'Run the whole pipeline on this machine: loopback API, DuckDB store, console alerts, dry-run remediation; fed by the real NVML if present, else by a replay of real captures',
+    'Run the whole pipeline on this machine: loopback API, DuckDB store, console alerts, dry-run remediation; fed by the real NVML if present, else by a replay of real captures, plus a small simulated fleet (one host per diagnosis, tagged simulated=true)',
   )
   .option(
     '--replay <manifest>',
@@ -48,6 +54,13 @@ program
   .option('--nvml-lib <path>', 'NVML library to load (env GPU_SENTINEL_NVML_LIB; default libnvidia-ml.so.1)')
   .option('--no-nvml', 'never load NVML; replay the captures')
   .addOption(
+    new Option(
+      '--only <source>',
+      'feed only one source: live (the real NVML), captures (the replay) or simulation (the simulated fleet)',
+    ).choices(['live', 'captures', 'simulation']),
+  )
+  .option('--rules <file>', 'rule-threshold overrides: a JSON object of threshold name → number')
+  .addOption(
     new Option('--remediation-mode <mode>', 'remediation mode (local mode is always dry-run)')
       .choices(['off', 'notify', 'replace'])
       .default('replace'),
@@ -59,6 +72,27 @@ program
   )
   .action(async (opts) => {
     process.exitCode = await runLocalCommand(opts, cliLogger(), write);
+  });
+
+program
+  .command('scenarios')
+  .description(
+    'Run the labelled scenario suite (simulated hosts per diagnosis, real kernel-log captures) through the local pipeline and print the confusion matrix; exits 1 on any mismatch',
+  )
+  .option(
+    '--out <dir>',
+    'keep alerts.jsonl, remediation.jsonl and the DuckDB file here (default: a temp folder)',
+  )
+  .option('--rules <file>', 'rule-threshold overrides: a JSON object of threshold name → number')
+  .option(
+    '--duration-s <seconds>',
+    'simulated span of each scenario, s (60..21600)',
+    positiveNumber('--duration-s', true),
+  )
+  .option('--seed <n>', 'seed of the simulation', positiveNumber('--seed', true))
+  .option('--only <names>', 'comma-separated scenario names', (v: string) => v.split(',').filter(Boolean))
+  .action(async (opts) => {
+    process.exitCode = await runScenariosCommand(opts, cliLogger(), write);
   });
 
 registerAgentCommands(program, 'agent-config', write);

@@ -6,7 +6,6 @@ import {
   type Batch,
   formatPath,
   type GpuEvent,
-  type GpuWindow,
   type Host,
   HostSchema,
   MAX_FLUSH_WINDOW_S,
@@ -15,9 +14,10 @@ import {
   type ProfilingSource,
 } from '../../lambdas/contract';
 import { ReplayManifestError } from '../errors';
-import { BatchBuilder } from '../send/batcher';
 import { type DcgmExporterParse, parseDcgmExporterText } from './dcgm-exporter';
 import { type KernelLogParse, type KernelLogTime, parseKernelLog, toXidEvent } from './kmsg';
+import { playBatches } from './playback';
+import { ReplaySampleSource } from './replay-sample-source';
 
 /**
  * Replay source: turns recorded captures (dcgm-exporter scrapes, kernel logs) of real hosts into
@@ -164,65 +164,62 @@ export interface BuildReplayOptions {
   readonly now: Date;
   /** `agent.version` of the batches. */
   readonly agentVersion: string;
-  /** One builder for every host (shared seq). @default a new BatchBuilder per host, seq from 0 */
-  readonly builder?: BatchBuilder;
+  /** Poll interval of the replayed agent, ms, 100..60,000. @default 1000 (the agent's) */
+  readonly pollIntervalMs?: number;
+  /** Trailing horizon of the replayed agent, s, 1..3600. @default 900 (the agent's) */
+  readonly horizonS?: number;
 }
 
 /**
- * Builds the batches the manifest's hosts would have sent over [now − duration_s, now]: per host,
- * one flush window per GPU per `window_s` (the scrapes are the GPUs' steady state: one scrape is
- * the same reading every window, several are played in order, cycling) and one batch per window
- * end (`sent_at` = window end). Kernel-log XIDs are re-based so each log's last line lands at
- * `now`, keeping relative offsets; each event is sent once, in the batch of the window that
- * contains it (older ones in the host's first batch; events older than 7 days − 1 h are
- * dropped). A host with logs but no scrape sends event-only batches.
+ * Builds the batches the manifest's hosts' agents would have sent over [now − duration_s, now],
+ * by playing each host through the agent's own loop (`playBatches`): the scrapes become the
+ * GPUs' readings every poll (one scrape is the same steady state every window, several are played
+ * in order, one per window, cycling), the loop flushes every `window_s` (one flush window **and
+ * one trailing horizon window** per GPU per batch, as the agent sends), and the kernel-log XIDs
+ * are delivered when they happened, each flushed at once as the agent flushes a critical event.
+ * The logs are re-based so each log's last line lands at `now`, keeping relative offsets; XIDs
+ * before the span come in the first reading; those older than 7 days − 1 h are dropped. A host
+ * with logs but no scrape sends event-only batches. `sent_at` is each batch's flush time; `seq`
+ * counts from 0 per host (each host is its own agent).
  * `agent.profiling_source` is `dcgm` when any scrape gives a DCGM profiling ratio (`sm_active`,
  * `sm_occupancy`, `tensor_active`, `dram_active`, `fp*_active`), else `none`.
  *
  * @param manifest - from {@link loadReplayManifest}
- * @param opts - `now`, `agentVersion`, optional shared `builder`
+ * @param opts - `now`, `agentVersion`, the agent's poll interval and horizon
  * @returns batches, host by host, each host's in time order
  */
-export function buildReplayBatches(manifest: ReplayManifest, opts: BuildReplayOptions): Batch[] {
+export async function buildReplayBatches(
+  manifest: ReplayManifest,
+  opts: BuildReplayOptions,
+): Promise<Batch[]> {
   const nowMs = opts.now.getTime();
   const windowMs = manifest.window_s * 1000;
   const count = Math.floor(manifest.duration_s / manifest.window_s);
   const firstStartMs = nowMs - count * windowMs;
   const out: Batch[] = [];
   for (const rh of manifest.hosts) {
-    const builder = opts.builder ?? new BatchBuilder({ clock: () => opts.now });
-    const agent = agentInfo(rh, opts.agentVersion);
-    const eventsByWindow = new Map<number, GpuEvent[]>();
-    for (const log of rh.kernel_logs) {
-      for (const event of rebase(log.parse, nowMs)) {
-        const idx = Math.min(
-          count - 1,
-          Math.max(0, Math.ceil((Date.parse(event.at) - firstStartMs) / windowMs) - 1),
-        );
-        const list = eventsByWindow.get(idx);
-        if (list) list.push(event);
-        else eventsByWindow.set(idx, [event]);
-      }
-    }
-    for (let k = 0; k < count; k++) {
-      const end = new Date(firstStartMs + (k + 1) * windowMs);
-      const start = new Date(end.getTime() - windowMs);
-      const scrape = rh.scrapes.length > 0 ? rh.scrapes[k % rh.scrapes.length] : undefined;
-      const windows: GpuWindow[] = (scrape?.parse.gpus ?? []).map((g) => ({
-        kind: 'flush',
-        start: start.toISOString(),
-        end: end.toISOString(),
-        gpu: g.gpu,
-        metrics: g.metrics,
-      }));
-      const events = eventsByWindow.get(k) ?? [];
-      out.push(...builder.build({ host: rh.host, agent, windows, events, sentAt: end }));
-    }
+    const source = new ReplaySampleSource({
+      scrapes: rh.scrapes.map((s) => s.parse.gpus),
+      startMs: firstStartMs,
+      windowMs,
+      events: rh.kernel_logs.flatMap((log) => rebase(log.parse, nowMs)),
+    });
+    const batches = await playBatches(
+      { host: rh.host, agent: agentInfo(rh, opts.agentVersion), source },
+      {
+        from: new Date(firstStartMs),
+        to: opts.now,
+        pollIntervalMs: opts.pollIntervalMs ?? 1000,
+        flushIntervalS: manifest.window_s,
+        ...(opts.horizonS === undefined ? {} : { horizonS: opts.horizonS }),
+      },
+    );
+    out.push(...batches);
   }
   return out;
 }
 
-function agentInfo(rh: ReplayHost, version: string): AgentInfo {
+function agentInfo(rh: ReplayHost, version: string): Omit<AgentInfo, 'stats'> {
   const readings = rh.scrapes.flatMap((s) => s.parse.gpus);
   const profiling: ProfilingSource = readings.some((r) =>
     PROFILING_METRIC_NAMES.some((m) => r.metrics[m] !== undefined),

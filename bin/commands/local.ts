@@ -6,12 +6,22 @@ import { HttpSender } from '../../agent/send/sender';
 import { NvmlSource } from '../../agent/sources/nvml';
 import { resolveNvmlLibraryPath } from '../../agent/sources/nvml/library-path';
 import { buildReplayBatches, loadReplayManifest } from '../../agent/sources/replay';
+import { IDLE_BILLED_SHOWN_AFTER_S } from '../../agent/sources/simulate-fleet';
 import type { Batch, Host } from '../../lambdas/contract';
 import { parsePriceOverrides, parseRemediationMode } from '../../lambdas/domain';
 import type { Log } from '../../lambdas/handlers/log';
-import { startLocalPipeline } from '../../lambdas/local/local-pipeline';
+import { type LocalPipeline, startLocalPipeline } from '../../lambdas/local/local-pipeline';
 import { wasteSummary } from '../../lambdas/local/waste-report';
+import { simulatedFleetScenarios } from '../scenarios/catalog';
+import {
+  DEFAULT_SCENARIO_DURATION_S,
+  observeHosts,
+  playScenarios,
+  sendAll,
+} from '../scenarios/run-scenarios';
+import type { Scenario } from '../scenarios/scenario';
 import { AGENT_VERSION, BUNDLED_REPLAY_MANIFEST } from './paths';
+import { loadRuleContext } from './rules-file';
 
 /** Options of `gpu-sentinel local`, as commander parses them. */
 export interface LocalCommandOptions {
@@ -30,7 +40,17 @@ export interface LocalCommandOptions {
   readonly priceOverrides?: string;
   /** With a real GPU: the EC2 instance type to price the run at (there is no IMDS locally). @default 'local.gpu' (unpriced) */
   readonly instanceType?: string;
+  /**
+   * Feed only one source: `live` (the real NVML; fails without it), `captures` (the replay) or
+   * `simulation` (the simulated fleet). @default the live agent when NVML loads, else the captures; plus the simulated fleet
+   */
+  readonly only?: LocalSource;
+  /** Rule-threshold overrides, a JSON file (see `parseRuleThresholds`). @default the defaults */
+  readonly rules?: string;
 }
+
+/** What can feed `gpu-sentinel local`. */
+export type LocalSource = 'live' | 'captures' | 'simulation';
 
 /** A live local run on a machine that is not (or cannot ask) EC2 uses the diagnosis identity. */
 const LOCAL_HOST: Host = DIAGNOSIS_HOST;
@@ -42,10 +62,14 @@ const LOCAL_IDENTITY = {
 
 /**
  * `gpu-sentinel local`: starts the embedded pipeline, feeds it from the real NVML when the library
- * loads (live agent for `durationS`) or else from a replay of recorded captures, then prints the
- * alerts and the waste report and writes `alerts.jsonl`, `remediation.jsonl`, `waste.csv`.
+ * loads (live agent for `durationS`) or else from a replay of recorded captures, and from the
+ * default simulated fleet (one host per diagnosis, tagged `simulated=true`, 20–35 simulated minutes
+ * through the agent's own loop), then prints the alerts, the simulated hosts' diagnoses and fixes,
+ * and the waste report, and writes `alerts.jsonl`, `remediation.jsonl`, `waste.csv`.
  *
- * @returns the process exit code: 0 when every batch was accepted, 1 otherwise
+ * @returns the process exit code: 0 when every batch was accepted, 1 otherwise (or when `--only
+ *   live` finds no NVML)
+ * @throws {RuleThresholdsError} when the `--rules` file is bad
  */
 export async function runLocalCommand(
   opts: LocalCommandOptions,
@@ -53,7 +77,9 @@ export async function runLocalCommand(
   write: (s: string) => void,
 ): Promise<number> {
   const outDir = resolve(opts.out);
+  const rules = await loadRuleContext(opts.rules);
   const pipeline = await startLocalPipeline({
+    rules,
     outDir,
     dbPath: opts.db ? resolve(opts.db) : undefined,
     remediationMode: parseRemediationMode(opts.remediationMode),
@@ -63,10 +89,16 @@ export async function runLocalCommand(
   });
   const sender = new HttpSender({ endpoint: pipeline.url, auth: 'none' });
   let failures = 0;
-  let from: Date;
+  const starts: Date[] = [];
+  const only = opts.only;
   try {
     const nvmlLibraryPath = resolveNvmlLibraryPath(opts.nvmlLib);
-    const nvml = opts.nvml && !opts.replay ? nvmlAvailable(nvmlLibraryPath, log) : false;
+    const wantLive = (only === undefined && !opts.replay) || only === 'live';
+    const nvml = wantLive && opts.nvml ? nvmlAvailable(nvmlLibraryPath, log) : false;
+    if (only === 'live' && !nvml) {
+      write(`--only live: no usable NVML at ${nvmlLibraryPath} (see the log); nothing to run\n`);
+      return 1;
+    }
     if (nvml) {
       // The real agent (NVML, GPM/DCGM, XIDs, EFA, horizons, spool) against the loopback API.
       const flushIntervalS = Math.max(1, Math.min(10, Math.floor(opts.durationS / 3)));
@@ -91,34 +123,33 @@ export async function runLocalCommand(
       write(
         `NVML found at ${nvmlLibraryPath}: running the agent for ${opts.durationS} s (flush every ${flushIntervalS} s)\n`,
       );
-      from = new Date();
+      starts.push(new Date());
       const controller = new AbortController();
       const timer = setTimeout(() => controller.abort(), opts.durationS * 1000);
       await runtime.run(controller.signal);
       clearTimeout(timer);
       failures = runtime.loop.pendingCount;
-    } else {
+    } else if (only === undefined || only === 'captures') {
       const manifestPath = resolve(opts.replay ?? BUNDLED_REPLAY_MANIFEST);
       const manifest = await loadReplayManifest(manifestPath);
       const now = new Date();
-      const batches: Batch[] = buildReplayBatches(manifest, { now, agentVersion: AGENT_VERSION });
-      from = new Date(now.getTime() - manifest.duration_s * 1000 - 1000);
+      const batches: Batch[] = await buildReplayBatches(manifest, { now, agentVersion: AGENT_VERSION });
+      starts.push(new Date(now.getTime() - manifest.duration_s * 1000 - 1000));
       write(
-        `No NVML in use: replaying ${manifest.hosts.length} hosts from ${manifestPath} (${batches.length} batches)\n`,
+        `${only === 'captures' ? 'Captures only' : 'No NVML in use'}: replaying ${manifest.hosts.length} hosts from ${manifestPath} (${batches.length} batches)\n`,
       );
-      for (const batch of batches) {
-        try {
-          await sender.send(batch);
-        } catch (err) {
-          failures += 1;
-          log.error('batch not accepted', {
-            seq: batch.seq,
-            instance_id: batch.host.instance_id,
-            error: (err as Error).message,
-          });
-        }
-      }
+      failures += await sendAll(sender, batches, log);
     }
+    const fleet = only === undefined || only === 'simulation' ? simulatedFleetScenarios() : [];
+    if (fleet.length > 0) {
+      write(
+        `Simulating ${fleet.length} hosts (${DEFAULT_SCENARIO_DURATION_S / 60}–${IDLE_BILLED_SHOWN_AFTER_S / 60} min each, one per diagnosis; tagged simulated=true, not real machines)\n`,
+      );
+      starts.push(new Date(Date.now() - IDLE_BILLED_SHOWN_AFTER_S * 1000 - 1000));
+      const refused = await playScenarios(pipeline, fleet, { agentVersion: AGENT_VERSION, log });
+      for (const n of refused.values()) failures += n;
+    }
+    const from = new Date(Math.min(...starts.map((d) => d.getTime())));
     const rows = await pipeline.writeWasteReport(from, new Date(Date.now() + 1000));
     write(`\nAlerts: ${pipeline.alerts.published.length}\n`);
     write(`Remediation decisions:\n`);
@@ -128,12 +159,36 @@ export async function runLocalCommand(
       );
     }
     if (pipeline.decisions.recorded.length === 0) write('  none\n');
+    if (fleet.length > 0) write(`\n${await simulatedFleetSummary(pipeline, fleet)}`);
     write(`\n${wasteSummary(rows)}\n`);
     write(`\nWrote ${outDir}/alerts.jsonl, remediation.jsonl, waste.csv\n`);
   } finally {
     await pipeline.close();
   }
   return failures === 0 ? 0 : 1;
+}
+
+/**
+ * What the pipeline made of each simulated host: its job, what it simulates, the diagnosis of its
+ * GPUs, and the summary of each alert raised (the alert lines above carry the playbook's fix).
+ */
+async function simulatedFleetSummary(pipeline: LocalPipeline, fleet: readonly Scenario[]): Promise<string> {
+  const observed = await observeHosts(
+    pipeline,
+    fleet.map((s) => s.instance_id),
+  );
+  const lines = ['Simulated fleet (not real machines; tag simulated=true):'];
+  for (const s of fleet) {
+    const o = observed.get(s.instance_id);
+    const diagnoses = [...new Set(o?.diagnoses.values() ?? [])].map((d) => d ?? 'none').join(', ');
+    lines.push(`  sim-${s.name} (${s.instance_id}): ${s.label}`, `      diagnosis: ${diagnoses || 'none'}`);
+    const alerts = pipeline.alerts.published.filter(
+      (a) => a.finding.instance_id === s.instance_id && (a.status ?? 'firing') === 'firing',
+    );
+    if (alerts.length === 0) lines.push('      no alert');
+    for (const a of alerts) lines.push(`      ${a.finding.rule}: ${a.finding.summary}`);
+  }
+  return `${lines.join('\n')}\n`;
 }
 
 /** True when the NVML library loads and initialises (then closed again: the runtime opens its own). */

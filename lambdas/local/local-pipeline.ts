@@ -1,6 +1,6 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DEFAULT_RULE_CONTEXT, type PriceOverrides, type RemediationMode } from '../domain';
+import { DEFAULT_RULE_CONTEXT, type PriceOverrides, type RemediationMode, type RuleContext } from '../domain';
 import type { WasteReportRow } from '../domain/types';
 import { createIngestHandler } from '../handlers/ingest-handler';
 import type { Log } from '../handlers/log';
@@ -21,6 +21,8 @@ export interface LocalPipelineOptions {
   readonly remediationMode?: RemediationMode;
   /** Price overrides by instance type, USD/hour. @default {} */
   readonly priceOverrides?: PriceOverrides;
+  /** Rule thresholds and XID policy (`gpu-sentinel local --rules FILE`). @default the defaults */
+  readonly rules?: RuleContext;
   /** Structured log of the pipeline. */
   readonly log: Log;
   /** Console writer for alert lines. @default process.stdout.write */
@@ -71,7 +73,7 @@ export async function startLocalPipeline(options: LocalPipelineOptions): Promise
     remediationMode: options.remediationMode ?? 'replace',
     dryRun: true,
     priceOverrides: options.priceOverrides,
-    rules: DEFAULT_RULE_CONTEXT,
+    rules: options.rules ?? DEFAULT_RULE_CONTEXT,
     callerCheck: 'none',
   });
   const api = await startLocalApi({ handler });

@@ -182,6 +182,21 @@ describe('AgentLoop', () => {
     expect(sent[0]!.events).toEqual([expect.objectContaining({ kind: 'gpu_lost', gpu_index: 1 })]);
   });
 
+  it('reports a critical event from poll() until a flush sends it, for a caller driving the loop by hand', async () => {
+    // Prepare
+    const clock = manualClock();
+    const loop = manualLoop(clock, { send: async () => {} });
+    // Act
+    loop.pushEvent(xid(79, 'nvml', T0));
+    clock.advance(1000);
+    const before = loop.poll();
+    await loop.flush();
+    clock.advance(1000);
+    const after = loop.poll();
+    // Assess
+    expect([before, after]).toEqual([true, false]);
+  });
+
   it('keeps undelivered batches in memory and sends them in order once the API answers', async () => {
     // Prepare
     const clock = manualClock();

@@ -1,10 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReplayManifestError } from '../../agent/errors';
-import { BatchBuilder } from '../../agent/send/batcher';
 import { buildReplayBatches, loadReplayManifest, type ReplayManifest } from '../../agent/sources/replay';
 import { type Batch, parseBatch } from '../../lambdas/contract';
 
@@ -20,7 +19,7 @@ describe('buildReplayBatches on the bundled real-captures manifest', () => {
 
   beforeAll(async () => {
     manifest = await loadReplayManifest(DEMO);
-    batches = buildReplayBatches(manifest, { now: NOW, agentVersion: '0.1.0-test' });
+    batches = await buildReplayBatches(manifest, { now: NOW, agentVersion: '0.1.0-test' });
   });
 
   it('builds batches that all pass the contract', () => {
@@ -30,23 +29,28 @@ describe('buildReplayBatches on the bundled real-captures manifest', () => {
       expect(() => parseBatch(JSON.parse(JSON.stringify(batch)), NOW)).not.toThrow();
   });
 
-  it('sends one batch per window end for each scraped host: 60 × 8 GPU windows over the hour', () => {
+  it('sends one batch per window end for each scraped host: 8 flush and 8 horizon windows, 60 times over the hour', () => {
     // Prepare / Act (beforeAll)
     const a1 = of(batches, 'i-0a5e00000000000a1');
+    const kinds = (b: Batch | undefined) => b?.windows.map((w) => w.kind);
 
     // Assess
     expect(a1).toHaveLength(60);
-    expect(a1.every((b) => b.windows.length === 8)).toBe(true);
+    expect(a1.every((b) => b.windows.length === 16)).toBe(true);
+    expect(kinds(a1[0])).toEqual(Array.from({ length: 8 }, () => ['flush', 'horizon']).flat());
     expect(a1[0]?.windows[0]).toMatchObject({
+      kind: 'flush',
       start: '2026-03-10T11:00:00.000Z',
       end: '2026-03-10T11:01:00.000Z',
     });
     expect(a1.at(-1)?.windows[0]?.end).toBe(NOW.toISOString());
     expect(a1.map((b) => b.seq)).toEqual(a1.map((_, i) => i));
-    expect(a1[0]?.agent).toEqual({
+    expect(a1.map((b) => b.sent_at)).toEqual(a1.map((b) => b.windows[0]?.end));
+    expect(a1[0]?.agent).toMatchObject({
       version: '0.1.0-test',
       profiling_source: 'none',
       driver_version: '580.105.08',
+      stats: { samples: 60, spooled: 0, dropped: 0, nvml_errors: 0 },
     });
     expect(a1[0]?.host).toEqual({
       instance_id: 'i-0a5e00000000000a1',
@@ -56,11 +60,30 @@ describe('buildReplayBatches on the bundled real-captures manifest', () => {
       lifecycle: 'on-demand',
       tags: { team: 'inference', job: 'vllm-decode' },
     });
-    expect(a1[30]?.windows[0]?.metrics.power_w).toBe(113.611);
-    expect(of(batches, 'i-0a5e00000000000a2')[0]?.windows[2]?.metrics.power_w).toBe(110.786);
+    expect(a1[30]?.windows[0]?.metrics.power_w).toBeCloseTo(113.611, 9);
+    expect(of(batches, 'i-0a5e00000000000a2')[0]?.windows[4]?.metrics.power_w).toBeCloseTo(110.786, 9);
   });
 
-  it('puts the 48/63/94 XIDs on the ASG host, re-based so the last log line is now', () => {
+  it('adds the trailing 15-minute horizon of each GPU, as the agent does, growing from the first sample', () => {
+    // Prepare / Act (beforeAll)
+    const a1 = of(batches, 'i-0a5e00000000000a1');
+    const horizon = (b: Batch | undefined) =>
+      b?.windows.find((w) => w.kind === 'horizon' && w.gpu.index === 0);
+
+    // Assess
+    expect(horizon(a1[0])).toMatchObject({
+      start: '2026-03-10T11:00:01.000Z',
+      end: '2026-03-10T11:01:00.000Z',
+    });
+    expect(horizon(a1.at(-1))).toMatchObject({ start: '2026-03-10T11:45:00.000Z', end: NOW.toISOString() });
+    expect(horizon(a1.at(-1))?.metrics.power_w).toBeCloseTo(
+      a1.at(-1)?.windows[0]?.metrics.power_w ?? Number.NaN,
+      9,
+    );
+    expect(horizon(a1.at(-1))?.metrics.power_cv).toBe(0);
+  });
+
+  it('puts the 48/63/94 XIDs on the ASG host, re-based so the last log line is now, each flushed at the next poll', () => {
     // Prepare / Act (beforeAll)
     const b1 = of(batches, 'i-0a5e00000000000b1');
     const events = b1.flatMap((b) => b.events ?? []);
@@ -71,12 +94,15 @@ describe('buildReplayBatches on the bundled real-captures manifest', () => {
     expect(events.every((e) => e.pci_bus_id === '0000:19:00.0' && e.source === 'kmsg')).toBe(true);
     // 12:02:03.470068 → 12:02:15.950445 in the log: the Xid 48 lands 12.480377 s before now
     expect(events[0]?.at).toBe('2026-03-10T11:59:47.519623Z');
-    expect(b1).toHaveLength(1);
-    expect(b1[0]?.sent_at).toBe(NOW.toISOString());
+    for (const batch of b1)
+      for (const e of batch.events ?? []) {
+        expect(Date.parse(batch.sent_at) - Date.parse(e.at)).toBeGreaterThanOrEqual(0);
+        expect(Date.parse(batch.sent_at) - Date.parse(e.at)).toBeLessThan(1000);
+      }
     expect(of(batches, 'i-0a5e00000000000a1').some((b) => (b.events ?? []).length > 0)).toBe(false);
   });
 
-  it('sends all 636 XIDs of the 13/43 host once, older ones in its first batch', () => {
+  it('sends all 636 XIDs of the 13/43 host once, those before the span at the first poll', () => {
     // Prepare / Act (beforeAll)
     const b2 = of(batches, 'i-0a5e00000000000b2');
     const events = b2.flatMap((b) => b.events ?? []);
@@ -87,31 +113,20 @@ describe('buildReplayBatches on the bundled real-captures manifest', () => {
     expect(events.filter((e) => e.xid === 43)).toHaveLength(7);
     expect(events.at(-1)?.at).toBe('2026-03-10T12:00:00.000000Z');
     const first = b2[0] as Batch;
-    expect(first.sent_at).toBe('2026-03-10T11:01:00.000Z');
+    expect(first.sent_at).toBe('2026-03-10T11:00:01.000Z');
     for (const batch of b2) {
       const end = Date.parse(batch.sent_at);
       for (const e of batch.events ?? []) {
         expect(Date.parse(e.at)).toBeLessThanOrEqual(end);
-        if (batch !== first && batch.sent_at !== first.sent_at)
-          expect(Date.parse(e.at)).toBeGreaterThan(end - 60_000);
+        if (batch !== first) expect(Date.parse(e.at)).toBeGreaterThan(end - 1000);
       }
     }
-  });
-
-  it('shares the seq of an injected builder across hosts', () => {
-    // Prepare
-    const builder = new BatchBuilder({ startSeq: 100, clock: () => NOW });
-
-    // Act
-    const shared = buildReplayBatches(manifest, { now: NOW, agentVersion: '0.1.0', builder });
-
-    // Assess
-    expect(shared.map((b) => b.seq)).toEqual(shared.map((_, i) => 100 + i));
   });
 });
 
 describe('loadReplayManifest', () => {
   const dir = mkdtempSync(join(tmpdir(), 'replay-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const write = (name: string, content: unknown): string => {
     const path = join(dir, name);
     writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
@@ -148,10 +163,11 @@ describe('loadReplayManifest', () => {
     });
 
     // Act
-    const batches = buildReplayBatches(await loadReplayManifest(path), { now: NOW, agentVersion: '1' });
+    const batches = await buildReplayBatches(await loadReplayManifest(path), { now: NOW, agentVersion: '1' });
 
     // Assess
     expect(batches.map((x) => x.windows[0]?.metrics.power_w)).toEqual([100, 200, 100, 200]);
+    expect(batches.map((x) => x.windows[1]?.metrics.power_w)).toEqual([100, 150, 400 / 3, 150]);
   });
 
   it('marks profiling_source dcgm when a scrape has DCGM profiling ratios', async () => {
@@ -164,11 +180,16 @@ describe('loadReplayManifest', () => {
     });
 
     // Act
-    const [batch] = buildReplayBatches(await loadReplayManifest(path), { now: NOW, agentVersion: '1' });
+    const [batch] = await buildReplayBatches(await loadReplayManifest(path), { now: NOW, agentVersion: '1' });
 
     // Assess
     expect(batch?.agent.profiling_source).toBe('dcgm');
-    expect(batch?.windows[0]?.metrics).toEqual({ sm_active: 0.4 });
+    expect(batch?.windows[0]?.metrics).toEqual({
+      sm_active: expect.closeTo(0.4, 12),
+      min_sm_active: 0.4,
+      max_sm_active: 0.4,
+      sm_active_cv: expect.closeTo(0, 12),
+    });
   });
 
   it.each([

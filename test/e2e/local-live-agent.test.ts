@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_SIMULATED_FLEET, SIMULATED_INSTANCE_ID_PREFIX } from '../../agent/sources/simulate-fleet';
 import { fakeNvmlPath } from '../setup/fake-nvml';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -74,7 +75,8 @@ describe('gpu-sentinel local with an NVML library: the real agent runs under loc
       .trim()
       .split('\n')
       .slice(1)
-      .map((l) => l.split(','));
+      .map((l) => l.split(','))
+      .filter((r) => !r[0]?.startsWith(SIMULATED_INSTANCE_ID_PREFIX));
     expect(rows).toHaveLength(8);
     for (const r of rows) {
       expect(r[6]).toBe('55.04');
@@ -88,6 +90,15 @@ describe('gpu-sentinel local with an NVML library: the real agent runs under loc
         expect(Number(r[9])).toBeCloseTo(Number(r[8]) * 0.98, 5); // the CSV rounds to micro-dollars
       }
     }
+  });
+
+  it('shows the labelled simulated fleet next to the live GPUs', () => {
+    expect(stdout).toMatch(
+      new RegExp(
+        `Simulating ${DEFAULT_SIMULATED_FLEET.length} hosts .*tagged simulated=true, not real machines`,
+      ),
+    );
+    expect(stdout).toMatch(/Simulated fleet \(not real machines; tag simulated=true\):/);
   });
 
   it('turns the Xid 79 from the NVML event set into a critical alert and a quarantine decision (no Auto Scaling group)', () => {

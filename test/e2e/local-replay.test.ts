@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SIMULATED_INSTANCE_ID_PREFIX } from '../../agent/sources/simulate-fleet';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MANIFEST = join(ROOT, 'test/fixtures/replay/real-captures.json');
@@ -147,6 +148,37 @@ describe('gpu-sentinel local, replaying the bundled real captures end to end', (
       [`${b}:13`]: 629,
       [`${b}:43`]: 7,
     });
+  });
+
+  it.each([
+    ['fake-load', 'fake_load', 'fake_load'],
+    ['input-bound', 'input_bound', 'input_bound'],
+    ['tensor-idle', 'tensor_idle', 'tensor_idle'],
+    ['memory-bound', 'memory_bound', 'memory_bound'],
+    ['a100-no-profiling', 'unknown', 'profiling_unavailable'],
+  ])(
+    'shows the simulated %s host, labelled simulated, with its diagnosis %s and the fix of its %s alert',
+    (name, diagnosis, rule) => {
+      // Assess
+      const section = stdout.slice(
+        stdout.indexOf('Simulated fleet (not real machines; tag simulated=true):'),
+      );
+      const host = section.slice(section.indexOf(`  sim-${name} (`)).split(/\n {2}sim-|\n\n/)[0] ?? '';
+      expect(host).toMatch(/\(simulated\)/);
+      expect(host).toContain(`diagnosis: ${diagnosis}`);
+      expect(host).toMatch(new RegExp(`\\n +${rule}: \\S`));
+      expect(stdout).toMatch(new RegExp(`\\] ${rule} ${SIMULATED_INSTANCE_ID_PREFIX}.*\\n +fix: \\S`));
+      expect(alerts).toContainEqual(expect.objectContaining({ rule, instance_type: expect.any(String) }));
+    },
+  );
+
+  it('decides no remediation for any simulated host: efficiency findings only notify', () => {
+    expect(decisions.filter((d) => String(d.instance_id).startsWith(SIMULATED_INSTANCE_ID_PREFIX))).toEqual(
+      [],
+    );
+    expect(
+      alerts.filter((a) => String(a.instance_id).startsWith(SIMULATED_INSTANCE_ID_PREFIX)).length,
+    ).toBeGreaterThanOrEqual(15);
   });
 
   it('prints the alerts and the waste report', () => {

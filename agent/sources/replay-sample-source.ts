@@ -1,0 +1,118 @@
+import {
+  type GpuEvent,
+  type GpuIdentity,
+  type GpuMetrics,
+  PROFILING_METRIC_NAMES,
+} from '../../lambdas/contract';
+import type { SampleSource, SourceReading } from '../agent-loop';
+import type { GpuSample } from '../window/gpu-sample';
+import type { DcgmGpuReading } from './dcgm-exporter';
+import { DueEvents } from './due-events';
+
+/**
+ * Replayed readings as a {@link SampleSource}: a recorded host's dcgm-exporter scrapes played as
+ * the 1 s readings its agent would have taken, and its kernel-log XIDs delivered when they happened,
+ * so a replay goes through the agent loop (flush windows, horizons, batches) like live readings.
+ */
+
+/** Instant readings a scrape gives that a `GpuSample` carries under the same name and unit. */
+const INSTANT_FIELDS = [
+  'gpu_util',
+  'mem_copy_util',
+  ...PROFILING_METRIC_NAMES,
+  'pcie_tx_bytes_per_s',
+  'pcie_rx_bytes_per_s',
+  'fb_used_bytes',
+  'fb_total_bytes',
+  'gpu_temp_c',
+  'mem_temp_c',
+  'power_w',
+  'power_limit_w',
+  'sm_clock_mhz',
+  'mem_clock_mhz',
+  'clocks_event_reasons',
+  'ecc_sbe_volatile',
+  'ecc_dbe_volatile',
+  'ecc_sbe_aggregate',
+  'ecc_dbe_aggregate',
+  'retired_pages_pending',
+  'remapped_rows_pending',
+  'remapped_rows_failure',
+  'pcie_replay_count',
+  'nvlink_crc_errors',
+  'compute_processes',
+] as const satisfies readonly (keyof GpuMetrics & keyof GpuSample)[];
+
+/** Options of {@link ReplaySampleSource}. */
+export interface ReplaySampleSourceOptions {
+  /** The scrapes, in play order: scrape `k % scrapes.length` holds during the k-th flush window. */
+  readonly scrapes: readonly (readonly DcgmGpuReading[])[];
+  /** Start of the first window, ms since the epoch. */
+  readonly startMs: number;
+  /** Length of one window, ms > 0. */
+  readonly windowMs: number;
+  /** XIDs with their (re-based) times, delivered in the first reading at or after each. @default none */
+  readonly events?: readonly GpuEvent[];
+}
+
+/**
+ * Plays scrapes as readings: every reading inside the k-th window gives scrape
+ * `k % scrapes.length`'s instant values (the scrape is the GPUs' steady state over that window).
+ * NVLink has no instant rate in a `GpuSample`, only byte counters: the scrape's NVLink rate is
+ * integrated into a counter from the first reading, so the window's rate is the scrape's. Energy is
+ * absent (a scrape's one energy reading gives no delta), so power is the mean of `power_w`.
+ */
+export class ReplaySampleSource implements SampleSource {
+  readonly #options: ReplaySampleSourceOptions;
+  readonly #identities: readonly GpuIdentity[];
+  readonly #nvlink = new Map<number, { tx: number; rx: number; atMs: number }>();
+  readonly #events: DueEvents;
+
+  /** @param options - see {@link ReplaySampleSourceOptions} */
+  constructor(options: ReplaySampleSourceOptions) {
+    this.#options = options;
+    const byIndex = new Map<number, GpuIdentity>();
+    for (const scrape of options.scrapes)
+      for (const r of scrape) if (!byIndex.has(r.gpu.index)) byIndex.set(r.gpu.index, r.gpu);
+    this.#identities = [...byIndex.values()].sort((a, b) => a.index - b.index);
+    this.#events = new DueEvents(options.events);
+  }
+
+  /** The GPUs of every scrape (first scrape that names an index wins). */
+  identity(): readonly GpuIdentity[] {
+    return this.#identities;
+  }
+
+  /** The readings of the scrape that holds at `now`, and the XIDs due by `now`. Never throws. */
+  sample(now: Date): SourceReading {
+    const nowMs = now.getTime();
+    const { scrapes, startMs, windowMs } = this.#options;
+    const k = Math.max(0, Math.ceil((nowMs - startMs) / windowMs) - 1);
+    const scrape = scrapes.length > 0 ? (scrapes[k % scrapes.length] ?? []) : [];
+    const gpus = scrape.map((r) => this.#toSample(r, nowMs));
+    return { gpus, events: this.#events.take(nowMs), errors: [] };
+  }
+
+  #toSample(reading: DcgmGpuReading, nowMs: number): GpuSample {
+    const sample: Record<string, unknown> = { gpu_index: reading.gpu.index, at_ms: nowMs };
+    for (const field of INSTANT_FIELDS) {
+      const value = reading.metrics[field];
+      if (value !== undefined) sample[field] = value;
+    }
+    const tx = reading.metrics.nvlink_tx_bytes_per_s;
+    const rx = reading.metrics.nvlink_rx_bytes_per_s;
+    if (tx !== undefined || rx !== undefined) {
+      const prev = this.#nvlink.get(reading.gpu.index);
+      const dtS = prev ? Math.max(0, (nowMs - prev.atMs) / 1000) : 0;
+      const next = {
+        tx: (prev?.tx ?? 0) + (tx ?? 0) * dtS,
+        rx: (prev?.rx ?? 0) + (rx ?? 0) * dtS,
+        atMs: nowMs,
+      };
+      this.#nvlink.set(reading.gpu.index, next);
+      if (tx !== undefined) sample.nvlink_tx_bytes_total = Math.round(next.tx);
+      if (rx !== undefined) sample.nvlink_rx_bytes_total = Math.round(next.rx);
+    }
+    return sample as unknown as GpuSample;
+  }
+}
