@@ -10,7 +10,7 @@ import { DynamoDbStateStore } from '../adapters/dynamodb-state-store';
 import { SnsAlertSink } from '../adapters/sns-alert-sink';
 import { SnsDecisionSink } from '../adapters/sns-decision-sink';
 import { TimestreamStore } from '../adapters/timestream-store';
-import { DEFAULT_RULE_CONTEXT, parsePriceOverrides, parseRemediationMode } from '../domain';
+import { DEFAULT_RULE_CONTEXT, parsePriceOverrides, parsePriceRates, parseRemediationMode } from '../domain';
 import { createIngestHandler, type IngestHandler } from './ingest-handler';
 
 /**
@@ -74,6 +74,7 @@ export function handlerFromEnvironment(env: NodeJS.ProcessEnv = process.env): In
     remediationMode: parseRemediationMode(env.REMEDIATION_MODE ?? 'replace'),
     dryRun: false,
     priceOverrides: parsePriceOverrides(env.PRICE_OVERRIDES),
+    priceRates: parsePriceRates(env.PRICE_RATES),
     rules: DEFAULT_RULE_CONTEXT,
     callerCheck: 'instance-session',
   });

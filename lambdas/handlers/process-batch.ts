@@ -8,6 +8,7 @@ import {
   type Finding,
   gpuKey,
   type PriceOverrides,
+  type PriceRates,
   priceFor,
   type RemediationDecision,
   type RemediationMode,
@@ -41,6 +42,11 @@ export interface PipelineDeps {
   readonly dryRun: boolean;
   /** Negotiated prices by instance type, USD/hour. @default {} */
   readonly priceOverrides?: PriceOverrides;
+  /**
+   * The deployment's Capacity Block, Savings Plans and spot rates; a spot host without a spot rate or
+   * discount is unpriced, never billed at on-demand. @default {}
+   */
+  readonly priceRates?: PriceRates;
   /** Rule thresholds and XID policy. */
   readonly rules: RuleContext;
   /** An alert that is still firing is sent again after this many seconds. @default 3600 */
@@ -89,7 +95,10 @@ export async function processBatch(batch: Batch, deps: PipelineDeps, now: Date):
   const enriched = attributeEventsToGpus(batch);
   const flush = enriched.windows.filter((w) => w.kind === 'flush');
   const gpuCount = new Set(flush.map((w) => w.gpu.index)).size;
-  const price = priceFor(host.instance_type, host.region, deps.priceOverrides, gpuCount || undefined);
+  const price = priceFor(host.instance_type, host.region, deps.priceOverrides, gpuCount || undefined, {
+    lifecycle: host.lifecycle ?? 'on-demand',
+    ...(deps.priceRates !== undefined ? { rates: deps.priceRates } : {}),
+  });
 
   // Most severe first: findings of one GPU share an alert id, and the cooldown lets the first through.
   const findings = [...evaluatePointRules(enriched, deps.rules, now)].sort(
