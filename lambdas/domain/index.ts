@@ -8,6 +8,8 @@ export * from './price-row';
 export * from './pricing';
 export * from './remediation-mode';
 export * from './remediation-policy';
+export * from './report-input-error';
 export * from './rules';
 export * from './types';
+export * from './waste-report';
 export * from './xid-policy';

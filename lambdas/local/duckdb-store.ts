@@ -13,7 +13,8 @@ import type {
   TelemetryStore,
   WasteQuery,
 } from '../domain/ports';
-import type { StoreRows, WasteReportRow } from '../domain/types';
+import type { Diagnosis, StoreRows, WasteReportRow } from '../domain/types';
+import type { WasteSeriesRow } from '../domain/waste-report';
 import {
   DUCKDB_SCHEMA_SQL,
   EFA_WINDOW_COLUMNS,
@@ -81,6 +82,15 @@ const WASTE_SQL = `SELECT instance_id, gpu_index,
 FROM gpu_windows
 WHERE time >= ?::TIMESTAMPTZ AND time < ?::TIMESTAMPTZ
 GROUP BY instance_id, gpu_index`;
+
+const WASTE_SERIES_SQL = `SELECT strftime(make_timestamp(epoch_us(time)), '%Y-%m-%d') AS day, diagnosis,
+  sum(gpu_hours) AS gpu_hours, sum(cost_usd) AS cost_usd, sum(idle_usd) AS idle_usd,
+  sum(held_idle_usd) AS held_idle_usd, sum(underused_usd) AS underused_usd,
+  sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd
+FROM gpu_windows
+WHERE time >= ?::TIMESTAMPTZ AND time < ?::TIMESTAMPTZ
+GROUP BY day, diagnosis
+ORDER BY day, diagnosis NULLS LAST`;
 
 /** `undefined` → SQL NULL. */
 function v(value: string | number | boolean | undefined): DuckDBValue {
@@ -433,6 +443,33 @@ export class DuckDbStore implements TelemetryStore, StateStore {
         [alertId, at, atMs, cutoffMs],
       );
       return rows.length === 1;
+    });
+  }
+
+  /**
+   * Sums the ledger per UTC day (of the window end) and diagnosis over windows with `from ≤ time < to`:
+   * the report's wasted-dollars-over-time chart and its waste by cause. (Local store only for now.)
+   *
+   * @param query - the time range
+   * @returns rows ordered by day, then diagnosis (absent diagnosis last)
+   * @throws {StoreQueryError} when the range is invalid or empty
+   */
+  queryWasteSeries(query: WasteQuery): Promise<WasteSeriesRow[]> {
+    const problem = wasteRangeProblem(query.from, query.to);
+    if (problem !== undefined) return Promise.reject(new StoreQueryError(problem));
+    return this.#serial(async () => {
+      const rows = await this.#rows(WASTE_SERIES_SQL, [query.from.toISOString(), query.to.toISOString()]);
+      return rows.map((r) => ({
+        day: r.day as string,
+        ...(r.diagnosis != null ? { diagnosis: r.diagnosis as Diagnosis } : {}),
+        gpu_hours: r.gpu_hours as number,
+        cost_usd: r.cost_usd as number,
+        idle_usd: r.idle_usd as number,
+        held_idle_usd: r.held_idle_usd as number,
+        underused_usd: r.underused_usd as number,
+        broken_usd: r.broken_usd as number,
+        wasted_usd: r.wasted_usd as number,
+      }));
     });
   }
 

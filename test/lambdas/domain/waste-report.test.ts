@@ -1,0 +1,194 @@
+import { describe, expect, it } from 'vitest';
+import {
+  buildWasteReport,
+  REPORT_GROUPINGS,
+  ReportInputError,
+  reportPeriod,
+  UNATTRIBUTED,
+  type WasteSeriesRow,
+} from '../../../lambdas/domain';
+import type { WasteReportRow } from '../../../lambdas/domain/types';
+
+const NOW = new Date('2026-03-11T00:00:00Z');
+const PERIOD = reportPeriod('day', NOW);
+
+/** One GPU's sums: `cost` USD, wasted split idle/underused as given. */
+function gpu(
+  overrides: Partial<WasteReportRow> & { instance_id: string; gpu_index: number },
+): WasteReportRow {
+  const base = {
+    instance_type: 'p5.48xlarge',
+    gpu_hours: 24,
+    cost_usd: 165.12,
+    idle_usd: 0,
+    held_idle_usd: 0,
+    underused_usd: 0,
+    broken_usd: 0,
+    wasted_usd: 0,
+    efficiency: 0.9,
+    efficiency_source: 'sm_active',
+    price_usd_per_hour: 55.04,
+    price_source: 'builtin:aws-ec2-on-demand-linux-2026-11-23',
+    processes_unknown: false,
+  };
+  return { ...base, ...overrides };
+}
+
+const ROWS: WasteReportRow[] = [
+  gpu({
+    instance_id: 'i-a',
+    gpu_index: 0,
+    team: 'vision',
+    job: 'train-1',
+    idle_usd: 165.12,
+    wasted_usd: 165.12,
+    efficiency: 0,
+  }),
+  gpu({
+    instance_id: 'i-a',
+    gpu_index: 1,
+    team: 'vision',
+    job: 'train-1',
+    underused_usd: 16.512,
+    wasted_usd: 16.512,
+  }),
+  gpu({ instance_id: 'i-b', gpu_index: 0, team: 'nlp', job: 'eval', broken_usd: 165.12, wasted_usd: 165.12 }),
+  gpu({
+    instance_id: 'i-c',
+    gpu_index: 0,
+    instance_type: 'p5e.48xlarge',
+    cost_usd: 0,
+    price_usd_per_hour: 0,
+    price_source: 'unpriced',
+    efficiency_source: 'gpu_util',
+  }),
+];
+
+const SERIES: WasteSeriesRow[] = [
+  {
+    day: '2026-03-10',
+    diagnosis: 'idle',
+    gpu_hours: 24,
+    cost_usd: 165.12,
+    idle_usd: 165.12,
+    held_idle_usd: 0,
+    underused_usd: 0,
+    broken_usd: 0,
+    wasted_usd: 165.12,
+  },
+  {
+    day: '2026-03-10',
+    gpu_hours: 72,
+    cost_usd: 330.24,
+    idle_usd: 0,
+    held_idle_usd: 0,
+    underused_usd: 16.512,
+    broken_usd: 165.12,
+    wasted_usd: 181.632,
+  },
+];
+
+describe('buildWasteReport', () => {
+  it('totals GPU-hours, cost and waste by class, and the wasted share', () => {
+    // Prepare / Act
+    const report = buildWasteReport({
+      rows: ROWS,
+      series: SERIES,
+      period: PERIOD,
+      by: 'team',
+      generatedAt: NOW,
+    });
+    // Assess
+    expect(report.totals).toMatchObject({ gpus: 4, instances: 3, gpu_hours: 96 });
+    expect(report.totals.cost_usd).toBeCloseTo(495.36, 9);
+    expect(report.totals.by_class).toEqual({ idle: 165.12, held_idle: 0, underused: 16.512, broken: 165.12 });
+    expect(report.totals.wasted_usd).toBeCloseTo(346.752, 9);
+    expect(report.wasted_share).toBeCloseTo(0.7, 9);
+  });
+
+  it.each([
+    ['team', ['vision', 'nlp', UNATTRIBUTED]],
+    ['job', ['train-1', 'eval', UNATTRIBUTED]],
+    ['instance_type', ['p5.48xlarge', 'p5e.48xlarge']],
+    ['instance', ['i-a', 'i-b', 'i-c']],
+    ['diagnosis', [UNATTRIBUTED, 'idle']],
+  ] as const)('groups by %s, most wasted first, untagged rows kept apart', (by, keys) => {
+    // Prepare / Act
+    const report = buildWasteReport({ rows: ROWS, series: SERIES, period: PERIOD, by, generatedAt: NOW });
+    // Assess
+    expect(report.groups.map((g) => g.key)).toEqual(keys);
+  });
+
+  it('lists every unpriced host by name and says so in the method', () => {
+    // Prepare / Act
+    const report = buildWasteReport({
+      rows: ROWS,
+      series: SERIES,
+      period: PERIOD,
+      by: 'team',
+      generatedAt: NOW,
+    });
+    // Assess
+    expect(report.unpriced).toEqual([{ instance_id: 'i-c', instance_type: 'p5e.48xlarge', gpu_hours: 24 }]);
+    expect(report.groups.find((g) => g.key === UNATTRIBUTED)?.unpriced).toBe(true);
+    expect(report.method.caveats.join(' ')).toMatch(/1 instance\(s\) are unpriced/);
+    expect(report.prices.map((p) => p.source)).toEqual([
+      'builtin:aws-ec2-on-demand-linux-2026-11-23',
+      'unpriced',
+    ]);
+  });
+
+  it.each([
+    [['sm_active'], 'sm_active', /SM activity/],
+    [['gpu_util'], 'gpu_util', /upper bound .* lower bound/],
+    [['sm_active', 'gpu_util'], 'mixed', /elsewhere/],
+    [['none'], 'none', /No efficiency was measured/],
+  ])('states the method for efficiency sources %j', (sources, expected, note) => {
+    // Prepare
+    const rows = sources.map((s, i) => gpu({ instance_id: `i-${i}`, gpu_index: 0, efficiency_source: s }));
+    // Act
+    const report = buildWasteReport({ rows, series: [], period: PERIOD, by: 'instance', generatedAt: NOW });
+    // Assess
+    expect(report.method.efficiency_source).toBe(expected);
+    expect(report.method.note).toMatch(note);
+  });
+
+  it('ranks the top wasters by instance, with their price', () => {
+    // Prepare / Act
+    const report = buildWasteReport({
+      rows: ROWS,
+      series: SERIES,
+      period: PERIOD,
+      by: 'team',
+      generatedAt: NOW,
+    });
+    // Assess
+    expect(report.top_wasters.map((w) => [w.instance_id, Number(w.wasted_usd.toFixed(3))])).toEqual([
+      ['i-a', 181.632],
+      ['i-b', 165.12],
+      ['i-c', 0],
+    ]);
+    expect(report.daily).toEqual([{ day: '2026-03-10', cost_usd: 495.36, wasted_usd: 346.752 }]);
+  });
+
+  it('throws ReportInputError naming `by` for an unknown grouping', () => {
+    // Prepare / Act / Assess
+    expect(() =>
+      buildWasteReport({ rows: [], series: [], period: PERIOD, by: 'project' as never, generatedAt: NOW }),
+    ).toThrow(ReportInputError);
+    expect(REPORT_GROUPINGS).toContain('diagnosis');
+  });
+});
+
+describe('reportPeriod', () => {
+  it.each([
+    ['day', '2026-03-11T06:00:00.000Z', '2026-03-10T06:00:00.000Z'],
+    ['week', '2026-03-11T06:00:00.000Z', '2026-03-04T06:00:00.000Z'],
+    ['month', '2026-03-11T06:00:00.000Z', '2026-02-11T06:00:00.000Z'],
+    ['month', '2026-03-31T00:00:00.000Z', '2026-02-28T00:00:00.000Z'],
+    ['month', '2026-01-15T00:00:00.000Z', '2025-12-15T00:00:00.000Z'],
+  ] as const)('a %s ending %s starts %s', (kind, end, from) => {
+    // Prepare / Act / Assess
+    expect(reportPeriod(kind, new Date(end))).toEqual({ kind, from, to: end });
+  });
+});
