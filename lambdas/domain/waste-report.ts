@@ -30,12 +30,23 @@ export const UNATTRIBUTED = '(none)';
 /** Most wasters listed in a report. */
 export const REPORT_TOP_WASTERS = 10;
 
-/** The ledger summed per UTC day and diagnosis (the store's daily read), for trends and causes. */
+/**
+ * The ledger summed per UTC day and per the windows' own diagnosis, team, job, instance type and
+ * price source (the store's slice read). Team and job are each window's tags at its time, so a GPU
+ * that served two jobs in the period is split between them, never charged to its last one.
+ */
 export interface WasteSeriesRow {
-  /** UTC day, `YYYY-MM-DD`. */
+  /** UTC day of the window end, `YYYY-MM-DD`. */
   readonly day: string;
   /** The windows' diagnosis; absent when they carried none. */
   readonly diagnosis?: Diagnosis;
+  /** The windows' `team` tag; absent when untagged. */
+  readonly team?: string;
+  /** The windows' `job` tag; absent when untagged. */
+  readonly job?: string;
+  readonly instance_type: string;
+  /** The windows' `price_source` (`builtin:<table>`, `savings_plan`, `unpriced`, …). */
+  readonly price_source: string;
   readonly gpu_hours: number;
   readonly cost_usd: number;
   readonly idle_usd: number;
@@ -43,6 +54,10 @@ export interface WasteSeriesRow {
   readonly underused_usd: number;
   readonly broken_usd: number;
   readonly wasted_usd: number;
+  /** Σ efficiency × gpu_hours over the windows where efficiency was measured. */
+  readonly efficiency_weighted: number;
+  /** Σ gpu_hours over the windows where efficiency was measured. */
+  readonly efficiency_hours: number;
 }
 
 /** Money and time of a slice of the fleet. All USD, unrounded. */
@@ -59,7 +74,7 @@ export interface ReportMoney {
 export interface ReportGroup extends ReportMoney {
   /** The group's key; {@link UNATTRIBUTED} when the tag or diagnosis is absent. */
   readonly key: string;
-  /** GPUs in the group; absent for diagnosis groups (a GPU's windows span several). */
+  /** GPUs in the group; only for instance groups (a GPU's windows may span several teams, jobs or causes). */
   readonly gpus?: number;
   /** GPU-hour-weighted efficiency over the measured windows, 0..1; absent when never measured. */
   readonly efficiency?: number;
@@ -199,11 +214,14 @@ function add(acc: Acc, r: WasteReportRow | WasteSeriesRow, gpus: number): void {
   acc.held_idle += r.held_idle_usd;
   acc.underused += r.underused_usd;
   acc.broken += r.broken_usd;
-  if ('efficiency' in r && r.efficiency !== undefined) {
+  if ('efficiency_weighted' in r) {
+    acc.eff_weighted += r.efficiency_weighted;
+    acc.eff_hours += r.efficiency_hours;
+  } else if (r.efficiency !== undefined) {
     acc.eff_weighted += r.efficiency * r.gpu_hours;
     acc.eff_hours += r.gpu_hours;
   }
-  if ('price_source' in r) acc.price_sources.add(r.price_source);
+  acc.price_sources.add(r.price_source);
 }
 
 function money(acc: Acc): ReportMoney {
@@ -226,7 +244,11 @@ function byWastedDesc<T extends { wasted_usd: number; key?: string; instance_id?
   return ka < kb ? -1 : ka > kb ? 1 : 0;
 }
 
-function groupRows(rows: readonly WasteReportRow[], keyOf: (r: WasteReportRow) => string): ReportGroup[] {
+function groupBy<R extends WasteReportRow | WasteSeriesRow>(
+  rows: readonly R[],
+  keyOf: (r: R) => string,
+  countGpus: boolean,
+): ReportGroup[] {
   const accs = new Map<string, Acc>();
   for (const r of rows) {
     const key = keyOf(r);
@@ -237,7 +259,7 @@ function groupRows(rows: readonly WasteReportRow[], keyOf: (r: WasteReportRow) =
   return [...accs.entries()]
     .map(([key, acc]) => ({
       key,
-      gpus: acc.gpus,
+      ...(countGpus ? { gpus: acc.gpus } : {}),
       ...money(acc),
       ...(acc.eff_hours > 0 ? { efficiency: acc.eff_weighted / acc.eff_hours } : {}),
       price_sources: [...acc.price_sources].sort(),
@@ -246,24 +268,12 @@ function groupRows(rows: readonly WasteReportRow[], keyOf: (r: WasteReportRow) =
     .sort(byWastedDesc);
 }
 
-function groupSeries(series: readonly WasteSeriesRow[]): ReportGroup[] {
-  const accs = new Map<string, Acc>();
-  for (const r of series) {
-    const key = r.diagnosis ?? UNATTRIBUTED;
-    const acc = accs.get(key) ?? emptyAcc();
-    add(acc, r, 0);
-    accs.set(key, acc);
-  }
-  return [...accs.entries()]
-    .map(([key, acc]) => ({ key, ...money(acc), price_sources: [], unpriced: false }))
-    .sort(byWastedDesc);
-}
-
-const KEY_OF: Readonly<Record<Exclude<ReportGrouping, 'diagnosis'>, (r: WasteReportRow) => string>> = {
+/** Group keys of the slice read, each the window's own value. */
+const SLICE_KEY_OF: Readonly<Record<Exclude<ReportGrouping, 'instance'>, (r: WasteSeriesRow) => string>> = {
   team: (r) => r.team ?? UNATTRIBUTED,
   job: (r) => r.job ?? UNATTRIBUTED,
   instance_type: (r) => r.instance_type,
-  instance: (r) => r.instance_id,
+  diagnosis: (r) => r.diagnosis ?? UNATTRIBUTED,
 };
 
 function methodOf(rows: readonly WasteReportRow[], unpriced: readonly UnpricedHost[]): ReportMethod {
@@ -298,8 +308,10 @@ function methodOf(rows: readonly WasteReportRow[], unpriced: readonly UnpricedHo
 /**
  * Builds the finance report from the store's per-GPU sums and daily series.
  *
- * @param input.rows - per-GPU ledger sums over the period (`TelemetryStore.queryWaste`)
- * @param input.series - the ledger per UTC day and diagnosis over the same period
+ * @param input.rows - per-GPU ledger sums over the period (`TelemetryStore.queryWaste`): instances,
+ *   GPUs, top wasters and unpriced hosts
+ * @param input.series - the slice read over the same period: days, and the team, job, instance type
+ *   and diagnosis groups by each window's own values
  * @param input.period - the period the rows cover
  * @param input.by - the grouping asked for
  * @param input.generatedAt - the caller's clock
@@ -330,7 +342,7 @@ export function buildWasteReport(input: {
   }
   const all = emptyAcc();
   for (const r of rows) add(all, r, 1);
-  const instances = groupRows(rows, (r) => r.instance_id);
+  const instances = groupBy(rows, (r) => r.instance_id, true);
   const unpricedHosts: UnpricedHost[] = [];
   const wasters: ReportWaster[] = [];
   for (const g of instances) {
@@ -360,8 +372,8 @@ export function buildWasteReport(input: {
     d.wasted_usd += s.wasted_usd;
     days.set(s.day, d);
   }
-  const byTeam = groupRows(rows, KEY_OF.team);
-  const byDiagnosis = groupSeries(series);
+  const byTeam = groupBy(series, SLICE_KEY_OF.team, false);
+  const byDiagnosis = groupBy(series, SLICE_KEY_OF.diagnosis, false);
   const totals = { ...money(all), gpus: all.gpus, instances: instances.length };
   return {
     period,
@@ -373,14 +385,7 @@ export function buildWasteReport(input: {
     totals,
     wasted_share: totals.cost_usd > 0 ? totals.wasted_usd / totals.cost_usd : 0,
     by,
-    groups:
-      by === 'diagnosis'
-        ? byDiagnosis
-        : by === 'team'
-          ? byTeam
-          : by === 'instance'
-            ? instances
-            : groupRows(rows, KEY_OF[by]),
+    groups: by === 'instance' ? instances : groupBy(series, SLICE_KEY_OF[by], false),
     by_team: byTeam,
     by_diagnosis: byDiagnosis,
     daily: [...days.entries()].map(([day, d]) => ({ day, ...d })).sort((a, b) => (a.day < b.day ? -1 : 1)),

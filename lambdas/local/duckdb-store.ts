@@ -84,13 +84,16 @@ WHERE time >= ?::TIMESTAMPTZ AND time < ?::TIMESTAMPTZ
 GROUP BY instance_id, gpu_index`;
 
 const WASTE_SERIES_SQL = `SELECT strftime(make_timestamp(epoch_us(time)), '%Y-%m-%d') AS day, diagnosis,
+  team, job, instance_type, price_source,
   sum(gpu_hours) AS gpu_hours, sum(cost_usd) AS cost_usd, sum(idle_usd) AS idle_usd,
   sum(held_idle_usd) AS held_idle_usd, sum(underused_usd) AS underused_usd,
-  sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd
+  sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd,
+  coalesce(sum(efficiency * gpu_hours) FILTER (WHERE efficiency IS NOT NULL), 0) AS efficiency_weighted,
+  coalesce(sum(gpu_hours) FILTER (WHERE efficiency IS NOT NULL), 0) AS efficiency_hours
 FROM gpu_windows
 WHERE time >= ?::TIMESTAMPTZ AND time < ?::TIMESTAMPTZ
-GROUP BY day, diagnosis
-ORDER BY day, diagnosis NULLS LAST`;
+GROUP BY ALL
+ORDER BY day, diagnosis NULLS LAST, team NULLS LAST, job NULLS LAST, instance_type, price_source`;
 
 /** `undefined` → SQL NULL. */
 function v(value: string | number | boolean | undefined): DuckDBValue {
@@ -447,11 +450,12 @@ export class DuckDbStore implements TelemetryStore, StateStore {
   }
 
   /**
-   * Sums the ledger per UTC day (of the window end) and diagnosis over windows with `from ≤ time < to`:
-   * the report's wasted-dollars-over-time chart and its waste by cause. (Local store only for now.)
+   * Sums the ledger per UTC day (of the window end) and per the windows' own diagnosis, team, job,
+   * instance type and price source, over windows with `from ≤ time < to`: the report's trend, and its
+   * groups with each window charged to the tags it had then. (Local store only for now.)
    *
    * @param query - the time range
-   * @returns rows ordered by day, then diagnosis (absent diagnosis last)
+   * @returns rows ordered by day, diagnosis, team, job (absent values last), instance type, price source
    * @throws {StoreQueryError} when the range is invalid or empty
    */
   queryWasteSeries(query: WasteQuery): Promise<WasteSeriesRow[]> {
@@ -462,6 +466,10 @@ export class DuckDbStore implements TelemetryStore, StateStore {
       return rows.map((r) => ({
         day: r.day as string,
         ...(r.diagnosis != null ? { diagnosis: r.diagnosis as Diagnosis } : {}),
+        ...(r.team != null ? { team: r.team as string } : {}),
+        ...(r.job != null ? { job: r.job as string } : {}),
+        instance_type: r.instance_type as string,
+        price_source: r.price_source as string,
         gpu_hours: r.gpu_hours as number,
         cost_usd: r.cost_usd as number,
         idle_usd: r.idle_usd as number,
@@ -469,6 +477,8 @@ export class DuckDbStore implements TelemetryStore, StateStore {
         underused_usd: r.underused_usd as number,
         broken_usd: r.broken_usd as number,
         wasted_usd: r.wasted_usd as number,
+        efficiency_weighted: r.efficiency_weighted as number,
+        efficiency_hours: r.efficiency_hours as number,
       }));
     });
   }

@@ -8,6 +8,7 @@ import {
   type WasteSeriesRow,
 } from '../../../lambdas/domain';
 import type { WasteReportRow } from '../../../lambdas/domain/types';
+import { seriesOf } from '../report-fixture';
 
 const NOW = new Date('2026-03-11T00:00:00Z');
 const PERIOD = reportPeriod('day', NOW);
@@ -64,28 +65,10 @@ const ROWS: WasteReportRow[] = [
   }),
 ];
 
+/** GPU 0 of i-a idle, the rest without a diagnosis, all on 2026-03-10. */
 const SERIES: WasteSeriesRow[] = [
-  {
-    day: '2026-03-10',
-    diagnosis: 'idle',
-    gpu_hours: 24,
-    cost_usd: 165.12,
-    idle_usd: 165.12,
-    held_idle_usd: 0,
-    underused_usd: 0,
-    broken_usd: 0,
-    wasted_usd: 165.12,
-  },
-  {
-    day: '2026-03-10',
-    gpu_hours: 72,
-    cost_usd: 330.24,
-    idle_usd: 0,
-    held_idle_usd: 0,
-    underused_usd: 16.512,
-    broken_usd: 165.12,
-    wasted_usd: 181.632,
-  },
+  ...seriesOf(ROWS.slice(0, 1), '2026-03-10', 'idle'),
+  ...seriesOf(ROWS.slice(1), '2026-03-10'),
 ];
 
 describe('buildWasteReport', () => {
@@ -151,6 +134,29 @@ describe('buildWasteReport', () => {
     // Assess
     expect(report.method.efficiency_source).toBe(expected);
     expect(report.method.note).toMatch(note);
+  });
+
+  it('charges each window to the team and job it had then, splitting a GPU that served two jobs', () => {
+    // Prepare: GPU 0 of i-a served train-1 (vision) one day and eval (nlp) the next
+    const gpu0 = ROWS[0] as WasteReportRow;
+    const series = [
+      ...seriesOf(
+        [{ ...gpu0, gpu_hours: 12, cost_usd: 82.56, idle_usd: 82.56, wasted_usd: 82.56 }],
+        '2026-03-09',
+      ),
+      ...seriesOf(
+        [{ ...gpu0, team: 'nlp', job: 'eval', gpu_hours: 12, cost_usd: 82.56, idle_usd: 0, wasted_usd: 0 }],
+        '2026-03-10',
+      ),
+    ];
+    // Act
+    const report = buildWasteReport({ rows: [gpu0], series, period: PERIOD, by: 'job', generatedAt: NOW });
+    // Assess
+    expect(report.groups.map((g) => [g.key, g.cost_usd, g.wasted_usd])).toEqual([
+      ['train-1', 82.56, 82.56],
+      ['eval', 82.56, 0],
+    ]);
+    expect(report.by_team.map((g) => g.key)).toEqual(['vision', 'nlp']);
   });
 
   it('ranks the top wasters by instance, with their price', () => {
