@@ -1,4 +1,5 @@
 import type { Alert, InstanceInfo, RemediationDecision, StoreRows, WasteReportRow } from './types';
+import type { WasteSeriesRow } from './waste-report';
 
 /**
  * Ports: what the pipeline needs from the outside world. Adapters in `lambdas/adapters/` and
@@ -107,4 +108,45 @@ export interface InstanceDirectory {
    * @throws when EC2 or Auto Scaling cannot be asked (throttled, no permission, unreachable)
    */
   describe(instanceId: string, region: string): Promise<InstanceInfo | undefined>;
+}
+
+/**
+ * The reads the finance report needs (DESIGN §9): per-GPU ledger sums, and the ledger per UTC day
+ * and per each window's own diagnosis, team, job, instance type and price source. The local store
+ * has both; the Athena and Timestream adapters have `queryWaste`.
+ */
+export interface WasteReportSource {
+  /** See {@link TelemetryStore.queryWaste}. */
+  queryWaste(query: WasteQuery): Promise<WasteReportRow[]>;
+  /**
+   * @returns the ledger per day and slice over `from ≤ time < to`
+   * @throws when the store cannot be reached, or the range is empty
+   */
+  queryWasteSeries(query: WasteQuery): Promise<WasteSeriesRow[]>;
+}
+
+/** Where a report's files are written (a KMS-encrypted S3 bucket; a folder locally). */
+export interface ReportFileSink {
+  /**
+   * Writes one file, replacing any file of that name (a re-run of a report rewrites it whole).
+   * @param name - the file's path under the sink's root, e.g. `week/2026-03-11/waste-by-team.csv`
+   * @param body - the file's text (UTF-8)
+   * @param contentType - its media type, e.g. `text/csv; charset=utf-8`
+   * @returns where it now is, e.g. `s3://bucket/reports/week/2026-03-11/waste-by-team.csv`
+   * @throws when it cannot be written (nothing is announced then)
+   */
+  put(name: string, body: string, contentType: string): Promise<string>;
+}
+
+/** Announces a written report (the SNS `reports` topic; the console locally). */
+export interface ReportNotifier {
+  /**
+   * @param message - subject (≤ 100 characters) and plain-text body
+   * @param attributes - message attributes, e.g. `report_period`
+   * @throws when the message cannot be sent
+   */
+  publish(
+    message: { readonly subject: string; readonly body: string },
+    attributes: Readonly<Record<string, string>>,
+  ): Promise<void>;
 }
