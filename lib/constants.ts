@@ -78,3 +78,22 @@ export const STATE_PARTITION_KEY = 'pk';
 export const STATE_SORT_KEY = 'sk';
 /** DynamoDB state table TTL attribute, epoch seconds. */
 export const STATE_TTL_ATTRIBUTE = 'expires_at';
+
+/** Report Lambda memory, MiB: Vega renders four charts to SVG in-process; 1 GiB with headroom. */
+export const REPORT_MEMORY_MIB = 1024;
+/** Report Lambda timeout, seconds: a month of slices from the store plus six S3 puts; Lambda allows 900. */
+export const REPORT_TIMEOUT_SECONDS = 300;
+/** Powertools service name of the report Lambda. */
+export const REPORT_SERVICE_NAME = 'gpu-sentinel-report';
+/** S3 key prefix of the report files (the report Lambda may write under it only). */
+export const REPORT_KEY_PREFIX = 'reports/';
+/**
+ * When the scheduled reports run, EventBridge Scheduler cron in UTC: the day report shortly after
+ * midnight, the week report on Mondays, the month report on the 1st (each covers the period that
+ * ended at that midnight).
+ */
+export const REPORT_SCHEDULES = {
+  day: 'cron(5 0 * * ? *)',
+  week: 'cron(20 0 ? * MON *)',
+  month: 'cron(35 0 1 * ? *)',
+} as const;

@@ -5,6 +5,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { AgentPolicy } from './agent-policy';
 import { type AlertEmails, AlertTopics } from './alert-topics';
+import { FinanceReports } from './finance-reports';
 import { IngestApi } from './ingest-api';
 import { IngestFunction } from './ingest-function';
 import { PropsValidationError } from './props-validation-error';
@@ -14,6 +15,8 @@ import { TelemetryDatabase } from './telemetry-database';
 
 /** Default entry of the ingest Lambda: `lambdas/handlers/ingest.ts` at the repository root. */
 export const DEFAULT_INGEST_ENTRY = fileURLToPath(new URL('../lambdas/handlers/ingest.ts', import.meta.url));
+/** Default entry of the report Lambda: `lambdas/handlers/report.ts` at the repository root. */
+export const DEFAULT_REPORT_ENTRY = fileURLToPath(new URL('../lambdas/handlers/report.ts', import.meta.url));
 /** The repository's npm lock file: the bundling root of the Lambdas. */
 export const DEPS_LOCK_FILE_PATH = fileURLToPath(new URL('../package-lock.json', import.meta.url));
 
@@ -86,6 +89,11 @@ export interface GpuSentinelStackProps extends StackProps {
    * @default `<repo>/lambdas/handlers/ingest.ts`
    */
   readonly ingestEntry?: string;
+  /**
+   * Absolute path of the report handler's entry file. Tests point it at a stub.
+   * @default `<repo>/lambdas/handlers/report.ts`
+   */
+  readonly reportEntry?: string;
 }
 
 /**
@@ -94,9 +102,9 @@ export interface GpuSentinelStackProps extends StackProps {
  * for GPU instance roles.
  *
  * Construct IDs are a contract (renaming one replaces the resource): `TelemetryDatabase`,
- * `AlertTopics`, `RemediationState`, `IngestFunction`, `IngestApi`, `AgentPolicy`; outputs
- * `BatchesUrl`, `CriticalTopicArn`, `WarningTopicArn`, `InfoTopicArn`, `ReportsTopicArn`,
- * `AgentPolicyArn`, `StateTableName`, `TimestreamDatabaseName`.
+ * `AlertTopics`, `RemediationState`, `IngestFunction`, `IngestApi`, `AgentPolicy`, `FinanceReports`;
+ * outputs `BatchesUrl`, `CriticalTopicArn`, `WarningTopicArn`, `InfoTopicArn`, `ReportsTopicArn`,
+ * `AgentPolicyArn`, `StateTableName`, `TimestreamDatabaseName`, `ReportsBucketName`.
  *
  * @example
  * new GpuSentinelStack(app, 'GpuSentinel', { remediationMode: 'notify', organizationId: 'o-a1b2c3d4e5' });
@@ -114,6 +122,8 @@ export class GpuSentinelStack extends Stack {
   readonly api: IngestApi;
   /** The managed policy for GPU instance roles. */
   readonly agentPolicy: AgentPolicy;
+  /** The scheduled finance reports: bucket, Lambda, schedules. */
+  readonly reports: FinanceReports;
 
   /** @throws {PropsValidationError} when a prop is out of range (the message names it and the value) */
   constructor(scope: Construct, id: string, props: GpuSentinelStackProps = {}) {
@@ -147,6 +157,13 @@ export class GpuSentinelStack extends Stack {
       webAclArn: props.webAclArn,
     });
     this.agentPolicy = new AgentPolicy(this, 'AgentPolicy', { api: this.api });
+    this.reports = new FinanceReports(this, 'FinanceReports', {
+      entry: props.reportEntry ?? DEFAULT_REPORT_ENTRY,
+      depsLockFilePath: DEPS_LOCK_FILE_PATH,
+      database: this.database,
+      topics: this.topics,
+      logRetention,
+    });
 
     new CfnOutput(this, 'BatchesUrl', {
       value: this.api.batchesUrl,
@@ -162,6 +179,10 @@ export class GpuSentinelStack extends Stack {
     });
     new CfnOutput(this, 'StateTableName', { value: this.state.table.tableName });
     new CfnOutput(this, 'TimestreamDatabaseName', { value: this.database.databaseName });
+    new CfnOutput(this, 'ReportsBucketName', {
+      value: this.reports.bucket.bucketName,
+      description: 'Where the scheduled finance reports (CSV, HTML) are written, under reports/',
+    });
   }
 
   /**

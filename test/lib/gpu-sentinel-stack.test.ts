@@ -74,9 +74,9 @@ describe('GpuSentinelStack', () => {
     });
   });
 
-  it('applies logRetention to the Lambda and the access log groups', () => {
+  it('applies logRetention to the Lambdas and the access log groups', () => {
     // Prepare / Act / Assess
-    template.resourceCountIs('AWS::Logs::LogGroup', 2);
+    template.resourceCountIs('AWS::Logs::LogGroup', 3);
     template.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 90 });
   });
 
