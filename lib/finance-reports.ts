@@ -19,6 +19,21 @@ import {
 import { INGEST_BUNDLING_TARGET, INGEST_EXTERNAL_MODULES, INGEST_RUNTIME } from './ingest-function';
 import type { TelemetryDatabase } from './telemetry-database';
 
+/**
+ * How the report Lambda is bundled: ESM, because Vega (through vega-canvas) uses top-level await,
+ * which esbuild cannot emit as CommonJS; a `require` shim for the CommonJS packages in the bundle;
+ * and `canvas` left out (Vega renders SVG without it and only tries to load it).
+ */
+export const REPORT_BUNDLING = {
+  format: nodejs.OutputFormat.ESM,
+  target: INGEST_BUNDLING_TARGET,
+  mainFields: ['module', 'main'],
+  banner: "import { createRequire } from 'module';const require = createRequire(import.meta.url);",
+  externalModules: [...INGEST_EXTERNAL_MODULES, 'canvas'],
+  minify: true,
+  sourceMap: true,
+} as const;
+
 /** Props of {@link FinanceReports}. */
 export interface FinanceReportsProps {
   /** Absolute path of the report handler's entry file (TypeScript), bundled by esbuild. */
@@ -148,11 +163,9 @@ export class FinanceReports extends Construct {
       logGroup,
       description: 'gpu-sentinel: scheduled finance reports (CSV + HTML to S3, message to the reports topic)',
       bundling: {
-        format: nodejs.OutputFormat.CJS,
-        target: INGEST_BUNDLING_TARGET,
-        minify: true,
-        sourceMap: true,
-        externalModules: [...INGEST_EXTERNAL_MODULES],
+        ...REPORT_BUNDLING,
+        mainFields: [...REPORT_BUNDLING.mainFields],
+        externalModules: [...REPORT_BUNDLING.externalModules],
       },
       environment: {
         TIMESTREAM_DATABASE: props.database.databaseName,
