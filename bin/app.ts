@@ -4,7 +4,8 @@
  * `CDK_DEFAULT_REGION` are both set.
  *
  * Optional context (`npx cdk synth -c remediationMode=notify -c organizationId=o-a1b2c3d4e5`):
- * `stackName`, `databaseName`, `memoryRetentionHours`, `magneticRetentionDays`, `remediationMode`,
+ * `store` (`athena` (default) | `timestream`), `telemetryRetentionDays`,
+ * `firehoseBufferIntervalSeconds`, `stackName`, `databaseName`, `memoryRetentionHours`, `magneticRetentionDays`, `remediationMode`,
  * `organizationId`, `throttlingRateLimit`, `throttlingBurstLimit`, `webAclArn`,
  * `apiGatewayCloudWatchRole` (`true|false`), `priceOverridesUsdPerHour` and `alertEmails` (JSON).
  * Every value is validated by the stack, which fails synth with the bad value.
@@ -59,6 +60,9 @@ const region = process.env.CDK_DEFAULT_REGION;
 const props: GpuSentinelStackProps = {
   env: account !== undefined && region !== undefined ? { account, region } : undefined,
   description: 'gpu-sentinel: GPU fleet telemetry ingest, waste ledger, alerts and remediation',
+  store: contextString('store') as GpuSentinelStackProps['store'],
+  telemetryRetentionDays: contextNumber('telemetryRetentionDays'),
+  firehoseBufferIntervalSeconds: contextNumber('firehoseBufferIntervalSeconds'),
   databaseName: contextString('databaseName'),
   memoryRetentionHours: contextNumber('memoryRetentionHours'),
   magneticRetentionDays: contextNumber('magneticRetentionDays'),

@@ -97,3 +97,45 @@ export const REPORT_SCHEDULES = {
   week: 'cron(20 0 ? * MON *)',
   month: 'cron(35 0 1 * ? *)',
 } as const;
+/** The telemetry stores the stack can deploy (DESIGN.md §4). `athena` is open to every account. */
+export const STORES = ['athena', 'timestream'] as const;
+/** One of {@link STORES}. */
+export type StoreKind = (typeof STORES)[number];
+/** Default store: Timestream for LiveAnalytics is closed to new customers since 2025-06-20 (aws.md §0). */
+export const DEFAULT_STORE: StoreKind = 'athena';
+
+/** Glue database names: lower-case letters, digits and `_`, 1–255 characters (Athena: "Name tables, databases and columns"). */
+export const GLUE_DATABASE_NAME_PATTERN = /^[a-z0-9_]{1,255}$/;
+/**
+ * Firehose buffer size with record format conversion, MiB: the most Firehose buffers (128) and
+ * above the 64 MiB minimum that format conversion imposes (Firehose developer guide, "Convert input
+ * data format"; `BufferingHints.SizeInMBs` 1..128). Bigger Parquet files, fewer S3 requests.
+ */
+export const FIREHOSE_BUFFER_SIZE_MIB = 128;
+/** Firehose buffer interval, s, smallest allowed with format conversion (`BufferingHints.IntervalInSeconds`; reference aws-athena-store). */
+export const FIREHOSE_BUFFER_INTERVAL_S_MIN = 60;
+/** Firehose buffer interval, s, largest (`BufferingHints.IntervalInSeconds` ≤ 900, Firehose API reference). */
+export const FIREHOSE_BUFFER_INTERVAL_S_MAX = 900;
+/** Firehose buffer interval, s, our default: one Parquet file per stream per 5 min at fleet scale. */
+export const DEFAULT_FIREHOSE_BUFFER_INTERVAL_S = 300;
+/** Telemetry kept in S3, days (lifecycle expiration), our default: one year of history for finance reports. */
+export const DEFAULT_TELEMETRY_RETENTION_DAYS = 365;
+/** Athena query results kept in S3, days (lifecycle expiration): reports read them once. */
+export const ATHENA_RESULTS_RETENTION_DAYS = 7;
+/** Firehose delivery errors kept in S3, days: long enough for an operator to read and replay them. */
+export const FIREHOSE_ERRORS_RETENTION_DAYS = 30;
+/** S3 server access logs kept, days. */
+export const ACCESS_LOG_RETENTION_DAYS = 90;
+/**
+ * Bytes one Athena query may scan before Athena cancels it (workgroup `BytesScannedCutoffPerQuery`,
+ * minimum 10 MB): a cost guard, 50 GiB ≈ $0.25 at $5/TB.
+ */
+export const ATHENA_BYTES_SCANNED_CUTOFF = 50 * 1024 ** 3;
+/** First hour of the partition projection range, `yyyy/MM/dd/HH` (no telemetry is older). */
+export const PARTITION_PROJECTION_START = '2025/01/01/00';
+/** S3 prefix of Athena query results in the telemetry bucket. */
+export const ATHENA_RESULTS_PREFIX = 'athena-results/';
+/** S3 prefix of records Firehose could not convert or deliver. */
+export const FIREHOSE_ERRORS_PREFIX = 'firehose-errors/';
+/** S3 prefix of Timestream magnetic-store writes it rejected (asynchronous; aws.md §1.2). */
+export const MAGNETIC_REJECTS_PREFIX = 'timestream-magnetic-rejects/';

@@ -168,8 +168,7 @@ export class FinanceReports extends Construct {
         externalModules: [...REPORT_BUNDLING.externalModules],
       },
       environment: {
-        TIMESTREAM_DATABASE: props.database.databaseName,
-        TIMESTREAM_GPU_TABLE: props.database.gpuTable.attrName,
+        ...props.database.environment(),
         REPORTS_BUCKET: this.bucket.bucketName,
         REPORTS_KEY_ARN: this.key.keyArn,
         TOPIC_REPORTS_ARN: props.topics.reports.topicArn,

@@ -5,6 +5,8 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { AgentPolicy } from './agent-policy';
 import { type AlertEmails, AlertTopics } from './alert-topics';
+import { AthenaTelemetryStore } from './athena-telemetry-store';
+import { DEFAULT_STORE, STORES, type StoreKind } from './constants';
 import { FinanceReports } from './finance-reports';
 import { IngestApi } from './ingest-api';
 import { IngestFunction } from './ingest-function';
@@ -12,6 +14,8 @@ import { PropsValidationError } from './props-validation-error';
 import type { RemediationMode } from './remediation-mode';
 import { RemediationState } from './remediation-state';
 import { TelemetryDatabase } from './telemetry-database';
+import type { TelemetryStoreResources } from './telemetry-store-resources';
+import { validateOneOf } from './validate-props';
 
 /** Default entry of the ingest Lambda: `lambdas/handlers/ingest.ts` at the repository root. */
 export const DEFAULT_INGEST_ENTRY = fileURLToPath(new URL('../lambdas/handlers/ingest.ts', import.meta.url));
@@ -23,17 +27,35 @@ export const DEPS_LOCK_FILE_PATH = fileURLToPath(new URL('../package-lock.json',
 /** Props of {@link GpuSentinelStack}. */
 export interface GpuSentinelStackProps extends StackProps {
   /**
-   * Name of the Timestream database: 3–256 characters `[a-zA-Z0-9_.-]`.
+   * Which telemetry store to deploy (DESIGN.md §4): `athena` (Firehose → S3 Parquet → Glue →
+   * Athena; open to every account) or `timestream` (Timestream for LiveAnalytics, for accounts
+   * that already use it: it is closed to new customers since 2025-06-20).
+   * @default 'athena'
+   */
+  readonly store?: StoreKind;
+  /**
+   * Name of the store's database: the Glue database (`athena`, 1–255 of `[a-z0-9_]`) or the
+   * Timestream database (`timestream`, 3–256 of `[a-zA-Z0-9_.-]`).
    * @default 'gpu_sentinel'
    */
   readonly databaseName?: string;
   /**
-   * Timestream memory store retention, hours, integer in 1..8766 (Timestream quotas page).
+   * `athena` only: how long telemetry stays in S3, days, integer in 1..36500.
+   * @default 365
+   */
+  readonly telemetryRetentionDays?: number;
+  /**
+   * `athena` only: Firehose buffer interval, s, integer in 60..900.
+   * @default 300
+   */
+  readonly firehoseBufferIntervalSeconds?: number;
+  /**
+   * `timestream` only: memory store retention, hours, integer in 1..8766 (Timestream quotas page).
    * @default 24
    */
   readonly memoryRetentionHours?: number;
   /**
-   * Timestream magnetic store retention, days, integer in 1..73000 (Timestream quotas page).
+   * `timestream` only: magnetic store retention, days, integer in 1..73000 (Timestream quotas page).
    * @default 365
    */
   readonly magneticRetentionDays?: number;
@@ -97,21 +119,30 @@ export interface GpuSentinelStackProps extends StackProps {
 }
 
 /**
- * The gpu-sentinel AWS pipeline (DESIGN.md §1): ingest REST API → ingest Lambda → Timestream,
- * SNS alert topics, the DynamoDB state table for remediation and cooldowns, and the managed policy
- * for GPU instance roles.
+ * The gpu-sentinel AWS pipeline (DESIGN.md §1): ingest REST API → ingest Lambda → the telemetry
+ * store (by default Firehose → S3 Parquet → Glue → Athena, or Timestream for LiveAnalytics), SNS
+ * alert topics, the DynamoDB state table for remediation and cooldowns, and the managed policy for
+ * GPU instance roles.
  *
- * Construct IDs are a contract (renaming one replaces the resource): `TelemetryDatabase`,
- * `AlertTopics`, `RemediationState`, `IngestFunction`, `IngestApi`, `AgentPolicy`, `FinanceReports`;
- * outputs `BatchesUrl`, `CriticalTopicArn`, `WarningTopicArn`, `InfoTopicArn`, `ReportsTopicArn`,
- * `AgentPolicyArn`, `StateTableName`, `TimestreamDatabaseName`, `ReportsBucketName`.
+ * Construct IDs are a contract (renaming one replaces the resource): `AthenaStore` or
+ * `TelemetryDatabase`, `AlertTopics`, `RemediationState`, `IngestFunction`, `IngestApi`,
+ * `AgentPolicy`, `FinanceReports` (timestream store only, for now); outputs `BatchesUrl`,
+ * `CriticalTopicArn`, `WarningTopicArn`, `InfoTopicArn`, `ReportsTopicArn`, `AgentPolicyArn`,
+ * `StateTableName`, and `TelemetryBucketName`, `GlueDatabaseName`, `AthenaWorkGroup` (athena) or
+ * `TimestreamDatabaseName`, `ReportsBucketName` (timestream).
  *
  * @example
  * new GpuSentinelStack(app, 'GpuSentinel', { remediationMode: 'notify', organizationId: 'o-a1b2c3d4e5' });
  */
 export class GpuSentinelStack extends Stack {
-  /** The Timestream database and tables. */
-  readonly database: TelemetryDatabase;
+  /** The store deployed: `athena` or `timestream`. */
+  readonly storeKind: StoreKind;
+  /** The telemetry store the ingest Lambda writes. */
+  readonly store: TelemetryStoreResources;
+  /** The Athena store, when `store` is `athena`. */
+  readonly athenaStore?: AthenaTelemetryStore;
+  /** The Timestream database and tables, when `store` is `timestream`. */
+  readonly database?: TelemetryDatabase;
   /** The SNS topics. */
   readonly topics: AlertTopics;
   /** The DynamoDB state table. */
@@ -122,25 +153,37 @@ export class GpuSentinelStack extends Stack {
   readonly api: IngestApi;
   /** The managed policy for GPU instance roles. */
   readonly agentPolicy: AgentPolicy;
-  /** The scheduled finance reports: bucket, Lambda, schedules. */
-  readonly reports: FinanceReports;
+  /** The scheduled finance reports: bucket, Lambda, schedules (store `timestream` only, for now). */
+  readonly reports?: FinanceReports;
 
   /** @throws {PropsValidationError} when a prop is out of range (the message names it and the value) */
   constructor(scope: Construct, id: string, props: GpuSentinelStackProps = {}) {
     super(scope, id, props);
     const logRetention = validateLogRetention(props.logRetention ?? logs.RetentionDays.ONE_MONTH);
 
-    this.database = new TelemetryDatabase(this, 'TelemetryDatabase', {
-      databaseName: props.databaseName,
-      memoryRetentionHours: props.memoryRetentionHours,
-      magneticRetentionDays: props.magneticRetentionDays,
-    });
+    this.storeKind = validateOneOf('store', props.store ?? DEFAULT_STORE, STORES);
+    if (this.storeKind === 'athena') {
+      this.athenaStore = new AthenaTelemetryStore(this, 'AthenaStore', {
+        databaseName: props.databaseName,
+        retentionDays: props.telemetryRetentionDays,
+        bufferIntervalSeconds: props.firehoseBufferIntervalSeconds,
+        logRetention,
+      });
+      this.store = this.athenaStore;
+    } else {
+      this.database = new TelemetryDatabase(this, 'TelemetryDatabase', {
+        databaseName: props.databaseName,
+        memoryRetentionHours: props.memoryRetentionHours,
+        magneticRetentionDays: props.magneticRetentionDays,
+      });
+      this.store = this.database;
+    }
     this.topics = new AlertTopics(this, 'AlertTopics', { alertEmails: props.alertEmails });
     this.state = new RemediationState(this, 'RemediationState');
     this.ingest = new IngestFunction(this, 'IngestFunction', {
       entry: props.ingestEntry ?? DEFAULT_INGEST_ENTRY,
       depsLockFilePath: DEPS_LOCK_FILE_PATH,
-      database: this.database,
+      store: this.store,
       topics: this.topics,
       state: this.state,
       remediationMode: props.remediationMode,
@@ -157,13 +200,16 @@ export class GpuSentinelStack extends Stack {
       webAclArn: props.webAclArn,
     });
     this.agentPolicy = new AgentPolicy(this, 'AgentPolicy', { api: this.api });
-    this.reports = new FinanceReports(this, 'FinanceReports', {
-      entry: props.reportEntry ?? DEFAULT_REPORT_ENTRY,
-      depsLockFilePath: DEPS_LOCK_FILE_PATH,
-      database: this.database,
-      topics: this.topics,
-      logRetention,
-    });
+    // The report Lambda reads Timestream today; its Athena read grants are still to come.
+    if (this.database !== undefined) {
+      this.reports = new FinanceReports(this, 'FinanceReports', {
+        entry: props.reportEntry ?? DEFAULT_REPORT_ENTRY,
+        depsLockFilePath: DEPS_LOCK_FILE_PATH,
+        database: this.database,
+        topics: this.topics,
+        logRetention,
+      });
+    }
 
     new CfnOutput(this, 'BatchesUrl', {
       value: this.api.batchesUrl,
@@ -178,11 +224,23 @@ export class GpuSentinelStack extends Stack {
       description: 'Attach to the IAM role of every GPU instance running the agent',
     });
     new CfnOutput(this, 'StateTableName', { value: this.state.table.tableName });
-    new CfnOutput(this, 'TimestreamDatabaseName', { value: this.database.databaseName });
-    new CfnOutput(this, 'ReportsBucketName', {
-      value: this.reports.bucket.bucketName,
-      description: 'Where the scheduled finance reports (CSV, HTML) are written, under reports/',
-    });
+    if (this.database !== undefined) {
+      new CfnOutput(this, 'TimestreamDatabaseName', { value: this.database.databaseName });
+    }
+    if (this.athenaStore !== undefined) {
+      new CfnOutput(this, 'TelemetryBucketName', { value: this.athenaStore.bucket.bucketName });
+      new CfnOutput(this, 'GlueDatabaseName', { value: this.athenaStore.databaseName });
+      new CfnOutput(this, 'AthenaWorkGroup', {
+        value: this.athenaStore.workGroup.ref,
+        description: 'Run report queries in this workgroup (results encrypted, scan capped)',
+      });
+    }
+    if (this.reports !== undefined) {
+      new CfnOutput(this, 'ReportsBucketName', {
+        value: this.reports.bucket.bucketName,
+        description: 'Where the scheduled finance reports (CSV, HTML) are written, under reports/',
+      });
+    }
   }
 
   /**

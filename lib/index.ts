@@ -1,5 +1,6 @@
 export * from './agent-policy';
 export * from './alert-topics';
+export * from './athena-telemetry-store';
 export * from './constants';
 export * from './gpu-sentinel-stack';
 export * from './ingest-api';
@@ -8,4 +9,5 @@ export * from './props-validation-error';
 export * from './remediation-mode';
 export * from './remediation-state';
 export * from './telemetry-database';
+export * from './telemetry-store-resources';
 export * from './validate-props';

@@ -17,7 +17,7 @@ import {
 import { PropsValidationError } from './props-validation-error';
 import { DEFAULT_REMEDIATION_MODE, REMEDIATION_MODES, type RemediationMode } from './remediation-mode';
 import type { RemediationState } from './remediation-state';
-import type { TelemetryDatabase } from './telemetry-database';
+import type { TelemetryStoreResources } from './telemetry-store-resources';
 import { validateOneOf, validatePattern } from './validate-props';
 
 /**
@@ -43,8 +43,8 @@ export interface IngestFunctionProps {
   readonly entry: string;
   /** Absolute path of the lock file next to the project's package.json (bundling root). */
   readonly depsLockFilePath: string;
-  /** Where the batches are written (`timestream:WriteRecords` on its three tables). */
-  readonly database: TelemetryDatabase;
+  /** Where the batches are written: its environment is passed on, and only its write permission granted. */
+  readonly store: TelemetryStoreResources;
   /** Where alerts go (`sns:Publish` on critical, warning, info). */
   readonly topics: AlertTopics;
   /** The state table (remediation records, rate limits, cooldowns). */
@@ -74,12 +74,13 @@ export interface IngestFunctionProps {
 }
 
 /**
- * The ingest Lambda (DESIGN.md §1): validates a batch, computes the waste ledger, writes
- * Timestream, evaluates the per-instance rules, publishes alerts and remediates. arm64, Node.js
+ * The ingest Lambda (DESIGN.md §1): validates a batch, computes the waste ledger, writes the
+ * telemetry store (Firehose by default, or Timestream), evaluates the per-instance rules, publishes alerts and remediates. arm64, Node.js
  * 24, 512 MiB, 25 s, X-Ray active, bundled by esbuild (CJS, minified, source maps), with an
  * explicit log group and a role written by hand (no AWS managed policy):
  * - `logs:CreateLogStream`, `logs:PutLogEvents` on its own log group;
- * - `timestream:WriteRecords` on the three tables, `timestream:DescribeEndpoints` on `*`;
+ * - the store's write permission only: `firehose:PutRecordBatch` on the three delivery streams, or
+ *   `timestream:WriteRecords` on the three tables and `timestream:DescribeEndpoints` on `*`;
  * - `sns:Publish` on critical/warning/info, `kms:GenerateDataKey`/`kms:Decrypt` on their key;
  * - `dynamodb:GetItem/PutItem/UpdateItem/Query` on the state table;
  * - `autoscaling:DescribeAutoScalingInstances` on `*` (no resource-level permissions);
@@ -140,7 +141,7 @@ export class IngestFunction extends Construct {
       tracing: lambda.Tracing.ACTIVE,
       role: this.role,
       logGroup: this.logGroup,
-      description: 'gpu-sentinel: validates agent batches, writes Timestream, alerts and remediates',
+      description: 'gpu-sentinel: validates agent batches, stores them, alerts and remediates',
       bundling: {
         format: nodejs.OutputFormat.CJS,
         target: INGEST_BUNDLING_TARGET,
@@ -149,10 +150,7 @@ export class IngestFunction extends Construct {
         externalModules: [...INGEST_EXTERNAL_MODULES],
       },
       environment: {
-        TIMESTREAM_DATABASE: props.database.databaseName,
-        TIMESTREAM_GPU_TABLE: props.database.gpuTable.attrName,
-        TIMESTREAM_EFA_TABLE: props.database.efaTable.attrName,
-        TIMESTREAM_EVENTS_TABLE: props.database.eventsTable.attrName,
+        ...props.store.environment(),
         TOPIC_CRITICAL_ARN: props.topics.critical.topicArn,
         TOPIC_WARNING_ARN: props.topics.warning.topicArn,
         TOPIC_INFO_ARN: props.topics.info.topicArn,
@@ -164,7 +162,7 @@ export class IngestFunction extends Construct {
       },
     });
 
-    props.database.grantWrite(this.role);
+    props.store.grantWrite(this.role);
     props.topics.grantPublishAlerts(this.role);
     props.state.grantReadWrite(this.role);
     this.role.addToPrincipalPolicy(
@@ -176,7 +174,7 @@ export class IngestFunction extends Construct {
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason:
         'Only actions without resource-level permissions use Resource "*": timestream:DescribeEndpoints ' +
-        '(endpoint discovery), autoscaling:DescribeAutoScalingInstances, and xray:PutTraceSegments/' +
+        '(endpoint discovery, Timestream store only), autoscaling:DescribeAutoScalingInstances, and xray:PutTraceSegments/' +
         'PutTelemetryRecords (added by active tracing). Service Authorization Reference lists no resource type for them.',
     });
   }

@@ -1,6 +1,7 @@
-import { RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as timestream from 'aws-cdk-lib/aws-timestream';
 import { Construct } from 'constructs';
 import {
@@ -10,6 +11,7 @@ import {
   EFA_TABLE_NAME,
   EVENTS_TABLE_NAME,
   GPU_TABLE_NAME,
+  MAGNETIC_REJECTS_PREFIX,
   MAGNETIC_RETENTION_DAYS_MAX,
   MAGNETIC_RETENTION_DAYS_MIN,
   MEMORY_RETENTION_HOURS_MAX,
@@ -18,6 +20,7 @@ import {
   TIMESTREAM_NAME_MIN_LENGTH,
   TIMESTREAM_NAME_PATTERN,
 } from './constants';
+import type { TelemetryStoreResources } from './telemetry-store-resources';
 import { validateIntegerInRange, validatePattern } from './validate-props';
 
 /** Props of {@link TelemetryDatabase}. */
@@ -51,19 +54,25 @@ export interface TelemetryDatabaseProps {
  * The Amazon Timestream for LiveAnalytics database of gpu-sentinel (DESIGN.md §4): one database
  * encrypted with a customer-managed KMS key (rotation on) and three tables, `gpu_windows`,
  * `efa_windows` and `events`, with memory and magnetic retention and magnetic-store writes enabled
- * (late batches replayed from an agent's spool are accepted asynchronously).
+ * (late batches replayed from an agent's spool are accepted asynchronously). Magnetic-store writes
+ * Timestream rejects later (asynchronously, so never in the API answer) are reported as objects
+ * under `timestream-magnetic-rejects/<table>/` of a KMS-encrypted, TLS-only bucket (30-day lifecycle).
  *
  * Note: AWS closed Timestream for LiveAnalytics to new customers on 2025-06-20; accounts that
- * already use it keep it. In an account that never used it, creating the database fails at deploy
- * time; a second store adapter is planned for those accounts (DESIGN.md §4).
+ * already use it keep it (`store: 'timestream'`). In an account that never used it, creating the
+ * database fails at deploy time: those deploy the default store, {@link AthenaTelemetryStore}.
  *
  * @example
  * const db = new TelemetryDatabase(this, 'TelemetryDatabase', { memoryRetentionHours: 48 });
  * db.grantWrite(myFunction);
  */
-export class TelemetryDatabase extends Construct {
+export class TelemetryDatabase extends Construct implements TelemetryStoreResources {
+  /** `timestream`. */
+  readonly kind = 'timestream' as const;
   /** The customer-managed key encrypting the database (rotation on). */
   readonly key: kms.Key;
+  /** Where Timestream reports the magnetic-store writes it rejected. */
+  readonly rejectedDataBucket: s3.Bucket;
   /** The database. */
   readonly database: timestream.CfnDatabase;
   /** The database name (as given; `Ref` of the database). */
@@ -112,6 +121,22 @@ export class TelemetryDatabase extends Construct {
     });
     this.database.applyRemovalPolicy(removalPolicy);
     this.databaseName = this.database.ref;
+    this.rejectedDataBucket = new s3.Bucket(this, 'MagneticRejects', {
+      encryption: s3.BucketEncryption.KMS,
+      encryptionKey: this.key,
+      bucketKeyEnabled: true,
+      enforceSSL: true,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      lifecycleRules: [{ id: 'expire-rejects', expiration: Duration.days(30) }],
+      removalPolicy,
+    });
+    Validations.of(this.rejectedDataBucket).acknowledge({
+      id: 'AwsSolutions-S1',
+      reason:
+        'Only Timestream writes here (reports of rejected magnetic-store records, read by operators); ' +
+        'its writes are in CloudTrail, so server access logs would add a second bucket for no new audit.',
+    });
 
     const table = (tableId: string, tableName: string): timestream.CfnTable => {
       const t = new timestream.CfnTable(this, tableId, {
@@ -121,7 +146,17 @@ export class TelemetryDatabase extends Construct {
           MemoryStoreRetentionPeriodInHours: String(memoryRetentionHours),
           MagneticStoreRetentionPeriodInDays: String(magneticRetentionDays),
         },
-        magneticStoreWriteProperties: { EnableMagneticStoreWrites: true },
+        magneticStoreWriteProperties: {
+          EnableMagneticStoreWrites: true,
+          MagneticStoreRejectedDataLocation: {
+            S3Configuration: {
+              BucketName: this.rejectedDataBucket.bucketName,
+              ObjectKeyPrefix: `${MAGNETIC_REJECTS_PREFIX}${tableName}/`,
+              EncryptionOption: 'SSE_KMS',
+              KmsKeyId: this.key.keyArn,
+            },
+          },
+        },
       });
       t.applyRemovalPolicy(removalPolicy);
       return t;
@@ -135,6 +170,22 @@ export class TelemetryDatabase extends Construct {
         'Timestream for LiveAnalytics is in maintenance mode since 2025-06-20 but keeps serving existing ' +
         'accounts; it is the chosen first store (DESIGN.md §4), behind a port with a second adapter planned.',
     });
+  }
+
+  /**
+   * The ingest Lambda's settings: `STORE=timestream`, `TIMESTREAM_DATABASE`,
+   * `TIMESTREAM_GPU_TABLE`, `TIMESTREAM_EFA_TABLE`, `TIMESTREAM_EVENTS_TABLE`.
+   *
+   * @returns environment variables
+   */
+  environment(): Record<string, string> {
+    return {
+      STORE: 'timestream',
+      TIMESTREAM_DATABASE: this.databaseName,
+      TIMESTREAM_GPU_TABLE: this.gpuTable.attrName,
+      TIMESTREAM_EFA_TABLE: this.efaTable.attrName,
+      TIMESTREAM_EVENTS_TABLE: this.eventsTable.attrName,
+    };
   }
 
   /** ARNs of the three tables, in the order gpu, efa, events. */

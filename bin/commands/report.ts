@@ -11,6 +11,7 @@ import {
   reportSummaryText,
   type WasteReport,
 } from '../../lambdas/domain';
+import { gatherReportInput } from '../../lambdas/handlers/report-input';
 import { DuckDbStore } from '../../lambdas/local/duckdb-store';
 
 /** Output formats of `gpu-sentinel report`. */
@@ -63,9 +64,9 @@ export async function runReportCommand(
   const store = await DuckDbStore.open(db);
   let report: WasteReport;
   try {
-    const range = { from: new Date(period.from), to: new Date(period.to) };
-    const [rows, series] = [await store.queryWaste(range), await store.queryWasteSeries(range)];
-    report = buildWasteReport({ rows, series, period, by: opts.by ?? 'team', generatedAt: now });
+    const by = opts.by ?? 'team';
+    const input = await gatherReportInput(store, period, [by]);
+    report = buildWasteReport({ ...input, period, by, generatedAt: now });
   } finally {
     await store.close();
   }

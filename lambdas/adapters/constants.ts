@@ -31,3 +31,74 @@ export const QUARANTINE_TAG_KEY = 'gpu-sentinel:quarantine';
 
 /** Lifetime of a group-history item in the DynamoDB state table, s (7 days; TTL attribute `expires_at`). */
 export const GROUP_HISTORY_TTL_S = 7 * 24 * 3600;
+
+/** Records per Firehose `PutRecordBatch` call, count (hard limit; Firehose API reference, PutRecordBatch). */
+export const FIREHOSE_MAX_RECORDS_PER_CALL = 500;
+
+/** Bytes per Firehose `PutRecordBatch` call, all records together (4 MiB hard limit; Firehose API reference, PutRecordBatch). */
+export const FIREHOSE_MAX_BYTES_PER_CALL = 4 * 1024 * 1024;
+
+/** Bytes per Firehose record, before base64 (1,000 KiB hard limit; Firehose API reference, PutRecordBatch). */
+export const FIREHOSE_MAX_RECORD_BYTES = 1000 * 1024;
+
+/**
+ * Firehose ingestion billing increment, bytes: each record is billed rounded up to the next 5 KB
+ * (Amazon Data Firehose pricing page, "Direct PUT"; read as 5 KiB, the larger reading). Rows are
+ * packed several to a record so a 1.5 KB row is not billed as 5 KB.
+ */
+export const FIREHOSE_BILLING_INCREMENT_BYTES = 5 * 1024;
+
+/** Attempts of `PutRecordBatch` for the records a call answered as failed (`FailedPutCount` > 0), count. */
+export const FIREHOSE_PUT_MAX_ATTEMPTS = 4;
+
+/** First backoff before re-sending failed Firehose records, ms; doubles each attempt (full jitter). */
+export const FIREHOSE_RETRY_BASE_DELAY_MS = 100;
+
+/**
+ * Longest a record waits in a Firehose buffer before delivery, s (`BufferingHints.IntervalInSeconds`
+ * maximum 900; Firehose API reference, BufferingHints). Bounds how far a row's S3 hour partition
+ * (arrival time) can lie after its window time, on top of the agent's spool age.
+ */
+export const FIREHOSE_MAX_BUFFER_INTERVAL_S = 900;
+
+/** Rows per `GetQueryResults` page, count (the API's `MaxResults` maximum; Athena API reference). */
+export const ATHENA_MAX_RESULTS_PER_PAGE = 1000;
+
+/** First wait before asking `GetQueryExecution` again, ms; doubles up to {@link ATHENA_POLL_MAX_DELAY_MS}. */
+export const ATHENA_POLL_FIRST_DELAY_MS = 200;
+
+/** Longest wait between two `GetQueryExecution` calls, ms. */
+export const ATHENA_POLL_MAX_DELAY_MS = 2000;
+
+/**
+ * How long a read waits for an Athena query before giving up (and `StopQueryExecution`), ms. A
+ * report over a day of a 1,000-GPU fleet scans well under 1 GB; DML queries time out at 30 min
+ * (Athena service quotas) — we do not wait that long inside a Lambda.
+ */
+export const ATHENA_DEFAULT_QUERY_TIMEOUT_MS = 120_000;
+
+/** Glue Data Catalog the Athena tables live in (Athena's default `AwsDataCatalog`). */
+export const ATHENA_CATALOG = 'AwsDataCatalog';
+
+/** Default Glue database of the Athena store (Glue names: lower case, digits, underscore). */
+export const DEFAULT_ATHENA_DATABASE = 'gpu_sentinel';
+
+/**
+ * Partition column of every Athena table: Firehose's default S3 prefix `yyyy/MM/dd/HH/` (UTC
+ * arrival hour), a string projected as a date (Athena user guide, partition projection, "Amazon
+ * Data Firehose example").
+ */
+export const ATHENA_PARTITION_COLUMN = 'datehour';
+
+/** Bytes of a dimension's name and value together, UTF-8 (Timestream quotas: "dimension name + value pair size per series", 2 KB). */
+export const TIMESTREAM_MAX_DIMENSION_PAIR_BYTES = 2048;
+
+/** Bytes of one measure value, UTF-8 (Timestream `MeasureValue.Value` ≤ 2048; quotas, "measure value size per multi-measure record"). */
+export const TIMESTREAM_MAX_MEASURE_VALUE_BYTES = 2048;
+
+/**
+ * Bytes of one record as Timestream meters it (8 B time + UTF-8 of dimension names and values and
+ * measure names, + 8 B per DOUBLE/BIGINT, 1 B per BOOLEAN, UTF-8 of VARCHAR values; Timestream
+ * "metering writes" page), at most 2 KB (quotas, "maximum record size").
+ */
+export const TIMESTREAM_MAX_RECORD_BYTES = 2048;

@@ -24,7 +24,6 @@ export const REPORT_CSV_COLUMNS = [
   'underused_usd',
   'broken_usd',
   'efficiency',
-  'price_sources',
   'unpriced',
 ] as const;
 
@@ -60,8 +59,7 @@ function row(report: WasteReport, g: ReportGroup): Record<(typeof REPORT_CSV_COL
     underused_usd: usdCents(g.by_class.underused),
     broken_usd: usdCents(g.by_class.broken),
     efficiency: g.efficiency === undefined ? '' : g.efficiency.toFixed(4),
-    price_sources: g.price_sources.join(' '),
-    unpriced: g.unpriced ? 'true' : 'false',
+    unpriced: g.unpriced === undefined ? '' : String(g.unpriced),
   };
 }
 

@@ -10,12 +10,33 @@ import {
   type TimestreamWriteClient,
   WriteRecordsCommand,
 } from '@aws-sdk/client-timestream-write';
-import type { RejectedRow, StoreWriteResult, TelemetryStore, WasteQuery } from '../domain/ports';
+import type {
+  LastSeen,
+  RecentWindowsQuery,
+  RejectedRow,
+  StoredGpuWindow,
+  StoreWriteResult,
+  TelemetryStore,
+  WasteGroupQuery,
+  WasteGroupRow,
+  WasteQuery,
+} from '../domain/ports';
 import type { StoreRows, WasteReportRow } from '../domain/types';
 import { DEFAULT_TIMESTREAM_TABLES, GPU_MEASURE_NAME, TIMESTREAM_MAX_RECORDS_PER_WRITE } from './constants';
 import { StoreQueryError, StoreUnavailableError } from './errors';
+import {
+  type ColumnGetter,
+  compareWasteGroups,
+  DEFAULT_RECENT_LIMIT,
+  gpuWindowFrom,
+  lastSeenFrom,
+  lastSeenSql,
+  limitProblem,
+  wasteGroupRowFrom,
+  wasteGroupSql,
+} from './store-reads';
 import { efaWindowRecord, eventRecord, gpuWindowRecord } from './timestream-records';
-import { compareWasteRows, toWasteReportRow, wasteRangeProblem } from './waste-report';
+import { compareWasteRows, WASTE_AGGREGATES_SQL, wasteRangeProblem, wasteRowFromText } from './waste-report';
 
 /** Timestream table names of the three stored tables. */
 export interface TimestreamTables {
@@ -181,15 +202,72 @@ export class TimestreamStore implements TelemetryStore {
    * @throws {StoreUnavailableError} when Timestream Query fails
    */
   async queryWaste(query: WasteQuery): Promise<WasteReportRow[]> {
+    const rows = await this.#query(query, wasteSql(this.#database, this.#tables.gpu, query.from, query.to));
+    return rows.map(wasteRowFromText).sort(compareWasteRows);
+  }
+
+  /**
+   * Sums the ledger per group over windows with `from ≤ time < to`.
+   *
+   * @param query - the range and the grouping
+   * @returns one row per group, most wasted first
+   * @throws {StoreQueryError} when no `queryClient` was given, or the range is invalid
+   * @throws {StoreUnavailableError} when Timestream Query fails
+   */
+  async queryWasteBy(query: WasteGroupQuery): Promise<WasteGroupRow[]> {
+    const rows = await this.#query(query, wasteGroupSql(this.#gpuSource(query.from, query.to), query.by));
+    return rows.map(wasteGroupRowFrom).sort(compareWasteGroups);
+  }
+
+  /**
+   * The GPU windows of one instance with `from ≤ time < to`, newest first. Timestream keeps no
+   * batch id, seq, region or GPU name, so those are absent; `start` is `time − window_s`.
+   *
+   * @param query - instance, range, `limit` (default 1000)
+   * @returns the windows
+   * @throws {StoreQueryError} when no `queryClient` was given, or the range or limit is invalid
+   * @throws {StoreUnavailableError} when Timestream Query fails
+   */
+  async recentWindows(query: RecentWindowsQuery): Promise<StoredGpuWindow[]> {
+    const problem = limitProblem(query.limit);
+    if (problem !== undefined) throw new StoreQueryError(problem);
+    const sql = `SELECT * FROM ${this.#gpuSource(query.from, query.to)} AS w
+WHERE instance_id = '${query.instance_id.replaceAll("'", "''")}'
+ORDER BY time DESC, CAST(gpu_index AS BIGINT)
+LIMIT ${query.limit ?? DEFAULT_RECENT_LIMIT}`;
+    return (await this.#query(query, sql)).map(gpuWindowFrom);
+  }
+
+  /**
+   * When each instance last sent a GPU window with `from ≤ time < to`.
+   *
+   * @param query - the range
+   * @returns one entry per instance, by instance id
+   * @throws {StoreQueryError} when no `queryClient` was given, or the range is invalid
+   * @throws {StoreUnavailableError} when Timestream Query fails
+   */
+  async lastSeen(query: WasteQuery): Promise<LastSeen[]> {
+    return (await this.#query(query, lastSeenSql(this.#gpuSource(query.from, query.to)))).map(lastSeenFrom);
+  }
+
+  /** The `gpu` records of `gpu_windows` in a range, as a subquery. */
+  #gpuSource(from: Date, to: Date): string {
+    return `(SELECT * FROM "${this.#database}"."${this.#tables.gpu}"
+  WHERE measure_name = '${GPU_MEASURE_NAME}'
+    AND time >= from_iso8601_timestamp('${from.toISOString()}')
+    AND time < from_iso8601_timestamp('${to.toISOString()}'))`;
+  }
+
+  /** Runs a query over a checked range and reads every result page; rows as getters by column name. */
+  async #query(range: WasteQuery, sql: string): Promise<ColumnGetter[]> {
     if (this.#queryClient === undefined) {
       throw new StoreQueryError(
-        'Expected a `queryClient` (TimestreamQueryClient) in the TimestreamStore options to run waste reports, got none; pass one.',
+        'Expected a `queryClient` (TimestreamQueryClient) in the TimestreamStore options to read, got none; pass one.',
       );
     }
-    const problem = wasteRangeProblem(query.from, query.to);
+    const problem = wasteRangeProblem(range.from, range.to);
     if (problem !== undefined) throw new StoreQueryError(problem);
-    const sql = wasteSql(this.#database, this.#tables.gpu, query.from, query.to);
-    const out: WasteReportRow[] = [];
+    const out: ColumnGetter[] = [];
     let nextToken: string | undefined;
     do {
       let page: QueryCommandOutput;
@@ -200,15 +278,17 @@ export class TimestreamStore implements TelemetryStore {
       } catch (error) {
         throw new StoreUnavailableError(
           'Query gpu_windows',
-          'expected Timestream Query to answer the waste report; retry later',
-          { cause: error },
+          'expected Timestream Query to answer; retry later',
+          {
+            cause: error,
+          },
         );
       }
       const names = (page.ColumnInfo ?? []).map((c) => c.Name ?? '');
-      for (const row of page.Rows ?? []) out.push(parseWasteRow(names, row.Data ?? []));
+      for (const row of page.Rows ?? []) out.push(textGetter(names, row.Data ?? []));
       nextToken = page.NextToken;
     } while (nextToken);
-    return out.sort(compareWasteRows);
+    return out;
   }
 }
 
@@ -223,19 +303,7 @@ export class TimestreamStore implements TelemetryStore {
  */
 export function wasteSql(database: string, table: string, from: Date, to: Date): string {
   return `SELECT instance_id, gpu_index,
-  max_by(instance_type, time) AS instance_type,
-  max_by(team, time) AS team,
-  max_by(job, time) AS job,
-  sum(gpu_hours) AS gpu_hours, sum(cost_usd) AS cost_usd, sum(idle_usd) AS idle_usd,
-  sum(held_idle_usd) AS held_idle_usd, sum(underused_usd) AS underused_usd,
-  sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd,
-  coalesce(sum(CASE WHEN efficiency IS NOT NULL THEN efficiency * gpu_hours END), 0) AS efficiency_weighted,
-  coalesce(sum(CASE WHEN efficiency IS NOT NULL THEN gpu_hours END), 0) AS efficiency_hours,
-  count(DISTINCT CASE WHEN efficiency_source <> 'none' THEN efficiency_source END) AS source_count,
-  max(CASE WHEN efficiency_source <> 'none' THEN efficiency_source END) AS any_source,
-  max_by(price_usd_per_hour, time) AS price_usd_per_hour,
-  max_by(price_source, time) AS price_source,
-  max(CASE WHEN processes_known THEN 0 ELSE 1 END) AS processes_unknown
+  ${WASTE_AGGREGATES_SQL}
 FROM "${database}"."${table}"
 WHERE measure_name = '${GPU_MEASURE_NAME}'
   AND time >= from_iso8601_timestamp('${from.toISOString()}')
@@ -243,40 +311,12 @@ WHERE measure_name = '${GPU_MEASURE_NAME}'
 GROUP BY instance_id, gpu_index`;
 }
 
-/** One result row of {@link wasteSql} → report row. */
-function parseWasteRow(names: readonly string[], data: readonly Datum[]): WasteReportRow {
+/** One result row → its scalar values by column name (`undefined` for NULL). */
+function textGetter(names: readonly string[], data: readonly Datum[]): ColumnGetter {
   const v = new Map<string, string | undefined>();
   names.forEach((n, i) => {
     const d = data[i];
     v.set(n, d === undefined || d.NullValue ? undefined : d.ScalarValue);
   });
-  const num = (n: string): number => {
-    const s = v.get(n);
-    return s === undefined ? 0 : Number(s);
-  };
-  const str = (n: string): string | undefined => v.get(n);
-  const team = str('team');
-  const job = str('job');
-  const anySource = str('any_source');
-  return toWasteReportRow({
-    instance_id: str('instance_id') ?? '',
-    instance_type: str('instance_type') ?? '',
-    gpu_index: num('gpu_index'),
-    ...(team !== undefined ? { team } : {}),
-    ...(job !== undefined ? { job } : {}),
-    gpu_hours: num('gpu_hours'),
-    cost_usd: num('cost_usd'),
-    idle_usd: num('idle_usd'),
-    held_idle_usd: num('held_idle_usd'),
-    underused_usd: num('underused_usd'),
-    broken_usd: num('broken_usd'),
-    wasted_usd: num('wasted_usd'),
-    efficiency_weighted: num('efficiency_weighted'),
-    efficiency_hours: num('efficiency_hours'),
-    source_count: num('source_count'),
-    ...(anySource !== undefined ? { any_source: anySource } : {}),
-    price_usd_per_hour: num('price_usd_per_hour'),
-    price_source: str('price_source') ?? 'unpriced',
-    processes_unknown: num('processes_unknown') > 0,
-  });
+  return (n) => v.get(n);
 }

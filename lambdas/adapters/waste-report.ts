@@ -1,4 +1,11 @@
 import type { WasteReportRow } from '../domain/types';
+import {
+  type ColumnGetter,
+  LEDGER_SUMS_SQL,
+  ledgerSumsFrom,
+  WASTE_BY_DIAGNOSIS_SQL,
+  wasteByDiagnosisFrom,
+} from './store-reads';
 
 /**
  * One GPU's aggregates as both store adapters' SQL returns them, before they become a
@@ -46,6 +53,7 @@ export function toWasteReportRow(a: WasteAggregate): WasteReportRow {
     price_usd_per_hour: a.price_usd_per_hour,
     price_source: a.price_source,
     processes_unknown: a.processes_unknown,
+    wasted_by_diagnosis_usd: a.wasted_by_diagnosis_usd,
   };
 }
 
@@ -78,4 +86,61 @@ export function wasteRangeProblem(from: Date, to: Date): string | undefined {
     return `Expected \`to\` after \`from\`, got from=${from.toISOString()} to=${to.toISOString()}; swap them or widen the range.`;
   }
   return undefined;
+}
+
+/**
+ * The aggregate columns of a waste report over `gpu_windows`, grouped by `instance_id, gpu_index`,
+ * in the SQL both Trino dialects speak (Timestream for LiveAnalytics and Athena engine v3; DuckDB
+ * too, which tests the Athena SQL locally): `max_by` instead of DuckDB's `arg_max`, `CASE` inside
+ * aggregates instead of `FILTER (WHERE …)` (Timestream has no `FILTER`). `"time"` is the window end.
+ * The result columns are the fields of {@link WasteAggregate}, read back by {@link wasteAggregateFromText}.
+ */
+export const WASTE_AGGREGATES_SQL = `max_by(instance_type, "time") AS instance_type,
+  max_by(team, "time") AS team,
+  max_by(job, "time") AS job,
+  ${LEDGER_SUMS_SQL},
+  coalesce(sum(CASE WHEN efficiency IS NOT NULL THEN efficiency * gpu_hours END), 0) AS efficiency_weighted,
+  coalesce(sum(CASE WHEN efficiency IS NOT NULL THEN gpu_hours END), 0) AS efficiency_hours,
+  count(DISTINCT CASE WHEN efficiency_source <> 'none' THEN efficiency_source END) AS source_count,
+  max(CASE WHEN efficiency_source <> 'none' THEN efficiency_source END) AS any_source,
+  max_by(price_usd_per_hour, "time") AS price_usd_per_hour,
+  max_by(price_source, "time") AS price_source,
+  max(CASE WHEN processes_known THEN 0 ELSE 1 END) AS processes_unknown,
+  ${WASTE_BY_DIAGNOSIS_SQL}`;
+
+/**
+ * Reads one result row of {@link WASTE_AGGREGATES_SQL} (plus `instance_id`, `gpu_index`), from a
+ * store that answers JS values (DuckDB) or text (Timestream `ScalarValue`, Athena `VarCharValue`).
+ *
+ * @param get - a column's value by name; `undefined` or `null` for SQL NULL
+ * @returns the report row
+ */
+export function wasteRowFromText(get: ColumnGetter): WasteReportRow {
+  const str = (n: string): string | undefined => {
+    const v = get(n);
+    return v === undefined || v === null ? undefined : String(v);
+  };
+  const num = (n: string): number => {
+    const s = str(n);
+    return s === undefined ? 0 : Number(s);
+  };
+  const team = str('team');
+  const job = str('job');
+  const anySource = str('any_source');
+  return toWasteReportRow({
+    instance_id: str('instance_id') ?? '',
+    instance_type: str('instance_type') ?? '',
+    gpu_index: num('gpu_index'),
+    ...(team !== undefined ? { team } : {}),
+    ...(job !== undefined ? { job } : {}),
+    ...ledgerSumsFrom(get),
+    efficiency_weighted: num('efficiency_weighted'),
+    efficiency_hours: num('efficiency_hours'),
+    source_count: num('source_count'),
+    ...(anySource !== undefined ? { any_source: anySource } : {}),
+    price_usd_per_hour: num('price_usd_per_hour'),
+    price_source: str('price_source') ?? 'unpriced',
+    processes_unknown: num('processes_unknown') > 0,
+    wasted_by_diagnosis_usd: wasteByDiagnosisFrom(get),
+  });
 }

@@ -1,5 +1,13 @@
-import type { Alert, InstanceInfo, RemediationDecision, StoreRows, WasteReportRow } from './types';
-import type { WasteSeriesRow } from './waste-report';
+import type {
+  Alert,
+  Diagnosis,
+  GpuWindowRow,
+  InstanceInfo,
+  LedgerSums,
+  RemediationDecision,
+  StoreRows,
+  WasteReportRow,
+} from './types';
 
 /**
  * Ports: what the pipeline needs from the outside world. Adapters in `lambdas/adapters/` and
@@ -28,9 +36,51 @@ export interface WasteQuery {
   readonly to: Date;
 }
 
+/** What a grouped waste report sums by: a column of `gpu_windows` (`instance` = `instance_id`). */
+export const WASTE_GROUPS = ['team', 'job', 'instance_type', 'instance', 'diagnosis'] as const;
+/** One of {@link WASTE_GROUPS}. */
+export type WasteGroup = (typeof WASTE_GROUPS)[number];
+
+/** A waste report over a time range, summed by one grouping. */
+export interface WasteGroupQuery extends WasteQuery {
+  readonly by: WasteGroup;
+}
+
+/** The ledger summed over every GPU window of one group in a time range. All money in USD. */
+export interface WasteGroupRow extends LedgerSums {
+  /** The group's value (team name, job, instance type, instance id, diagnosis); absent for windows without one (no team tag, no diagnosis). */
+  readonly group?: string;
+  /** `wasted_usd` split by diagnosis; diagnoses without windows absent. */
+  readonly wasted_by_diagnosis_usd: Partial<Record<Diagnosis, number>>;
+}
+
+/** The recent GPU windows of one instance. */
+export interface RecentWindowsQuery extends WasteQuery {
+  readonly instance_id: string;
+  /** Most rows returned, integer ≥ 1. @default 1000 */
+  readonly limit?: number;
+}
+
+/**
+ * A GPU window as a store gives it back: every column it keeps. Timestream keeps no batch id, seq,
+ * region or GPU name (they are neither dimensions nor measures there), so those may be absent.
+ */
+export type StoredGpuWindow = Omit<GpuWindowRow, 'batch_id' | 'seq' | 'region' | 'gpu_name'> &
+  Partial<Pick<GpuWindowRow, 'batch_id' | 'seq' | 'region' | 'gpu_name'>>;
+
+/** When an instance last sent a GPU window. */
+export interface LastSeen {
+  readonly instance_id: string;
+  /** The instance type of its latest window. */
+  readonly instance_type: string;
+  /** End of its latest window, ISO 8601 UTC with ms. */
+  readonly last_seen: string;
+}
+
 /**
  * The telemetry store (DESIGN §4): tables `gpu_windows`, `efa_windows`, `events`. Writes are
- * idempotent per (dimensions, time) with `seq` as version: writing the same batch twice stores it once.
+ * idempotent per (dimensions, time) with `seq` as version: writing the same batch twice stores it
+ * once, or (stores without upsert, Athena) every read counts it once.
  */
 export interface TelemetryStore {
   /**
@@ -40,6 +90,21 @@ export interface TelemetryStore {
   write(rows: StoreRows): Promise<StoreWriteResult>;
   /** Sums the ledger per GPU over a time range, ordered by wasted_usd descending. */
   queryWaste(query: WasteQuery): Promise<WasteReportRow[]>;
+  /**
+   * Sums the ledger per team, job, instance type, instance or diagnosis over a time range (reports).
+   * @returns one row per group, ordered by `wasted_usd` descending, then group (absent last)
+   */
+  queryWasteBy(query: WasteGroupQuery): Promise<WasteGroupRow[]>;
+  /**
+   * The GPU windows of one instance in a time range (fleet rules), newest first.
+   * @returns at most `limit` rows as they were written (the latest `seq` per window)
+   */
+  recentWindows(query: RecentWindowsQuery): Promise<StoredGpuWindow[]>;
+  /**
+   * When each instance last sent a GPU window in a time range (`agent_silent`).
+   * @returns one entry per instance, ordered by instance id
+   */
+  lastSeen(query: WasteQuery): Promise<LastSeen[]>;
 }
 
 /** Publishes alerts (SNS topics by severity; console + JSONL locally). */
@@ -108,21 +173,6 @@ export interface InstanceDirectory {
    * @throws when EC2 or Auto Scaling cannot be asked (throttled, no permission, unreachable)
    */
   describe(instanceId: string, region: string): Promise<InstanceInfo | undefined>;
-}
-
-/**
- * The reads the finance report needs (DESIGN §9): per-GPU ledger sums, and the ledger per UTC day
- * and per each window's own diagnosis, team, job, instance type and price source. The local store
- * has both; the Athena and Timestream adapters have `queryWaste`.
- */
-export interface WasteReportSource {
-  /** See {@link TelemetryStore.queryWaste}. */
-  queryWaste(query: WasteQuery): Promise<WasteReportRow[]>;
-  /**
-   * @returns the ledger per day and slice over `from ≤ time < to`
-   * @throws when the store cannot be reached, or the range is empty
-   */
-  queryWasteSeries(query: WasteQuery): Promise<WasteSeriesRow[]>;
 }
 
 /** Where a report's files are written (a KMS-encrypted S3 bucket; a folder locally). */

@@ -251,13 +251,8 @@ export interface RemediationDecision {
   readonly dry_run: boolean;
 }
 
-/** One GPU's row of the waste report, summed over a time range. */
-export interface WasteReportRow {
-  readonly instance_id: string;
-  readonly instance_type: string;
-  readonly gpu_index: number;
-  readonly team?: string;
-  readonly job?: string;
+/** The ledger summed over some GPU windows (DESIGN §5): GPU-hours and USD per waste class. */
+export interface LedgerSums {
   readonly gpu_hours: number;
   readonly cost_usd: number;
   readonly idle_usd: number;
@@ -265,6 +260,15 @@ export interface WasteReportRow {
   readonly underused_usd: number;
   readonly broken_usd: number;
   readonly wasted_usd: number;
+}
+
+/** One GPU's row of the waste report, summed over a time range. */
+export interface WasteReportRow extends LedgerSums {
+  readonly instance_id: string;
+  readonly instance_type: string;
+  readonly gpu_index: number;
+  readonly team?: string;
+  readonly job?: string;
   /** GPU-hour-weighted mean efficiency over the windows where it was measured; absent if never. */
   readonly efficiency?: number;
   /** `sm_active`, `gpu_util`, `mixed`, or `none`. */
@@ -274,4 +278,9 @@ export interface WasteReportRow {
   readonly price_source: string;
   /** True if any window had unknown compute processes (idle vs held-idle not told apart). */
   readonly processes_unknown: boolean;
+  /**
+   * `wasted_usd` split by the windows' diagnosis (see {@link DIAGNOSES}), USD; a diagnosis with no
+   * window is absent, and windows without a diagnosis count in no entry.
+   */
+  readonly wasted_by_diagnosis_usd: Partial<Record<Diagnosis, number>>;
 }

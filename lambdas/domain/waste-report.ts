@@ -1,6 +1,7 @@
+import type { WasteGroupRow } from './ports';
 import { isUnpriced } from './pricing';
 import { ReportInputError } from './report-input-error';
-import type { Diagnosis, WasteReportRow } from './types';
+import type { LedgerSums, WasteReportRow } from './types';
 
 /**
  * The finance report model (DESIGN §9): over a period, GPU-hours, cost and wasted dollars by waste
@@ -30,34 +31,26 @@ export const UNATTRIBUTED = '(none)';
 /** Most wasters listed in a report. */
 export const REPORT_TOP_WASTERS = 10;
 
-/**
- * The ledger summed per UTC day and per the windows' own diagnosis, team, job, instance type and
- * price source (the store's slice read). Team and job are each window's tags at its time, so a GPU
- * that served two jobs in the period is split between them, never charged to its last one.
- */
-export interface WasteSeriesRow {
-  /** UTC day of the window end, `YYYY-MM-DD`. */
+/** One UTC day of the period: what was spent and wasted (the trend chart). */
+export interface ReportDay {
+  /** UTC day, `YYYY-MM-DD`. */
   readonly day: string;
-  /** The windows' diagnosis; absent when they carried none. */
-  readonly diagnosis?: Diagnosis;
-  /** The windows' `team` tag; absent when untagged. */
-  readonly team?: string;
-  /** The windows' `job` tag; absent when untagged. */
-  readonly job?: string;
-  readonly instance_type: string;
-  /** The windows' `price_source` (`builtin:<table>`, `savings_plan`, `unpriced`, …). */
-  readonly price_source: string;
-  readonly gpu_hours: number;
   readonly cost_usd: number;
-  readonly idle_usd: number;
-  readonly held_idle_usd: number;
-  readonly underused_usd: number;
-  readonly broken_usd: number;
   readonly wasted_usd: number;
-  /** Σ efficiency × gpu_hours over the windows where efficiency was measured. */
-  readonly efficiency_weighted: number;
-  /** Σ gpu_hours over the windows where efficiency was measured. */
-  readonly efficiency_hours: number;
+}
+
+/** What the store answers for a report (see `gatherReportInput`). */
+export interface ReportInput {
+  /** Per-GPU ledger sums over the period (`TelemetryStore.queryWaste`): instances, top wasters, unpriced hosts. */
+  readonly rows: readonly WasteReportRow[];
+  /**
+   * The store's grouped sums (`TelemetryStore.queryWasteBy`) for the groupings the report shows:
+   * at least `team`, `diagnosis` and the one asked for (except `instance`, made from `rows`). Each
+   * window counts for its own tags, so a GPU that served two jobs is split between them.
+   */
+  readonly groups: Readonly<Partial<Record<ReportGrouping, readonly WasteGroupRow[]>>>;
+  /** Per UTC day of the period that has data, ascending. */
+  readonly daily: readonly ReportDay[];
 }
 
 /** Money and time of a slice of the fleet. All USD, unrounded. */
@@ -74,14 +67,12 @@ export interface ReportMoney {
 export interface ReportGroup extends ReportMoney {
   /** The group's key; {@link UNATTRIBUTED} when the tag or diagnosis is absent. */
   readonly key: string;
-  /** GPUs in the group; only for instance groups (a GPU's windows may span several teams, jobs or causes). */
+  /** GPUs in the group; instance groups only (a GPU's windows may span several teams, jobs or causes). */
   readonly gpus?: number;
-  /** GPU-hour-weighted efficiency over the measured windows, 0..1; absent when never measured. */
+  /** GPU-hour-weighted efficiency over the measured windows, 0..1; instance groups only, absent when never measured. */
   readonly efficiency?: number;
-  /** Distinct price sources used (`builtin:<table>`, `savings_plan`, `unpriced`, …). */
-  readonly price_sources: readonly string[];
-  /** True when part of the group is unpriced (its cost is then a lower bound). */
-  readonly unpriced: boolean;
+  /** True when the instance is unpriced (costed at $0); instance groups only. */
+  readonly unpriced?: boolean;
 }
 
 /** One instance of the top-wasters list. */
@@ -137,7 +128,7 @@ export interface WasteReport {
   readonly by_team: readonly ReportGroup[];
   readonly by_diagnosis: readonly ReportGroup[];
   /** Per UTC day of the period that has data, ascending. */
-  readonly daily: readonly { readonly day: string; readonly cost_usd: number; readonly wasted_usd: number }[];
+  readonly daily: readonly ReportDay[];
   /** Instances by wasted USD descending, at most {@link REPORT_TOP_WASTERS}. */
   readonly top_wasters: readonly ReportWaster[];
   /** Every unpriced instance, by id. */
@@ -180,6 +171,30 @@ export function reportPeriod(kind: (typeof REPORT_PERIODS)[number], end: Date): 
   return { kind, from: from.toISOString(), to: end.toISOString() };
 }
 
+/**
+ * The UTC days a period touches, each clipped to the period: the slices the trend is summed over.
+ *
+ * @param period - the report period
+ * @returns `{ day, from, to }` per UTC day, ascending; `from`/`to` ISO 8601
+ */
+export function reportDays(period: ReportPeriod): { day: string; from: string; to: string }[] {
+  const endMs = Date.parse(period.to);
+  const out: { day: string; from: string; to: string }[] = [];
+  let fromMs = Date.parse(period.from);
+  while (fromMs < endMs) {
+    const dayStart = new Date(fromMs);
+    dayStart.setUTCHours(0, 0, 0, 0);
+    const nextMs = Math.min(dayStart.getTime() + MS_PER_DAY, endMs);
+    out.push({
+      day: dayStart.toISOString().slice(0, 10),
+      from: new Date(fromMs).toISOString(),
+      to: new Date(nextMs).toISOString(),
+    });
+    fromMs = nextMs;
+  }
+  return out;
+}
+
 interface Acc {
   gpus: number;
   gpu_hours: number;
@@ -206,7 +221,7 @@ const emptyAcc = (): Acc => ({
   price_sources: new Set(),
 });
 
-function add(acc: Acc, r: WasteReportRow | WasteSeriesRow, gpus: number): void {
+function add(acc: Acc, r: WasteReportRow, gpus: number): void {
   acc.gpus += gpus;
   acc.gpu_hours += r.gpu_hours;
   acc.cost_usd += r.cost_usd;
@@ -214,10 +229,7 @@ function add(acc: Acc, r: WasteReportRow | WasteSeriesRow, gpus: number): void {
   acc.held_idle += r.held_idle_usd;
   acc.underused += r.underused_usd;
   acc.broken += r.broken_usd;
-  if ('efficiency_weighted' in r) {
-    acc.eff_weighted += r.efficiency_weighted;
-    acc.eff_hours += r.efficiency_hours;
-  } else if (r.efficiency !== undefined) {
+  if (r.efficiency !== undefined) {
     acc.eff_weighted += r.efficiency * r.gpu_hours;
     acc.eff_hours += r.gpu_hours;
   }
@@ -244,37 +256,51 @@ function byWastedDesc<T extends { wasted_usd: number; key?: string; instance_id?
   return ka < kb ? -1 : ka > kb ? 1 : 0;
 }
 
-function groupBy<R extends WasteReportRow | WasteSeriesRow>(
-  rows: readonly R[],
-  keyOf: (r: R) => string,
-  countGpus: boolean,
-): ReportGroup[] {
+function byInstance(rows: readonly WasteReportRow[]): ReportGroup[] {
   const accs = new Map<string, Acc>();
   for (const r of rows) {
-    const key = keyOf(r);
-    const acc = accs.get(key) ?? emptyAcc();
+    const acc = accs.get(r.instance_id) ?? emptyAcc();
     add(acc, r, 1);
-    accs.set(key, acc);
+    accs.set(r.instance_id, acc);
   }
   return [...accs.entries()]
     .map(([key, acc]) => ({
       key,
-      ...(countGpus ? { gpus: acc.gpus } : {}),
+      gpus: acc.gpus,
       ...money(acc),
       ...(acc.eff_hours > 0 ? { efficiency: acc.eff_weighted / acc.eff_hours } : {}),
-      price_sources: [...acc.price_sources].sort(),
       unpriced: [...acc.price_sources].some(isUnpriced),
     }))
     .sort(byWastedDesc);
 }
 
-/** Group keys of the slice read, each the window's own value. */
-const SLICE_KEY_OF: Readonly<Record<Exclude<ReportGrouping, 'instance'>, (r: WasteSeriesRow) => string>> = {
-  team: (r) => r.team ?? UNATTRIBUTED,
-  job: (r) => r.job ?? UNATTRIBUTED,
-  instance_type: (r) => r.instance_type,
-  diagnosis: (r) => r.diagnosis ?? UNATTRIBUTED,
-};
+/** The store's grouped sums as report groups: untagged windows under {@link UNATTRIBUTED}. */
+function fromStore(rows: readonly WasteGroupRow[] | undefined, by: ReportGrouping): ReportGroup[] {
+  if (rows === undefined) {
+    throw new ReportInputError(
+      'groups',
+      by,
+      `Expected the store's sums grouped by ${by}, got none; query them.`,
+    );
+  }
+  return rows
+    .map((r) => {
+      const sums: LedgerSums = r;
+      return {
+        key: r.group ?? UNATTRIBUTED,
+        gpu_hours: sums.gpu_hours,
+        cost_usd: sums.cost_usd,
+        wasted_usd: sums.wasted_usd,
+        by_class: {
+          idle: sums.idle_usd,
+          held_idle: sums.held_idle_usd,
+          underused: sums.underused_usd,
+          broken: sums.broken_usd,
+        },
+      };
+    })
+    .sort(byWastedDesc);
+}
 
 function methodOf(rows: readonly WasteReportRow[], unpriced: readonly UnpricedHost[]): ReportMethod {
   const sources = new Set(rows.map((r) => r.efficiency_source).filter((s) => s !== 'none'));
@@ -306,26 +332,24 @@ function methodOf(rows: readonly WasteReportRow[], unpriced: readonly UnpricedHo
 }
 
 /**
- * Builds the finance report from the store's per-GPU sums and daily series.
+ * Builds the finance report from the store's answers.
  *
- * @param input.rows - per-GPU ledger sums over the period (`TelemetryStore.queryWaste`): instances,
- *   GPUs, top wasters and unpriced hosts
- * @param input.series - the slice read over the same period: days, and the team, job, instance type
- *   and diagnosis groups by each window's own values
+ * @param input - per-GPU sums, grouped sums and days (see {@link ReportInput})
  * @param input.period - the period the rows cover
  * @param input.by - the grouping asked for
  * @param input.generatedAt - the caller's clock
  * @returns the report; every sum unrounded (renderers round)
- * @throws {ReportInputError} when `by` is not one of {@link REPORT_GROUPINGS}, or the period is empty
+ * @throws {ReportInputError} when `by` is not one of {@link REPORT_GROUPINGS}, the period is empty,
+ *   or a grouping the report shows was not given
  */
-export function buildWasteReport(input: {
-  readonly rows: readonly WasteReportRow[];
-  readonly series: readonly WasteSeriesRow[];
-  readonly period: ReportPeriod;
-  readonly by: ReportGrouping;
-  readonly generatedAt: Date;
-}): WasteReport {
-  const { rows, series, period, by } = input;
+export function buildWasteReport(
+  input: ReportInput & {
+    readonly period: ReportPeriod;
+    readonly by: ReportGrouping;
+    readonly generatedAt: Date;
+  },
+): WasteReport {
+  const { rows, groups, period, by } = input;
   if (!(REPORT_GROUPINGS as readonly string[]).includes(by)) {
     throw new ReportInputError(
       'by',
@@ -342,7 +366,7 @@ export function buildWasteReport(input: {
   }
   const all = emptyAcc();
   for (const r of rows) add(all, r, 1);
-  const instances = groupBy(rows, (r) => r.instance_id, true);
+  const instances = byInstance(rows);
   const unpricedHosts: UnpricedHost[] = [];
   const wasters: ReportWaster[] = [];
   for (const g of instances) {
@@ -365,15 +389,8 @@ export function buildWasteReport(input: {
   }
   const prices = new Map<string, number>();
   for (const r of rows) prices.set(r.price_source, (prices.get(r.price_source) ?? 0) + r.gpu_hours);
-  const days = new Map<string, { cost_usd: number; wasted_usd: number }>();
-  for (const s of series) {
-    const d = days.get(s.day) ?? { cost_usd: 0, wasted_usd: 0 };
-    d.cost_usd += s.cost_usd;
-    d.wasted_usd += s.wasted_usd;
-    days.set(s.day, d);
-  }
-  const byTeam = groupBy(series, SLICE_KEY_OF.team, false);
-  const byDiagnosis = groupBy(series, SLICE_KEY_OF.diagnosis, false);
+  const byTeam = fromStore(groups.team, 'team');
+  const byDiagnosis = fromStore(groups.diagnosis, 'diagnosis');
   const totals = { ...money(all), gpus: all.gpus, instances: instances.length };
   return {
     period,
@@ -385,10 +402,10 @@ export function buildWasteReport(input: {
     totals,
     wasted_share: totals.cost_usd > 0 ? totals.wasted_usd / totals.cost_usd : 0,
     by,
-    groups: by === 'instance' ? instances : groupBy(series, SLICE_KEY_OF[by], false),
+    groups: by === 'instance' ? instances : fromStore(groups[by], by),
     by_team: byTeam,
     by_diagnosis: byDiagnosis,
-    daily: [...days.entries()].map(([day, d]) => ({ day, ...d })).sort((a, b) => (a.day < b.day ? -1 : 1)),
+    daily: [...input.daily].sort((a, b) => (a.day < b.day ? -1 : 1)),
     top_wasters: wasters.sort(byWastedDesc).slice(0, REPORT_TOP_WASTERS),
     unpriced: unpricedHosts.sort((a, b) => (a.instance_id < b.instance_id ? -1 : 1)),
   };

@@ -3,38 +3,27 @@ import { AutoScalingClient } from '@aws-sdk/client-auto-scaling';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EC2Client } from '@aws-sdk/client-ec2';
 import { SNSClient } from '@aws-sdk/client-sns';
-import { TimestreamWriteClient } from '@aws-sdk/client-timestream-write';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { AutoScalingRemediator } from '../adapters/auto-scaling-remediator';
 import { DynamoDbStateStore } from '../adapters/dynamodb-state-store';
 import { SnsAlertSink } from '../adapters/sns-alert-sink';
 import { SnsDecisionSink } from '../adapters/sns-decision-sink';
-import { TimestreamStore } from '../adapters/timestream-store';
 import { DEFAULT_RULE_CONTEXT, parsePriceOverrides, parsePriceRates, parseRemediationMode } from '../domain';
+import { IngestConfigError, requiredEnv as required } from './environment';
 import { createIngestHandler, type IngestHandler } from './ingest-handler';
+import { storeFromEnvironment } from './store-from-environment';
+
+export { IngestConfigError };
 
 /**
  * The ingest Lambda (`POST /v1/batches` behind API Gateway with IAM auth). Reads its settings from
  * the environment the CDK stack sets (lib/ingest-function.ts) once per cold start, builds the real
  * SDK clients and adapters, and delegates to {@link createIngestHandler}.
  *
- * Environment: `TIMESTREAM_DATABASE`, `TIMESTREAM_GPU_TABLE`, `TIMESTREAM_EFA_TABLE`,
- * `TIMESTREAM_EVENTS_TABLE`, `TOPIC_CRITICAL_ARN`, `TOPIC_WARNING_ARN`, `TOPIC_INFO_ARN`,
+ * Environment: `STORE` (`athena|timestream`) and that store's names (see
+ * {@link storeFromEnvironment}; only the chosen store's SDK is loaded), `TOPIC_CRITICAL_ARN`, `TOPIC_WARNING_ARN`, `TOPIC_INFO_ARN`,
  * `STATE_TABLE`, `REMEDIATION_MODE` (`off|notify|replace`), `PRICE_OVERRIDES` (JSON, optional).
  */
-
-/** Thrown at cold start when a required environment variable is missing. */
-export class IngestConfigError extends Error {
-  override readonly name = 'IngestConfigError';
-}
-
-function required(env: NodeJS.ProcessEnv, name: string): string {
-  const value = env[name];
-  if (value === undefined || value === '') {
-    throw new IngestConfigError(`Expected environment variable ${name} (set by the CDK stack), got nothing`);
-  }
-  return value;
-}
 
 /**
  * Builds the production handler from the environment.
@@ -50,15 +39,7 @@ export function handlerFromEnvironment(env: NodeJS.ProcessEnv = process.env): In
   };
   const sns = new SNSClient({});
   return createIngestHandler({
-    store: new TimestreamStore({
-      client: new TimestreamWriteClient({}),
-      database: required(env, 'TIMESTREAM_DATABASE'),
-      tables: {
-        gpu: required(env, 'TIMESTREAM_GPU_TABLE'),
-        efa: required(env, 'TIMESTREAM_EFA_TABLE'),
-        events: required(env, 'TIMESTREAM_EVENTS_TABLE'),
-      },
-    }),
+    store: storeFromEnvironment(env),
     state: new DynamoDbStateStore({
       client: new DynamoDBClient({}),
       tableName: required(env, 'STATE_TABLE'),

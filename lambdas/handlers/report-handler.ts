@@ -9,9 +9,9 @@ import {
   type ReportNotifier,
   reportPeriod,
   reportSnsMessage,
-  type WasteReportSource,
 } from '../domain';
 import type { Log } from './log';
+import { gatherReportInput, type ReportStore } from './report-input';
 
 /** The scheduled event: EventBridge Scheduler's input for the daily, weekly and monthly schedules. */
 export const ReportEventSchema = z.object({
@@ -27,7 +27,7 @@ const HTML_TYPE = 'text/html; charset=utf-8';
 
 /** Ports and settings of the report Lambda. */
 export interface ReportHandlerDeps {
-  readonly store: WasteReportSource;
+  readonly store: ReportStore;
   readonly files: ReportFileSink;
   readonly notifier: ReportNotifier;
   readonly log: Log;
@@ -61,19 +61,18 @@ export function createReportHandler(deps: ReportHandlerDeps): (event: unknown) =
     const now = clock();
     const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
     const period = reportPeriod(kind, end);
-    const range = { from: new Date(period.from), to: end };
-    const [rows, series] = [await deps.store.queryWaste(range), await deps.store.queryWasteSeries(range)];
+    const input = await gatherReportInput(deps.store, period, REPORT_GROUPINGS);
     const folder = `${kind}/${period.to.slice(0, 10)}`;
     const files: Record<string, string> = {};
     for (const grouping of REPORT_GROUPINGS) {
-      const report = buildWasteReport({ rows, series, period, by: grouping, generatedAt: now });
+      const report = buildWasteReport({ ...input, period, by: grouping, generatedAt: now });
       files[`waste-by-${grouping}.csv`] = await deps.files.put(
         `${folder}/waste-by-${grouping}.csv`,
         reportCsv(report),
         CSV_TYPE,
       );
     }
-    const report = buildWasteReport({ rows, series, period, by, generatedAt: now });
+    const report = buildWasteReport({ ...input, period, by, generatedAt: now });
     files['report.html'] = await deps.files.put(
       `${folder}/report.html`,
       await renderReportHtml(report),

@@ -1,58 +1,31 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SNSClient } from '@aws-sdk/client-sns';
-import { TimestreamQueryClient } from '@aws-sdk/client-timestream-query';
-import { TimestreamWriteClient } from '@aws-sdk/client-timestream-write';
 import { S3ReportFiles } from '../adapters/s3-report-files';
 import { SnsReportNotifier } from '../adapters/sns-report-notifier';
-import { TimestreamStore } from '../adapters/timestream-store';
-import { queryTimestreamWasteSeries } from '../adapters/timestream-waste-series';
+import { requiredEnv as required } from './environment';
 import { createReportHandler, type ReportRunResult } from './report-handler';
+import { storeFromEnvironment } from './store-from-environment';
 
 /**
  * The report Lambda (EventBridge Scheduler: daily, weekly, monthly; input `{ "period": … }`). Reads
  * its settings from the environment the CDK stack sets (lib/report-function.ts) once per cold start
  * and delegates to {@link createReportHandler}.
  *
- * Environment: `TIMESTREAM_DATABASE`, `TIMESTREAM_GPU_TABLE`, `REPORTS_BUCKET`, `REPORTS_KEY_ARN`,
- * `TOPIC_REPORTS_ARN`.
+ * Environment: the store's (`STORE` and its settings, see `storeFromEnvironment`), `REPORTS_BUCKET`,
+ * `REPORTS_KEY_ARN`, `TOPIC_REPORTS_ARN`.
  */
-
-/** Thrown at cold start when a required environment variable is missing. */
-export class ReportConfigError extends Error {
-  override readonly name = 'ReportConfigError';
-}
-
-function required(env: NodeJS.ProcessEnv, name: string): string {
-  const value = env[name];
-  if (value === undefined || value === '') {
-    throw new ReportConfigError(`Expected environment variable ${name} (set by the CDK stack), got nothing`);
-  }
-  return value;
-}
 
 /**
  * Builds the production handler from the environment.
- * @throws {ReportConfigError} naming the missing variable
+ * @throws {IngestConfigError} naming the missing variable (the store's too)
  */
 export function reportHandlerFromEnvironment(
   env: NodeJS.ProcessEnv = process.env,
 ): (event: unknown) => Promise<ReportRunResult> {
   const logger = new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'gpu-sentinel-report' });
-  const database = required(env, 'TIMESTREAM_DATABASE');
-  const gpuTable = required(env, 'TIMESTREAM_GPU_TABLE');
-  const queryClient = new TimestreamQueryClient({});
-  const store = new TimestreamStore({
-    client: new TimestreamWriteClient({}),
-    queryClient,
-    database,
-    tables: { gpu: gpuTable },
-  });
   return createReportHandler({
-    store: {
-      queryWaste: (q) => store.queryWaste(q),
-      queryWasteSeries: (q) => queryTimestreamWasteSeries(queryClient, database, gpuTable, q),
-    },
+    store: storeFromEnvironment(env),
     files: new S3ReportFiles({
       client: new S3Client({}),
       bucket: required(env, 'REPORTS_BUCKET'),

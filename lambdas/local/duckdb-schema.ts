@@ -1,67 +1,42 @@
 import {
-  GPU_METRIC_NAMES,
-  GPU_METRIC_TYPES,
-  LEDGER_FIELD_NAMES,
-  LEDGER_MEASURE_TYPES,
-} from '../adapters/measure-types';
+  type StoreColumnType,
+  TELEMETRY_REQUIRED_COLUMNS,
+  TELEMETRY_TABLE_COLUMNS,
+  TELEMETRY_TABLE_KEYS,
+  type TelemetryTable,
+} from '../adapters/store-columns';
 
-/** Identity and dimension columns of `gpu_windows`, in insert order, before the metric and ledger columns. */
-export const GPU_WINDOW_KEY_COLUMNS = [
-  'time',
-  'start',
-  'instance_id',
-  'instance_type',
-  'region',
-  'az',
-  'gpu_index',
-  'gpu_uuid',
-  'gpu_name',
-  'team',
-  'job',
-  'batch_id',
-  'seq',
-] as const;
+export {
+  EFA_WINDOW_COLUMNS,
+  EVENT_COLUMNS,
+  GPU_WINDOW_COLUMNS,
+  GPU_WINDOW_KEY_COLUMNS,
+} from '../adapters/store-columns';
 
-/** Every column of `gpu_windows` in insert order: identity, then one per metric, then one per ledger field. */
-export const GPU_WINDOW_COLUMNS: readonly string[] = [
-  ...GPU_WINDOW_KEY_COLUMNS,
-  ...GPU_METRIC_NAMES,
-  ...LEDGER_FIELD_NAMES,
-];
+/** Column type → DuckDB type (times with time zone, compared as instants). */
+const DUCKDB_COLUMN_TYPES: { readonly [T in StoreColumnType]: string } = {
+  TIMESTAMP: 'TIMESTAMPTZ',
+  VARCHAR: 'VARCHAR',
+  INTEGER: 'INTEGER',
+  BIGINT: 'BIGINT',
+  DOUBLE: 'DOUBLE',
+  BOOLEAN: 'BOOLEAN',
+  MAP_VARCHAR_BIGINT: 'MAP(VARCHAR, BIGINT)',
+};
 
-/** Every column of `efa_windows` in insert order. */
-export const EFA_WINDOW_COLUMNS = [
-  'time',
-  'start',
-  'instance_id',
-  'instance_type',
-  'device',
-  'port',
-  'seq',
-  'deltas',
-] as const;
-
-/** Every column of `events` in insert order. */
-export const EVENT_COLUMNS = [
-  'time',
-  'instance_id',
-  'instance_type',
-  'gpu_index',
-  'gpu_slot',
-  'pci_bus_id',
-  'kind',
-  'xid',
-  'source',
-  'pid',
-  'process_name',
-  'detail',
-  'batch_id',
-  'seq',
-] as const;
+/** `CREATE TABLE` of a telemetry table from the shared column list, required columns `NOT NULL`, keyed by its key. */
+function telemetryTableDdl(table: TelemetryTable): string {
+  const required = TELEMETRY_REQUIRED_COLUMNS[table];
+  const columns = TELEMETRY_TABLE_COLUMNS[table].map(
+    ([n, t]) => `${n} ${DUCKDB_COLUMN_TYPES[t]}${required.includes(n) ? ' NOT NULL' : ''}`,
+  );
+  return `CREATE TABLE IF NOT EXISTS ${table} (\n    ${columns.join(', ')},\n    PRIMARY KEY (${TELEMETRY_TABLE_KEYS[table].join(', ')}))`;
+}
 
 /**
- * DDL of the local store (DESIGN §4): the Timestream tables with the same column names (dimensions
- * and measures as columns), plus the state tables of `StateStore`.
+ * DDL of the local store (DESIGN §4): the three telemetry tables from the column list every store
+ * shares (`store-columns.ts`: Timestream's dimensions and measures as columns, the Glue tables'
+ * columns), plus the state tables of `StateStore`.
  *
  * - `gpu_windows`: key (instance_id, gpu_index, time); one column per metric and ledger field,
  *   typed as in Timestream.
@@ -74,22 +49,9 @@ export const EVENT_COLUMNS = [
  *   returned unchanged) and as epoch ms (compared).
  */
 export const DUCKDB_SCHEMA_SQL: readonly string[] = [
-  `CREATE TABLE IF NOT EXISTS gpu_windows (
-    time TIMESTAMPTZ NOT NULL, start TIMESTAMPTZ NOT NULL, instance_id VARCHAR NOT NULL, instance_type VARCHAR NOT NULL,
-    region VARCHAR NOT NULL, az VARCHAR, gpu_index INTEGER NOT NULL, gpu_uuid VARCHAR, gpu_name VARCHAR, team VARCHAR, job VARCHAR,
-    batch_id VARCHAR NOT NULL, seq BIGINT NOT NULL,
-    ${GPU_METRIC_NAMES.map((n) => `${n} ${GPU_METRIC_TYPES[n]}`).join(', ')},
-    ${LEDGER_FIELD_NAMES.map((n) => `${n} ${LEDGER_MEASURE_TYPES[n]}`).join(', ')},
-    PRIMARY KEY (instance_id, gpu_index, time))`,
-  `CREATE TABLE IF NOT EXISTS efa_windows (
-    time TIMESTAMPTZ NOT NULL, start TIMESTAMPTZ NOT NULL, instance_id VARCHAR NOT NULL, instance_type VARCHAR NOT NULL,
-    device VARCHAR NOT NULL, port INTEGER NOT NULL, seq BIGINT NOT NULL, deltas MAP(VARCHAR, BIGINT) NOT NULL,
-    PRIMARY KEY (instance_id, device, port, time))`,
-  `CREATE TABLE IF NOT EXISTS events (
-    time TIMESTAMPTZ NOT NULL, instance_id VARCHAR NOT NULL, instance_type VARCHAR NOT NULL, gpu_index INTEGER,
-    gpu_slot INTEGER NOT NULL, pci_bus_id VARCHAR, kind VARCHAR NOT NULL, xid BIGINT, source VARCHAR NOT NULL, pid BIGINT,
-    process_name VARCHAR, detail VARCHAR, batch_id VARCHAR NOT NULL, seq BIGINT NOT NULL,
-    PRIMARY KEY (instance_id, kind, gpu_slot, time))`,
+  telemetryTableDdl('gpu_windows'),
+  telemetryTableDdl('efa_windows'),
+  telemetryTableDdl('events'),
   `CREATE TABLE IF NOT EXISTS remediations (
     instance_id VARCHAR PRIMARY KEY, asg_name VARCHAR, action VARCHAR NOT NULL, "at" VARCHAR NOT NULL, at_ms BIGINT NOT NULL,
     rule VARCHAR NOT NULL)`,

@@ -4,17 +4,37 @@ import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb
 import { StoreQueryError, StoreUnavailableError } from '../adapters/errors';
 import { isoToMs } from '../adapters/iso-time';
 import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../adapters/measure-types';
-import { compareWasteRows, toWasteReportRow, wasteRangeProblem } from '../adapters/waste-report';
+import { TELEMETRY_TABLE_KEYS } from '../adapters/store-columns';
+import {
+  compareWasteGroups,
+  DEFAULT_RECENT_LIMIT,
+  gpuWindowFrom,
+  lastSeenFrom,
+  lastSeenSql,
+  limitProblem,
+  wasteGroupRowFrom,
+  wasteGroupSql,
+} from '../adapters/store-reads';
+import {
+  compareWasteRows,
+  WASTE_AGGREGATES_SQL,
+  wasteRangeProblem,
+  wasteRowFromText,
+} from '../adapters/waste-report';
 import { epochMicros } from '../contract';
 import type {
+  LastSeen,
+  RecentWindowsQuery,
   RemediationRecord,
   StateStore,
+  StoredGpuWindow,
   StoreWriteResult,
   TelemetryStore,
+  WasteGroupQuery,
+  WasteGroupRow,
   WasteQuery,
 } from '../domain/ports';
-import type { Diagnosis, StoreRows, WasteReportRow } from '../domain/types';
-import type { WasteSeriesRow } from '../domain/waste-report';
+import type { StoreRows, WasteReportRow } from '../domain/types';
 import {
   DUCKDB_SCHEMA_SQL,
   EFA_WINDOW_COLUMNS,
@@ -46,54 +66,32 @@ interface UpsertTable {
 const GPU_TABLE: UpsertTable = {
   name: 'gpu_windows',
   columns: GPU_WINDOW_COLUMNS,
-  key: ['instance_id', 'gpu_index', 'time'],
+  key: TELEMETRY_TABLE_KEYS.gpu_windows,
   casts: { time: '::TIMESTAMPTZ', start: '::TIMESTAMPTZ' },
 };
 const EFA_TABLE: UpsertTable = {
   name: 'efa_windows',
   columns: EFA_WINDOW_COLUMNS,
-  key: ['instance_id', 'device', 'port', 'time'],
+  key: TELEMETRY_TABLE_KEYS.efa_windows,
   casts: { time: '::TIMESTAMPTZ', start: '::TIMESTAMPTZ', deltas: '::JSON::MAP(VARCHAR, BIGINT)' },
 };
 const EVENT_TABLE: UpsertTable = {
   name: 'events',
   columns: EVENT_COLUMNS,
-  key: ['instance_id', 'kind', 'gpu_slot', 'time'],
+  key: TELEMETRY_TABLE_KEYS.events,
   casts: { time: '::TIMESTAMPTZ' },
 };
 
 /** Rows per upsert statement (bounds the statement's parameter count to ~4,000). */
 const ROWS_PER_STATEMENT = 64;
 
-const WASTE_SQL = `SELECT instance_id, gpu_index,
-  arg_max(instance_type, time) AS instance_type,
-  arg_max(team, time) AS team,
-  arg_max(job, time) AS job,
-  sum(gpu_hours) AS gpu_hours, sum(cost_usd) AS cost_usd, sum(idle_usd) AS idle_usd,
-  sum(held_idle_usd) AS held_idle_usd, sum(underused_usd) AS underused_usd,
-  sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd,
-  coalesce(sum(efficiency * gpu_hours) FILTER (WHERE efficiency IS NOT NULL), 0) AS efficiency_weighted,
-  coalesce(sum(gpu_hours) FILTER (WHERE efficiency IS NOT NULL), 0) AS efficiency_hours,
-  count(DISTINCT efficiency_source) FILTER (WHERE efficiency_source <> 'none') AS source_count,
-  max(efficiency_source) FILTER (WHERE efficiency_source <> 'none') AS any_source,
-  arg_max(price_usd_per_hour, time) AS price_usd_per_hour,
-  arg_max(price_source, time) AS price_source,
-  bool_or(NOT processes_known) AS processes_unknown
-FROM gpu_windows
-WHERE time >= ?::TIMESTAMPTZ AND time < ?::TIMESTAMPTZ
-GROUP BY instance_id, gpu_index`;
+/** Rows of `gpu_windows` in `[?, ?)`, the source of every read. */
+const GPU_RANGE = `(SELECT * FROM gpu_windows WHERE "time" >= ?::TIMESTAMPTZ AND "time" < ?::TIMESTAMPTZ)`;
 
-const WASTE_SERIES_SQL = `SELECT strftime(make_timestamp(epoch_us(time)), '%Y-%m-%d') AS day, diagnosis,
-  team, job, instance_type, price_source,
-  sum(gpu_hours) AS gpu_hours, sum(cost_usd) AS cost_usd, sum(idle_usd) AS idle_usd,
-  sum(held_idle_usd) AS held_idle_usd, sum(underused_usd) AS underused_usd,
-  sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd,
-  coalesce(sum(efficiency * gpu_hours) FILTER (WHERE efficiency IS NOT NULL), 0) AS efficiency_weighted,
-  coalesce(sum(gpu_hours) FILTER (WHERE efficiency IS NOT NULL), 0) AS efficiency_hours
-FROM gpu_windows
-WHERE time >= ?::TIMESTAMPTZ AND time < ?::TIMESTAMPTZ
-GROUP BY ALL
-ORDER BY day, diagnosis NULLS LAST, team NULLS LAST, job NULLS LAST, instance_type, price_source`;
+const WASTE_SQL = `SELECT instance_id, gpu_index,
+  ${WASTE_AGGREGATES_SQL}
+FROM ${GPU_RANGE} AS w
+GROUP BY instance_id, gpu_index`;
 
 /** `undefined` → SQL NULL. */
 function v(value: string | number | boolean | undefined): DuckDBValue {
@@ -294,31 +292,69 @@ export class DuckDbStore implements TelemetryStore, StateStore {
     if (problem !== undefined) return Promise.reject(new StoreQueryError(problem));
     return this.#serial(async () => {
       const rows = await this.#rows(WASTE_SQL, [query.from.toISOString(), query.to.toISOString()]);
-      return rows
-        .map((r) =>
-          toWasteReportRow({
-            instance_id: r.instance_id as string,
-            instance_type: r.instance_type as string,
-            gpu_index: r.gpu_index as number,
-            ...(r.team != null ? { team: r.team as string } : {}),
-            ...(r.job != null ? { job: r.job as string } : {}),
-            gpu_hours: r.gpu_hours as number,
-            cost_usd: r.cost_usd as number,
-            idle_usd: r.idle_usd as number,
-            held_idle_usd: r.held_idle_usd as number,
-            underused_usd: r.underused_usd as number,
-            broken_usd: r.broken_usd as number,
-            wasted_usd: r.wasted_usd as number,
-            efficiency_weighted: r.efficiency_weighted as number,
-            efficiency_hours: r.efficiency_hours as number,
-            source_count: r.source_count as number,
-            ...(r.any_source != null ? { any_source: r.any_source as string } : {}),
-            price_usd_per_hour: r.price_usd_per_hour as number,
-            price_source: r.price_source as string,
-            processes_unknown: r.processes_unknown === true,
-          }),
-        )
-        .sort(compareWasteRows);
+      return rows.map((r) => wasteRowFromText((c) => r[c])).sort(compareWasteRows);
+    });
+  }
+
+  /**
+   * Sums the ledger per group over windows with `from ≤ time < to`.
+   *
+   * @param query - the range and the grouping
+   * @returns one row per group, most wasted first, the unknown group (no team, no diagnosis) last on a tie
+   * @throws {StoreQueryError} when the range is invalid
+   */
+  queryWasteBy(query: WasteGroupQuery): Promise<WasteGroupRow[]> {
+    const problem = wasteRangeProblem(query.from, query.to);
+    if (problem !== undefined) return Promise.reject(new StoreQueryError(problem));
+    return this.#serial(async () => {
+      const rows = await this.#rows(wasteGroupSql(GPU_RANGE, query.by), [
+        query.from.toISOString(),
+        query.to.toISOString(),
+      ]);
+      return rows.map((r) => wasteGroupRowFrom((c) => r[c])).sort(compareWasteGroups);
+    });
+  }
+
+  /**
+   * The GPU windows of one instance with `from ≤ time < to`, newest first (then by GPU index).
+   *
+   * @param query - instance, range, `limit` (default 1000)
+   * @returns the windows as written
+   * @throws {StoreQueryError} when the range or the limit is invalid
+   */
+  recentWindows(query: RecentWindowsQuery): Promise<StoredGpuWindow[]> {
+    const problem = wasteRangeProblem(query.from, query.to) ?? limitProblem(query.limit);
+    if (problem !== undefined) return Promise.reject(new StoreQueryError(problem));
+    return this.#serial(async () => {
+      const rows = await this.#rows(
+        `SELECT * FROM ${GPU_RANGE} AS w WHERE instance_id = ? ORDER BY "time" DESC, gpu_index LIMIT ?`,
+        [
+          query.from.toISOString(),
+          query.to.toISOString(),
+          query.instance_id,
+          query.limit ?? DEFAULT_RECENT_LIMIT,
+        ],
+      );
+      return rows.map((r) => gpuWindowFrom((c) => r[c]));
+    });
+  }
+
+  /**
+   * When each instance last sent a GPU window with `from ≤ time < to`.
+   *
+   * @param query - the range
+   * @returns one entry per instance, by instance id
+   * @throws {StoreQueryError} when the range is invalid
+   */
+  lastSeen(query: WasteQuery): Promise<LastSeen[]> {
+    const problem = wasteRangeProblem(query.from, query.to);
+    if (problem !== undefined) return Promise.reject(new StoreQueryError(problem));
+    return this.#serial(async () => {
+      const rows = await this.#rows(lastSeenSql(GPU_RANGE), [
+        query.from.toISOString(),
+        query.to.toISOString(),
+      ]);
+      return rows.map((r) => lastSeenFrom((c) => r[c]));
     });
   }
 
@@ -446,40 +482,6 @@ export class DuckDbStore implements TelemetryStore, StateStore {
         [alertId, at, atMs, cutoffMs],
       );
       return rows.length === 1;
-    });
-  }
-
-  /**
-   * Sums the ledger per UTC day (of the window end) and per the windows' own diagnosis, team, job,
-   * instance type and price source, over windows with `from ≤ time < to`: the report's trend, and its
-   * groups with each window charged to the tags it had then. (Local store only for now.)
-   *
-   * @param query - the time range
-   * @returns rows ordered by day, diagnosis, team, job (absent values last), instance type, price source
-   * @throws {StoreQueryError} when the range is invalid or empty
-   */
-  queryWasteSeries(query: WasteQuery): Promise<WasteSeriesRow[]> {
-    const problem = wasteRangeProblem(query.from, query.to);
-    if (problem !== undefined) return Promise.reject(new StoreQueryError(problem));
-    return this.#serial(async () => {
-      const rows = await this.#rows(WASTE_SERIES_SQL, [query.from.toISOString(), query.to.toISOString()]);
-      return rows.map((r) => ({
-        day: r.day as string,
-        ...(r.diagnosis != null ? { diagnosis: r.diagnosis as Diagnosis } : {}),
-        ...(r.team != null ? { team: r.team as string } : {}),
-        ...(r.job != null ? { job: r.job as string } : {}),
-        instance_type: r.instance_type as string,
-        price_source: r.price_source as string,
-        gpu_hours: r.gpu_hours as number,
-        cost_usd: r.cost_usd as number,
-        idle_usd: r.idle_usd as number,
-        held_idle_usd: r.held_idle_usd as number,
-        underused_usd: r.underused_usd as number,
-        broken_usd: r.broken_usd as number,
-        wasted_usd: r.wasted_usd as number,
-        efficiency_weighted: r.efficiency_weighted as number,
-        efficiency_hours: r.efficiency_hours as number,
-      }));
     });
   }
 

@@ -1,4 +1,11 @@
-import { buildWasteReport, reportPeriod, type WasteReport, type WasteSeriesRow } from '../../lambdas/domain';
+import {
+  buildWasteReport,
+  type ReportGrouping,
+  type ReportInput,
+  reportPeriod,
+  type WasteGroupRow,
+  type WasteReport,
+} from '../../lambdas/domain';
 import type { WasteReportRow } from '../../lambdas/domain/types';
 
 /** The end of the fixture report's period. */
@@ -22,36 +29,49 @@ export function gpuSums(
     price_usd_per_hour: 55.04,
     price_source: 'builtin:aws-ec2-on-demand-linux-2026-11-23',
     processes_unknown: false,
+    wasted_by_diagnosis_usd: {},
     ...overrides,
   };
 }
 
 /**
- * The slice rows a store would return for per-GPU sums that all fall on one day with one diagnosis
- * (each GPU's team and job as its windows carried them).
+ * What a store's `queryWasteBy` answers for per-GPU sums whose windows all carried one tag value
+ * and, per GPU, one diagnosis (`diagnosisOf`; absent: none).
  */
-export function seriesOf(
+export function groupsOf(
   rows: readonly WasteReportRow[],
-  day: string,
-  diagnosis?: WasteSeriesRow['diagnosis'],
-): WasteSeriesRow[] {
-  return rows.map((r) => ({
-    day,
-    ...(diagnosis !== undefined ? { diagnosis } : {}),
-    ...(r.team !== undefined ? { team: r.team } : {}),
-    ...(r.job !== undefined ? { job: r.job } : {}),
-    instance_type: r.instance_type,
-    price_source: r.price_source,
-    gpu_hours: r.gpu_hours,
-    cost_usd: r.cost_usd,
-    idle_usd: r.idle_usd,
-    held_idle_usd: r.held_idle_usd,
-    underused_usd: r.underused_usd,
-    broken_usd: r.broken_usd,
-    wasted_usd: r.wasted_usd,
-    efficiency_weighted: (r.efficiency ?? 0) * r.gpu_hours,
-    efficiency_hours: r.efficiency === undefined ? 0 : r.gpu_hours,
-  }));
+  diagnosisOf: (r: WasteReportRow) => string | undefined = () => undefined,
+): ReportInput['groups'] {
+  const keyOf: Record<Exclude<ReportGrouping, 'instance'>, (r: WasteReportRow) => string | undefined> = {
+    team: (r) => r.team,
+    job: (r) => r.job,
+    instance_type: (r) => r.instance_type,
+    diagnosis: diagnosisOf,
+  };
+  const out: Partial<Record<ReportGrouping, WasteGroupRow[]>> = {};
+  for (const [by, key] of Object.entries(keyOf) as [
+    Exclude<ReportGrouping, 'instance'>,
+    (r: WasteReportRow) => string | undefined,
+  ][]) {
+    const sums = new Map<string | undefined, WasteGroupRow>();
+    for (const r of rows) {
+      const k = key(r);
+      const s = sums.get(k);
+      sums.set(k, {
+        ...(k !== undefined ? { group: k } : {}),
+        gpu_hours: (s?.gpu_hours ?? 0) + r.gpu_hours,
+        cost_usd: (s?.cost_usd ?? 0) + r.cost_usd,
+        idle_usd: (s?.idle_usd ?? 0) + r.idle_usd,
+        held_idle_usd: (s?.held_idle_usd ?? 0) + r.held_idle_usd,
+        underused_usd: (s?.underused_usd ?? 0) + r.underused_usd,
+        broken_usd: (s?.broken_usd ?? 0) + r.broken_usd,
+        wasted_usd: (s?.wasted_usd ?? 0) + r.wasted_usd,
+        wasted_by_diagnosis_usd: {},
+      });
+    }
+    out[by] = [...sums.values()];
+  }
+  return out;
 }
 
 /** A week's report over six instances, one with hostile tag values, one unpriced, by team. */
@@ -103,14 +123,18 @@ export function fixtureReport(by: WasteReport['by'] = 'team'): WasteReport {
       price_source: 'unpriced',
     }),
   ];
-  const series = [
-    ...seriesOf(rows.slice(0, 3), '2026-03-04', 'idle'),
-    ...seriesOf(rows.slice(3, 5), '2026-03-06', 'input_bound'),
-    ...seriesOf(rows.slice(5), '2026-03-10'),
+  const groups = groupsOf(rows, (r) =>
+    r.idle_usd > 0 ? 'idle' : r.instance_id === 'i-0ccc' ? 'input_bound' : undefined,
+  );
+  const daily = [
+    { day: '2026-03-04', cost_usd: 330.24, wasted_usd: 181.632 },
+    { day: '2026-03-06', cost_usd: 330.24, wasted_usd: 181.632 },
+    { day: '2026-03-10', cost_usd: 330.24, wasted_usd: 181.632 },
   ];
   return buildWasteReport({
     rows,
-    series,
+    groups,
+    daily,
     period: reportPeriod('week', REPORT_END),
     by,
     generatedAt: REPORT_END,

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { TelemetryStore } from '../../lambdas/domain/ports';
-import type { GpuWindowRow, StoreRows } from '../../lambdas/domain/types';
+import { type TelemetryStore, WASTE_GROUPS, type WasteGroup } from '../../lambdas/domain/ports';
+import type { Diagnosis, GpuWindowRow, StoreRows } from '../../lambdas/domain/types';
 import { batchRows, gpuRow, ledger } from './rows';
 
 /** What a conformance run needs: a fresh, empty store, and how to dispose of it. */
@@ -256,6 +256,154 @@ export function describeTelemetryStoreContract(
           price_source: 'builtin:aws-2025-06',
           processes_unknown: true,
         });
+      });
+
+      /** Two instances, two teams (one untagged), two jobs, three diagnoses (one window without), over 40 s. */
+      const fleet = (): GpuWindowRow[] =>
+        [0, 10, 20, 30].flatMap((s, i) => [
+          gpuRow({
+            time: at(s + 10),
+            gpu_index: 0,
+            seq: i,
+            ledger: ledger({ efficiency: 0.2, diagnosis: 'input_bound' }),
+          }),
+          gpuRow({
+            time: at(s + 10),
+            gpu_index: 1,
+            seq: i,
+            ledger: ledger({ efficiency: 0.6, ...(i < 2 ? { diagnosis: 'tensor_idle' as const } : {}) }),
+          }),
+          gpuRow({
+            time: at(s + 10),
+            instance_id: 'i-0fedcba9876543210',
+            instance_type: 'p4d.24xlarge',
+            gpu_index: 0,
+            team: undefined,
+            job: 'eval-7',
+            seq: 100 + i,
+            ledger: ledger({
+              efficiency: 0,
+              idle_usd: 0.01,
+              underused_usd: 0,
+              wasted_usd: 0.01,
+              diagnosis: 'idle',
+            }),
+          }),
+        ]);
+      const groupOf = (r: GpuWindowRow, by: WasteGroup): string | undefined =>
+        by === 'instance' ? r.instance_id : by === 'diagnosis' ? r.ledger.diagnosis : r[by];
+
+      it('reports each GPU’s wasted dollars split by diagnosis', async () => {
+        // Prepare
+        const rows = fleet();
+        await store.write(only(rows));
+
+        // Act
+        const report = await store.queryWaste({ from: new Date(T0), to: new Date(T0 + 60_000) });
+
+        // Assess
+        for (const r of report) {
+          const mine = rows.filter((w) => w.instance_id === r.instance_id && w.gpu_index === r.gpu_index);
+          const expected: Partial<Record<Diagnosis, number>> = {};
+          for (const w of mine) {
+            const d = w.ledger.diagnosis;
+            if (d !== undefined) expected[d] = (expected[d] ?? 0) + w.ledger.wasted_usd;
+          }
+          expect(Object.keys(r.wasted_by_diagnosis_usd).sort()).toEqual(Object.keys(expected).sort());
+          for (const [d, usd] of Object.entries(expected)) {
+            expect(r.wasted_by_diagnosis_usd[d as Diagnosis]).toBeCloseTo(usd, 12);
+          }
+        }
+      });
+
+      it.each(WASTE_GROUPS)(
+        'sums the ledger by %s, most wasted first, windows without a value as one group',
+        async (by) => {
+          // Prepare
+          const rows = fleet();
+          await store.write(only(rows));
+          await store.write(only(rows));
+
+          // Act
+          const report = await store.queryWasteBy({ from: new Date(T0), to: new Date(T0 + 60_000), by });
+
+          // Assess
+          const groups = [...new Set(rows.map((r) => groupOf(r, by)))];
+          expect(report).toHaveLength(groups.length);
+          for (const g of groups) {
+            const mine = rows.filter((r) => groupOf(r, by) === g);
+            const row = report.find((r) => r.group === g);
+            expect(row).toBeDefined();
+            expect(row?.gpu_hours).toBeCloseTo(
+              sum(mine, (w) => w.ledger.gpu_hours),
+              12,
+            );
+            expect(row?.cost_usd).toBeCloseTo(
+              sum(mine, (w) => w.ledger.cost_usd),
+              12,
+            );
+            expect(row?.idle_usd).toBeCloseTo(
+              sum(mine, (w) => w.ledger.idle_usd),
+              12,
+            );
+            expect(row?.wasted_usd).toBeCloseTo(
+              sum(mine, (w) => w.ledger.wasted_usd),
+              12,
+            );
+            const diagnosed = mine.filter((w) => w.ledger.diagnosis === 'input_bound');
+            if (diagnosed.length > 0) {
+              expect(row?.wasted_by_diagnosis_usd.input_bound).toBeCloseTo(
+                sum(diagnosed, (w) => w.ledger.wasted_usd),
+                12,
+              );
+            } else {
+              expect(row?.wasted_by_diagnosis_usd.input_bound).toBeUndefined();
+            }
+          }
+          const wasted = report.map((r) => r.wasted_usd);
+          expect(wasted).toEqual([...wasted].sort((a, b) => b - a));
+        },
+      );
+
+      it('gives back one instance’s windows as written, newest first, each once, at most `limit`', async () => {
+        // Prepare
+        const rows = fleet();
+        await store.write(only(rows));
+        await store.write(only(rows));
+        const mine = rows
+          .filter((r) => r.instance_id === 'i-0123456789abcdef0')
+          .sort((a, b) => b.time.localeCompare(a.time) || a.gpu_index - b.gpu_index);
+
+        // Act
+        const all = await store.recentWindows({
+          instance_id: 'i-0123456789abcdef0',
+          from: new Date(T0),
+          to: new Date(T0 + 60_000),
+        });
+        const limited = await store.recentWindows({
+          instance_id: 'i-0123456789abcdef0',
+          from: new Date(T0 + 20_000),
+          to: new Date(T0 + 60_000),
+          limit: 3,
+        });
+
+        // Assess
+        expect(all).toEqual(mine);
+        expect(limited).toEqual(mine.slice(0, 3));
+      });
+
+      it('tells when each instance last sent a window in the range', async () => {
+        // Prepare
+        await store.write(only(fleet()));
+
+        // Act
+        const seen = await store.lastSeen({ from: new Date(T0), to: new Date(T0 + 30_000) });
+
+        // Assess
+        expect(seen).toEqual([
+          { instance_id: 'i-0123456789abcdef0', instance_type: 'p5.48xlarge', last_seen: at(20) },
+          { instance_id: 'i-0fedcba9876543210', instance_type: 'p4d.24xlarge', last_seen: at(20) },
+        ]);
       });
 
       it('returns nothing for a range without windows', async () => {

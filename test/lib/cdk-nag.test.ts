@@ -30,11 +30,11 @@ function acknowledgments(stack: GpuSentinelStack): Map<string, string> {
   return found;
 }
 
-describe('cdk-nag AwsSolutions', () => {
+describe.each(['athena', 'timestream'] as const)('cdk-nag AwsSolutions, store %s', (store) => {
   let stack: GpuSentinelStack;
 
   beforeAll(() => {
-    stack = buildStack({ alertEmails: { critical: ['oncall@example.com'] } });
+    stack = buildStack({ store, alertEmails: { critical: ['oncall@example.com'] } });
   });
 
   it('reports no unacknowledged error or warning', () => {
@@ -74,7 +74,21 @@ describe('cdk-nag AwsSolutions', () => {
     const raw = nagViolations(stack, true).map((v) => v.ruleName);
 
     // Assess
-    for (const rule of ['SNS2', 'SNS3', 'DDB3', 'TS3', 'KMS5', 'APIG1', 'APIG2', 'APIG6', 'L1', 'IAM4']) {
+    for (const rule of [
+      'SNS2',
+      'SNS3',
+      'DDB3',
+      'TS3',
+      'KMS5',
+      'APIG1',
+      'APIG2',
+      'APIG6',
+      'L1',
+      'IAM4',
+      'S10',
+      'KDF1',
+      'ATH1',
+    ]) {
       expect(raw.filter((r) => r === `AwsSolutions-${rule}`)).toEqual([]);
     }
   });

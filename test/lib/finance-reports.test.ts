@@ -2,7 +2,9 @@ import type { CfnResource } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { REPORT_SCHEDULES } from '../../lib/constants';
+import type { FinanceReports } from '../../lib/finance-reports';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
+import type { TelemetryDatabase } from '../../lib/telemetry-database';
 import { buildStack } from './build-stack';
 import { actionsOf, resourcesOf, roleStatements, type TemplateStatement } from './iam-statements';
 
@@ -14,11 +16,15 @@ describe('FinanceReports', () => {
   let stack: GpuSentinelStack;
   let template: Template;
   let statements: TemplateStatement[];
+  let reports: FinanceReports;
+  let database: TelemetryDatabase;
 
   beforeAll(() => {
-    stack = buildStack();
+    stack = buildStack({ store: 'timestream' });
+    reports = stack.reports as FinanceReports;
+    database = stack.database as TelemetryDatabase;
     template = Template.fromStack(stack);
-    statements = roleStatements(template, logicalId(stack, stack.reports.role));
+    statements = roleStatements(template, logicalId(stack, reports.role));
   });
 
   it('keeps reports in a private, versioned bucket encrypted with its own rotated KMS key, with access logs', () => {
@@ -30,7 +36,7 @@ describe('FinanceReports', () => {
             BucketKeyEnabled: true,
             ServerSideEncryptionByDefault: {
               SSEAlgorithm: 'aws:kms',
-              KMSMasterKeyID: { 'Fn::GetAtt': [logicalId(stack, stack.reports.key), 'Arn'] },
+              KMSMasterKeyID: { 'Fn::GetAtt': [logicalId(stack, reports.key), 'Arn'] },
             },
           },
         ],
@@ -53,7 +59,7 @@ describe('FinanceReports', () => {
   it('refuses every request to the reports bucket that is not TLS', () => {
     // Prepare / Act / Assess
     template.hasResourceProperties('AWS::S3::BucketPolicy', {
-      Bucket: { Ref: logicalId(stack, stack.reports.bucket) },
+      Bucket: { Ref: logicalId(stack, reports.bucket) },
       PolicyDocument: {
         Statement: Match.arrayWith([
           Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
@@ -64,7 +70,7 @@ describe('FinanceReports', () => {
 
   it('runs the report Lambda on nodejs24.x, arm64, 1 GiB, 300 s, with the documented environment', () => {
     // Prepare
-    const fn = template.findResources('AWS::Lambda::Function')[logicalId(stack, stack.reports.function)];
+    const fn = template.findResources('AWS::Lambda::Function')[logicalId(stack, reports.function)];
     // Act
     const props = fn?.Properties;
     // Assess
@@ -80,7 +86,10 @@ describe('FinanceReports', () => {
       'POWERTOOLS_SERVICE_NAME',
       'REPORTS_BUCKET',
       'REPORTS_KEY_ARN',
+      'STORE',
       'TIMESTREAM_DATABASE',
+      'TIMESTREAM_EFA_TABLE',
+      'TIMESTREAM_EVENTS_TABLE',
       'TIMESTREAM_GPU_TABLE',
       'TOPIC_REPORTS_ARN',
     ]);
@@ -95,20 +104,17 @@ describe('FinanceReports', () => {
         'logs:CreateLogStream,logs:PutLogEvents',
         [expect.objectContaining({ 'Fn::GetAtt': expect.any(Array) })],
       ],
-      ['timestream:Select', [{ 'Fn::GetAtt': [stack.getLogicalId(stack.database.gpuTable), 'Arn'] }]],
+      ['timestream:Select', [{ 'Fn::GetAtt': [stack.getLogicalId(database.gpuTable), 'Arn'] }]],
       ['timestream:DescribeEndpoints', ['*']],
       [
         's3:PutObject',
         [
           {
-            'Fn::Join': [
-              '',
-              [{ 'Fn::GetAtt': [logicalId(stack, stack.reports.bucket), 'Arn'] }, '/reports/*'],
-            ],
+            'Fn::Join': ['', [{ 'Fn::GetAtt': [logicalId(stack, reports.bucket), 'Arn'] }, '/reports/*']],
           },
         ],
       ],
-      ['kms:GenerateDataKey', [{ 'Fn::GetAtt': [logicalId(stack, stack.reports.key), 'Arn'] }]],
+      ['kms:GenerateDataKey', [{ 'Fn::GetAtt': [logicalId(stack, reports.key), 'Arn'] }]],
       ['sns:Publish', [{ Ref: logicalId(stack, stack.topics.reports) }]],
       ['kms:Decrypt,kms:GenerateDataKey', [{ 'Fn::GetAtt': [logicalId(stack, stack.topics.key), 'Arn'] }]],
       ['xray:PutTelemetryRecords,xray:PutTraceSegments', ['*']],
@@ -125,7 +131,7 @@ describe('FinanceReports', () => {
         ScheduleExpressionTimezone: 'Etc/UTC',
         State: 'ENABLED',
         Target: Match.objectLike({
-          Arn: { 'Fn::GetAtt': [logicalId(stack, stack.reports.function), 'Arn'] },
+          Arn: { 'Fn::GetAtt': [logicalId(stack, reports.function), 'Arn'] },
           Input: JSON.stringify({ period }),
           RetryPolicy: { MaximumEventAgeInSeconds: 21600, MaximumRetryAttempts: 3 },
         }),
@@ -158,8 +164,16 @@ describe('FinanceReports', () => {
     });
   });
 
+  it('is not deployed on the athena store yet (its read grants are to come)', () => {
+    // Prepare / Act
+    const athena = buildStack();
+    // Assess
+    expect(athena.reports).toBeUndefined();
+    expect(Object.keys(Template.fromStack(athena).findOutputs('*'))).not.toContain('ReportsBucketName');
+  });
+
   it('outputs the reports bucket name', () => {
     // Prepare / Act / Assess
-    template.hasOutput('ReportsBucketName', { Value: { Ref: logicalId(stack, stack.reports.bucket) } });
+    template.hasOutput('ReportsBucketName', { Value: { Ref: logicalId(stack, reports.bucket) } });
   });
 });

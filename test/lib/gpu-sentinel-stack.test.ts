@@ -15,17 +15,13 @@ describe('GpuSentinelStack', () => {
     template = Template.fromStack(stack);
   });
 
-  it.each([
-    'TelemetryDatabase',
-    'AlertTopics',
-    'RemediationState',
-    'IngestFunction',
-    'IngestApi',
-    'AgentPolicy',
-  ])('keeps the construct id %s (a contract)', (id) => {
-    // Prepare / Act / Assess
-    expect(stack.node.tryFindChild(id)).toBeDefined();
-  });
+  it.each(['AthenaStore', 'AlertTopics', 'RemediationState', 'IngestFunction', 'IngestApi', 'AgentPolicy'])(
+    'keeps the construct id %s (a contract)',
+    (id) => {
+      // Prepare / Act / Assess
+      expect(stack.node.tryFindChild(id)).toBeDefined();
+    },
+  );
 
   it('outputs the batches URL ending in /v1/batches', () => {
     // Prepare
@@ -67,14 +63,36 @@ describe('GpuSentinelStack', () => {
     template.hasOutput(outputId, { Value: { Ref: logicalId } });
   });
 
-  it('outputs the Timestream database name', () => {
-    // Prepare / Act / Assess
-    template.hasOutput('TimestreamDatabaseName', {
-      Value: { Ref: stack.getLogicalId(stack.database.database) },
+  it('outputs the Timestream database name with store timestream, and no Athena output', () => {
+    // Prepare
+    const timestream = buildStack({ store: 'timestream' });
+
+    // Act
+    const outputs = Template.fromStack(timestream);
+
+    // Assess
+    outputs.hasOutput('TimestreamDatabaseName', {
+      Value: { Ref: timestream.getLogicalId(timestream.database?.database as CfnResource) },
     });
+    expect(Object.keys(outputs.findOutputs('*'))).not.toContain('AthenaWorkGroup');
+    expect(timestream.node.tryFindChild('TelemetryDatabase')).toBeDefined();
+    expect(timestream.node.tryFindChild('AthenaStore')).toBeUndefined();
   });
 
-  it('applies logRetention to the Lambdas and the access log groups', () => {
+  it('outputs the telemetry bucket, Glue database and Athena workgroup by default, and no Timestream output', () => {
+    // Prepare / Act / Assess
+    const athena = stack.athenaStore;
+    template.hasOutput('TelemetryBucketName', {
+      Value: { Ref: stack.getLogicalId(athena?.bucket.node.defaultChild as CfnResource) },
+    });
+    template.hasOutput('GlueDatabaseName', { Value: 'gpu_sentinel' });
+    template.hasOutput('AthenaWorkGroup', {
+      Value: { Ref: stack.getLogicalId(athena?.workGroup as CfnResource) },
+    });
+    expect(Object.keys(template.findOutputs('*'))).not.toContain('TimestreamDatabaseName');
+  });
+
+  it('applies logRetention to the Lambda, the access and the Firehose delivery log groups', () => {
     // Prepare / Act / Assess
     template.resourceCountIs('AWS::Logs::LogGroup', 3);
     template.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 90 });

@@ -3,6 +3,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../../lib/props-validation-error';
+import type { TelemetryDatabase } from '../../lib/telemetry-database';
 import { buildStack } from './build-stack';
 import {
   actionsOf,
@@ -16,13 +17,18 @@ function logicalId(stack: GpuSentinelStack, resource: { node: { defaultChild?: u
   return stack.getLogicalId(resource.node.defaultChild as CfnResource);
 }
 
-describe('IngestFunction', () => {
+describe('IngestFunction (Timestream store)', () => {
   let stack: GpuSentinelStack;
   let template: Template;
   let statements: TemplateStatement[];
+  let database: TelemetryDatabase;
 
   beforeAll(() => {
-    stack = buildStack({ priceOverridesUsdPerHour: { 'p5.48xlarge': 55.04, 'g6e.xlarge': 0 } });
+    stack = buildStack({
+      store: 'timestream',
+      priceOverridesUsdPerHour: { 'p5.48xlarge': 55.04, 'g6e.xlarge': 0 },
+    });
+    database = stack.database as TelemetryDatabase;
     template = Template.fromStack(stack);
     statements = roleStatements(template, logicalId(stack, stack.ingest.role));
   });
@@ -55,6 +61,7 @@ describe('IngestFunction', () => {
         'PRICE_OVERRIDES',
         'REMEDIATION_MODE',
         'STATE_TABLE',
+        'STORE',
         'TIMESTREAM_DATABASE',
         'TIMESTREAM_EFA_TABLE',
         'TIMESTREAM_EVENTS_TABLE',
@@ -71,10 +78,11 @@ describe('IngestFunction', () => {
     template.hasResourceProperties('AWS::Lambda::Function', {
       Environment: {
         Variables: {
-          TIMESTREAM_DATABASE: { Ref: logicalId(stack, { node: { defaultChild: stack.database.database } }) },
-          TIMESTREAM_GPU_TABLE: { 'Fn::GetAtt': [stack.getLogicalId(stack.database.gpuTable), 'Name'] },
-          TIMESTREAM_EFA_TABLE: { 'Fn::GetAtt': [stack.getLogicalId(stack.database.efaTable), 'Name'] },
-          TIMESTREAM_EVENTS_TABLE: { 'Fn::GetAtt': [stack.getLogicalId(stack.database.eventsTable), 'Name'] },
+          STORE: 'timestream',
+          TIMESTREAM_DATABASE: { Ref: logicalId(stack, { node: { defaultChild: database.database } }) },
+          TIMESTREAM_GPU_TABLE: { 'Fn::GetAtt': [stack.getLogicalId(database.gpuTable), 'Name'] },
+          TIMESTREAM_EFA_TABLE: { 'Fn::GetAtt': [stack.getLogicalId(database.efaTable), 'Name'] },
+          TIMESTREAM_EVENTS_TABLE: { 'Fn::GetAtt': [stack.getLogicalId(database.eventsTable), 'Name'] },
           TOPIC_CRITICAL_ARN: { Ref: logicalId(stack, stack.topics.critical) },
           TOPIC_WARNING_ARN: { Ref: logicalId(stack, stack.topics.warning) },
           TOPIC_INFO_ARN: { Ref: logicalId(stack, stack.topics.info) },
@@ -141,8 +149,8 @@ describe('IngestFunction', () => {
     [
       'timestream:WriteRecords',
       (s: GpuSentinelStack) =>
-        [s.database.gpuTable, s.database.efaTable, s.database.eventsTable].map((t) => ({
-          'Fn::GetAtt': [s.getLogicalId(t), 'Arn'],
+        [s.database?.gpuTable, s.database?.efaTable, s.database?.eventsTable].map((t) => ({
+          'Fn::GetAtt': [s.getLogicalId(t as CfnResource), 'Arn'],
         })),
     ],
     [

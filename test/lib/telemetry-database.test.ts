@@ -8,9 +8,9 @@ describe('TelemetryDatabase', () => {
   let keyLogicalId: string;
 
   beforeAll(() => {
-    const stack = buildStack();
+    const stack = buildStack({ store: 'timestream' });
     template = Template.fromStack(stack);
-    keyLogicalId = stack.getLogicalId(stack.database.key.node.defaultChild as never);
+    keyLogicalId = stack.getLogicalId(stack.database?.key.node.defaultChild as never);
   });
 
   it('creates the database gpu_sentinel encrypted with its own customer-managed key', () => {
@@ -61,6 +61,7 @@ describe('TelemetryDatabase', () => {
   it('passes custom name and retention through', () => {
     // Prepare
     const stack = buildStack({
+      store: 'timestream',
       databaseName: 'fleet.metrics-2',
       memoryRetentionHours: 8766,
       magneticRetentionDays: 1,
@@ -93,7 +94,7 @@ describe('TelemetryDatabase', () => {
     ['magneticRetentionDays', { magneticRetentionDays: -1 }, '`-1` (number)'],
   ])('fails if %s is %j', (prop, props, got) => {
     // Prepare / Act
-    const build = () => buildStack(props);
+    const build = () => buildStack({ store: 'timestream', ...props });
 
     // Assess
     expect(build).toThrow(PropsValidationError);
@@ -103,7 +104,7 @@ describe('TelemetryDatabase', () => {
 
   it('names the allowed range in the retention error', () => {
     // Prepare / Act / Assess
-    expect(() => buildStack({ memoryRetentionHours: 0 })).toThrow(
+    expect(() => buildStack({ store: 'timestream', memoryRetentionHours: 0 })).toThrow(
       'Expected `memoryRetentionHours` to be an integer in 1..8766, got `0` (number)',
     );
   });

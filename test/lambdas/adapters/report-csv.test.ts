@@ -32,7 +32,7 @@ describe('reportCsv', () => {
       held_idle_usd: '165.12',
       broken_usd: '165.12',
       wasted_pct: '100.0',
-      unpriced: 'false',
+      unpriced: '',
     });
     for (const r of records) expect(r.cost_usd).toMatch(/^\d+\.\d{2}$/);
   });

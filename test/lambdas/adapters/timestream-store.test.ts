@@ -448,6 +448,7 @@ describe('TimestreamStore.queryWaste', () => {
         price_usd_per_hour: 21.96,
         price_source: 'override',
         processes_unknown: true,
+        wasted_by_diagnosis_usd: {},
       },
       {
         instance_id: 'i-a',
@@ -466,6 +467,7 @@ describe('TimestreamStore.queryWaste', () => {
         price_usd_per_hour: 55.04,
         price_source: 'builtin',
         processes_unknown: false,
+        wasted_by_diagnosis_usd: {},
       },
     ]);
   });
@@ -497,5 +499,170 @@ describe('TimestreamStore.queryWaste', () => {
 
     // Assess
     await expect(result).rejects.toBeInstanceOf(StoreUnavailableError);
+  });
+});
+
+describe('TimestreamStore reads', () => {
+  const queryClient = new TimestreamQueryClient({ region: 'us-east-1' });
+  const queryMock = mockClient(queryClient);
+  const client = new TimestreamWriteClient({ region: 'us-east-1' });
+  const range = { from: new Date('2026-03-10T00:00:00Z'), to: new Date('2026-03-11T00:00:00Z') };
+  const answer = (names: string[], rows: Array<Array<string | undefined>>) => ({
+    QueryId: 'q',
+    ColumnInfo: names.map((Name) => ({ Name, Type: { ScalarType: 'VARCHAR' as const } })),
+    Rows: rows.map((r) => ({
+      Data: r.map((v) => (v === undefined ? { NullValue: true } : { ScalarValue: v })),
+    })),
+  });
+  let store: TimestreamStore;
+
+  beforeEach(() => {
+    queryMock.reset();
+    store = new TimestreamStore({ client, queryClient, database: 'gpu_sentinel' });
+  });
+
+  it('sums waste by team with the per-diagnosis split, over the gpu records of the range', async () => {
+    // Prepare
+    queryMock.on(QueryCommand).resolves(
+      answer(
+        [
+          'group_key',
+          'gpu_hours',
+          'cost_usd',
+          'idle_usd',
+          'held_idle_usd',
+          'underused_usd',
+          'broken_usd',
+          'wasted_usd',
+          'wasted_idle_usd',
+          'wasted_input_bound_usd',
+        ],
+        [
+          [undefined, '1', '2', '0', '0', '0.5', '0', '0.5', undefined, '0.5'],
+          ['vision', '3', '6', '2', '0', '1', '0', '3', '2', '1'],
+        ],
+      ),
+    );
+
+    // Act
+    const rows = await store.queryWasteBy({ ...range, by: 'team' });
+
+    // Assess
+    const sql = queryMock.commandCalls(QueryCommand)[0]?.args[0].input.QueryString ?? '';
+    expect(sql).toContain("measure_name = 'gpu'");
+    expect(sql).toContain('GROUP BY team');
+    expect(sql).toContain(
+      "sum(CASE WHEN diagnosis = 'fake_load' THEN wasted_usd END) AS wasted_fake_load_usd",
+    );
+    expect(rows).toEqual([
+      {
+        group: 'vision',
+        gpu_hours: 3,
+        cost_usd: 6,
+        idle_usd: 2,
+        held_idle_usd: 0,
+        underused_usd: 1,
+        broken_usd: 0,
+        wasted_usd: 3,
+        wasted_by_diagnosis_usd: { idle: 2, input_bound: 1 },
+      },
+      {
+        gpu_hours: 1,
+        cost_usd: 2,
+        idle_usd: 0,
+        held_idle_usd: 0,
+        underused_usd: 0.5,
+        broken_usd: 0,
+        wasted_usd: 0.5,
+        wasted_by_diagnosis_usd: { input_bound: 0.5 },
+      },
+    ]);
+  });
+
+  it('reads recent windows of one instance, typed, with start from window_s and no batch id or seq', async () => {
+    // Prepare
+    queryMock
+      .on(QueryCommand)
+      .resolves(
+        answer(
+          [
+            'instance_id',
+            'instance_type',
+            'gpu_index',
+            'time',
+            'measure_name',
+            'sm_active',
+            'fb_used_bytes',
+            'remapped_rows_failure',
+            'window_s',
+            'waste_class',
+            'team',
+          ],
+          [
+            [
+              'i-0123456789abcdef0',
+              'p5.48xlarge',
+              '3',
+              '2026-03-10 12:00:10.000000000',
+              'gpu',
+              '0.4',
+              '60000000000',
+              'false',
+              '10',
+              'underused',
+              undefined,
+            ],
+          ],
+        ),
+      );
+
+    // Act
+    const rows = await store.recentWindows({ ...range, instance_id: "i-0123456789abcdef0'", limit: 5 });
+
+    // Assess
+    const sql = queryMock.commandCalls(QueryCommand)[0]?.args[0].input.QueryString ?? '';
+    expect(sql).toContain("WHERE instance_id = 'i-0123456789abcdef0'''");
+    expect(sql).toContain('LIMIT 5');
+    expect(rows).toEqual([
+      {
+        time: '2026-03-10T12:00:10.000Z',
+        start: '2026-03-10T12:00:00.000Z',
+        instance_id: 'i-0123456789abcdef0',
+        instance_type: 'p5.48xlarge',
+        gpu_index: 3,
+        metrics: { sm_active: 0.4, fb_used_bytes: 60_000_000_000, remapped_rows_failure: false },
+        ledger: { window_s: 10, waste_class: 'underused' },
+      },
+    ]);
+  });
+
+  it('reads the last window time per instance', async () => {
+    // Prepare
+    queryMock
+      .on(QueryCommand)
+      .resolves(
+        answer(
+          ['instance_id', 'instance_type', 'last_seen'],
+          [['i-a', 'p5.48xlarge', '2026-03-10 12:04:50.000000000']],
+        ),
+      );
+
+    // Act
+    const seen = await store.lastSeen(range);
+
+    // Assess
+    expect(queryMock.commandCalls(QueryCommand)[0]?.args[0].input.QueryString).toContain(
+      'max("time") AS last_seen',
+    );
+    expect(seen).toEqual([
+      { instance_id: 'i-a', instance_type: 'p5.48xlarge', last_seen: '2026-03-10T12:04:50.000Z' },
+    ]);
+  });
+
+  it('throws StoreQueryError for a bad limit', async () => {
+    // Prepare / Act / Assess
+    await expect(store.recentWindows({ ...range, instance_id: 'i-a', limit: 0 })).rejects.toThrow(
+      StoreQueryError,
+    );
   });
 });

@@ -36,10 +36,10 @@ describe('reportSnsMessage', () => {
 describe('reportSummaryText', () => {
   it('lists the groups, the method, the prices and the unpriced hosts', () => {
     // Prepare / Act
-    const text = reportSummaryText(fixtureReport('instance_type'));
+    const text = reportSummaryText(fixtureReport('instance'));
     // Assess
-    expect(text).toContain('By instance_type:');
-    expect(text).toContain('  p5e.48xlarge: 24.0 GPU-h, cost $0.00, wasted $0.00 (–) [unpriced]');
+    expect(text).toContain('By instance:');
+    expect(text).toContain('  i-0fff: 1 GPUs, 24.0 GPU-h, cost $0.00, wasted $0.00 (–) [unpriced]');
     expect(text).toContain(
       'Prices: builtin:aws-ec2-on-demand-linux-2026-11-23 (144.0 GPU-h); unpriced (24.0 GPU-h)',
     );

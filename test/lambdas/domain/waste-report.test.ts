@@ -3,12 +3,12 @@ import {
   buildWasteReport,
   REPORT_GROUPINGS,
   ReportInputError,
+  reportDays,
   reportPeriod,
   UNATTRIBUTED,
-  type WasteSeriesRow,
 } from '../../../lambdas/domain';
 import type { WasteReportRow } from '../../../lambdas/domain/types';
-import { seriesOf } from '../report-fixture';
+import { groupsOf } from '../report-fixture';
 
 const NOW = new Date('2026-03-11T00:00:00Z');
 const PERIOD = reportPeriod('day', NOW);
@@ -31,6 +31,7 @@ function gpu(
     price_usd_per_hour: 55.04,
     price_source: 'builtin:aws-ec2-on-demand-linux-2026-11-23',
     processes_unknown: false,
+    wasted_by_diagnosis_usd: {},
   };
   return { ...base, ...overrides };
 }
@@ -65,18 +66,18 @@ const ROWS: WasteReportRow[] = [
   }),
 ];
 
-/** GPU 0 of i-a idle, the rest without a diagnosis, all on 2026-03-10. */
-const SERIES: WasteSeriesRow[] = [
-  ...seriesOf(ROWS.slice(0, 1), '2026-03-10', 'idle'),
-  ...seriesOf(ROWS.slice(1), '2026-03-10'),
-];
+/** What the store answers for ROWS: GPU 0 of i-a diagnosed idle, the rest without a diagnosis, all on 2026-03-10. */
+const INPUT = {
+  rows: ROWS,
+  groups: groupsOf(ROWS, (r) => (r.instance_id === 'i-a' && r.gpu_index === 0 ? 'idle' : undefined)),
+  daily: [{ day: '2026-03-10', cost_usd: 495.36, wasted_usd: 346.752 }],
+};
 
 describe('buildWasteReport', () => {
   it('totals GPU-hours, cost and waste by class, and the wasted share', () => {
     // Prepare / Act
     const report = buildWasteReport({
-      rows: ROWS,
-      series: SERIES,
+      ...INPUT,
       period: PERIOD,
       by: 'team',
       generatedAt: NOW,
@@ -97,7 +98,7 @@ describe('buildWasteReport', () => {
     ['diagnosis', [UNATTRIBUTED, 'idle']],
   ] as const)('groups by %s, most wasted first, untagged rows kept apart', (by, keys) => {
     // Prepare / Act
-    const report = buildWasteReport({ rows: ROWS, series: SERIES, period: PERIOD, by, generatedAt: NOW });
+    const report = buildWasteReport({ ...INPUT, period: PERIOD, by, generatedAt: NOW });
     // Assess
     expect(report.groups.map((g) => g.key)).toEqual(keys);
   });
@@ -105,15 +106,19 @@ describe('buildWasteReport', () => {
   it('lists every unpriced host by name and says so in the method', () => {
     // Prepare / Act
     const report = buildWasteReport({
-      rows: ROWS,
-      series: SERIES,
+      ...INPUT,
       period: PERIOD,
       by: 'team',
       generatedAt: NOW,
     });
     // Assess
     expect(report.unpriced).toEqual([{ instance_id: 'i-c', instance_type: 'p5e.48xlarge', gpu_hours: 24 }]);
-    expect(report.groups.find((g) => g.key === UNATTRIBUTED)?.unpriced).toBe(true);
+    const byInstance = buildWasteReport({ ...INPUT, period: PERIOD, by: 'instance', generatedAt: NOW });
+    expect(byInstance.groups.map((g) => [g.key, g.unpriced])).toEqual([
+      ['i-a', false],
+      ['i-b', false],
+      ['i-c', true],
+    ]);
     expect(report.method.caveats.join(' ')).toMatch(/1 instance\(s\) are unpriced/);
     expect(report.prices.map((p) => p.source)).toEqual([
       'builtin:aws-ec2-on-demand-linux-2026-11-23',
@@ -130,27 +135,41 @@ describe('buildWasteReport', () => {
     // Prepare
     const rows = sources.map((s, i) => gpu({ instance_id: `i-${i}`, gpu_index: 0, efficiency_source: s }));
     // Act
-    const report = buildWasteReport({ rows, series: [], period: PERIOD, by: 'instance', generatedAt: NOW });
+    const report = buildWasteReport({
+      rows,
+      groups: groupsOf(rows),
+      daily: [],
+      period: PERIOD,
+      by: 'instance',
+      generatedAt: NOW,
+    });
     // Assess
     expect(report.method.efficiency_source).toBe(expected);
     expect(report.method.note).toMatch(note);
   });
 
-  it('charges each window to the team and job it had then, splitting a GPU that served two jobs', () => {
-    // Prepare: GPU 0 of i-a served train-1 (vision) one day and eval (nlp) the next
+  it('takes the team and job groups from the store, which counts each window for its own tags', () => {
+    // Prepare: GPU 0 of i-a served train-1 (vision) one day and eval (nlp) the next; its latest tag is vision
     const gpu0 = ROWS[0] as WasteReportRow;
-    const series = [
-      ...seriesOf(
-        [{ ...gpu0, gpu_hours: 12, cost_usd: 82.56, idle_usd: 82.56, wasted_usd: 82.56 }],
-        '2026-03-09',
-      ),
-      ...seriesOf(
-        [{ ...gpu0, team: 'nlp', job: 'eval', gpu_hours: 12, cost_usd: 82.56, idle_usd: 0, wasted_usd: 0 }],
-        '2026-03-10',
-      ),
-    ];
+    const day1 = { ...gpu0, gpu_hours: 12, cost_usd: 82.56, idle_usd: 82.56, wasted_usd: 82.56 };
+    const day2 = {
+      ...gpu0,
+      team: 'nlp',
+      job: 'eval',
+      gpu_hours: 12,
+      cost_usd: 82.56,
+      idle_usd: 0,
+      wasted_usd: 0,
+    };
     // Act
-    const report = buildWasteReport({ rows: [gpu0], series, period: PERIOD, by: 'job', generatedAt: NOW });
+    const report = buildWasteReport({
+      rows: [gpu0],
+      groups: groupsOf([day1, day2]),
+      daily: [],
+      period: PERIOD,
+      by: 'job',
+      generatedAt: NOW,
+    });
     // Assess
     expect(report.groups.map((g) => [g.key, g.cost_usd, g.wasted_usd])).toEqual([
       ['train-1', 82.56, 82.56],
@@ -159,11 +178,19 @@ describe('buildWasteReport', () => {
     expect(report.by_team.map((g) => g.key)).toEqual(['vision', 'nlp']);
   });
 
+  it('throws ReportInputError when the store sums of a shown grouping are missing', () => {
+    // Prepare
+    const { job: _omitted, ...groups } = INPUT.groups;
+    // Act / Assess
+    expect(() => buildWasteReport({ ...INPUT, groups, period: PERIOD, by: 'job', generatedAt: NOW })).toThrow(
+      /grouped by job, got none/,
+    );
+  });
+
   it('ranks the top wasters by instance, with their price', () => {
     // Prepare / Act
     const report = buildWasteReport({
-      rows: ROWS,
-      series: SERIES,
+      ...INPUT,
       period: PERIOD,
       by: 'team',
       generatedAt: NOW,
@@ -180,9 +207,33 @@ describe('buildWasteReport', () => {
   it('throws ReportInputError naming `by` for an unknown grouping', () => {
     // Prepare / Act / Assess
     expect(() =>
-      buildWasteReport({ rows: [], series: [], period: PERIOD, by: 'project' as never, generatedAt: NOW }),
+      buildWasteReport({
+        rows: [],
+        groups: {},
+        daily: [],
+        period: PERIOD,
+        by: 'project' as never,
+        generatedAt: NOW,
+      }),
     ).toThrow(ReportInputError);
     expect(REPORT_GROUPINGS).toContain('diagnosis');
+  });
+});
+
+describe('reportDays', () => {
+  it('cuts a period into UTC days, clipped to the period', () => {
+    // Prepare / Act
+    const days = reportDays({
+      kind: 'custom',
+      from: '2026-03-09T18:00:00.000Z',
+      to: '2026-03-11T06:00:00.000Z',
+    });
+    // Assess
+    expect(days).toEqual([
+      { day: '2026-03-09', from: '2026-03-09T18:00:00.000Z', to: '2026-03-10T00:00:00.000Z' },
+      { day: '2026-03-10', from: '2026-03-10T00:00:00.000Z', to: '2026-03-11T00:00:00.000Z' },
+      { day: '2026-03-11', from: '2026-03-11T00:00:00.000Z', to: '2026-03-11T06:00:00.000Z' },
+    ]);
   });
 });
 

@@ -11,6 +11,11 @@ import {
   QueryCommand,
   UpdateItemCommand,
 } from '@aws-sdk/client-dynamodb';
+import {
+  FirehoseClient,
+  PutRecordBatchCommand,
+  type PutRecordBatchCommandInput,
+} from '@aws-sdk/client-firehose';
 import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { TimestreamWriteClient, WriteRecordsCommand } from '@aws-sdk/client-timestream-write';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
@@ -20,6 +25,7 @@ import { handlerFromEnvironment, IngestConfigError } from '../../../lambdas/hand
 import { ago, validBatch } from '../contract/batches';
 
 const ENV = {
+  STORE: 'timestream',
   TIMESTREAM_DATABASE: 'gpu_sentinel',
   TIMESTREAM_GPU_TABLE: 'gpu_windows',
   TIMESTREAM_EFA_TABLE: 'efa_windows',
@@ -110,5 +116,64 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
     delete env.STATE_TABLE;
     expect(() => handlerFromEnvironment(env)).toThrow(IngestConfigError);
     expect(() => handlerFromEnvironment(env)).toThrow(/STATE_TABLE/);
+  });
+
+  it.each([
+    [{ STORE: undefined }, /STORE/],
+    [{ STORE: 'dynamodb' }, /STORE to be one of athena, timestream.*`dynamodb`/],
+    [{ STORE: 'athena' }, /FIREHOSE_GPU_STREAM/],
+    [{ TIMESTREAM_EVENTS_TABLE: '' }, /TIMESTREAM_EVENTS_TABLE/],
+  ])('fails at cold start on a bad store setting: %j', (change, message) => {
+    // Prepare
+    const env = { ...ENV, ...change } as NodeJS.ProcessEnv;
+
+    // Act / Assess
+    expect(() => handlerFromEnvironment(env)).toThrow(IngestConfigError);
+    expect(() => handlerFromEnvironment(env)).toThrow(message);
+  });
+
+  it('writes the batch to the Firehose streams with STORE=athena, and never calls Timestream', async () => {
+    // Prepare
+    const firehose = mockClient(FirehoseClient);
+    firehose.on(PutRecordBatchCommand).callsFake((input: PutRecordBatchCommandInput) => ({
+      FailedPutCount: 0,
+      RequestResponses: (input.Records ?? []).map((_, i) => ({ RecordId: `r${i}` })),
+    }));
+    const env = {
+      ...process.env,
+      STORE: 'athena',
+      FIREHOSE_GPU_STREAM: 'gs-gpu',
+      FIREHOSE_EFA_STREAM: 'gs-efa',
+      FIREHOSE_EVENTS_STREAM: 'gs-events',
+      ATHENA_DATABASE: 'gpu_sentinel',
+      ATHENA_WORKGROUP: 'gpu_sentinel-GpuSentinel',
+    };
+    const batch = validBatch({}, 8, new Date());
+    const event = {
+      body: JSON.stringify(batch),
+      isBase64Encoded: false,
+      headers: {},
+      requestContext: {
+        identity: { userArn: 'arn:aws:sts::123456789012:assumed-role/GpuNodeRole/i-0a5e00000000000a1' },
+      },
+    } as unknown as APIGatewayProxyEvent;
+
+    // Act
+    const res = await handlerFromEnvironment(env)(event);
+
+    // Assess
+    expect(res.statusCode).toBe(202);
+    const puts = firehose.commandCalls(PutRecordBatchCommand).map((c) => c.args[0].input);
+    expect(puts.map((p) => p.DeliveryStreamName)).toContain('gs-gpu');
+    const gpu = puts.find((p) => p.DeliveryStreamName === 'gs-gpu');
+    const lines = new TextDecoder().decode(gpu?.Records?.[0]?.Data).trim().split('\n');
+    expect(lines).toHaveLength(8);
+    expect(JSON.parse(lines[0] ?? '{}')).toMatchObject({
+      instance_id: 'i-0a5e00000000000a1',
+      seq: 42,
+      price_usd_per_hour: 40,
+    });
+    expect(timestream.commandCalls(WriteRecordsCommand)).toHaveLength(0);
+    firehose.restore();
   });
 });

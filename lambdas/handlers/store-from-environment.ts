@@ -1,0 +1,121 @@
+import type {
+  LastSeen,
+  RecentWindowsQuery,
+  StoredGpuWindow,
+  StoreWriteResult,
+  TelemetryStore,
+  WasteGroupQuery,
+  WasteGroupRow,
+  WasteQuery,
+} from '../domain/ports';
+import type { StoreRows, WasteReportRow } from '../domain/types';
+import { IngestConfigError, requiredEnv } from './environment';
+
+/** The stores a Lambda can be told to use (`STORE`), as the CDK stack names them. */
+export const STORE_KINDS = ['athena', 'timestream'] as const;
+
+/**
+ * The telemetry store the environment names, for the Lambdas. The settings are read and checked
+ * now (cold start fails fast, naming the variable); the adapter module and its AWS SDK clients are
+ * loaded on first use, and only the chosen one's, so an Athena deployment never loads the
+ * Timestream SDK and the other way round.
+ *
+ * - `STORE=athena`: `FIREHOSE_GPU_STREAM`, `FIREHOSE_EFA_STREAM`, `FIREHOSE_EVENTS_STREAM`,
+ *   `ATHENA_DATABASE`, `ATHENA_WORKGROUP` (reads).
+ * - `STORE=timestream`: `TIMESTREAM_DATABASE`, `TIMESTREAM_GPU_TABLE`, `TIMESTREAM_EFA_TABLE`,
+ *   `TIMESTREAM_EVENTS_TABLE`.
+ *
+ * @param env - the environment
+ * @returns the store
+ * @throws {IngestConfigError} when `STORE` is missing or not `athena|timestream`, or a variable of the chosen store is missing
+ */
+export function storeFromEnvironment(env: NodeJS.ProcessEnv): TelemetryStore {
+  const kind = requiredEnv(env, 'STORE');
+  let load: () => Promise<TelemetryStore>;
+  if (kind === 'athena') {
+    const streams = {
+      gpu_windows: requiredEnv(env, 'FIREHOSE_GPU_STREAM'),
+      efa_windows: requiredEnv(env, 'FIREHOSE_EFA_STREAM'),
+      events: requiredEnv(env, 'FIREHOSE_EVENTS_STREAM'),
+    };
+    const database = requiredEnv(env, 'ATHENA_DATABASE');
+    const workGroup = requiredEnv(env, 'ATHENA_WORKGROUP');
+    load = async () => {
+      const [{ AthenaStore }, { FirehoseClient }, { AthenaClient }] = await Promise.all([
+        import('../adapters/athena-store'),
+        import('@aws-sdk/client-firehose'),
+        import('@aws-sdk/client-athena'),
+      ]);
+      return new AthenaStore({
+        firehose: new FirehoseClient({}),
+        athena: new AthenaClient({}),
+        streams,
+        database,
+        workGroup,
+      });
+    };
+  } else if (kind === 'timestream') {
+    const database = requiredEnv(env, 'TIMESTREAM_DATABASE');
+    const tables = {
+      gpu: requiredEnv(env, 'TIMESTREAM_GPU_TABLE'),
+      efa: requiredEnv(env, 'TIMESTREAM_EFA_TABLE'),
+      events: requiredEnv(env, 'TIMESTREAM_EVENTS_TABLE'),
+    };
+    load = async () => {
+      const [{ TimestreamStore }, { TimestreamWriteClient }, { TimestreamQueryClient }] = await Promise.all([
+        import('../adapters/timestream-store'),
+        import('@aws-sdk/client-timestream-write'),
+        import('@aws-sdk/client-timestream-query'),
+      ]);
+      return new TimestreamStore({
+        client: new TimestreamWriteClient({}),
+        queryClient: new TimestreamQueryClient({}),
+        database,
+        tables,
+      });
+    };
+  } else {
+    throw new IngestConfigError(
+      `Expected environment variable STORE to be one of ${STORE_KINDS.join(', ')} (set by the CDK stack), got \`${kind}\``,
+    );
+  }
+  return new LazyStore(load);
+}
+
+/** A store made on first use (and made again if making it failed). */
+class LazyStore implements TelemetryStore {
+  readonly #load: () => Promise<TelemetryStore>;
+  #store: Promise<TelemetryStore> | undefined;
+
+  constructor(load: () => Promise<TelemetryStore>) {
+    this.#load = load;
+  }
+
+  #get(): Promise<TelemetryStore> {
+    this.#store ??= this.#load().catch((error: unknown) => {
+      this.#store = undefined;
+      throw error;
+    });
+    return this.#store;
+  }
+
+  async write(rows: StoreRows): Promise<StoreWriteResult> {
+    return (await this.#get()).write(rows);
+  }
+
+  async queryWaste(query: WasteQuery): Promise<WasteReportRow[]> {
+    return (await this.#get()).queryWaste(query);
+  }
+
+  async queryWasteBy(query: WasteGroupQuery): Promise<WasteGroupRow[]> {
+    return (await this.#get()).queryWasteBy(query);
+  }
+
+  async recentWindows(query: RecentWindowsQuery): Promise<StoredGpuWindow[]> {
+    return (await this.#get()).recentWindows(query);
+  }
+
+  async lastSeen(query: WasteQuery): Promise<LastSeen[]> {
+    return (await this.#get()).lastSeen(query);
+  }
+}

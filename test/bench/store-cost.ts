@@ -1,0 +1,200 @@
+/**
+ * Measures what one GPU costs to store per month at 10 s windows, on each AWS store, from the
+ * bytes this code really writes (README "Storage and what it costs", BENCHMARKS.md):
+ *
+ * - Firehose (athena store): the JSON rows as `AthenaStore` packs them into records, billed in 5 KiB
+ *   steps, for ingestion and for format conversion; the Parquet bytes DuckDB writes for the same
+ *   rows (Snappy, the layout Firehose delivers) for S3;
+ * - Timestream: the metered size of the records `TimestreamStore` writes (1 KiB write units,
+ *   memory store for 24 h, magnetic store for the rest).
+ *
+ * A p5.48xlarge: 8 H100 (every metric present, values varying as a busy GPU's do) and 32 EFA
+ * ports, one batch per 10 s. Prices are constants below with their sources.
+ *
+ * Run: `npx tsx test/bench/store-cost.ts`
+ */
+import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { FIREHOSE_BILLING_INCREMENT_BYTES } from '../../lambdas/adapters/constants';
+import { efaWindowJson, gpuWindowJson, packRecords } from '../../lambdas/adapters/firehose-records';
+import { GPU_METRIC_NAMES, GPU_METRIC_TYPES } from '../../lambdas/adapters/measure-types';
+import { TELEMETRY_TABLE_COLUMNS, type TelemetryTable } from '../../lambdas/adapters/store-columns';
+import {
+  efaWindowRecord,
+  gpuWindowRecord,
+  timestreamRecordBytes,
+} from '../../lambdas/adapters/timestream-records';
+import type { GpuMetrics } from '../../lambdas/contract';
+import type { EfaWindowRow, GpuWindowRow } from '../../lambdas/domain/types';
+import { DUCKDB_TYPES } from '../lambdas/adapters/athena-fake';
+import { efaRow, gpuRow, ledger } from '../lambdas/rows';
+
+/** Windows per GPU per month (30 days of 10 s windows). */
+const WINDOWS_PER_MONTH = 30 * 24 * 360;
+const GPUS = 8;
+const EFA_PORTS = 32;
+const GB = 1e9;
+const GIB = 1024 ** 3;
+
+/** Prices, us-east-1, USD. */
+const PRICE = {
+  /** Firehose Direct PUT ingestion, per GB, first tier (Firehose pricing page; rate not confirmed from here). */
+  firehoseIngestPerGb: 0.029,
+  /** Firehose format conversion, per GB (Firehose pricing page; rate not confirmed from here). */
+  firehoseConversionPerGb: 0.018,
+  /** S3 Standard, per GB-month (S3 pricing page; not confirmed from here). */
+  s3PerGbMonth: 0.023,
+  /** Timestream LiveAnalytics writes, per million 1 KiB units (archived pricing page, aws.md §1.5). */
+  timestreamPerMillionWrites: 0.5,
+  /** Timestream memory store, per GB-hour (aws.md §1.5). */
+  timestreamMemoryPerGbHour: 0.036,
+  /** Timestream magnetic store, per GB-month (aws.md §1.5). */
+  timestreamMagneticPerGbMonth: 0.03,
+};
+
+/** A deterministic pseudo-random number in [0, 1). */
+let seed = 42;
+function rand(): number {
+  seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+  return seed / 2 ** 31;
+}
+
+/** One busy GPU window with every metric present and realistic, varying values. */
+function busyGpu(windowIndex: number, gpu: number): GpuWindowRow {
+  const metrics: Record<string, number | boolean> = {};
+  for (const n of GPU_METRIC_NAMES) {
+    const type = GPU_METRIC_TYPES[n];
+    metrics[n] = type === 'BOOLEAN' ? false : type === 'BIGINT' ? Math.floor(rand() * 80e9) : rand() * 700;
+  }
+  const time = new Date(Date.parse('2026-03-10T00:00:10.000Z') + windowIndex * 10_000).toISOString();
+  return gpuRow({
+    time,
+    gpu_index: gpu,
+    gpu_uuid: `GPU-7f3c2a1e-0000-4000-8000-00000000000${gpu}`,
+    seq: 1000 + windowIndex,
+    batch_id: `0b7e6f7a-1f2b-4c3d-8e9f-${String(windowIndex).padStart(12, '0')}`,
+    metrics: metrics as unknown as GpuMetrics,
+    ledger: ledger({ efficiency: rand(), diagnosis: 'compute_bound' }),
+  });
+}
+
+function busyEfa(windowIndex: number, port: number): EfaWindowRow {
+  const time = new Date(Date.parse('2026-03-10T00:00:10.000Z') + windowIndex * 10_000).toISOString();
+  const n = (): number => Math.floor(rand() * 5e9);
+  return efaRow({
+    time,
+    start: new Date(Date.parse(time) - 10_000).toISOString(),
+    device: `rdmap${16 + port}s27`,
+    seq: 1000 + windowIndex,
+    deltas: {
+      rx_bytes: n(),
+      tx_bytes: n(),
+      rx_pkts: n(),
+      tx_pkts: n(),
+      rx_drops: 0,
+      retrans_pkts: Math.floor(rand() * 10),
+      retrans_timeout_events: 0,
+      impaired_remote_conn_events: 0,
+      unresponsive_remote_events: 0,
+    },
+  });
+}
+
+const billed = (bytes: number): number =>
+  Math.ceil(bytes / FIREHOSE_BILLING_INCREMENT_BYTES) * FIREHOSE_BILLING_INCREMENT_BYTES;
+
+async function parquetBytesPerRow(
+  table: TelemetryTable,
+  jsonRows: readonly object[],
+  dir: string,
+): Promise<number> {
+  const duck = await DuckDBInstance.create(':memory:');
+  const db = await duck.connect();
+  const json = join(dir, `${table}.json`);
+  const parquet = join(dir, `${table}.parquet`);
+  await writeFile(json, jsonRows.map((r) => JSON.stringify(r)).join('\n'));
+
+  const columns = `{${TELEMETRY_TABLE_COLUMNS[table].map(([n, t]) => `'${n}': '${DUCKDB_TYPES[t]}'`).join(', ')}}`;
+  await db.run(
+    `COPY (SELECT * FROM read_json('${json}', format = 'newline_delimited', columns = ${columns})) TO '${parquet}' (FORMAT PARQUET, COMPRESSION SNAPPY)`,
+  );
+  db.closeSync();
+  duck.closeSync();
+  return (await stat(parquet)).size / jsonRows.length;
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'gs-cost-'));
+  try {
+    // One batch: 8 GPU rows, 32 EFA rows.
+    const gpuRows = Array.from({ length: GPUS }, (_, g) => busyGpu(0, g));
+    const efaRows = Array.from({ length: EFA_PORTS }, (_, p) => busyEfa(0, p));
+    const gpuJson = gpuRows.map(gpuWindowJson);
+    const efaJson = efaRows.map(efaWindowJson);
+    const gpuRowBytes = gpuJson.reduce((n, r) => n + JSON.stringify(r).length + 1, 0) / GPUS;
+    const efaRowBytes = efaJson.reduce((n, r) => n + JSON.stringify(r).length + 1, 0) / EFA_PORTS;
+    const packed = [...packRecords(gpuJson).records, ...packRecords(efaJson).records];
+    const packedBilledPerBatch = packed.reduce((n, r) => n + billed(r.data.length), 0);
+    const unpackedBilledPerBatch =
+      gpuJson.reduce((n, r) => n + billed(JSON.stringify(r).length + 1), 0) +
+      efaJson.reduce((n, r) => n + billed(JSON.stringify(r).length + 1), 0);
+
+    // Parquet: one GPU-day of windows per file (8,640 rows), and a 5-minute file of one instance (240 rows).
+    const dayGpu = Array.from({ length: 8640 }, (_, w) => gpuWindowJson(busyGpu(w, 0)));
+    const dayEfa = Array.from({ length: 8640 }, (_, w) => efaWindowJson(busyEfa(w, 0)));
+    const fiveMinGpu = Array.from({ length: 30 }, (_, w) =>
+      Array.from({ length: GPUS }, (_, g) => gpuWindowJson(busyGpu(w, g))),
+    ).flat();
+    const parquetGpuDay = await parquetBytesPerRow('gpu_windows', dayGpu, dir);
+    const parquetEfaDay = await parquetBytesPerRow('efa_windows', dayEfa, dir);
+    const parquetGpu5min = await parquetBytesPerRow('gpu_windows', fiveMinGpu, dir);
+
+    // Per GPU-month.
+    const batchesPerGpuMonth = WINDOWS_PER_MONTH / GPUS;
+    const firehoseGbPacked = (packedBilledPerBatch * batchesPerGpuMonth) / GB;
+    const firehoseGbUnpacked = (unpackedBilledPerBatch * batchesPerGpuMonth) / GB;
+    const firehoseRate = PRICE.firehoseIngestPerGb + PRICE.firehoseConversionPerGb;
+    const s3GbPerMonth5min = (WINDOWS_PER_MONTH * (parquetGpu5min + (EFA_PORTS / GPUS) * parquetEfaDay)) / GB;
+    const s3GbPerMonthDay = (WINDOWS_PER_MONTH * (parquetGpuDay + (EFA_PORTS / GPUS) * parquetEfaDay)) / GB;
+
+    const tsGpu = timestreamRecordBytes(gpuWindowRecord(gpuRows[0] as GpuWindowRow));
+    const tsEfa = timestreamRecordBytes(efaWindowRecord(efaRows[0] as EfaWindowRow));
+    const tsUnitsPerWindow = Math.ceil(tsGpu / 1024) + (EFA_PORTS / GPUS) * Math.ceil(tsEfa / 1024);
+    const tsBytesPerWindow = tsGpu + (EFA_PORTS / GPUS) * tsEfa;
+    const tsWrites = ((WINDOWS_PER_MONTH * tsUnitsPerWindow) / 1e6) * PRICE.timestreamPerMillionWrites;
+    const tsMemory = ((tsBytesPerWindow * 8640) / GIB) * PRICE.timestreamMemoryPerGbHour * 730;
+    const tsMagneticMonth =
+      ((tsBytesPerWindow * WINDOWS_PER_MONTH) / GIB) * PRICE.timestreamMagneticPerGbMonth;
+
+    const out = {
+      gpu_row_json_bytes: Math.round(gpuRowBytes),
+      efa_row_json_bytes: Math.round(efaRowBytes),
+      firehose_records_per_batch_packed: packed.length,
+      firehose_billed_bytes_per_batch_packed: packedBilledPerBatch,
+      firehose_billed_bytes_per_batch_one_row_per_record: unpackedBilledPerBatch,
+      firehose_usd_per_gpu_month_packed: +(firehoseGbPacked * firehoseRate).toFixed(4),
+      firehose_usd_per_gpu_month_one_row_per_record: +(firehoseGbUnpacked * firehoseRate).toFixed(4),
+      parquet_bytes_per_gpu_row_5min_file: +parquetGpu5min.toFixed(1),
+      parquet_bytes_per_gpu_row_day_file: +parquetGpuDay.toFixed(1),
+      parquet_bytes_per_efa_row_day_file: +parquetEfaDay.toFixed(1),
+      s3_gb_per_gpu_month_5min_files: +s3GbPerMonth5min.toFixed(4),
+      s3_usd_per_gpu_month_of_data_stored_a_month: +(s3GbPerMonth5min * PRICE.s3PerGbMonth).toFixed(4),
+      s3_usd_per_gpu_month_steady_state_365d: +(s3GbPerMonth5min * 12 * PRICE.s3PerGbMonth).toFixed(4),
+      s3_gb_per_gpu_month_day_files: +s3GbPerMonthDay.toFixed(4),
+      timestream_gpu_record_bytes: tsGpu,
+      timestream_efa_record_bytes: tsEfa,
+      timestream_write_units_per_gpu_window: tsUnitsPerWindow,
+      timestream_writes_usd_per_gpu_month: +tsWrites.toFixed(4),
+      timestream_memory_24h_usd_per_gpu_month: +tsMemory.toFixed(4),
+      timestream_magnetic_usd_per_gpu_month_of_data: +tsMagneticMonth.toFixed(4),
+      timestream_magnetic_usd_per_gpu_month_steady_state_365d: +(tsMagneticMonth * 12).toFixed(4),
+    };
+    console.log(JSON.stringify(out, null, 2));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
