@@ -227,6 +227,38 @@ export function isUnpriced(priceSource: string): boolean {
   return priceSource === 'unpriced';
 }
 
+/**
+ * Parses a settings document that must be a JSON object.
+ *
+ * @param json - the text; `undefined` or blank means none
+ * @param what - what the document is, for the message (`price rates`)
+ * @param example - a valid document, for the message
+ * @returns the object, or undefined when there is no document
+ * @throws {PriceOverridesError} with key `(root)` when the text is not JSON or not an object
+ */
+function parseJsonObject(json: string | undefined, what: string, example: string): object | undefined {
+  if (json === undefined || json.trim() === '') return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch (cause) {
+    throw new PriceOverridesError(
+      '(root)',
+      json,
+      `Expected ${what} as JSON like ${example}, got text that is not JSON: ${(cause as Error).message}. Fix the ${what.replace(' ', '-')} setting.`,
+      { cause },
+    );
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new PriceOverridesError(
+      '(root)',
+      value,
+      `Expected ${what} to be a JSON object like ${example}, got ${Array.isArray(value) ? 'an array' : String(value)}.`,
+    );
+  }
+  return value;
+}
+
 const INSTANCE_TYPE_PATTERN = /^[a-z0-9-]+\.[a-z0-9-]+$/;
 
 /**
@@ -240,25 +272,8 @@ const INSTANCE_TYPE_PATTERN = /^[a-z0-9-]+\.[a-z0-9-]+$/;
  * parsePriceOverrides('{"p5.48xlarge": 31.5}'); // { 'p5.48xlarge': 31.5 }
  */
 export function parsePriceOverrides(json: string | undefined): PriceOverrides {
-  if (json === undefined || json.trim() === '') return Object.freeze({});
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch (cause) {
-    throw new PriceOverridesError(
-      '(root)',
-      json,
-      `Expected price overrides as JSON like {"p5.48xlarge": 31.5}, got text that is not JSON: ${(cause as Error).message}. Fix the price-overrides setting.`,
-      { cause },
-    );
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new PriceOverridesError(
-      '(root)',
-      value,
-      `Expected price overrides to be a JSON object like {"p5.48xlarge": 31.5}, got ${Array.isArray(value) ? 'an array' : String(value)}.`,
-    );
-  }
+  const value = parseJsonObject(json, 'price overrides', '{"p5.48xlarge": 31.5}');
+  if (value === undefined) return Object.freeze({});
   const out: Record<string, number> = {};
   for (const [key, price] of Object.entries(value)) {
     if (!INSTANCE_TYPE_PATTERN.test(key)) {
@@ -297,21 +312,8 @@ const RATE_TABLES = ['capacity_blocks', 'savings_plans', 'spot'] as const;
  * parsePriceRates('{"savings_plans": {"p5.48xlarge": 34.68}, "spot_discount": 0.6}');
  */
 export function parsePriceRates(json: string | undefined): PriceRates {
-  if (json === undefined || json.trim() === '') return Object.freeze({});
-  let value: unknown;
-  try {
-    value = JSON.parse(json);
-  } catch (cause) {
-    throw new PriceOverridesError(
-      '(root)',
-      json,
-      `Expected price rates as JSON like {"savings_plans": {"p5.48xlarge": 34.68}}, got text that is not JSON: ${(cause as Error).message}.`,
-      { cause },
-    );
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new PriceOverridesError('(root)', value, 'Expected price rates to be a JSON object.');
-  }
+  const value = parseJsonObject(json, 'price rates', '{"savings_plans": {"p5.48xlarge": 34.68}}');
+  if (value === undefined) return Object.freeze({});
   const out: Record<string, unknown> = {};
   for (const [section, body] of Object.entries(value)) {
     if (section === 'spot_discount') {

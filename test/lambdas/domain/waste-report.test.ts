@@ -8,32 +8,16 @@ import {
   UNATTRIBUTED,
 } from '../../../lambdas/domain';
 import type { WasteReportRow } from '../../../lambdas/domain/types';
-import { groupsOf } from '../report-fixture';
+import { gpuSums, groupsOf } from '../report-fixture';
 
 const NOW = new Date('2026-03-11T00:00:00Z');
 const PERIOD = reportPeriod('day', NOW);
 
-/** One GPU's sums: `cost` USD, wasted split idle/underused as given. */
+/** One GPU's sums over a day on a p5.48xlarge, nothing wasted unless told. */
 function gpu(
   overrides: Partial<WasteReportRow> & { instance_id: string; gpu_index: number },
 ): WasteReportRow {
-  const base = {
-    instance_type: 'p5.48xlarge',
-    gpu_hours: 24,
-    cost_usd: 165.12,
-    idle_usd: 0,
-    held_idle_usd: 0,
-    underused_usd: 0,
-    broken_usd: 0,
-    wasted_usd: 0,
-    efficiency: 0.9,
-    efficiency_source: 'sm_active',
-    price_usd_per_hour: 55.04,
-    price_source: 'builtin:aws-ec2-on-demand-linux-2026-11-23',
-    processes_unknown: false,
-    wasted_by_diagnosis_usd: {},
-  };
-  return { ...base, ...overrides };
+  return gpuSums({ underused_usd: 0, wasted_usd: 0, ...overrides });
 }
 
 const ROWS: WasteReportRow[] = [
