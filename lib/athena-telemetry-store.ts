@@ -7,13 +7,13 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { ATHENA_PARTITION_COLUMN } from '../lambdas/adapters/constants';
 import {
+  PARTITION_COLUMN,
   type StoreColumnType,
   TELEMETRY_TABLE_COLUMNS,
   TELEMETRY_TABLES,
   type TelemetryTable,
-} from '../lambdas/adapters/store-columns';
+} from '../lambdas/domain/store-columns';
 import {
   ACCESS_LOG_RETENTION_DAYS,
   ATHENA_BYTES_SCANNED_CUTOFF,
@@ -223,14 +223,14 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
           parameters: {
             classification: 'parquet',
             'projection.enabled': 'true',
-            [`projection.${ATHENA_PARTITION_COLUMN}.type`]: 'date',
-            [`projection.${ATHENA_PARTITION_COLUMN}.format`]: 'yyyy/MM/dd/HH',
-            [`projection.${ATHENA_PARTITION_COLUMN}.range`]: `${PARTITION_PROJECTION_START},NOW`,
-            [`projection.${ATHENA_PARTITION_COLUMN}.interval`]: '1',
-            [`projection.${ATHENA_PARTITION_COLUMN}.interval.unit`]: 'HOURS',
-            'storage.location.template': `${location}\${${ATHENA_PARTITION_COLUMN}}/`,
+            [`projection.${PARTITION_COLUMN}.type`]: 'date',
+            [`projection.${PARTITION_COLUMN}.format`]: 'yyyy/MM/dd/HH',
+            [`projection.${PARTITION_COLUMN}.range`]: `${PARTITION_PROJECTION_START},NOW`,
+            [`projection.${PARTITION_COLUMN}.interval`]: '1',
+            [`projection.${PARTITION_COLUMN}.interval.unit`]: 'HOURS',
+            'storage.location.template': `${location}\${${PARTITION_COLUMN}}/`,
           },
-          partitionKeys: [{ name: ATHENA_PARTITION_COLUMN, type: 'string' }],
+          partitionKeys: [{ name: PARTITION_COLUMN, type: 'string' }],
           storageDescriptor: {
             location,
             columns: TELEMETRY_TABLE_COLUMNS[table].map(([name, type]) => ({ name, type: GLUE_TYPES[type] })),

@@ -101,7 +101,7 @@ export const REPORT_SCHEDULES = {
 export const STORES = ['athena', 'timestream'] as const;
 /** One of {@link STORES}. */
 export type StoreKind = (typeof STORES)[number];
-/** Default store: Timestream for LiveAnalytics is closed to new customers since 2025-06-20 (aws.md §0). */
+/** Default store: Timestream for LiveAnalytics is closed to new customers since 2025-06-20 (Timestream developer guide banner). */
 export const DEFAULT_STORE: StoreKind = 'athena';
 
 /** Glue database names: lower-case letters, digits and `_`, 1–255 characters (Athena: "Name tables, databases and columns"). */
@@ -112,7 +112,7 @@ export const GLUE_DATABASE_NAME_PATTERN = /^[a-z0-9_]{1,255}$/;
  * data format"; `BufferingHints.SizeInMBs` 1..128). Bigger Parquet files, fewer S3 requests.
  */
 export const FIREHOSE_BUFFER_SIZE_MIB = 128;
-/** Firehose buffer interval, s, smallest allowed with format conversion (`BufferingHints.IntervalInSeconds`; reference aws-athena-store). */
+/** Firehose buffer interval, s, smallest allowed with format conversion (CloudFormation `AWS::KinesisFirehose::DeliveryStream` `BufferingHints.IntervalInSeconds` 60..900). */
 export const FIREHOSE_BUFFER_INTERVAL_S_MIN = 60;
 /** Firehose buffer interval, s, largest (`BufferingHints.IntervalInSeconds` ≤ 900, Firehose API reference). */
 export const FIREHOSE_BUFFER_INTERVAL_S_MAX = 900;
@@ -137,5 +137,5 @@ export const PARTITION_PROJECTION_START = '2025/01/01/00';
 export const ATHENA_RESULTS_PREFIX = 'athena-results/';
 /** S3 prefix of records Firehose could not convert or deliver. */
 export const FIREHOSE_ERRORS_PREFIX = 'firehose-errors/';
-/** S3 prefix of Timestream magnetic-store writes it rejected (asynchronous; aws.md §1.2). */
+/** S3 prefix of Timestream magnetic-store writes it rejected (reported asynchronously, never in the WriteRecords answer; Timestream API `MagneticStoreRejectedDataLocation`). */
 export const MAGNETIC_REJECTS_PREFIX = 'timestream-magnetic-rejects/';

@@ -1,6 +1,6 @@
 import { MAX_FUTURE_S, MAX_PAST_S } from '../contract';
-import { ATHENA_PARTITION_COLUMN, FIREHOSE_MAX_BUFFER_INTERVAL_S } from './constants';
-import { TELEMETRY_TABLE_KEYS, type TelemetryTable } from './store-columns';
+import { PARTITION_COLUMN, TELEMETRY_TABLE_KEYS, type TelemetryTable } from '../domain/store-columns';
+import { FIREHOSE_MAX_BUFFER_INTERVAL_S } from './constants';
 import { WASTE_AGGREGATES_SQL } from './waste-report';
 
 /**
@@ -38,7 +38,7 @@ export function datehourOf(at: Date): string {
 export function partitionFilter(from: Date, to: Date): string {
   const first = datehourOf(new Date(from.getTime() - (MAX_FUTURE_S + FIREHOSE_MAX_BUFFER_INTERVAL_S) * 1000));
   const last = datehourOf(new Date(to.getTime() + MAX_PAST_S * 1000));
-  return `${ATHENA_PARTITION_COLUMN} BETWEEN '${first}' AND '${last}'`;
+  return `${PARTITION_COLUMN} BETWEEN '${first}' AND '${last}'`;
 }
 
 /**

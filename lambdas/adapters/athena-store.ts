@@ -22,6 +22,7 @@ import type {
   WasteGroupRow,
   WasteQuery,
 } from '../domain/ports';
+import { TELEMETRY_TABLES, type TelemetryTable } from '../domain/store-columns';
 import type { StoreRows, WasteReportRow } from '../domain/types';
 import { athenaWasteSql, latestRowsSql, partitionAndTime, stringLiteral } from './athena-sql';
 import {
@@ -30,6 +31,7 @@ import {
   ATHENA_MAX_RESULTS_PER_PAGE,
   ATHENA_POLL_FIRST_DELAY_MS,
   ATHENA_POLL_MAX_DELAY_MS,
+  DEFAULT_ATHENA_DATABASE,
   FIREHOSE_MAX_BYTES_PER_CALL,
   FIREHOSE_MAX_RECORDS_PER_CALL,
   FIREHOSE_PUT_MAX_ATTEMPTS,
@@ -44,7 +46,6 @@ import {
   type PackedRecord,
   packRecords,
 } from './firehose-records';
-import type { TelemetryTable } from './store-columns';
 import {
   compareWasteGroups,
   DEFAULT_RECENT_LIMIT,
@@ -80,12 +81,6 @@ export interface AthenaStoreOptions {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Random number in [0, 1) for backoff jitter. @default Math.random */
   readonly random?: () => number;
-}
-
-/** One record to send, and where its rows came from. */
-interface Pending {
-  readonly record: PackedRecord;
-  readonly table: TelemetryTable;
 }
 
 /** A query's result: column names and rows of text (`undefined` = SQL NULL), as Athena answers. */
@@ -136,13 +131,8 @@ export class AthenaStore implements TelemetryStore {
     this.#firehose = options.firehose;
     this.#athena = options.athena;
     this.#streams = options.streams;
-    this.#database = options.database ?? 'gpu_sentinel';
-    this.#tables = {
-      gpu_windows: 'gpu_windows',
-      efa_windows: 'efa_windows',
-      events: 'events',
-      ...options.tables,
-    };
+    this.#database = options.database ?? DEFAULT_ATHENA_DATABASE;
+    this.#tables = { ...tableNames(), ...options.tables };
     this.#workGroup = options.workGroup ?? 'primary';
     this.#queryTimeoutMs = options.queryTimeoutMs ?? ATHENA_DEFAULT_QUERY_TIMEOUT_MS;
     this.#sleep = options.sleep ?? defaultSleep;
@@ -176,10 +166,7 @@ export class AthenaStore implements TelemetryStore {
         });
       }
       for (const call of callsOf(records)) {
-        await this.#put(
-          table,
-          call.map((record) => ({ record, table })),
-        );
+        await this.#put(table, call);
         written += call.reduce((n, r) => n + r.rows.length, 0);
       }
     }
@@ -187,7 +174,7 @@ export class AthenaStore implements TelemetryStore {
   }
 
   /** Sends one call's records, then again exactly the failed ones, with backoff. */
-  async #put(table: TelemetryTable, records: readonly Pending[]): Promise<void> {
+  async #put(table: TelemetryTable, records: readonly PackedRecord[]): Promise<void> {
     const stream = this.#streams[table];
     let pending = records;
     let lastErrors: string[] = [];
@@ -201,7 +188,7 @@ export class AthenaStore implements TelemetryStore {
         answer = await this.#firehose.send(
           new PutRecordBatchCommand({
             DeliveryStreamName: stream,
-            Records: pending.map((p) => ({ Data: p.record.data })),
+            Records: pending.map((r) => ({ Data: r.data })),
           }),
         );
       } catch (error) {
@@ -220,7 +207,7 @@ export class AthenaStore implements TelemetryStore {
           `expected one RequestResponses entry per record (${pending.length}), got ${responses.length}; cannot tell which records were stored, retry the batch`,
         );
       }
-      const failed: Pending[] = [];
+      const failed: PackedRecord[] = [];
       lastErrors = [];
       responses.forEach((r, i) => {
         const p = pending[i];
@@ -412,6 +399,11 @@ export class AthenaStore implements TelemetryStore {
     } while (nextToken !== undefined);
     return { columns, rows };
   }
+}
+
+/** Each telemetry table named as itself (the Glue table names the CDK stack creates). */
+function tableNames(): PerTable {
+  return Object.fromEntries(TELEMETRY_TABLES.map((t) => [t, t])) as unknown as PerTable;
 }
 
 /** Splits records into `PutRecordBatch` calls of ≤ 500 records and ≤ 4 MiB. */

@@ -83,13 +83,6 @@ export const ATHENA_CATALOG = 'AwsDataCatalog';
 /** Default Glue database of the Athena store (Glue names: lower case, digits, underscore). */
 export const DEFAULT_ATHENA_DATABASE = 'gpu_sentinel';
 
-/**
- * Partition column of every Athena table: Firehose's default S3 prefix `yyyy/MM/dd/HH/` (UTC
- * arrival hour), a string projected as a date (Athena user guide, partition projection, "Amazon
- * Data Firehose example").
- */
-export const ATHENA_PARTITION_COLUMN = 'datehour';
-
 /** Bytes of a dimension's name and value together, UTF-8 (Timestream quotas: "dimension name + value pair size per series", 2 KB). */
 export const TIMESTREAM_MAX_DIMENSION_PAIR_BYTES = 2048;
 

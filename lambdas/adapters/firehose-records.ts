@@ -1,7 +1,7 @@
 import { epochMicros } from '../contract';
+import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../domain/measure-types';
 import type { EfaWindowRow, EventRow, GpuWindowRow } from '../domain/types';
 import { FIREHOSE_MAX_RECORD_BYTES } from './constants';
-import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from './measure-types';
 
 /**
  * Rows as Amazon Data Firehose takes them for JSON → Parquet conversion: one flat JSON object per

@@ -1,13 +1,13 @@
 import type { GpuMetrics } from '../contract';
-import type { LastSeen, StoredGpuWindow, WasteGroup, WasteGroupRow } from '../domain/ports';
-import { DIAGNOSES, type Diagnosis, type LedgerEntry, type LedgerSums } from '../domain/types';
 import {
   GPU_METRIC_NAMES,
   GPU_METRIC_TYPES,
   LEDGER_FIELD_NAMES,
   LEDGER_MEASURE_TYPES,
   type MeasureType,
-} from './measure-types';
+} from '../domain/measure-types';
+import type { LastSeen, StoredGpuWindow, WasteGroup, WasteGroupRow } from '../domain/ports';
+import { DIAGNOSES, type Diagnosis, type LedgerEntry, type LedgerSums } from '../domain/types';
 
 /**
  * The SQL and the row readers of the store port's reads, shared by the DuckDB, Athena and

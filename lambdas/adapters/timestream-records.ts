@@ -1,5 +1,12 @@
 import type { _Record, Dimension, MeasureValue } from '@aws-sdk/client-timestream-write';
 import { epochMicros } from '../contract';
+import {
+  GPU_METRIC_NAMES,
+  GPU_METRIC_TYPES,
+  LEDGER_FIELD_NAMES,
+  LEDGER_MEASURE_TYPES,
+  type MeasureType,
+} from '../domain/measure-types';
 import type { EfaWindowRow, EventRow, GpuWindowRow } from '../domain/types';
 import {
   EFA_MEASURE_NAME,
@@ -9,13 +16,6 @@ import {
   TIMESTREAM_MAX_MEASURE_VALUE_BYTES,
   TIMESTREAM_MAX_RECORD_BYTES,
 } from './constants';
-import {
-  GPU_METRIC_NAMES,
-  GPU_METRIC_TYPES,
-  LEDGER_FIELD_NAMES,
-  LEDGER_MEASURE_TYPES,
-  type MeasureType,
-} from './measure-types';
 
 const encoder = new TextEncoder();
 

@@ -4,14 +4,14 @@ import {
   TELEMETRY_TABLE_COLUMNS,
   TELEMETRY_TABLE_KEYS,
   type TelemetryTable,
-} from '../adapters/store-columns';
+} from '../domain/store-columns';
 
 export {
   EFA_WINDOW_COLUMNS,
   EVENT_COLUMNS,
   GPU_WINDOW_COLUMNS,
   GPU_WINDOW_KEY_COLUMNS,
-} from '../adapters/store-columns';
+} from '../domain/store-columns';
 
 /** Column type → DuckDB type (times with time zone, compared as instants). */
 const DUCKDB_COLUMN_TYPES: { readonly [T in StoreColumnType]: string } = {

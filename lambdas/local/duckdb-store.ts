@@ -3,8 +3,6 @@ import { dirname } from 'node:path';
 import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { StoreQueryError, StoreUnavailableError } from '../adapters/errors';
 import { isoToMs } from '../adapters/iso-time';
-import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../adapters/measure-types';
-import { TELEMETRY_TABLE_KEYS } from '../adapters/store-columns';
 import {
   compareWasteGroups,
   DEFAULT_RECENT_LIMIT,
@@ -22,6 +20,7 @@ import {
   wasteRowFromText,
 } from '../adapters/waste-report';
 import { epochMicros } from '../contract';
+import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../domain/measure-types';
 import type {
   LastSeen,
   RecentWindowsQuery,
@@ -34,6 +33,7 @@ import type {
   WasteGroupRow,
   WasteQuery,
 } from '../domain/ports';
+import { TELEMETRY_TABLE_KEYS } from '../domain/store-columns';
 import type { StoreRows, WasteReportRow } from '../domain/types';
 import {
   DUCKDB_SCHEMA_SQL,

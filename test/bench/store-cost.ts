@@ -19,14 +19,14 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { FIREHOSE_BILLING_INCREMENT_BYTES } from '../../lambdas/adapters/constants';
 import { efaWindowJson, gpuWindowJson, packRecords } from '../../lambdas/adapters/firehose-records';
-import { GPU_METRIC_NAMES, GPU_METRIC_TYPES } from '../../lambdas/adapters/measure-types';
-import { TELEMETRY_TABLE_COLUMNS, type TelemetryTable } from '../../lambdas/adapters/store-columns';
 import {
   efaWindowRecord,
   gpuWindowRecord,
   timestreamRecordBytes,
 } from '../../lambdas/adapters/timestream-records';
 import type { GpuMetrics } from '../../lambdas/contract';
+import { GPU_METRIC_NAMES, GPU_METRIC_TYPES } from '../../lambdas/domain/measure-types';
+import { TELEMETRY_TABLE_COLUMNS, type TelemetryTable } from '../../lambdas/domain/store-columns';
 import type { EfaWindowRow, GpuWindowRow } from '../../lambdas/domain/types';
 import { DUCKDB_TYPES } from '../lambdas/adapters/athena-fake';
 import { efaRow, gpuRow, ledger } from '../lambdas/rows';
@@ -46,11 +46,11 @@ const PRICE = {
   firehoseConversionPerGb: 0.018,
   /** S3 Standard, per GB-month (S3 pricing page; not confirmed from here). */
   s3PerGbMonth: 0.023,
-  /** Timestream LiveAnalytics writes, per million 1 KiB units (archived pricing page, aws.md §1.5). */
+  /** Timestream LiveAnalytics writes, per million 1 KiB units (Timestream pricing page, archived copy). */
   timestreamPerMillionWrites: 0.5,
-  /** Timestream memory store, per GB-hour (aws.md §1.5). */
+  /** Timestream memory store, per GB-hour (Timestream pricing page, archived copy). */
   timestreamMemoryPerGbHour: 0.036,
-  /** Timestream magnetic store, per GB-month (aws.md §1.5). */
+  /** Timestream magnetic store, per GB-month (Timestream pricing page, archived copy). */
   timestreamMagneticPerGbMonth: 0.03,
 };
 

@@ -3,7 +3,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { TELEMETRY_TABLE_COLUMNS, TELEMETRY_TABLES } from '../../lambdas/adapters/store-columns';
+import { TELEMETRY_TABLE_COLUMNS, TELEMETRY_TABLES } from '../../lambdas/domain/store-columns';
 import { AthenaTelemetryStore } from '../../lib/athena-telemetry-store';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../../lib/props-validation-error';

@@ -19,7 +19,7 @@ import {
   TELEMETRY_TABLE_COLUMNS,
   TELEMETRY_TABLES,
   type TelemetryTable,
-} from '../../../lambdas/adapters/store-columns';
+} from '../../../lambdas/domain/store-columns';
 
 /** Column type → the DuckDB type Firehose's Parquet column reads back as. */
 export const DUCKDB_TYPES: { readonly [T in StoreColumnType]: string } = {

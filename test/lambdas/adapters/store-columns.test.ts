@@ -1,13 +1,13 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { efaWindowJson, eventJson, gpuWindowJson } from '../../../lambdas/adapters/firehose-records';
-import { GPU_METRIC_NAMES, GPU_METRIC_TYPES } from '../../../lambdas/adapters/measure-types';
+import type { GpuMetrics } from '../../../lambdas/contract';
+import { GPU_METRIC_NAMES, GPU_METRIC_TYPES } from '../../../lambdas/domain/measure-types';
 import {
   TELEMETRY_REQUIRED_COLUMNS,
   TELEMETRY_TABLE_COLUMNS,
   TELEMETRY_TABLES,
-} from '../../../lambdas/adapters/store-columns';
-import type { GpuMetrics } from '../../../lambdas/contract';
+} from '../../../lambdas/domain/store-columns';
 import { DUCKDB_SCHEMA_SQL } from '../../../lambdas/local/duckdb-schema';
 import { efaRow, eventRow, gpuRow, ledger } from '../rows';
 import { DUCKDB_TYPES } from './athena-fake';

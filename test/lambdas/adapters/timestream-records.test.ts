@@ -1,10 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import {
-  GPU_METRIC_NAMES,
-  GPU_METRIC_TYPES,
-  LEDGER_FIELD_NAMES,
-} from '../../../lambdas/adapters/measure-types';
-import {
   eventRecord,
   gpuWindowRecord,
   TRUNCATION_MARK,
@@ -12,6 +7,11 @@ import {
   truncateUtf8,
 } from '../../../lambdas/adapters/timestream-records';
 import type { GpuMetrics } from '../../../lambdas/contract';
+import {
+  GPU_METRIC_NAMES,
+  GPU_METRIC_TYPES,
+  LEDGER_FIELD_NAMES,
+} from '../../../lambdas/domain/measure-types';
 import { eventRow, gpuRow, ledger } from '../rows';
 
 const bytes = (s: string): number => new TextEncoder().encode(s).length;

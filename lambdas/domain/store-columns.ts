@@ -75,6 +75,13 @@ export const EVENT_COLUMNS = [
   'seq',
 ] as const;
 
+/**
+ * Partition column of every table in the Athena store: Firehose's default S3 prefix
+ * `yyyy/MM/dd/HH/` (UTC arrival hour), a string projected as a date (Athena user guide, partition
+ * projection, "Amazon Data Firehose example"). Not a row column: the S3 path holds it.
+ */
+export const PARTITION_COLUMN = 'datehour';
+
 /** The three telemetry tables, by their name in every store. */
 export const TELEMETRY_TABLES = ['gpu_windows', 'efa_windows', 'events'] as const;
 /** One of {@link TELEMETRY_TABLES}. */
