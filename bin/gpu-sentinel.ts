@@ -1,15 +1,16 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { registerAgentCommands } from '../agent/cli/agent-cli';
+import { REPORT_GROUPINGS, REPORT_PERIODS } from '../lambdas/domain';
 import { runLocalCommand } from './commands/local';
 import { cliLogger } from './commands/logger';
 import { AGENT_VERSION } from './commands/paths';
-import { runReportCommand } from './commands/report';
+import { REPORT_FORMATS, runReportCommand } from './commands/report';
 import { runScenariosCommand } from './commands/scenarios';
 
 /**
  * The gpu-sentinel CLI: `local` (the whole pipeline on this machine), `scenarios` (the labelled
  * scenario suite and its confusion matrix), `agent` (the host agent) and `agent-config` (its
- * resolved configuration), `report` (waste report from the local store). Run as
+ * resolved configuration), `report` (finance report from the local store). Run as
  * `npx gpu-sentinel <command> --help`.
  */
 
@@ -99,11 +100,20 @@ registerAgentCommands(program, 'agent-config', write);
 
 program
   .command('report')
-  .description('Waste report (GPU-hours, cost, wasted USD by class) from a local DuckDB store')
-  .requiredOption('--db <file>', 'DuckDB file written by `gpu-sentinel local --db`')
-  .option('--from <iso>', 'inclusive start (default: 24 h before --to)')
-  .option('--to <iso>', 'exclusive end (default: now)')
-  .addOption(new Option('--format <format>', 'output').choices(['text', 'csv']).default('text'))
+  .description(
+    'Finance report from a local DuckDB store: GPU-hours, cost and wasted USD by class and diagnosis, grouped, with the method and prices used',
+  )
+  .requiredOption('--db <file>', 'DuckDB file written by `gpu-sentinel local --db` (must exist)')
+  .addOption(new Option('--by <grouping>', 'group by').choices([...REPORT_GROUPINGS]).default('team'))
+  .addOption(
+    new Option('--period <period>', 'period ending at --to (default: day)')
+      .choices([...REPORT_PERIODS])
+      .conflicts('from'),
+  )
+  .option('--from <iso>', 'inclusive start, ISO 8601 (instead of --period)')
+  .option('--to <iso>', 'exclusive end, ISO 8601 (default: now)')
+  .addOption(new Option('--format <format>', 'output').choices([...REPORT_FORMATS]).default('text'))
+  .option('--out <file>', 'write to this file instead of stdout')
   .action(async (opts) => {
     process.exitCode = await runReportCommand(opts, write);
   });

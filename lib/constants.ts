@@ -97,6 +97,24 @@ export const AGENT_ROLE_ARN_PATTERN = /^arn:aws[a-z-]*:iam::(\d{12}|\*):role\/[\
  */
 export const INSTANCE_CREDENTIALS_CONDITION_KEY = 'ec2:SourceInstanceARN';
 
+/** Report Lambda memory, MiB: Vega renders four charts to SVG in-process; 1 GiB with headroom. */
+export const REPORT_MEMORY_MIB = 1024;
+/** Report Lambda timeout, seconds: a month of slices from the store plus six S3 puts; Lambda allows 900. */
+export const REPORT_TIMEOUT_SECONDS = 300;
+/** Powertools service name of the report Lambda. */
+export const REPORT_SERVICE_NAME = 'gpu-sentinel-report';
+/** S3 key prefix of the report files (the report Lambda may write under it only). */
+export const REPORT_KEY_PREFIX = 'reports/';
+/**
+ * When the scheduled reports run, EventBridge Scheduler cron in UTC: the day report shortly after
+ * midnight, the week report on Mondays, the month report on the 1st (each covers the period that
+ * ended at that midnight).
+ */
+export const REPORT_SCHEDULES = {
+  day: 'cron(5 0 * * ? *)',
+  week: 'cron(20 0 ? * MON *)',
+  month: 'cron(35 0 1 * ? *)',
+} as const;
 /** The telemetry stores the stack can deploy (DESIGN.md §4). `athena` is open to every account. */
 export const STORES = ['athena', 'timestream'] as const;
 /** One of {@link STORES}. */

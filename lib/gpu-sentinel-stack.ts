@@ -8,6 +8,7 @@ import { AgentRole } from './agent-role';
 import { type AlertEmails, AlertTopics } from './alert-topics';
 import { AthenaTelemetryStore } from './athena-telemetry-store';
 import { DEFAULT_STORE, STORES, type StoreKind } from './constants';
+import { FinanceReports } from './finance-reports';
 import { IngestApi } from './ingest-api';
 import { IngestFunction } from './ingest-function';
 import { PropsValidationError } from './props-validation-error';
@@ -19,6 +20,8 @@ import { validateOneOf } from './validate-props';
 
 /** Default entry of the ingest Lambda: `lambdas/handlers/ingest.ts` at the repository root. */
 export const DEFAULT_INGEST_ENTRY = fileURLToPath(new URL('../lambdas/handlers/ingest.ts', import.meta.url));
+/** Default entry of the report Lambda: `lambdas/handlers/report.ts` at the repository root. */
+export const DEFAULT_REPORT_ENTRY = fileURLToPath(new URL('../lambdas/handlers/report.ts', import.meta.url));
 /** The repository's npm lock file: the bundling root of the Lambdas. */
 export const DEPS_LOCK_FILE_PATH = fileURLToPath(new URL('../package-lock.json', import.meta.url));
 
@@ -127,6 +130,11 @@ export interface GpuSentinelStackProps extends StackProps {
    * @default `<repo>/lambdas/handlers/ingest.ts`
    */
   readonly ingestEntry?: string;
+  /**
+   * Absolute path of the report handler's entry file. Tests point it at a stub.
+   * @default `<repo>/lambdas/handlers/report.ts`
+   */
+  readonly reportEntry?: string;
 }
 
 /**
@@ -137,10 +145,11 @@ export interface GpuSentinelStackProps extends StackProps {
  *
  * Construct IDs are a contract (renaming one replaces the resource): `AthenaStore` or
  * `TelemetryDatabase`, `AlertTopics`, `RemediationState`, `AgentRole`, `IngestFunction`,
- * `IngestApi`, `AgentPolicy`; outputs `BatchesUrl`, `CriticalTopicArn`, `WarningTopicArn`,
- * `InfoTopicArn`, `ReportsTopicArn`, `AgentPolicyArn`, `AgentRoleArn`, `AgentInstanceProfileArn`,
- * `StateTableName`, and `TelemetryBucketName`, `GlueDatabaseName`, `AthenaWorkGroup` (athena) or
- * `TimestreamDatabaseName` (timestream).
+ * `IngestApi`, `AgentPolicy`, `FinanceReports` (timestream store only, for now); outputs
+ * `BatchesUrl`, `CriticalTopicArn`, `WarningTopicArn`, `InfoTopicArn`, `ReportsTopicArn`,
+ * `AgentPolicyArn`, `AgentRoleArn`, `AgentInstanceProfileArn`, `StateTableName`, and
+ * `TelemetryBucketName`, `GlueDatabaseName`, `AthenaWorkGroup` (athena) or
+ * `TimestreamDatabaseName`, `ReportsBucketName` (timestream).
  *
  * @example
  * new GpuSentinelStack(app, 'GpuSentinel', { remediationMode: 'notify', organizationId: 'o-a1b2c3d4e5' });
@@ -166,6 +175,8 @@ export class GpuSentinelStack extends Stack {
   readonly agentPolicy: AgentPolicy;
   /** The agent role and instance profile for GPU instances. */
   readonly agentRole: AgentRole;
+  /** The scheduled finance reports: bucket, Lambda, schedules (store `timestream` only, for now). */
+  readonly reports?: FinanceReports;
 
   /** @throws {PropsValidationError} when a prop is out of range (the message names it and the value) */
   constructor(scope: Construct, id: string, props: GpuSentinelStackProps = {}) {
@@ -217,6 +228,16 @@ export class GpuSentinelStack extends Stack {
     });
     this.agentPolicy = new AgentPolicy(this, 'AgentPolicy', { api: this.api });
     this.agentPolicy.policy.attachToRole(this.agentRole.role);
+    // The report Lambda reads Timestream today; its Athena read grants are still to come.
+    if (this.database !== undefined) {
+      this.reports = new FinanceReports(this, 'FinanceReports', {
+        entry: props.reportEntry ?? DEFAULT_REPORT_ENTRY,
+        depsLockFilePath: DEPS_LOCK_FILE_PATH,
+        database: this.database,
+        topics: this.topics,
+        logRetention,
+      });
+    }
 
     new CfnOutput(this, 'BatchesUrl', {
       value: this.api.batchesUrl,
@@ -248,6 +269,12 @@ export class GpuSentinelStack extends Stack {
       new CfnOutput(this, 'AthenaWorkGroup', {
         value: this.athenaStore.workGroup.ref,
         description: 'Run report queries in this workgroup (results encrypted, scan capped)',
+      });
+    }
+    if (this.reports !== undefined) {
+      new CfnOutput(this, 'ReportsBucketName', {
+        value: this.reports.bucket.bucketName,
+        description: 'Where the scheduled finance reports (CSV, HTML) are written, under reports/',
       });
     }
   }

@@ -1,39 +1,102 @@
+import { access, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { reportCsv } from '../../lambdas/adapters/report-csv';
+import { renderReportHtml } from '../../lambdas/adapters/report-html';
+import {
+  buildWasteReport,
+  type REPORT_PERIODS,
+  type ReportGrouping,
+  type ReportPeriod,
+  reportPeriod,
+  reportSummaryText,
+  type WasteReport,
+} from '../../lambdas/domain';
+import { gatherReportInput } from '../../lambdas/handlers/report-input';
 import { DuckDbStore } from '../../lambdas/local/duckdb-store';
-import { wasteCsv, wasteSummary } from '../../lambdas/local/waste-report';
+
+/** Output formats of `gpu-sentinel report`. */
+export const REPORT_FORMATS = ['text', 'csv', 'html', 'json'] as const;
 
 /** Options of `gpu-sentinel report`. */
 export interface ReportCommandOptions {
-  /** DuckDB file written by `gpu-sentinel local`. */
+  /** DuckDB file written by `gpu-sentinel local --db`; must exist. */
   readonly db: string;
-  /** Inclusive start, ISO 8601. @default 24 h before `to` */
+  /** Grouping. @default 'team' */
+  readonly by?: ReportGrouping;
+  /** `day`, `week` or `month` ending at `--to` (or now). Not with `--from`. @default 'day' */
+  readonly period?: (typeof REPORT_PERIODS)[number];
+  /** Inclusive start, ISO 8601; with `--to`, replaces `--period`. */
   readonly from?: string;
   /** Exclusive end, ISO 8601. @default now */
   readonly to?: string;
-  /** `text` (summary) or `csv` (one row per instance and GPU). @default 'text' */
-  readonly format: 'text' | 'csv';
+  /** Output format. @default 'text' */
+  readonly format?: (typeof REPORT_FORMATS)[number];
+  /** Write the output to this file instead of stdout. @default undefined (stdout) */
+  readonly out?: string;
 }
 
 /**
- * `gpu-sentinel report`: the waste report over [from, to) from the local store.
- * @throws {Error} naming the option when a time is not ISO 8601 or the range is empty
+ * `gpu-sentinel report`: the finance report over a period from the local store, grouped by team, job,
+ * instance type, instance or diagnosis, as text, CSV, a self-contained HTML page, or JSON.
+ *
+ * @param opts - the command's options
+ * @param write - where stdout goes
+ * @param now - the clock (the default end)
+ * @returns the exit code, 0
+ * @throws {Error} naming the option when the store does not exist, a time is not ISO 8601, the range
+ *   is empty, or `--period` is given with `--from`
  */
 export async function runReportCommand(
   opts: ReportCommandOptions,
   write: (s: string) => void,
+  now: Date = new Date(),
 ): Promise<number> {
-  const to = opts.to ? parseTime('--to', opts.to) : new Date();
-  const from = opts.from ? parseTime('--from', opts.from) : new Date(to.getTime() - 24 * 3600_000);
-  if (from >= to)
-    throw new Error(`Expected --from before --to, got ${from.toISOString()} >= ${to.toISOString()}`);
-  const store = await DuckDbStore.open(resolve(opts.db));
+  const db = resolve(opts.db);
   try {
-    const rows = await store.queryWaste({ from, to });
-    write(opts.format === 'csv' ? wasteCsv(rows) : `${wasteSummary(rows)}\n`);
+    await access(db);
+  } catch (cause) {
+    throw new Error(
+      `Expected --db to name a store written by \`gpu-sentinel local --db\`, got ${db}, which does not exist; an absent store is not an empty report.`,
+      { cause },
+    );
+  }
+  const period = periodOf(opts, now);
+  const store = await DuckDbStore.open(db);
+  let report: WasteReport;
+  try {
+    const by = opts.by ?? 'team';
+    const input = await gatherReportInput(store, period, [by]);
+    report = buildWasteReport({ ...input, period, by, generatedAt: now });
   } finally {
     await store.close();
   }
+  const text = await render(report, opts.format ?? 'text');
+  if (opts.out === undefined) write(text);
+  else {
+    await writeFile(resolve(opts.out), text);
+    write(`wrote ${resolve(opts.out)}\n`);
+  }
   return 0;
+}
+
+async function render(report: WasteReport, format: (typeof REPORT_FORMATS)[number]): Promise<string> {
+  if (format === 'csv') return reportCsv(report);
+  if (format === 'html') return renderReportHtml(report);
+  if (format === 'json') return `${JSON.stringify(report, null, 2)}\n`;
+  return `${reportSummaryText(report)}\n`;
+}
+
+function periodOf(opts: ReportCommandOptions, now: Date): ReportPeriod {
+  const to = opts.to !== undefined ? parseTime('--to', opts.to) : now;
+  if (opts.from === undefined) return reportPeriod(opts.period ?? 'day', to);
+  if (opts.period !== undefined) {
+    throw new Error('Expected either --period or --from/--to, got both; drop one.');
+  }
+  const from = parseTime('--from', opts.from);
+  if (from >= to) {
+    throw new Error(`Expected --from before --to, got ${from.toISOString()} >= ${to.toISOString()}`);
+  }
+  return { kind: 'custom', from: from.toISOString(), to: to.toISOString() };
 }
 
 function parseTime(option: string, value: string): Date {

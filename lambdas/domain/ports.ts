@@ -299,3 +299,29 @@ export interface InstanceDirectory {
    */
   describe(instanceId: string, region: string): Promise<InstanceInfo | undefined>;
 }
+
+/** Where a report's files are written (a KMS-encrypted S3 bucket; a folder locally). */
+export interface ReportFileSink {
+  /**
+   * Writes one file, replacing any file of that name (a re-run of a report rewrites it whole).
+   * @param name - the file's path under the sink's root, e.g. `week/2026-03-11/waste-by-team.csv`
+   * @param body - the file's text (UTF-8)
+   * @param contentType - its media type, e.g. `text/csv; charset=utf-8`
+   * @returns where it now is, e.g. `s3://bucket/reports/week/2026-03-11/waste-by-team.csv`
+   * @throws when it cannot be written (nothing is announced then)
+   */
+  put(name: string, body: string, contentType: string): Promise<string>;
+}
+
+/** Announces a written report (the SNS `reports` topic; the console locally). */
+export interface ReportNotifier {
+  /**
+   * @param message - subject (≤ 100 characters) and plain-text body
+   * @param attributes - message attributes, e.g. `report_period`
+   * @throws when the message cannot be sent
+   */
+  publish(
+    message: { readonly subject: string; readonly body: string },
+    attributes: Readonly<Record<string, string>>,
+  ): Promise<void>;
+}

@@ -14,6 +14,7 @@ import { SnsDecisionSink } from '../adapters/sns-decision-sink';
 import {
   DEFAULT_RULE_CONTEXT,
   parsePriceOverrides,
+  parsePriceRates,
   parseRemediationMode,
   parseRuleThresholds,
 } from '../domain';
@@ -79,6 +80,7 @@ export function handlerFromEnvironment(
     remediationMode: parseRemediationMode(env.REMEDIATION_MODE ?? 'replace'),
     dryRun: false,
     priceOverrides: parsePriceOverrides(env.PRICE_OVERRIDES),
+    priceRates: parsePriceRates(env.PRICE_RATES),
     rules: { ...DEFAULT_RULE_CONTEXT, thresholds: parseRuleThresholds(env.RULE_THRESHOLDS) },
     callerCheck: 'instance-session',
   });

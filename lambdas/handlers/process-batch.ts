@@ -22,6 +22,7 @@ import {
   MS_PER_SECOND,
   nextIdleSince,
   type PriceOverrides,
+  type PriceRates,
   priceFor,
   REMEDIATION_LEASE_S,
   RESOLVING_WINDOW_RULES,
@@ -61,6 +62,11 @@ export interface PipelineDeps {
   readonly dryRun: boolean;
   /** Negotiated prices by instance type, USD/hour. @default {} */
   readonly priceOverrides?: PriceOverrides;
+  /**
+   * The deployment's Capacity Block, Savings Plans and spot rates; a spot host without a spot rate or
+   * discount is unpriced, never billed at on-demand. @default {}
+   */
+  readonly priceRates?: PriceRates;
   /** Rule thresholds and XID policy. */
   readonly rules: RuleContext;
   /** An alert that is still firing is sent again after this many seconds. @default 3600 */
@@ -141,7 +147,10 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
   const enriched = attributeEventsToGpus(batch);
   const flush = enriched.windows.filter((w) => w.kind === 'flush');
   const gpuCount = new Set(flush.map((w) => w.gpu.index)).size;
-  const price = priceFor(host.instance_type, host.region, deps.priceOverrides, gpuCount || undefined);
+  const price = priceFor(host.instance_type, host.region, deps.priceOverrides, gpuCount || undefined, {
+    lifecycle: host.lifecycle ?? 'on-demand',
+    ...(deps.priceRates !== undefined ? { rates: deps.priceRates } : {}),
+  });
 
   // Most severe first (the order alerts go out); every finding has its own alert id and cooldown.
   const findings = [...evaluatePointRules(enriched, deps.rules, now)].sort(

@@ -37,7 +37,7 @@ describe('IngestFunction (Timestream store)', () => {
 
   it('runs on nodejs24.x, arm64, 512 MB, 25 s, with X-Ray active', () => {
     // Prepare / Act / Assess
-    template.resourceCountIs('AWS::Lambda::Function', 1);
+    template.resourceCountIs('AWS::Lambda::Function', 2); // ingest + finance reports
     template.hasResourceProperties('AWS::Lambda::Function', {
       Runtime: 'nodejs24.x',
       Architectures: ['arm64'],
@@ -57,7 +57,7 @@ describe('IngestFunction (Timestream store)', () => {
 
   it('passes exactly the documented environment variables', () => {
     // Prepare
-    const fn = Object.values(template.findResources('AWS::Lambda::Function'))[0];
+    const fn = template.findResources('AWS::Lambda::Function')[logicalId(stack, stack.ingest.function)];
 
     // Act
     const names = Object.keys(fn?.Properties.Environment.Variables ?? {}).sort();

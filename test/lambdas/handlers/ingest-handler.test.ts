@@ -77,6 +77,29 @@ describe('ingest handler', () => {
     }
   });
 
+  it.each([
+    ['unpriced without a spot price or discount', undefined, 0, 'unpriced'],
+    ['the on-demand price less the discount', { spot_discount: 0.6 }, 55.04 * 0.4, 'spot_discount:0.6'],
+  ])('prices a spot host %s, never at on-demand', async (_name, priceRates, usdPerHour, source) => {
+    // Prepare
+    const handler = createIngestHandler({ ...deps, ...(priceRates ? { priceRates } : {}) });
+    const batch = validBatch({ events: [] });
+    const spot = { ...batch, host: { ...batch.host, lifecycle: 'spot' as const } };
+    // Act
+    const res = await handler(event(spot));
+    // Assess
+    expect(res.statusCode).toBe(202);
+    const rows = await store.queryWaste({
+      from: new Date(NOW.getTime() - 60_000),
+      to: new Date(NOW.getTime() + 1000),
+    });
+    expect(rows).toHaveLength(8);
+    for (const r of rows) {
+      expect(r.price_source).toBe(source);
+      expect(r.price_usd_per_hour).toBeCloseTo(usdPerHour, 9);
+    }
+  });
+
   it('refuses an invalid batch with 400 naming the field, and stores nothing of it', async () => {
     // Prepare
     const bad = validBatch();

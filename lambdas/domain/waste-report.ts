@@ -1,0 +1,412 @@
+import type { WasteGroupRow } from './ports';
+import { isUnpriced } from './pricing';
+import { ReportInputError } from './report-input-error';
+import type { LedgerSums, WasteReportRow } from './types';
+
+/**
+ * The finance report model (DESIGN §9): over a period, GPU-hours, cost and wasted dollars by waste
+ * class and by diagnosis, grouped by team, job, instance type or instance, with the method and the
+ * prices used, the top wasters and every unpriced host by name. Pure: the rows come from the store,
+ * the clock from the caller; renderers (CSV, HTML, text, SNS) only present it.
+ */
+
+/** What a report can be grouped by. */
+export const REPORT_GROUPINGS = ['team', 'job', 'instance_type', 'instance', 'diagnosis'] as const;
+/** One of {@link REPORT_GROUPINGS}. */
+export type ReportGrouping = (typeof REPORT_GROUPINGS)[number];
+
+/** Report period kinds: one day, seven days, one calendar month, ending at the report's end. */
+export const REPORT_PERIODS = ['day', 'week', 'month'] as const;
+/** One of {@link REPORT_PERIODS}, or `custom` for an explicit from/to. */
+export type ReportPeriodKind = (typeof REPORT_PERIODS)[number] | 'custom';
+
+/** The waste classes money is split into (DESIGN §5), in report order. */
+export const REPORT_WASTE_CLASSES = ['idle', 'held_idle', 'underused', 'broken'] as const;
+/** One of {@link REPORT_WASTE_CLASSES}. */
+export type ReportWasteClass = (typeof REPORT_WASTE_CLASSES)[number];
+
+/** Label of the rows whose tag or diagnosis is absent (never dropped, never merged into another). */
+export const UNATTRIBUTED = '(none)';
+
+/** Most wasters listed in a report. */
+export const REPORT_TOP_WASTERS = 10;
+
+/** One UTC day of the period: what was spent and wasted (the trend chart). */
+export interface ReportDay {
+  /** UTC day, `YYYY-MM-DD`. */
+  readonly day: string;
+  readonly cost_usd: number;
+  readonly wasted_usd: number;
+}
+
+/** What the store answers for a report (see `gatherReportInput`). */
+export interface ReportInput {
+  /** Per-GPU ledger sums over the period (`TelemetryStore.queryWaste`): instances, top wasters, unpriced hosts. */
+  readonly rows: readonly WasteReportRow[];
+  /**
+   * The store's grouped sums (`TelemetryStore.queryWasteBy`) for the groupings the report shows:
+   * at least `team`, `diagnosis` and the one asked for (except `instance`, made from `rows`). Each
+   * window counts for its own tags, so a GPU that served two jobs is split between them.
+   */
+  readonly groups: Readonly<Partial<Record<ReportGrouping, readonly WasteGroupRow[]>>>;
+  /** Per UTC day of the period that has data, ascending. */
+  readonly daily: readonly ReportDay[];
+}
+
+/** Money and time of a slice of the fleet. All USD, unrounded. */
+export interface ReportMoney {
+  readonly gpu_hours: number;
+  readonly cost_usd: number;
+  /** idle + held_idle + underused + broken. */
+  readonly wasted_usd: number;
+  /** Wasted USD by class. */
+  readonly by_class: Readonly<Record<ReportWasteClass, number>>;
+}
+
+/** One group of the report (a team, a job, an instance type, an instance, or a diagnosis). */
+export interface ReportGroup extends ReportMoney {
+  /** The group's key; {@link UNATTRIBUTED} when the tag or diagnosis is absent. */
+  readonly key: string;
+  /** GPUs in the group; instance groups only (a GPU's windows may span several teams, jobs or causes). */
+  readonly gpus?: number;
+  /** GPU-hour-weighted efficiency over the measured windows, 0..1; instance groups only, absent when never measured. */
+  readonly efficiency?: number;
+  /** True when the instance is unpriced (costed at $0); instance groups only. */
+  readonly unpriced?: boolean;
+}
+
+/** One instance of the top-wasters list. */
+export interface ReportWaster extends ReportMoney {
+  readonly instance_id: string;
+  readonly instance_type: string;
+  readonly team?: string;
+  readonly job?: string;
+  readonly price_usd_per_hour: number;
+  readonly price_source: string;
+}
+
+/** An instance costed at 0 because nobody priced it. */
+export interface UnpricedHost {
+  readonly instance_id: string;
+  readonly instance_type: string;
+  readonly gpu_hours: number;
+}
+
+/** The report period: `from ≤ window end < to`, ISO 8601 UTC. */
+export interface ReportPeriod {
+  readonly kind: ReportPeriodKind;
+  readonly from: string;
+  readonly to: string;
+}
+
+/** How efficiency and money were measured, in words finance can read. */
+export interface ReportMethod {
+  /** `sm_active`, `gpu_util`, `mixed` (both, by GPU), or `none`. */
+  readonly efficiency_source: 'sm_active' | 'gpu_util' | 'mixed' | 'none';
+  /** The method note: where efficiency comes from and what that means for the waste. */
+  readonly note: string;
+  /** Further notes (idle vs held-idle not told apart, unpriced hosts). */
+  readonly caveats: readonly string[];
+}
+
+/** The finance report (DESIGN §9). */
+export interface WasteReport {
+  readonly period: ReportPeriod;
+  /** When the report was made, ISO 8601 (the caller's clock). */
+  readonly generated_at: string;
+  readonly method: ReportMethod;
+  /** The price sources used, with GPU-hours priced by each (`builtin:<table id>`, `savings_plan`, …). */
+  readonly prices: readonly { readonly source: string; readonly gpu_hours: number }[];
+  /** The whole fleet over the period. */
+  readonly totals: ReportMoney & { readonly gpus: number; readonly instances: number };
+  /** Wasted share of cost, 0..1 (0 when nothing was spent). */
+  readonly wasted_share: number;
+  /** The grouping asked for, and its groups by wasted USD descending. */
+  readonly by: ReportGrouping;
+  readonly groups: readonly ReportGroup[];
+  /** Always present for the HTML page and the SNS message: by team and by diagnosis. */
+  readonly by_team: readonly ReportGroup[];
+  readonly by_diagnosis: readonly ReportGroup[];
+  /** Per UTC day of the period that has data, ascending. */
+  readonly daily: readonly ReportDay[];
+  /** Instances by wasted USD descending, at most {@link REPORT_TOP_WASTERS}. */
+  readonly top_wasters: readonly ReportWaster[];
+  /** Every unpriced instance, by id. */
+  readonly unpriced: readonly UnpricedHost[];
+}
+
+const MS_PER_DAY = 86_400_000;
+
+/**
+ * The period of a report ending at `end`: one day, seven days, or one calendar month (UTC) back.
+ *
+ * @param kind - `day`, `week` or `month`
+ * @param end - exclusive end
+ * @returns `{ kind, from, to }`
+ * @throws {ReportInputError} when `end` is not a valid date
+ * @example
+ * reportPeriod('month', new Date('2026-03-31T00:00:00Z')); // from 2026-02-28T00:00:00.000Z (day clamped)
+ */
+export function reportPeriod(kind: (typeof REPORT_PERIODS)[number], end: Date): ReportPeriod {
+  if (Number.isNaN(end.getTime())) throw new ReportInputError('end', end, 'Expected a valid end date.');
+  let from: Date;
+  if (kind === 'day') from = new Date(end.getTime() - MS_PER_DAY);
+  else if (kind === 'week') from = new Date(end.getTime() - 7 * MS_PER_DAY);
+  else {
+    const y = end.getUTCFullYear();
+    const m = end.getUTCMonth() - 1;
+    const lastDay = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
+    from = new Date(
+      Date.UTC(
+        y,
+        m,
+        Math.min(end.getUTCDate(), lastDay),
+        end.getUTCHours(),
+        end.getUTCMinutes(),
+        end.getUTCSeconds(),
+        end.getUTCMilliseconds(),
+      ),
+    );
+  }
+  return { kind, from: from.toISOString(), to: end.toISOString() };
+}
+
+/**
+ * The UTC days a period touches, each clipped to the period: the slices the trend is summed over.
+ *
+ * @param period - the report period
+ * @returns `{ day, from, to }` per UTC day, ascending; `from`/`to` ISO 8601
+ */
+export function reportDays(period: ReportPeriod): { day: string; from: string; to: string }[] {
+  const endMs = Date.parse(period.to);
+  const out: { day: string; from: string; to: string }[] = [];
+  let fromMs = Date.parse(period.from);
+  while (fromMs < endMs) {
+    const dayStart = new Date(fromMs);
+    dayStart.setUTCHours(0, 0, 0, 0);
+    const nextMs = Math.min(dayStart.getTime() + MS_PER_DAY, endMs);
+    out.push({
+      day: dayStart.toISOString().slice(0, 10),
+      from: new Date(fromMs).toISOString(),
+      to: new Date(nextMs).toISOString(),
+    });
+    fromMs = nextMs;
+  }
+  return out;
+}
+
+interface Acc {
+  gpus: number;
+  gpu_hours: number;
+  cost_usd: number;
+  idle: number;
+  held_idle: number;
+  underused: number;
+  broken: number;
+  eff_weighted: number;
+  eff_hours: number;
+  price_sources: Set<string>;
+}
+
+const emptyAcc = (): Acc => ({
+  gpus: 0,
+  gpu_hours: 0,
+  cost_usd: 0,
+  idle: 0,
+  held_idle: 0,
+  underused: 0,
+  broken: 0,
+  eff_weighted: 0,
+  eff_hours: 0,
+  price_sources: new Set(),
+});
+
+function add(acc: Acc, r: WasteReportRow, gpus: number): void {
+  acc.gpus += gpus;
+  acc.gpu_hours += r.gpu_hours;
+  acc.cost_usd += r.cost_usd;
+  acc.idle += r.idle_usd;
+  acc.held_idle += r.held_idle_usd;
+  acc.underused += r.underused_usd;
+  acc.broken += r.broken_usd;
+  if (r.efficiency !== undefined) {
+    acc.eff_weighted += r.efficiency * r.gpu_hours;
+    acc.eff_hours += r.gpu_hours;
+  }
+  acc.price_sources.add(r.price_source);
+}
+
+function money(acc: Acc): ReportMoney {
+  const by_class = { idle: acc.idle, held_idle: acc.held_idle, underused: acc.underused, broken: acc.broken };
+  return {
+    gpu_hours: acc.gpu_hours,
+    cost_usd: acc.cost_usd,
+    wasted_usd: by_class.idle + by_class.held_idle + by_class.underused + by_class.broken,
+    by_class,
+  };
+}
+
+function byWastedDesc<T extends { wasted_usd: number; key?: string; instance_id?: string }>(
+  a: T,
+  b: T,
+): number {
+  if (a.wasted_usd !== b.wasted_usd) return b.wasted_usd - a.wasted_usd;
+  const ka = a.key ?? a.instance_id ?? '';
+  const kb = b.key ?? b.instance_id ?? '';
+  return ka < kb ? -1 : ka > kb ? 1 : 0;
+}
+
+function byInstance(rows: readonly WasteReportRow[]): ReportGroup[] {
+  const accs = new Map<string, Acc>();
+  for (const r of rows) {
+    const acc = accs.get(r.instance_id) ?? emptyAcc();
+    add(acc, r, 1);
+    accs.set(r.instance_id, acc);
+  }
+  return [...accs.entries()]
+    .map(([key, acc]) => ({
+      key,
+      gpus: acc.gpus,
+      ...money(acc),
+      ...(acc.eff_hours > 0 ? { efficiency: acc.eff_weighted / acc.eff_hours } : {}),
+      unpriced: [...acc.price_sources].some(isUnpriced),
+    }))
+    .sort(byWastedDesc);
+}
+
+/** The store's grouped sums as report groups: untagged windows under {@link UNATTRIBUTED}. */
+function fromStore(rows: readonly WasteGroupRow[] | undefined, by: ReportGrouping): ReportGroup[] {
+  if (rows === undefined) {
+    throw new ReportInputError(
+      'groups',
+      by,
+      `Expected the store's sums grouped by ${by}, got none; query them.`,
+    );
+  }
+  return rows
+    .map((r) => {
+      const sums: LedgerSums = r;
+      return {
+        key: r.group ?? UNATTRIBUTED,
+        gpu_hours: sums.gpu_hours,
+        cost_usd: sums.cost_usd,
+        wasted_usd: sums.wasted_usd,
+        by_class: {
+          idle: sums.idle_usd,
+          held_idle: sums.held_idle_usd,
+          underused: sums.underused_usd,
+          broken: sums.broken_usd,
+        },
+      };
+    })
+    .sort(byWastedDesc);
+}
+
+function methodOf(rows: readonly WasteReportRow[], unpriced: readonly UnpricedHost[]): ReportMethod {
+  const sources = new Set(rows.map((r) => r.efficiency_source).filter((s) => s !== 'none'));
+  const efficiency_source =
+    sources.size === 0
+      ? 'none'
+      : sources.size > 1 || sources.has('mixed')
+        ? 'mixed'
+        : (([...sources][0] as 'sm_active' | 'gpu_util') ?? 'none');
+  const note = {
+    sm_active:
+      'Efficiency is SM activity (NVML GPM or DCGM profiling): the share of time the GPU’s streaming multiprocessors had work.',
+    gpu_util:
+      'Efficiency is NVML GPU utilization (no profiling counters on these GPUs): an upper bound on real efficiency, so the waste shown is a lower bound.',
+    mixed:
+      'Efficiency is SM activity where profiling counters exist, and NVML GPU utilization elsewhere (an upper bound there, so the waste shown is a lower bound).',
+    none: 'No efficiency was measured in this period: only idle, held-idle and broken time can be costed.',
+  }[efficiency_source];
+  const caveats: string[] = [];
+  if (rows.some((r) => r.processes_unknown)) {
+    caveats.push('Where compute process counts were unknown, idle GPUs are counted as idle (not held-idle).');
+  }
+  if (unpriced.length > 0) {
+    caveats.push(
+      `${unpriced.length} instance(s) are unpriced (no list price for their type and region, or a spot host without a spot price): costed at $0, listed below. Set price rates to price them.`,
+    );
+  }
+  return { efficiency_source, note, caveats };
+}
+
+/**
+ * Builds the finance report from the store's answers.
+ *
+ * @param input - per-GPU sums, grouped sums and days (see {@link ReportInput})
+ * @param input.period - the period the rows cover
+ * @param input.by - the grouping asked for
+ * @param input.generatedAt - the caller's clock
+ * @returns the report; every sum unrounded (renderers round)
+ * @throws {ReportInputError} when `by` is not one of {@link REPORT_GROUPINGS}, the period is empty,
+ *   or a grouping the report shows was not given
+ */
+export function buildWasteReport(
+  input: ReportInput & {
+    readonly period: ReportPeriod;
+    readonly by: ReportGrouping;
+    readonly generatedAt: Date;
+  },
+): WasteReport {
+  const { rows, groups, period, by } = input;
+  if (!(REPORT_GROUPINGS as readonly string[]).includes(by)) {
+    throw new ReportInputError(
+      'by',
+      by,
+      `Expected the report grouping to be one of ${REPORT_GROUPINGS.join(', ')}, got \`${String(by)}\`.`,
+    );
+  }
+  if (!(Date.parse(period.from) < Date.parse(period.to))) {
+    throw new ReportInputError(
+      'period',
+      period,
+      `Expected the period to start before it ends, got ${period.from} to ${period.to}.`,
+    );
+  }
+  const all = emptyAcc();
+  for (const r of rows) add(all, r, 1);
+  const instances = byInstance(rows);
+  const unpricedHosts: UnpricedHost[] = [];
+  const wasters: ReportWaster[] = [];
+  for (const g of instances) {
+    const first = rows.find((r) => r.instance_id === g.key) as WasteReportRow;
+    if (g.unpriced) {
+      unpricedHosts.push({ instance_id: g.key, instance_type: first.instance_type, gpu_hours: g.gpu_hours });
+    }
+    wasters.push({
+      instance_id: g.key,
+      instance_type: first.instance_type,
+      ...(first.team !== undefined ? { team: first.team } : {}),
+      ...(first.job !== undefined ? { job: first.job } : {}),
+      gpu_hours: g.gpu_hours,
+      cost_usd: g.cost_usd,
+      wasted_usd: g.wasted_usd,
+      by_class: g.by_class,
+      price_usd_per_hour: first.price_usd_per_hour,
+      price_source: first.price_source,
+    });
+  }
+  const prices = new Map<string, number>();
+  for (const r of rows) prices.set(r.price_source, (prices.get(r.price_source) ?? 0) + r.gpu_hours);
+  const byTeam = fromStore(groups.team, 'team');
+  const byDiagnosis = fromStore(groups.diagnosis, 'diagnosis');
+  const totals = { ...money(all), gpus: all.gpus, instances: instances.length };
+  return {
+    period,
+    generated_at: input.generatedAt.toISOString(),
+    method: methodOf(rows, unpricedHosts),
+    prices: [...prices.entries()]
+      .map(([source, gpu_hours]) => ({ source, gpu_hours }))
+      .sort((a, b) => b.gpu_hours - a.gpu_hours || (a.source < b.source ? -1 : 1)),
+    totals,
+    wasted_share: totals.cost_usd > 0 ? totals.wasted_usd / totals.cost_usd : 0,
+    by,
+    groups: by === 'instance' ? instances : fromStore(groups[by], by),
+    by_team: byTeam,
+    by_diagnosis: byDiagnosis,
+    daily: [...input.daily].sort((a, b) => (a.day < b.day ? -1 : 1)),
+    top_wasters: wasters.sort(byWastedDesc).slice(0, REPORT_TOP_WASTERS),
+    unpriced: unpricedHosts.sort((a, b) => (a.instance_id < b.instance_id ? -1 : 1)),
+  };
+}

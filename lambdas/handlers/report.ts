@@ -1,0 +1,52 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { S3Client } from '@aws-sdk/client-s3';
+import { SNSClient } from '@aws-sdk/client-sns';
+import { S3ReportFiles } from '../adapters/s3-report-files';
+import { SnsReportNotifier } from '../adapters/sns-report-notifier';
+import { requiredEnv as required } from './environment';
+import { createReportHandler, type ReportRunResult } from './report-handler';
+import { storeFromEnvironment } from './store-from-environment';
+
+/**
+ * The report Lambda (EventBridge Scheduler: daily, weekly, monthly; input `{ "period": … }`). Reads
+ * its settings from the environment the CDK stack sets (lib/report-function.ts) once per cold start
+ * and delegates to {@link createReportHandler}.
+ *
+ * Environment: the store's (`STORE` and its settings, see `storeFromEnvironment`), `REPORTS_BUCKET`,
+ * `REPORTS_KEY_ARN`, `TOPIC_REPORTS_ARN`.
+ */
+
+/**
+ * Builds the production handler from the environment.
+ * @throws {IngestConfigError} naming the missing variable (the store's too)
+ */
+export function reportHandlerFromEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+): (event: unknown) => Promise<ReportRunResult> {
+  const logger = new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'gpu-sentinel-report' });
+  return createReportHandler({
+    store: storeFromEnvironment(env),
+    files: new S3ReportFiles({
+      client: new S3Client({}),
+      bucket: required(env, 'REPORTS_BUCKET'),
+      kmsKeyArn: required(env, 'REPORTS_KEY_ARN'),
+    }),
+    notifier: new SnsReportNotifier({
+      client: new SNSClient({}),
+      topicArn: required(env, 'TOPIC_REPORTS_ARN'),
+    }),
+    log: {
+      info: (message, data) => logger.info(message, data ?? {}),
+      warn: (message, data) => logger.warn(message, data ?? {}),
+      error: (message, data) => logger.error(message, data ?? {}),
+    },
+  });
+}
+
+let cached: ((event: unknown) => Promise<ReportRunResult>) | undefined;
+
+/** The Lambda entry point (`handler` in the CDK stack). */
+export async function handler(event: unknown): Promise<ReportRunResult> {
+  cached ??= reportHandlerFromEnvironment();
+  return cached(event);
+}

@@ -1,0 +1,224 @@
+import { Aws, Duration, RemovalPolicy, Stack, TimeZone, Validations } from 'aws-cdk-lib';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as scheduler from 'aws-cdk-lib/aws-scheduler';
+import * as targets from 'aws-cdk-lib/aws-scheduler-targets';
+import { Construct } from 'constructs';
+import type { AlertTopics } from './alert-topics';
+import {
+  REPORT_KEY_PREFIX,
+  REPORT_MEMORY_MIB,
+  REPORT_SCHEDULES,
+  REPORT_SERVICE_NAME,
+  REPORT_TIMEOUT_SECONDS,
+} from './constants';
+import { INGEST_BUNDLING_TARGET, INGEST_EXTERNAL_MODULES, INGEST_RUNTIME } from './ingest-function';
+import type { TelemetryDatabase } from './telemetry-database';
+
+/**
+ * How the report Lambda is bundled: ESM, because Vega (through vega-canvas) uses top-level await,
+ * which esbuild cannot emit as CommonJS; a `require` shim for the CommonJS packages in the bundle;
+ * and `canvas` left out (Vega renders SVG without it and only tries to load it).
+ */
+export const REPORT_BUNDLING = {
+  format: nodejs.OutputFormat.ESM,
+  target: INGEST_BUNDLING_TARGET,
+  mainFields: ['module', 'main'],
+  banner: "import { createRequire } from 'module';const require = createRequire(import.meta.url);",
+  externalModules: [...INGEST_EXTERNAL_MODULES, 'canvas'],
+  minify: true,
+  sourceMap: true,
+} as const;
+
+/** Props of {@link FinanceReports}. */
+export interface FinanceReportsProps {
+  /** Absolute path of the report handler's entry file (TypeScript), bundled by esbuild. */
+  readonly entry: string;
+  /** Absolute path of the lock file next to the project's package.json (bundling root). */
+  readonly depsLockFilePath: string;
+  /** Where the ledger is read (`timestream:Select` on the GPU windows table). */
+  readonly database: TelemetryDatabase;
+  /** The topics; the report message goes to `reports`. */
+  readonly topics: AlertTopics;
+  /**
+   * How long the function's logs are kept.
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * What happens to the reports bucket, its access-log bucket, its key and the log group when the
+   * stack is deleted.
+   * @default RemovalPolicy.RETAIN (finance's history outlives the stack)
+   */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+/**
+ * Scheduled finance reports (DESIGN.md §9): the report Lambda, run by EventBridge Scheduler daily,
+ * weekly and monthly (UTC), writes one CSV per grouping and the HTML page to a private reports
+ * bucket encrypted with its own customer-managed KMS key (rotation on, S3 Bucket Keys), TLS only,
+ * versioned, with server access logs; then publishes the message on the `reports` topic.
+ *
+ * The function's role, written by hand: `logs:CreateLogStream`/`PutLogEvents` on its log group;
+ * `timestream:Select` on the GPU windows table and `timestream:DescribeEndpoints` on `*`;
+ * `s3:PutObject` under `reports/` of the bucket; `kms:GenerateDataKey` on the bucket key;
+ * `sns:Publish` on `reports` with `kms:GenerateDataKey`/`kms:Decrypt` on the topics' key; X-Ray.
+ * The schedules' role (trusting `scheduler.amazonaws.com` from this account only) may only
+ * `lambda:InvokeFunction` this function.
+ *
+ * Construct IDs are a contract: `Key`, `AccessLogs`, `Bucket`, `LogGroup`, `ServiceRole`,
+ * `Function`, `ScheduleRole`, `DaySchedule`, `WeekSchedule`, `MonthSchedule`.
+ *
+ * @example
+ * new FinanceReports(this, 'FinanceReports', { entry, depsLockFilePath, database, topics });
+ */
+export class FinanceReports extends Construct {
+  /** The key encrypting the reports bucket. */
+  readonly key: kms.Key;
+  /** The reports bucket. */
+  readonly bucket: s3.Bucket;
+  /** The report Lambda. */
+  readonly function: nodejs.NodejsFunction;
+  /** Its execution role. */
+  readonly role: iam.Role;
+  /** The three schedules, by period. */
+  readonly schedules: Readonly<Record<keyof typeof REPORT_SCHEDULES, scheduler.Schedule>>;
+
+  constructor(scope: Construct, id: string, props: FinanceReportsProps) {
+    super(scope, id);
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+
+    this.key = new kms.Key(this, 'Key', {
+      description: 'gpu-sentinel: encrypts the finance reports bucket',
+      enableKeyRotation: true,
+      removalPolicy,
+    });
+    const accessLogs = new s3.Bucket(this, 'AccessLogs', {
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      removalPolicy,
+    });
+    this.bucket = new s3.Bucket(this, 'Bucket', {
+      encryption: s3.BucketEncryption.KMS,
+      encryptionKey: this.key,
+      bucketKeyEnabled: true,
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      versioned: true,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      serverAccessLogsBucket: accessLogs,
+      serverAccessLogsPrefix: 'reports-bucket/',
+      removalPolicy,
+    });
+
+    const logGroup = new logs.LogGroup(this, 'LogGroup', {
+      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+      removalPolicy,
+    });
+    this.role = new iam.Role(this, 'ServiceRole', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: 'gpu-sentinel report Lambda: least privilege, written by hand',
+    });
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+        resources: [logGroup.logGroupArn],
+      }),
+    );
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['timestream:Select'],
+        resources: [props.database.gpuTable.attrArn],
+      }),
+    );
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['timestream:DescribeEndpoints'], resources: ['*'] }),
+    );
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:PutObject'],
+        resources: [this.bucket.arnForObjects(`${REPORT_KEY_PREFIX}*`)],
+      }),
+    );
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['kms:GenerateDataKey'], resources: [this.key.keyArn] }),
+    );
+    props.topics.grantPublishReports(this.role);
+
+    this.function = new nodejs.NodejsFunction(this, 'Function', {
+      entry: props.entry,
+      depsLockFilePath: props.depsLockFilePath,
+      handler: 'handler',
+      runtime: INGEST_RUNTIME,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: REPORT_MEMORY_MIB,
+      timeout: Duration.seconds(REPORT_TIMEOUT_SECONDS),
+      tracing: lambda.Tracing.ACTIVE,
+      role: this.role,
+      logGroup,
+      description: 'gpu-sentinel: scheduled finance reports (CSV + HTML to S3, message to the reports topic)',
+      bundling: {
+        ...REPORT_BUNDLING,
+        mainFields: [...REPORT_BUNDLING.mainFields],
+        externalModules: [...REPORT_BUNDLING.externalModules],
+      },
+      environment: {
+        ...props.database.environment(),
+        REPORTS_BUCKET: this.bucket.bucketName,
+        REPORTS_KEY_ARN: this.key.keyArn,
+        TOPIC_REPORTS_ARN: props.topics.reports.topicArn,
+        POWERTOOLS_SERVICE_NAME: REPORT_SERVICE_NAME,
+        NODE_OPTIONS: '--enable-source-maps',
+      },
+    });
+
+    const scheduleRole = new iam.Role(this, 'ScheduleRole', {
+      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
+        conditions: { StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID } },
+      }),
+      description: 'gpu-sentinel report schedules: may invoke the report Lambda only',
+    });
+    const schedule = (period: keyof typeof REPORT_SCHEDULES, scheduleId: string) =>
+      new scheduler.Schedule(this, scheduleId, {
+        description: `gpu-sentinel ${period} finance report`,
+        schedule: scheduler.ScheduleExpression.expression(REPORT_SCHEDULES[period], TimeZone.ETC_UTC),
+        target: new targets.LambdaInvoke(this.function, {
+          role: scheduleRole,
+          input: scheduler.ScheduleTargetInput.fromObject({ period }),
+          retryAttempts: 3,
+          maxEventAge: Duration.hours(6),
+        }),
+      });
+    this.schedules = {
+      day: schedule('day', 'DaySchedule'),
+      week: schedule('week', 'WeekSchedule'),
+      month: schedule('month', 'MonthSchedule'),
+    };
+
+    Validations.of(this.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'Only actions without resource-level permissions use Resource "*": timestream:DescribeEndpoints ' +
+        '(endpoint discovery) and xray:PutTraceSegments/PutTelemetryRecords (added by active tracing).',
+    });
+    const functionLogicalId = Stack.of(this).getLogicalId(
+      this.function.node.defaultChild as lambda.CfnFunction,
+    );
+    Validations.of(scheduleRole).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${functionLogicalId}.Arn>:*]`,
+      reason:
+        'lambda:InvokeFunction on the report function and its versions/aliases (grantInvoke adds ARN:*); no other function.',
+    });
+    const bucketLogicalId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
+    Validations.of(this.role).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${bucketLogicalId}.Arn>/${REPORT_KEY_PREFIX}*]`,
+      reason:
+        'The report Lambda writes files it names at run time (period and date), all under the reports/ prefix of its own bucket only.',
+    });
+  }
+}

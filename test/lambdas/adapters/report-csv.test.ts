@@ -1,0 +1,63 @@
+import { parse } from 'csv-parse/sync';
+import { describe, expect, it } from 'vitest';
+import { neutraliseFormula, REPORT_CSV_COLUMNS, reportCsv } from '../../../lambdas/adapters/report-csv';
+import { fixtureReport } from '../report-fixture';
+
+describe('reportCsv', () => {
+  it('starts with a UTF-8 BOM, ends rows with CRLF and heads the columns', () => {
+    // Prepare / Act
+    const csv = reportCsv(fixtureReport());
+    // Assess
+    expect(csv.charCodeAt(0)).toBe(0xfeff);
+    expect(csv.slice(1).split('\r\n')[0]).toBe(REPORT_CSV_COLUMNS.join(','));
+    expect(csv.endsWith('\r\n')).toBe(true);
+    expect(csv.replaceAll('\r\n', '')).not.toMatch(/\n/);
+  });
+
+  it('writes one row per group with ISO dates and USD with cents, as a CSV reader reads it back', () => {
+    // Prepare
+    const report = fixtureReport();
+    // Act
+    const records = parse(reportCsv(report), { bom: true, columns: true }) as Record<string, string>[];
+    // Assess
+    expect(records).toHaveLength(report.groups.length);
+    const nlp = records.find((r) => r.group === 'nlp');
+    expect(nlp).toMatchObject({
+      period_from: '2026-03-04T00:00:00.000Z',
+      period_to: '2026-03-11T00:00:00.000Z',
+      group_by: 'team',
+      gpus: '',
+      cost_usd: '330.24',
+      wasted_usd: '330.24',
+      held_idle_usd: '165.12',
+      broken_usd: '165.12',
+      wasted_pct: '100.0',
+      unpriced: '',
+    });
+    for (const r of records) expect(r.cost_usd).toMatch(/^\d+\.\d{2}$/);
+  });
+
+  it('neutralises a tag that a spreadsheet would run as a formula', () => {
+    // Prepare / Act
+    const records = parse(reportCsv(fixtureReport()), { bom: true, columns: true }) as Record<
+      string,
+      string
+    >[];
+    // Assess
+    expect(records.map((r) => r.group)).toContain(`'=HYPERLINK("http://evil")`);
+  });
+
+  it.each([
+    ['=1+1', "'=1+1"],
+    ['+cmd', "'+cmd"],
+    ['-2', "'-2"],
+    ['@SUM(A1)', "'@SUM(A1)"],
+    ['\tx', "'\tx"],
+    ['\rx', "'\rx"],
+    ['vision', 'vision'],
+    ['12.50', '12.50'],
+  ])('neutraliseFormula(%j) is %j', (cell, expected) => {
+    // Prepare / Act / Assess
+    expect(neutraliseFormula(cell)).toBe(expected);
+  });
+});

@@ -1,0 +1,235 @@
+import { describe, expect, it } from 'vitest';
+import {
+  buildWasteReport,
+  REPORT_GROUPINGS,
+  ReportInputError,
+  reportDays,
+  reportPeriod,
+  UNATTRIBUTED,
+} from '../../../lambdas/domain';
+import type { WasteReportRow } from '../../../lambdas/domain/types';
+import { gpuSums, groupsOf } from '../report-fixture';
+
+const NOW = new Date('2026-03-11T00:00:00Z');
+const PERIOD = reportPeriod('day', NOW);
+
+/** One GPU's sums over a day on a p5.48xlarge, nothing wasted unless told. */
+function gpu(
+  overrides: Partial<WasteReportRow> & { instance_id: string; gpu_index: number },
+): WasteReportRow {
+  return gpuSums({ underused_usd: 0, wasted_usd: 0, ...overrides });
+}
+
+const ROWS: WasteReportRow[] = [
+  gpu({
+    instance_id: 'i-a',
+    gpu_index: 0,
+    team: 'vision',
+    job: 'train-1',
+    idle_usd: 165.12,
+    wasted_usd: 165.12,
+    efficiency: 0,
+  }),
+  gpu({
+    instance_id: 'i-a',
+    gpu_index: 1,
+    team: 'vision',
+    job: 'train-1',
+    underused_usd: 16.512,
+    wasted_usd: 16.512,
+  }),
+  gpu({ instance_id: 'i-b', gpu_index: 0, team: 'nlp', job: 'eval', broken_usd: 165.12, wasted_usd: 165.12 }),
+  gpu({
+    instance_id: 'i-c',
+    gpu_index: 0,
+    instance_type: 'p5e.48xlarge',
+    cost_usd: 0,
+    price_usd_per_hour: 0,
+    price_source: 'unpriced',
+    efficiency_source: 'gpu_util',
+  }),
+];
+
+/** What the store answers for ROWS: GPU 0 of i-a diagnosed idle, the rest without a diagnosis, all on 2026-03-10. */
+const INPUT = {
+  rows: ROWS,
+  groups: groupsOf(ROWS, (r) => (r.instance_id === 'i-a' && r.gpu_index === 0 ? 'idle' : undefined)),
+  daily: [{ day: '2026-03-10', cost_usd: 495.36, wasted_usd: 346.752 }],
+};
+
+describe('buildWasteReport', () => {
+  it('totals GPU-hours, cost and waste by class, and the wasted share', () => {
+    // Prepare / Act
+    const report = buildWasteReport({
+      ...INPUT,
+      period: PERIOD,
+      by: 'team',
+      generatedAt: NOW,
+    });
+    // Assess
+    expect(report.totals).toMatchObject({ gpus: 4, instances: 3, gpu_hours: 96 });
+    expect(report.totals.cost_usd).toBeCloseTo(495.36, 9);
+    expect(report.totals.by_class).toEqual({ idle: 165.12, held_idle: 0, underused: 16.512, broken: 165.12 });
+    expect(report.totals.wasted_usd).toBeCloseTo(346.752, 9);
+    expect(report.wasted_share).toBeCloseTo(0.7, 9);
+  });
+
+  it.each([
+    ['team', ['vision', 'nlp', UNATTRIBUTED]],
+    ['job', ['train-1', 'eval', UNATTRIBUTED]],
+    ['instance_type', ['p5.48xlarge', 'p5e.48xlarge']],
+    ['instance', ['i-a', 'i-b', 'i-c']],
+    ['diagnosis', [UNATTRIBUTED, 'idle']],
+  ] as const)('groups by %s, most wasted first, untagged rows kept apart', (by, keys) => {
+    // Prepare / Act
+    const report = buildWasteReport({ ...INPUT, period: PERIOD, by, generatedAt: NOW });
+    // Assess
+    expect(report.groups.map((g) => g.key)).toEqual(keys);
+  });
+
+  it('lists every unpriced host by name and says so in the method', () => {
+    // Prepare / Act
+    const report = buildWasteReport({
+      ...INPUT,
+      period: PERIOD,
+      by: 'team',
+      generatedAt: NOW,
+    });
+    // Assess
+    expect(report.unpriced).toEqual([{ instance_id: 'i-c', instance_type: 'p5e.48xlarge', gpu_hours: 24 }]);
+    const byInstance = buildWasteReport({ ...INPUT, period: PERIOD, by: 'instance', generatedAt: NOW });
+    expect(byInstance.groups.map((g) => [g.key, g.unpriced])).toEqual([
+      ['i-a', false],
+      ['i-b', false],
+      ['i-c', true],
+    ]);
+    expect(report.method.caveats.join(' ')).toMatch(/1 instance\(s\) are unpriced/);
+    expect(report.prices.map((p) => p.source)).toEqual([
+      'builtin:aws-ec2-on-demand-linux-2026-11-23',
+      'unpriced',
+    ]);
+  });
+
+  it.each([
+    [['sm_active'], 'sm_active', /SM activity/],
+    [['gpu_util'], 'gpu_util', /upper bound .* lower bound/],
+    [['sm_active', 'gpu_util'], 'mixed', /elsewhere/],
+    [['none'], 'none', /No efficiency was measured/],
+  ])('states the method for efficiency sources %j', (sources, expected, note) => {
+    // Prepare
+    const rows = sources.map((s, i) => gpu({ instance_id: `i-${i}`, gpu_index: 0, efficiency_source: s }));
+    // Act
+    const report = buildWasteReport({
+      rows,
+      groups: groupsOf(rows),
+      daily: [],
+      period: PERIOD,
+      by: 'instance',
+      generatedAt: NOW,
+    });
+    // Assess
+    expect(report.method.efficiency_source).toBe(expected);
+    expect(report.method.note).toMatch(note);
+  });
+
+  it('takes the team and job groups from the store, which counts each window for its own tags', () => {
+    // Prepare: GPU 0 of i-a served train-1 (vision) one day and eval (nlp) the next; its latest tag is vision
+    const gpu0 = ROWS[0] as WasteReportRow;
+    const day1 = { ...gpu0, gpu_hours: 12, cost_usd: 82.56, idle_usd: 82.56, wasted_usd: 82.56 };
+    const day2 = {
+      ...gpu0,
+      team: 'nlp',
+      job: 'eval',
+      gpu_hours: 12,
+      cost_usd: 82.56,
+      idle_usd: 0,
+      wasted_usd: 0,
+    };
+    // Act
+    const report = buildWasteReport({
+      rows: [gpu0],
+      groups: groupsOf([day1, day2]),
+      daily: [],
+      period: PERIOD,
+      by: 'job',
+      generatedAt: NOW,
+    });
+    // Assess
+    expect(report.groups.map((g) => [g.key, g.cost_usd, g.wasted_usd])).toEqual([
+      ['train-1', 82.56, 82.56],
+      ['eval', 82.56, 0],
+    ]);
+    expect(report.by_team.map((g) => g.key)).toEqual(['vision', 'nlp']);
+  });
+
+  it('throws ReportInputError when the store sums of a shown grouping are missing', () => {
+    // Prepare
+    const { job: _omitted, ...groups } = INPUT.groups;
+    // Act / Assess
+    expect(() => buildWasteReport({ ...INPUT, groups, period: PERIOD, by: 'job', generatedAt: NOW })).toThrow(
+      /grouped by job, got none/,
+    );
+  });
+
+  it('ranks the top wasters by instance, with their price', () => {
+    // Prepare / Act
+    const report = buildWasteReport({
+      ...INPUT,
+      period: PERIOD,
+      by: 'team',
+      generatedAt: NOW,
+    });
+    // Assess
+    expect(report.top_wasters.map((w) => [w.instance_id, Number(w.wasted_usd.toFixed(3))])).toEqual([
+      ['i-a', 181.632],
+      ['i-b', 165.12],
+      ['i-c', 0],
+    ]);
+    expect(report.daily).toEqual([{ day: '2026-03-10', cost_usd: 495.36, wasted_usd: 346.752 }]);
+  });
+
+  it('throws ReportInputError naming `by` for an unknown grouping', () => {
+    // Prepare / Act / Assess
+    expect(() =>
+      buildWasteReport({
+        rows: [],
+        groups: {},
+        daily: [],
+        period: PERIOD,
+        by: 'project' as never,
+        generatedAt: NOW,
+      }),
+    ).toThrow(ReportInputError);
+    expect(REPORT_GROUPINGS).toContain('diagnosis');
+  });
+});
+
+describe('reportDays', () => {
+  it('cuts a period into UTC days, clipped to the period', () => {
+    // Prepare / Act
+    const days = reportDays({
+      kind: 'custom',
+      from: '2026-03-09T18:00:00.000Z',
+      to: '2026-03-11T06:00:00.000Z',
+    });
+    // Assess
+    expect(days).toEqual([
+      { day: '2026-03-09', from: '2026-03-09T18:00:00.000Z', to: '2026-03-10T00:00:00.000Z' },
+      { day: '2026-03-10', from: '2026-03-10T00:00:00.000Z', to: '2026-03-11T00:00:00.000Z' },
+      { day: '2026-03-11', from: '2026-03-11T00:00:00.000Z', to: '2026-03-11T06:00:00.000Z' },
+    ]);
+  });
+});
+
+describe('reportPeriod', () => {
+  it.each([
+    ['day', '2026-03-11T06:00:00.000Z', '2026-03-10T06:00:00.000Z'],
+    ['week', '2026-03-11T06:00:00.000Z', '2026-03-04T06:00:00.000Z'],
+    ['month', '2026-03-11T06:00:00.000Z', '2026-02-11T06:00:00.000Z'],
+    ['month', '2026-03-31T00:00:00.000Z', '2026-02-28T00:00:00.000Z'],
+    ['month', '2026-01-15T00:00:00.000Z', '2025-12-15T00:00:00.000Z'],
+  ] as const)('a %s ending %s starts %s', (kind, end, from) => {
+    // Prepare / Act / Assess
+    expect(reportPeriod(kind, new Date(end))).toEqual({ kind, from, to: end });
+  });
+});
