@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GetProductsCommand, type GetProductsCommandOutput, PricingClient } from '@aws-sdk/client-pricing';
 import { mockClient } from 'aws-sdk-client-mock';
-import { beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   fetchOnDemandPrices,
   GET_PRODUCTS_MAX_RESULTS,
@@ -11,6 +11,7 @@ import {
   renderPriceTableModule,
 } from '../../../lambdas/adapters/price-list';
 import { PriceListError } from '../../../lambdas/adapters/price-list-error';
+import { expectValidAwsInputs } from './aws-model';
 
 const pages = JSON.parse(
   readFileSync(join(import.meta.dirname, '../../fixtures/pricing/get-products-p5.json'), 'utf8'),
@@ -22,6 +23,10 @@ const pricing = mockClient(PricingClient);
 const FILTER_TYPES = ['TERM_MATCH', 'EQUALS', 'CONTAINS', 'ANY_OF', 'NONE_OF'];
 
 describe('fetchOnDemandPrices', () => {
+  afterEach(() => {
+    expectValidAwsInputs(pricing, 'pricing');
+  });
+
   beforeEach(() => {
     pricing.reset();
     const [first, second] = pages['p5.48xlarge'] as [GetProductsCommandOutput, GetProductsCommandOutput];

@@ -7,6 +7,7 @@ import { S3ReportFiles } from '../../../lambdas/adapters/s3-report-files';
 import { SnsReportNotifier } from '../../../lambdas/adapters/sns-report-notifier';
 import { createReportHandler } from '../../../lambdas/handlers/report-handler';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
+import { expectValidAwsInputs } from '../adapters/aws-model';
 import { gpuRow, ledger } from '../rows';
 import { recordingLog } from './fakes';
 
@@ -45,6 +46,8 @@ describe('report Lambda', () => {
 
   afterEach(async () => {
     await store.close();
+    expectValidAwsInputs(s3, 's3');
+    expectValidAwsInputs(sns, 'sns');
   });
 
   function handler() {
