@@ -107,7 +107,7 @@ export interface AgentLoopOptions {
   readonly onWarning?: (message: string, data?: Record<string, unknown>) => void;
 }
 
-/** Event kinds that skip the flush timer and go out at once (DESIGN §1): hardware faults and loss of data. */
+/** Event kinds that skip the flush timer and go out at once (docs/design.md §1): hardware faults and loss of data. */
 export const CRITICAL_EVENT_KINDS: ReadonlySet<GpuEvent['kind']> = new Set([
   'gpu_lost',
   'ecc_dbe',

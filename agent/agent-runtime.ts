@@ -61,7 +61,7 @@ export const EVENT_WAIT_MS = 1000;
 export const INSTANCE_EVENT_POLL_MS = 5000;
 
 /**
- * Starts the host agent from a resolved configuration (DESIGN §10): NVML (with GPM where the GPU
+ * Starts the host agent from a resolved configuration (docs/design.md §10): NVML (with GPM where the GPU
  * has it, else DCGM profiling from a local dcgm-exporter if one answers, else none), NVML XID
  * events and the kernel log merged without doubles, EFA counters, IMDS identity and spot notices,
  * a trailing horizon, and durable delivery through the on-disk spool. `seq` continues from the

@@ -63,7 +63,7 @@ export class DcgmScrapeError extends AgentError {
   }
 }
 
-/** The JSON error body the API returns with a 4xx: `{ error, path }` (DESIGN §3). */
+/** The JSON error body the API returns with a 4xx: `{ error, path }` (docs/design.md §3). */
 export interface ApiErrorBody {
   /** What was wrong, as the API says it. */
   readonly error?: string;

@@ -16,7 +16,7 @@ export interface AgentPolicyProps {
 }
 
 /**
- * The customer-managed policy to attach to GPU instance roles (DESIGN.md §11): it allows
+ * The customer-managed policy to attach to GPU instance roles (docs/design.md §11): it allows
  * `execute-api:Invoke` on exactly `POST /v1/batches` of this stack's API, nothing else. The agent
  * signs with the instance role; the API checks that the caller's session name is the instance id.
  *

@@ -8,7 +8,7 @@ import { EMAIL_PATTERN } from './constants';
 import { PropsValidationError } from './props-validation-error';
 import { validatePattern } from './validate-props';
 
-/** The four topics, by severity (DESIGN.md §7). */
+/** The four topics, by severity (docs/design.md §7). */
 export const ALERT_SEVERITIES = ['critical', 'warning', 'info', 'reports'] as const;
 
 /** One of {@link ALERT_SEVERITIES}. */
@@ -41,7 +41,7 @@ export interface AlertTopicsProps {
 }
 
 /**
- * The SNS topics `critical`, `warning`, `info` and `reports` (DESIGN.md §7), encrypted with one
+ * The SNS topics `critical`, `warning`, `info` and `reports` (docs/design.md §7), encrypted with one
  * customer-managed KMS key (rotation on) and refusing publishers that do not use TLS
  * (`enforceSSL`, cdk-nag AwsSolutions-SNS3). The key policy keeps the account's IAM in charge
  * (default policy) and lets CloudWatch alarms of this account publish to the topics.

@@ -83,7 +83,7 @@ export interface AthenaTelemetryStoreProps {
 }
 
 /**
- * The default telemetry store (DESIGN.md §4): Amazon Data Firehose → S3 (Parquet) → Glue Data
+ * The default telemetry store (docs/design.md §4): Amazon Data Firehose → S3 (Parquet) → Glue Data
  * Catalog → Amazon Athena, serverless and open to every account and region.
  *
  * - a customer-managed KMS key (rotation on) for the bucket, the streams and the query results;

@@ -20,14 +20,14 @@ export const MAGNETIC_RETENTION_DAYS_MAX = 73_000;
 export const DEFAULT_MEMORY_RETENTION_HOURS = 24;
 /** Magnetic store retention, days, our default: one year of history for finance reports. */
 export const DEFAULT_MAGNETIC_RETENTION_DAYS = 365;
-/** Default Timestream database name (DESIGN.md §4). */
+/** Default Timestream database name (docs/design.md §4). */
 export const DEFAULT_DATABASE_NAME = 'gpu_sentinel';
 
-/** Timestream table of 10 s GPU windows plus the waste ledger (DESIGN.md §4). */
+/** Timestream table of 10 s GPU windows plus the waste ledger (docs/design.md §4). */
 export const GPU_TABLE_NAME = 'gpu_windows';
-/** Timestream table of EFA counter deltas per device and port (DESIGN.md §4). */
+/** Timestream table of EFA counter deltas per device and port (docs/design.md §4). */
 export const EFA_TABLE_NAME = 'efa_windows';
-/** Timestream table of hardware events (XID, health) (DESIGN.md §4). */
+/** Timestream table of hardware events (XID, health) (docs/design.md §4). */
 export const EVENTS_TABLE_NAME = 'events';
 
 /** AWS Organizations id pattern. Source: Organizations API `Organization.Id`, `o-[a-z0-9]{10,32}`. */
@@ -69,11 +69,11 @@ export const MAX_INGEST_RESERVED_CONCURRENCY = 900;
 /** Powertools service name of the ingest Lambda. */
 export const INGEST_SERVICE_NAME = 'gpu-sentinel-ingest';
 
-/** Tag key the ingest Lambda may set on instances outside an Auto Scaling group (DESIGN.md §8). */
+/** Tag key the ingest Lambda may set on instances outside an Auto Scaling group (docs/design.md §8). */
 export const QUARANTINE_TAG_KEY = 'gpu-sentinel:quarantine';
-/** Opt-out tag key; `off` on an Auto Scaling group denies SetInstanceHealth at IAM level (DESIGN.md §8). */
+/** Opt-out tag key; `off` on an Auto Scaling group denies SetInstanceHealth at IAM level (docs/design.md §8). */
 export const REMEDIATION_TAG_KEY = 'gpu-sentinel:remediation';
-/** Opt-out tag value (DESIGN.md §8). */
+/** Opt-out tag value (docs/design.md §8). */
 export const REMEDIATION_OPT_OUT_VALUE = 'off';
 /** DynamoDB state table partition key attribute. */
 export const STATE_PARTITION_KEY = 'pk';
@@ -115,7 +115,7 @@ export const REPORT_SCHEDULES = {
   week: 'cron(20 0 ? * MON *)',
   month: 'cron(35 0 1 * ? *)',
 } as const;
-/** The telemetry stores the stack can deploy (DESIGN.md §4). `athena` is open to every account. */
+/** The telemetry stores the stack can deploy (docs/design.md §4). `athena` is open to every account. */
 export const STORES = ['athena', 'timestream'] as const;
 /** One of {@link STORES}. */
 export type StoreKind = (typeof STORES)[number];

@@ -58,7 +58,7 @@ export interface FinanceReportsProps {
 }
 
 /**
- * Scheduled finance reports (DESIGN.md §9): the report Lambda, run by EventBridge Scheduler daily,
+ * Scheduled finance reports (docs/design.md §9): the report Lambda, run by EventBridge Scheduler daily,
  * weekly and monthly (UTC), writes one CSV per grouping and the HTML page to a private reports
  * bucket encrypted with its own customer-managed KMS key (rotation on, S3 Bucket Keys), TLS only,
  * versioned, with server access logs; then publishes the message on the `reports` topic.

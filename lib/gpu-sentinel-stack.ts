@@ -28,7 +28,7 @@ export const DEPS_LOCK_FILE_PATH = fileURLToPath(new URL('../package-lock.json',
 /** Props of {@link GpuSentinelStack}. */
 export interface GpuSentinelStackProps extends StackProps {
   /**
-   * Which telemetry store to deploy (DESIGN.md §4): `athena` (Firehose → S3 Parquet → Glue →
+   * Which telemetry store to deploy (docs/design.md §4): `athena` (Firehose → S3 Parquet → Glue →
    * Athena; open to every account) or `timestream` (Timestream for LiveAnalytics, for accounts
    * that already use it: it is closed to new customers since 2025-06-20).
    * @default 'athena'
@@ -66,7 +66,7 @@ export interface GpuSentinelStackProps extends StackProps {
    */
   readonly alertEmails?: AlertEmails;
   /**
-   * What the ingest Lambda does about broken instances: `off`, `notify` or `replace` (DESIGN.md §8).
+   * What the ingest Lambda does about broken instances: `off`, `notify` or `replace` (docs/design.md §8).
    * @default 'replace'
    */
   readonly remediationMode?: RemediationMode;
@@ -138,7 +138,7 @@ export interface GpuSentinelStackProps extends StackProps {
 }
 
 /**
- * The gpu-sentinel AWS pipeline (DESIGN.md §1): ingest REST API → ingest Lambda → the telemetry
+ * The gpu-sentinel AWS pipeline (docs/design.md §1): ingest REST API → ingest Lambda → the telemetry
  * store (by default Firehose → S3 Parquet → Glue → Athena, or Timestream for LiveAnalytics), SNS
  * alert topics, the DynamoDB state table for remediation and cooldowns, and the managed policy for
  * GPU instance roles.

@@ -68,7 +68,7 @@ export interface IngestApiProps {
 }
 
 /**
- * The ingest REST API (API Gateway v1, DESIGN.md §11): `POST /v1/batches` with IAM (SigV4)
+ * The ingest REST API (API Gateway v1, docs/design.md §11): `POST /v1/batches` with IAM (SigV4)
  * authorization and a Lambda proxy integration; a resource policy allowing `execute-api:Invoke`
  * only to principals of this account (or of an organization), and denying it to any principal that
  * is not one of the agent roles or that did not sign with EC2 instance-profile credentials (see

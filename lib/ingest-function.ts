@@ -60,7 +60,7 @@ export interface IngestFunctionProps {
   /** The state table (remediation records, rate limits, cooldowns). */
   readonly state: RemediationState;
   /**
-   * What the function does about broken instances: `off`, `notify` or `replace` (DESIGN.md §8).
+   * What the function does about broken instances: `off`, `notify` or `replace` (docs/design.md §8).
    * Only `replace` grants `autoscaling:SetInstanceHealth` and `ec2:CreateTags`.
    * @default 'replace'
    */
@@ -104,7 +104,7 @@ export interface IngestFunctionProps {
 }
 
 /**
- * The ingest Lambda (DESIGN.md §1): validates a batch, computes the waste ledger, writes the
+ * The ingest Lambda (docs/design.md §1): validates a batch, computes the waste ledger, writes the
  * telemetry store (Firehose by default, or Timestream), evaluates the per-instance rules, publishes
  * alerts and remediates. arm64, Node.js 24, 512 MiB, 25 s, reserved concurrency 100, X-Ray active,
  * bundled by esbuild (CJS, minified, source maps), with an explicit log group encrypted by its own

@@ -1,5 +1,5 @@
 /**
- * What the ingest Lambda does about a broken instance (DESIGN.md §8):
+ * What the ingest Lambda does about a broken instance (docs/design.md §8):
  * - `off`: nothing beyond the alert;
  * - `notify`: page a human with what to do;
  * - `replace`: Auto Scaling `SetInstanceHealth(Unhealthy)` for instances in a group, quarantine tag
@@ -10,5 +10,5 @@ export const REMEDIATION_MODES = ['off', 'notify', 'replace'] as const;
 /** One of {@link REMEDIATION_MODES}. */
 export type RemediationMode = (typeof REMEDIATION_MODES)[number];
 
-/** Default remediation mode of the stack (DESIGN.md §8). */
+/** Default remediation mode of the stack (docs/design.md §8). */
 export const DEFAULT_REMEDIATION_MODE: RemediationMode = 'replace';

@@ -14,7 +14,7 @@ export interface RemediationStateProps {
 }
 
 /**
- * The DynamoDB state table of the pipeline (DESIGN.md §6, §8): remediation records (one per
+ * The DynamoDB state table of the pipeline (docs/design.md §6, §8): remediation records (one per
  * instance, so an instance is replaced at most once), per-group rate limits, broken-GPU marks and
  * alert cooldowns, written with conditional writes so two Lambdas never act twice.
  *

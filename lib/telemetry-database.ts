@@ -51,7 +51,7 @@ export interface TelemetryDatabaseProps {
 }
 
 /**
- * The Amazon Timestream for LiveAnalytics database of gpu-sentinel (DESIGN.md §4): one database
+ * The Amazon Timestream for LiveAnalytics database of gpu-sentinel (docs/design.md §4): one database
  * encrypted with a customer-managed KMS key (rotation on) and three tables, `gpu_windows`,
  * `efa_windows` and `events`, with memory and magnetic retention and magnetic-store writes enabled
  * (late batches replayed from an agent's spool are accepted asynchronously). Magnetic-store writes
@@ -168,7 +168,7 @@ export class TelemetryDatabase extends Construct implements TelemetryStoreResour
       id: 'CloudFormation-Validate::W3697',
       reason:
         'Timestream for LiveAnalytics is in maintenance mode since 2025-06-20 but keeps serving existing ' +
-        'accounts; it is the chosen first store (DESIGN.md §4), behind a port with a second adapter planned.',
+        'accounts; it is the chosen first store (docs/design.md §4), behind a port with a second adapter planned.',
     });
   }
 

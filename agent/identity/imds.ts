@@ -5,7 +5,7 @@ import { nodeFetch } from '../send/node-fetch';
 /**
  * IMDSv2 client: a session token from `PUT /latest/api/token`, then GETs under
  * `/latest/meta-data/` with the token; a 401 (expired token) fetches a new token once.
- * Source: AWS EC2 User Guide, "Use IMDSv2" (reference/aws.md §7).
+ * Source: AWS EC2 User Guide, "Use IMDSv2" (docs/aws.md §1).
  */
 
 /** Default IMDS endpoint (IPv4 link-local). */

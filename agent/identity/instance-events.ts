@@ -5,7 +5,7 @@ import type { ImdsClient } from './imds';
  * EC2 instance notices from IMDSv2, as contract events: the spot interruption notice
  * (`meta-data/spot/instance-action`, 404 until one is scheduled, then `{"action","time"}` about
  * 2 minutes ahead) and the rebalance recommendation (`meta-data/events/recommendations/rebalance`,
- * 404 until issued, then `{"noticeTime"}`). Source: reference/aws.md §7; AWS EC2 User Guide,
+ * 404 until issued, then `{"noticeTime"}`). Source: docs/aws.md §1; AWS EC2 User Guide,
  * "Spot Instance interruption notices" and "EC2 instance rebalance recommendations".
  */
 

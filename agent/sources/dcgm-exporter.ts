@@ -11,7 +11,7 @@ import { nodeFetch } from '../send/node-fetch';
 /**
  * dcgm-exporter source: parses the Prometheus text exposition of NVIDIA dcgm-exporter
  * (`:9400/metrics`) into per-GPU contract metrics, converting DCGM units to contract units once,
- * here. Field ids: reference/gpu.md §2.1 (DCGM `dcgm_fields.h`). The parser is pure; the scrape
+ * here. Field ids: docs/nvml.md §8 (DCGM `dcgm_fields.h`). The parser is pure; the scrape
  * is a separate function with an injectable `fetch`.
  */
 

@@ -8,7 +8,7 @@ import { type DcgmExporterParse, scrapeDcgmExporter } from './dcgm-exporter';
  * `DCGM_FI_PROF_SM_ACTIVE` (1002), `SM_OCCUPANCY` (1003), `PIPE_TENSOR_ACTIVE` (1004),
  * `DRAM_ACTIVE` (1005), `PIPE_FP64/FP32/FP16_ACTIVE` (1006/1007/1008), and their DCGM 4
  * `*_RATIO` names, all 0..1. Only these: `sm_active` is never filled from `DCGM_FI_DEV_GPU_UTIL`
- * (DESIGN §3). Field ids: reference/gpu.md §2.1. Parsing: {@link scrapeDcgmExporter}.
+ * (docs/design.md §3). Field ids: docs/nvml.md §8. Parsing: {@link scrapeDcgmExporter}.
  */
 
 /** Default dcgm-exporter endpoint (its default listen address is `:9400`). */

@@ -9,7 +9,7 @@ import type { EfaWindow } from '../../lambdas/contract';
  * (contract `EfaWindow`). Every counter file found is read, not a fixed list, so counters added
  * by newer drivers (the r2.17.0 network counters `retrans_*`, `impaired_remote_conn_events`,
  * `unresponsive_remote_events`) are carried as soon as they exist, and counters an older driver
- * lacks are absent, never 0. Source: reference/gpu.md §4 (EFA driver `efa_get_hw_stats`).
+ * lacks are absent, never 0. Source: docs/nvml.md §10 (EFA driver `efa_get_hw_stats`).
  */
 
 /** Where the kernel exposes RDMA devices (EFA, and any other RDMA NIC). */

@@ -4,7 +4,7 @@ import { formatIsoMicros, type GpuEvent, MAX_DETAIL_CHARS, normalizePciBusId } f
  * Kernel-log XIDs: parses the NVIDIA driver's `NVRM: Xid (PCI:…): <code>, pid=…, name=…, <text>`
  * lines in every format `dmesg` and `journalctl -k` print, and turns them into contract events.
  * Pure: no I/O, no clock (the year and time zone of formats that lack them are options).
- * Format reference: NVIDIA Xid catalog (reference/gpu.md §3); leptonai/gpud `pkg/dmesg`.
+ * Format reference: NVIDIA Xid catalog (docs/nvml.md §9); leptonai/gpud `pkg/dmesg`.
  */
 
 /** When a kernel-log line happened: wall-clock time, or seconds since boot (raw kmsg, plain dmesg). */

@@ -159,7 +159,7 @@ export const DEFAULT_SIMULATED_FLEET: readonly SimulatedHostSpec[] = [
       instance_type: 'p5.4xlarge',
       model: 'h100',
       gpus: gpus as Behaviour[],
-      // Idle billing is judged after 30 minutes of idle (DESIGN §6).
+      // Idle billing is judged after 30 minutes of idle (docs/design.md §6).
       ...(name === 'idle' ? { duration_s: IDLE_BILLED_SHOWN_AFTER_S } : {}),
     }),
   )

@@ -4,7 +4,7 @@ import type { GpuSample } from './gpu-sample';
 import { ColumnScratch, SampleRing } from './sample-ring';
 import { windowFromColumns } from './window-from-columns';
 
-/** Default horizon, seconds: the trailing 15 minutes the window rules judge (DESIGN §1, §6). */
+/** Default horizon, seconds: the trailing 15 minutes the window rules judge (docs/design.md §1, §6). */
 export const DEFAULT_HORIZON_S = 900;
 /** Highest GPU index a sample may carry (contract `gpu.index` 0..63). */
 const MAX_GPU_INDEX = 63;

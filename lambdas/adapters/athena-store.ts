@@ -92,7 +92,7 @@ export interface TextResult {
 const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * The default AWS telemetry store (DESIGN §4): Amazon Data Firehose → S3 (Parquet, one stream per
+ * The default AWS telemetry store (docs/design.md §4): Amazon Data Firehose → S3 (Parquet, one stream per
  * table, Firehose's `yyyy/MM/dd/HH/` prefixes) → Glue Data Catalog tables with partition
  * projection → Amazon Athena. Open to every account and region, unlike Timestream for LiveAnalytics.
  *

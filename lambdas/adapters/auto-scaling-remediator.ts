@@ -55,7 +55,7 @@ function isResourceContention(error: unknown): boolean {
 }
 
 /**
- * Carries out remediation decisions on AWS (DESIGN §8, aws.md §5): `replace` marks an instance
+ * Carries out remediation decisions on AWS (docs/design.md §8, aws.md §5): `replace` marks an instance
  * of an Auto Scaling group Unhealthy so the group replaces it; `quarantine` tags an instance
  * outside any group. Every call goes to the instance's own region (`decision.region`), not the
  * Lambda's. It never terminates, stops or reboots anything itself.

@@ -1,16 +1,16 @@
 /** Records per `WriteRecords` request, count (Timestream limit, https://docs.aws.amazon.com/timestream/latest/developerguide/ts-limits.html). */
 export const TIMESTREAM_MAX_RECORDS_PER_WRITE = 100;
 
-/** Multi-measure record `MeasureName` of table `gpu_windows` (DESIGN §4). */
+/** Multi-measure record `MeasureName` of table `gpu_windows` (docs/design.md §4). */
 export const GPU_MEASURE_NAME = 'gpu';
 
-/** Multi-measure record `MeasureName` of table `efa_windows` (DESIGN §4). */
+/** Multi-measure record `MeasureName` of table `efa_windows` (docs/design.md §4). */
 export const EFA_MEASURE_NAME = 'efa';
 
-/** Multi-measure record `MeasureName` of table `events` (DESIGN §4). */
+/** Multi-measure record `MeasureName` of table `events` (docs/design.md §4). */
 export const EVENT_MEASURE_NAME = 'event';
 
-/** Default Timestream table names (DESIGN §4). */
+/** Default Timestream table names (docs/design.md §4). */
 export const DEFAULT_TIMESTREAM_TABLES = {
   gpu: 'gpu_windows',
   efa: 'efa_windows',
@@ -26,7 +26,7 @@ export const SET_INSTANCE_HEALTH_MAX_ATTEMPTS = 4;
 /** First backoff delay after `ResourceContention`, ms; doubles each retry. */
 export const SET_INSTANCE_HEALTH_BASE_DELAY_MS = 200;
 
-/** EC2 tag key put on an instance outside a group instead of replacing it (DESIGN §8). */
+/** EC2 tag key put on an instance outside a group instead of replacing it (docs/design.md §8). */
 export const QUARANTINE_TAG_KEY = 'gpu-sentinel:quarantine';
 
 /** Lifetime of a group-history item in the DynamoDB state table, s (7 days; TTL attribute `expires_at`). */

@@ -107,7 +107,7 @@ function toRecord(item: Record<string, unknown>): RemediationRecord {
 }
 
 /**
- * The remediation/alert state on one DynamoDB table (DESIGN §6, §8), with conditional writes so
+ * The remediation/alert state on one DynamoDB table (docs/design.md §6, §8), with conditional writes so
  * two Lambdas never replace the same instance or send the same alert twice.
  *
  * Items (`pk`, `sk`):

@@ -45,7 +45,7 @@ interface CacheEntry {
 const NOT_FOUND_CODES = new Set(['InvalidInstanceID.NotFound', 'InvalidInstanceID.Malformed']);
 
 /**
- * Server-side enrichment (DESIGN §1, §8) on the real AWS APIs, in the instance's own region:
+ * Server-side enrichment (docs/design.md §1, §8) on the real AWS APIs, in the instance's own region:
  * EC2 `DescribeInstances` (state, type, tags, instance profile), Auto Scaling
  * `DescribeAutoScalingInstances` (group membership) and `DescribeAutoScalingGroups` (desired
  * capacity and group tags). Answers are cached per (region, instance) for `ttlMs`, "not found"

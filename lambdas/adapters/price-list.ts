@@ -8,7 +8,7 @@ import { PriceListError } from './price-list-error';
  * `lambdas/domain/on-demand-prices.ts` with what AWS publishes today.
  */
 
-/** Instance families the bundled table covers (DESIGN §1: the GPU fleets gpu-sentinel watches). */
+/** Instance families the bundled table covers (docs/design.md §1: the GPU fleets gpu-sentinel watches). */
 export const PRICED_INSTANCE_TYPES = [
   'p4d.24xlarge',
   'p4de.24xlarge',

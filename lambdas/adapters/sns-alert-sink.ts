@@ -4,7 +4,7 @@ import type { Alert, Severity } from '../domain/types';
 import { AlertPublishError } from './errors';
 import { toSnsSubject } from './sns-subject';
 
-/** SNS topic ARNs by alert severity (DESIGN §7). */
+/** SNS topic ARNs by alert severity (docs/design.md §7). */
 export type SeverityTopicArns = { readonly [S in Severity]: string };
 
 /** Options of {@link SnsAlertSink}. */

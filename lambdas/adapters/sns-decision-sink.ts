@@ -35,7 +35,7 @@ export function decisionBody(d: RemediationDecision): string {
 }
 
 /**
- * Publishes every remediation decision (the audit trail, DESIGN §8): replace, quarantine and
+ * Publishes every remediation decision (the audit trail, docs/design.md §8): replace, quarantine and
  * escalate to the critical topic, notify and skip to info; subject like
  * `gpu-sentinel replace i-0abc (xid_fatal)`, a plain-text body with the reason, and attributes
  * `severity`, `rule`, `action`.

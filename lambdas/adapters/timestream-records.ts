@@ -124,7 +124,7 @@ function epochMs(iso: string): string {
 }
 
 /**
- * Builds the multi-measure record of one GPU window (table `gpu_windows`, DESIGN §4): dimensions
+ * Builds the multi-measure record of one GPU window (table `gpu_windows`, docs/design.md §4): dimensions
  * `instance_id, instance_type, gpu_index, gpu_uuid?, az?, team?, job?`, measure name `gpu`, every
  * present metric and every ledger field, with types from {@link GPU_METRIC_TYPES} and
  * {@link LEDGER_MEASURE_TYPES}; `Time` = window end in ms; `Version` = batch seq. Text is cut to

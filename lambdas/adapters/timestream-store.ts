@@ -71,7 +71,7 @@ interface Located {
 }
 
 /**
- * The telemetry store on Amazon Timestream for LiveAnalytics (DESIGN §4).
+ * The telemetry store on Amazon Timestream for LiveAnalytics (docs/design.md §4).
  *
  * Writes: one multi-measure record per row, ≤ 100 records per `WriteRecords` (Timestream limit),
  * `Version` = batch `seq`, so a retried batch overwrites itself. Rejected records

@@ -4,13 +4,13 @@ import { describeGpu } from './rules/gpu-ref';
 import type { Alert, AlertStatus, Finding } from './types';
 
 /**
- * Turns findings into alert messages (DESIGN §7): a stable id, a short ASCII subject, a plain-text body
+ * Turns findings into alert messages (docs/design.md §7): a stable id, a short ASCII subject, a plain-text body
  * (what, where, numbers, what to do) and SNS message attributes for subscription filter policies.
  */
 
 /**
  * The stable alert id of a finding: `rule:instance_id[:gpu][#variant]`, gpu = the index, else the PCI bus
- * id, nothing for an instance-wide finding (DESIGN §6); `#variant` when the finding has one (an Xid code:
+ * id, nothing for an instance-wide finding (docs/design.md §6); `#variant` when the finding has one (an Xid code:
  * `#xid94`), so two findings of one rule on one GPU never share a cooldown.
  *
  * @param finding - the finding

@@ -2,10 +2,10 @@
  * Thresholds and fixed numbers of the domain room, one doc line each with unit and source.
  */
 
-/** Efficiency below which a GPU counts as idle (or held idle), 0..1 fraction. Source: DESIGN §5. */
+/** Efficiency below which a GPU counts as idle (or held idle), 0..1 fraction. Source: docs/design.md §5. */
 export const IDLE_EFFICIENCY_BELOW = 0.01;
 
-/** Efficiency at or above which a window is classed `none` (no waste worth naming), 0..1 fraction. Source: this module's choice (DESIGN §5 names no upper class); `underused_usd` is still cost × (1 − efficiency). */
+/** Efficiency at or above which a window is classed `none` (no waste worth naming), 0..1 fraction. Source: this module's choice (docs/design.md §5 names no upper class); `underused_usd` is still cost × (1 − efficiency). */
 export const FULLY_USED_EFFICIENCY_AT_LEAST = 0.99;
 
 /** Seconds per hour, s/h: prices are per hour, windows in seconds. */
@@ -14,19 +14,19 @@ export const SECONDS_PER_HOUR = 3600;
 /** Milliseconds per second, ms/s. */
 export const MS_PER_SECOND = 1000;
 
-/** Instance tag that opts an instance (or its group) out of remediation when its value is `off`. Source: DESIGN §8. */
+/** Instance tag that opts an instance (or its group) out of remediation when its value is `off`. Source: docs/design.md §8. */
 export const REMEDIATION_OPT_OUT_TAG = 'gpu-sentinel:remediation';
 
-/** Instance tag put on an instance outside an Auto Scaling group instead of replacing it (`=<rule>`). Source: DESIGN §8. */
+/** Instance tag put on an instance outside an Auto Scaling group instead of replacing it (`=<rule>`). Source: docs/design.md §8. */
 export const QUARANTINE_TAG = 'gpu-sentinel:quarantine';
 
-/** Instance tag naming the owning team (filters alert subscriptions). Source: DESIGN §3/§7. */
+/** Instance tag naming the owning team (filters alert subscriptions). Source: docs/design.md §3/§7. */
 export const TEAM_TAG = 'team';
 
-/** Instance tag naming the job. Source: DESIGN §3. */
+/** Instance tag naming the job. Source: docs/design.md §3. */
 export const JOB_TAG = 'job';
 
-/** Instance tag naming the project. Source: DESIGN §3. */
+/** Instance tag naming the project. Source: docs/design.md §3. */
 export const PROJECT_TAG = 'project';
 
 /** Longest alert subject, characters (the SNS email subject limit). Source: SNS Publish `Subject` (< 100 chars). */

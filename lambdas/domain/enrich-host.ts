@@ -7,7 +7,7 @@ export const ENRICHED_TAG_KEYS: readonly string[] = [TEAM_TAG, JOB_TAG, PROJECT_
 
 /**
  * Completes a batch's `host` with what EC2 and Auto Scaling say about the instance (server-side
- * enrichment, DESIGN §1), so that IMDS instance tags, which EC2 leaves off by default, are optional.
+ * enrichment, docs/design.md §1), so that IMDS instance tags, which EC2 leaves off by default, are optional.
  * Pure.
  *
  * - `team`, `job`, `project` and the opt-out tag: the agent's IMDS tag where it sent one, else the

@@ -25,7 +25,7 @@ export interface LedgerOptions {
 }
 
 /**
- * Computes the waste ledger of one GPU window (DESIGN §5). No rounding: sums over many windows stay exact
+ * Computes the waste ledger of one GPU window (docs/design.md §5). No rounding: sums over many windows stay exact
  * to floating point.
  *
  * - `cost_usd = P / N × Δt / 3600`, with `P` = `price.price_usd_per_hour`, `N` = `price.gpu_count`,

@@ -59,7 +59,7 @@ export const GPU_METRIC_TYPES: { readonly [K in keyof Required<GpuMetrics>]: Mea
   compute_processes: 'BIGINT',
 };
 
-/** Fixed type per ledger field (DESIGN §5), stored as measures next to the metrics. Exhaustive over `LedgerEntry`. */
+/** Fixed type per ledger field (docs/design.md §5), stored as measures next to the metrics. Exhaustive over `LedgerEntry`. */
 export const LEDGER_MEASURE_TYPES: { readonly [K in keyof Required<LedgerEntry>]: MeasureType } = {
   window_s: 'DOUBLE',
   gpu_hours: 'DOUBLE',

@@ -80,7 +80,7 @@ export interface LastSeen {
 }
 
 /**
- * The telemetry store (DESIGN §4): tables `gpu_windows`, `efa_windows`, `events`. Writes are
+ * The telemetry store (docs/design.md §4): tables `gpu_windows`, `efa_windows`, `events`. Writes are
  * idempotent per (dimensions, time) with `seq` as version: writing the same batch twice stores it
  * once, or (stores without upsert, Athena) every read counts it once.
  */

@@ -4,7 +4,7 @@ import { readOverrideDocument } from './override-document';
 import type { OnDemandPriceRow } from './price-row';
 
 /**
- * Instance prices for the waste ledger (DESIGN §5): a built-in table of on-demand Linux list prices
+ * Instance prices for the waste ledger (docs/design.md §5): a built-in table of on-demand Linux list prices
  * per instance type and region, and the deployment's own rates (Savings Plans, Capacity Blocks,
  * negotiated overrides, spot). An instance type or region nobody priced is **unpriced** (0 USD/hour),
  * never guessed; so is a spot host without a spot price or discount.
@@ -56,7 +56,7 @@ function family(name: string, one: number, four: number, eight: number): Record<
 
 /**
  * GPUs per instance type, the `N` the instance price is split over. Source: AWS accelerated-computing
- * instance pages as summarised in reference/aws.md §6.1 and reference/gpu.md §3.2 (8 on p5.48xlarge).
+ * instance pages as summarised in docs/aws.md §2 and docs/nvml.md §9 (8 on p5.48xlarge).
  */
 export const GPU_COUNT_BY_INSTANCE_TYPE: Readonly<Record<string, number>> = {
   'p4d.24xlarge': 8,

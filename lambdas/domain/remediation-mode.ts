@@ -1,6 +1,6 @@
 import { RemediationModeError } from './errors';
 
-/** Remediation modes (DESIGN §8): do nothing, only notify, or replace broken instances. */
+/** Remediation modes (docs/design.md §8): do nothing, only notify, or replace broken instances. */
 export const REMEDIATION_MODES = ['off', 'notify', 'replace'] as const;
 /** A remediation mode. */
 export type RemediationMode = (typeof REMEDIATION_MODES)[number];

@@ -15,7 +15,7 @@ export function escalationId(instanceId: string): string {
 
 /**
  * What a `replace` or `quarantine` decision becomes after the state store answered its
- * reservation (DESIGN §8): unchanged when granted; `skip` when the instance is already remediated
+ * reservation (docs/design.md §8): unchanged when granted; `skip` when the instance is already remediated
  * or another invocation holds its lease; `escalate` with the numbers when the group's or the
  * fleet's budget is spent.
  *

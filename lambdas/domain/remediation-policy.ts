@@ -4,22 +4,22 @@ import type { RemediationRecord } from './ports';
 import type { RemediationMode } from './remediation-mode';
 import type { Finding, RemediationAction, RemediationDecision } from './types';
 
-/** Per-group rate limits of instance replacement (DESIGN §8). */
+/** Per-group rate limits of instance replacement (docs/design.md §8). */
 export interface RemediationLimits {
   /**
    * Most replacements per Auto Scaling group in the rolling window, count ≥ 0.
-   * @default 2 (DESIGN §8)
+   * @default 2 (docs/design.md §8)
    */
   readonly maxPerGroupPerWindow: number;
   /**
    * The rolling window of the per-group limit, s.
-   * @default 3600 (DESIGN §8: per hour)
+   * @default 3600 (docs/design.md §8: per hour)
    */
   readonly windowS: number;
   /**
    * Most replacements in the window as a fraction of the group's desired capacity (when known), 0..1;
    * the resulting number is floored, but at least {@link RemediationLimits.minPerGroup}.
-   * @default 0.1 (DESIGN §8: ≤ 10 % of desired capacity)
+   * @default 0.1 (docs/design.md §8: ≤ 10 % of desired capacity)
    */
   readonly maxFractionOfDesired: number;
   /**
@@ -37,7 +37,7 @@ export interface RemediationLimits {
 }
 
 /**
- * The default limits: ≤ 2 per group per hour and ≤ 10 % of desired capacity, at least 1 (DESIGN §8);
+ * The default limits: ≤ 2 per group per hour and ≤ 10 % of desired capacity, at least 1 (docs/design.md §8);
  * ≤ 10 per hour fleet-wide (this module's choice: five groups at their limit).
  */
 export const DEFAULT_REMEDIATION_LIMITS: RemediationLimits = Object.freeze({
@@ -61,7 +61,7 @@ export interface RemediationInput {
   readonly recentInGroup: readonly RemediationRecord[];
   /** The group's desired capacity, instances, when known. */
   readonly groupDesiredCapacity?: number;
-  /** Tags of the Auto Scaling group, when known: the opt-out tag may sit on the group (DESIGN §8). */
+  /** Tags of the Auto Scaling group, when known: the opt-out tag may sit on the group (docs/design.md §8). */
   readonly groupTags?: Readonly<Record<string, string>>;
   /** @default DEFAULT_REMEDIATION_LIMITS */
   readonly limits?: RemediationLimits;
@@ -95,7 +95,7 @@ export function groupReplacementLimit(
 }
 
 /**
- * Decides what to do about a finding (DESIGN §8). Only a finding with action `replace` can lead to
+ * Decides what to do about a finding (docs/design.md §8). Only a finding with action `replace` can lead to
  * `replace` or `quarantine`. Checks, in this order; the first that applies decides:
  *
  * 1. mode `off` → `skip`;

@@ -54,7 +54,7 @@ export interface SenderClaim {
 }
 
 /**
- * Decides whether a caller may send a batch for the instance it claims (DESIGN §11; threat model
+ * Decides whether a caller may send a batch for the instance it claims (docs/design.md §11; threat model
  * in docs/security.md). Pure. In order:
  *
  * 1. the caller is an assumed-role session (instance-profile credentials are), of an agent role

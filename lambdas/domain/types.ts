@@ -37,11 +37,11 @@ export const DIAGNOSES = [
 /** Diagnosis union, see {@link DIAGNOSES}. */
 export type Diagnosis = (typeof DIAGNOSES)[number];
 
-/** The waste class a GPU window falls in (DESIGN §5). `unknown` when efficiency was not measured. */
+/** The waste class a GPU window falls in (docs/design.md §5). `unknown` when efficiency was not measured. */
 export type WasteClass = 'idle' | 'held_idle' | 'underused' | 'broken' | 'none' | 'unknown';
 
 /**
- * The waste ledger of one GPU flush window (DESIGN §5), computed once at ingest and stored with
+ * The waste ledger of one GPU flush window (docs/design.md §5), computed once at ingest and stored with
  * the window so a later price change never rewrites history. All money in USD.
  */
 export interface LedgerEntry {
@@ -144,7 +144,7 @@ export interface StoreRows {
 }
 
 /**
- * Rule identifiers (DESIGN §6 plus issue 6's additions): point rules (events and flush windows), window
+ * Rule identifiers (docs/design.md §6 plus issue 6's additions): point rules (events and flush windows), window
  * rules (horizon windows, judged at ingest) and fleet rules (the scheduled evaluator).
  */
 export const RULE_IDS = [
@@ -279,7 +279,7 @@ export interface RemediationDecision {
   readonly dry_run: boolean;
 }
 
-/** The ledger summed over some GPU windows (DESIGN §5): GPU-hours and USD per waste class. */
+/** The ledger summed over some GPU windows (docs/design.md §5): GPU-hours and USD per waste class. */
 export interface LedgerSums {
   readonly gpu_hours: number;
   readonly cost_usd: number;

@@ -4,7 +4,7 @@ import { ReportInputError } from './report-input-error';
 import type { LedgerSums, WasteReportRow } from './types';
 
 /**
- * The finance report model (DESIGN §9): over a period, GPU-hours, cost and wasted dollars by waste
+ * The finance report model (docs/design.md §9): over a period, GPU-hours, cost and wasted dollars by waste
  * class and by diagnosis, grouped by team, job, instance type or instance, with the method and the
  * prices used, the top wasters and every unpriced host by name. Pure: the rows come from the store,
  * the clock from the caller; renderers (CSV, HTML, text, SNS) only present it.
@@ -20,7 +20,7 @@ export const REPORT_PERIODS = ['day', 'week', 'month'] as const;
 /** One of {@link REPORT_PERIODS}, or `custom` for an explicit from/to. */
 export type ReportPeriodKind = (typeof REPORT_PERIODS)[number] | 'custom';
 
-/** The waste classes money is split into (DESIGN §5), in report order. */
+/** The waste classes money is split into (docs/design.md §5), in report order. */
 export const REPORT_WASTE_CLASSES = ['idle', 'held_idle', 'underused', 'broken'] as const;
 /** One of {@link REPORT_WASTE_CLASSES}. */
 export type ReportWasteClass = (typeof REPORT_WASTE_CLASSES)[number];
@@ -109,7 +109,7 @@ export interface ReportMethod {
   readonly caveats: readonly string[];
 }
 
-/** The finance report (DESIGN §9). */
+/** The finance report (docs/design.md §9). */
 export interface WasteReport {
   readonly period: ReportPeriod;
   /** When the report was made, ISO 8601 (the caller's clock). */

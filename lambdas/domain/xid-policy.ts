@@ -2,11 +2,11 @@ import { XidPolicyError } from './errors';
 import { SEVERITIES, type Severity } from './types';
 
 /**
- * What gpu-sentinel does about each NVIDIA Xid code (DESIGN §6). Data, overridable per deployment.
- * Defaults follow NVIDIA's Xid Catalog for Ampere and newer (reference/gpu.md §3.1, [XIDCAT]) and the
+ * What gpu-sentinel does about each NVIDIA Xid code (docs/design.md §6). Data, overridable per deployment.
+ * Defaults follow NVIDIA's Xid Catalog for Ampere and newer (docs/nvml.md §9, [XIDCAT]) and the
  * node-fatal set other operators use (§3.2). Application faults never replace hardware.
  *
- * Deviation from DESIGN §6, on purpose: DESIGN lists 94 as replace-worthy; NVIDIA's catalog says
+ * Deviation from docs/design.md §6, on purpose: the first design listed 94 as replace-worthy; NVIDIA's catalog says
  * XID 94 is a *contained* memory error (RESTART_APP; "reset the GPU when convenient"), so the
  * default is `reset` at `warning`. The DBE that causes it arrives as XID 48, which does replace.
  */
@@ -41,10 +41,10 @@ export interface XidPolicy {
 /** Per-code overrides: a partial entry merges into the base entry of that code (or the unknown entry). */
 export type XidPolicyOverrides = Readonly<Record<number, Partial<XidPolicyEntry>>>;
 
-/** Default span of an Xid count threshold, s: one hour. Source: DESIGN §6 (74: 2 per hour). */
+/** Default span of an Xid count threshold, s: one hour. Source: docs/design.md §6 (74: 2 per hour). */
 export const XID_DEFAULT_WINDOW_S = 3600;
 
-/** XID 74 (NVLink) occurrences per {@link XID_DEFAULT_WINDOW_S} before replacing: NVIDIA says a reset clears one; repeats are hardware. Source: reference/gpu.md §3.1, DESIGN §6. */
+/** XID 74 (NVLink) occurrences per {@link XID_DEFAULT_WINDOW_S} before replacing: NVIDIA says a reset clears one; repeats are hardware. Source: docs/nvml.md §9, docs/design.md §6. */
 export const XID_74_REPLACE_COUNT = 2;
 
 const APP_REMEDY =
@@ -75,14 +75,14 @@ const reset = (mnemonic: string, meaning: string): XidPolicyEntry =>
   e('reset', 'warning', mnemonic, meaning, RESET_REMEDY);
 
 /**
- * The default policy. Source: NVIDIA Xid Catalog (reference/gpu.md §3.1) for every mnemonic and bucket;
- * DESIGN §6 for which codes replace hardware.
+ * The default policy. Source: NVIDIA Xid Catalog (docs/nvml.md §9) for every mnemonic and bucket;
+ * docs/design.md §6 for which codes replace hardware.
  * - `notify`/`info` (the job owner hears; never replaces): 8, 13, 31, 32, 68, 69, 137, copy-engine 39–41, 70–72, 75–77;
  * - `ignore`: 38, 43, 45 (alone it follows another XID or a killed context), 121;
  * - `replace`/`critical`: 48 (DBE), 64 (remap failure), 74 (NVLink, {@link XID_74_REPLACE_COUNT} per hour),
  *   79 (fell off the bus), 95 (uncontained), 119/120 (GSP), 136, 140 (ECC escape), 143;
  * - `reset`/`warning` (a human resets the GPU when idle): 46, 62, 94 (contained ECC: NVIDIA says reset
- *   "when convenient"; DESIGN said replace), 109, 110, 158;
+ *   "when convenient"; the first design said replace), 109, 110, 158;
  * - `notify`: 63 `info` (row remap pending until reset), 54 and 92 `warning`, 154 `warning` with the driver's text;
  * - any other code: `notify` at `warning` ({@link XidPolicy.unknown}).
  */

@@ -34,7 +34,7 @@ export interface IngestHandlerDeps extends PipelineDeps {
 export type IngestHandler = (event: APIGatewayProxyEvent) => Promise<APIGatewayProxyResult>;
 
 /**
- * Builds the `POST /v1/batches` handler (DESIGN §3): decode (gzip by magic bytes) within the size
+ * Builds the `POST /v1/batches` handler (docs/design.md §3): decode (gzip by magic bytes) within the size
  * limits, check the caller is the instance it claims to be (before validation, so a spoofed batch
  * learns nothing about the contract), validate against contract v1, run the pipeline.
  *

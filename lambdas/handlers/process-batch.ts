@@ -56,7 +56,7 @@ export interface PipelineDeps {
   readonly decisions: DecisionSink;
   readonly remediator: Remediator;
   readonly log: Log;
-  /** Remediation mode (DESIGN §8). */
+  /** Remediation mode (docs/design.md §8). */
   readonly remediationMode: RemediationMode;
   /** True when remediations are decided and recorded but never executed (local mode). */
   readonly dryRun: boolean;
@@ -116,7 +116,7 @@ export const ALERT_LEASE_S = 120;
 export const ALERT_REARM_S = 900;
 
 /**
- * The ingest pipeline for one validated batch (DESIGN §1): price the instance, judge the point
+ * The ingest pipeline for one validated batch (docs/design.md §1): price the instance, judge the point
  * rules, judge the horizon windows (diagnosis per GPU, window rules), compute the waste ledger of
  * every flush window with its GPU's diagnosis (broken-since from the stored marks and this batch's
  * findings, in memory), write the store, then persist the broken and idle marks, publish alerts
@@ -287,7 +287,7 @@ interface WindowJudgement {
 }
 
 /**
- * Judges the batch's horizon windows (DESIGN §6): the diagnosis per GPU, the window rules, and the idle
+ * Judges the batch's horizon windows (docs/design.md §6): the diagnosis per GPU, the window rules, and the idle
  * marks `idle_billed` needs (read from the StateStore only when there is a horizon to judge).
  */
 async function judgeWindows(

@@ -44,7 +44,7 @@ export interface ReportRunResult {
 }
 
 /**
- * Builds the report Lambda (DESIGN §9): on each scheduled run, the report over the period that
+ * Builds the report Lambda (docs/design.md §9): on each scheduled run, the report over the period that
  * ended at the last UTC midnight (a whole day, week, or calendar month), one CSV per grouping and
  * the HTML page written to the reports bucket, then the message on the `reports` topic naming them.
  * Files first, message last, so nobody is sent to a file that is not there; a re-run rewrites the

@@ -34,7 +34,7 @@ function telemetryTableDdl(table: TelemetryTable): string {
 }
 
 /**
- * DDL of the local store (DESIGN §4): the three telemetry tables from the column list every store
+ * DDL of the local store (docs/design.md §4): the three telemetry tables from the column list every store
  * shares (`store-columns.ts`: Timestream's dimensions and measures as columns, the Glue tables'
  * columns), plus the state tables of `StateStore`.
  *

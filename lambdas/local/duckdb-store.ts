@@ -140,7 +140,7 @@ function plain(value: unknown): unknown {
 }
 
 /**
- * The embedded local store (DESIGN §4, §12) on DuckDB: the telemetry tables `gpu_windows`,
+ * The embedded local store (docs/design.md §4, §12) on DuckDB: the telemetry tables `gpu_windows`,
  * `efa_windows`, `events` with the Timestream column names, and the remediation/alert state.
  *
  * Writes are upserts keyed like Timestream records (dimensions + time) keeping the row with the

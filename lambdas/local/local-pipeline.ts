@@ -43,7 +43,7 @@ export interface LocalPipeline {
 }
 
 /**
- * Starts the embedded default (DESIGN §12): the same ingest handler as the Lambda behind a real
+ * Starts the embedded default (docs/design.md §12): the same ingest handler as the Lambda behind a real
  * HTTP server on 127.0.0.1, a DuckDB store, console + JSONL alert and decision sinks, and dry-run
  * remediation (decisions recorded, nothing executed). No AWS account needed.
  *

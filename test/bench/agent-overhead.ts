@@ -29,7 +29,7 @@ import { setup as buildTestDoubles } from '../setup/global-setup';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
 const SMI = join(HERE, 'fixtures', 'nvidia-smi');
-/** The agent's budget (DESIGN §10): far below 1% of one core, small fixed memory. */
+/** The agent's budget (docs/design.md §10): far below 1% of one core, small fixed memory. */
 const TARGET_CPU_PERCENT = 0.5;
 const TARGET_RSS_MB = 80;
 

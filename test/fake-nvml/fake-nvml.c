@@ -2,7 +2,7 @@
  * fake-nvml.c: a fake libnvidia-ml.so.1 for gpu-sentinel's tests.
  *
  * It exports the NVML symbols the agent binds, with the real C signatures and the x86-64 struct
- * layouts of /work/shared/reference/gpu.md §1.3-§1.4, and answers like an 8-GPU AWS server.
+ * layouts of docs/nvml.md §3-§1.4, and answers like an 8-GPU AWS server.
  *
  * Built by test/setup/global-setup.ts:
  *   gcc -shared -fPIC -O2 -o test/.build/libnvidia-ml.so.1 fake-nvml.c

@@ -13,7 +13,7 @@ const sum = (rows: readonly GpuWindowRow[], f: (r: GpuWindowRow) => number): num
   rows.reduce((a, r) => a + f(r), 0);
 
 /**
- * The `TelemetryStore` contract (DESIGN §4), run against every store adapter: batch writes count
+ * The `TelemetryStore` contract (docs/design.md §4), run against every store adapter: batch writes count
  * every row, retried batches are stored once, a newer seq replaces, optional dimensions may be
  * absent, and (with `readBack`) `queryWaste` sums the stored ledger over [from, to).
  *

@@ -186,7 +186,7 @@ const u32p = 'uint32 *';
 const u64p = 'uint64 *';
 const charp = 'char *';
 
-/** Newest symbol first; the source binds the first one the library exports. Source: reference/gpu.md §1.3. */
+/** Newest symbol first; the source binds the first one the library exports. Source: docs/nvml.md §3. */
 const OPTIONAL_CALLS: Readonly<Record<NvmlOptionalCall, readonly Candidate[]>> = {
   driverVersion: [{ symbol: 'nvmlSystemGetDriverVersion', params: [charp, 'uint32'] }],
   nvmlVersion: [{ symbol: 'nvmlSystemGetNVMLVersion', params: [charp, 'uint32'] }],

@@ -45,7 +45,7 @@ export class NvmlUnavailableError extends NvmlError {
 
 /**
  * A struct declared for koffi does not have the size or field offset of NVML's C header on
- * x86-64 (reference/gpu.md §1.4). Calling NVML with it would corrupt memory, so the source refuses
+ * x86-64 (docs/nvml.md §4). Calling NVML with it would corrupt memory, so the source refuses
  * to start. This is a bug in gpu-sentinel or an unsupported platform, never a host fault.
  */
 export class NvmlAbiError extends NvmlError {

@@ -2,7 +2,7 @@ import koffi from 'koffi';
 import { nvmlFieldValue } from './structs';
 
 /**
- * The `nvmlDeviceGetFieldValues` field ids the source reads (reference/gpu.md §1.6; nvml.h API 13
+ * The `nvmlDeviceGetFieldValues` field ids the source reads (docs/nvml.md §6; nvml.h API 13
  * `NVML_FI_DEV_*`). Each one a driver lacks answers a per-value error and stays absent.
  */
 export const NVML_FIELD = {
@@ -98,7 +98,7 @@ export class NvmlFieldValueRequest {
 
   /**
    * The value of entry `i`, read from the `nvmlValue_t` member its `valueType` names
-   * (0 double, 1 uint, 2 ulong, 3 ull, 4 sll, 5 int, 6 ushort; reference/gpu.md §1.5).
+   * (0 double, 1 uint, 2 ulong, 3 ull, 4 sll, 5 int, 6 ushort; docs/nvml.md §5).
    * @returns a number (64-bit values exact below 2^53), or undefined for an unknown `valueType`
    */
   valueAt(i: number): number | undefined {

@@ -1,7 +1,7 @@
 import koffi from 'koffi';
 import { NVML_GPM_METRIC_MAX, NVML_GPM_VERSION, nvmlGpmMetric, nvmlGpmMetricsGet } from './structs';
 
-/** `nvmlGpmMetricId_t` values the source asks for (reference/gpu.md §1.8; nvml.h API 13). */
+/** `nvmlGpmMetricId_t` values the source asks for (docs/nvml.md §7; nvml.h API 13). */
 export const GPM_METRIC = {
   /** `NVML_GPM_METRIC_SM_UTIL`: % of SMs busy → `sm_active`. */
   SM_UTIL: 2,

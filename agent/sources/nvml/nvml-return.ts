@@ -1,5 +1,5 @@
 /**
- * The one place where NVML return codes (`nvmlReturn_t`, a 32-bit enum; reference/gpu.md §1.2)
+ * The one place where NVML return codes (`nvmlReturn_t`, a 32-bit enum; docs/nvml.md §2)
  * are turned into meaning for the agent.
  */
 

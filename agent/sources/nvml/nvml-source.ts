@@ -116,7 +116,7 @@ type MetricId = (typeof METRIC)[keyof typeof METRIC];
 const METRIC_NAMES = Object.keys(METRIC) as readonly string[];
 const METRIC_COUNT = METRIC_NAMES.length;
 
-/** NVML constants used below. Source: reference/gpu.md §1.3, §1.5. */
+/** NVML constants used below. Source: docs/nvml.md §3, §1.5. */
 const NVML_TEMPERATURE_GPU = 0;
 const NVML_CLOCK_SM = 1;
 const NVML_CLOCK_MEM = 2;

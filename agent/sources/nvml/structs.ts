@@ -3,7 +3,7 @@ import { NvmlAbiError } from './errors';
 
 /**
  * koffi declarations of the NVML structs the source passes, and their reference layout on x86-64
- * (reference/gpu.md §1.4, measured by gcc and koffi). The types are anonymous on purpose: koffi's
+ * (docs/nvml.md §4, measured by gcc and koffi). The types are anonymous on purpose: koffi's
  * type names are process-global, so another module that declares `nvmlDevice_t` cannot collide
  * with these.
  */
@@ -45,7 +45,7 @@ export const nvmlProcessInfo = koffi.struct({
   computeInstanceId: 'uint32',
 });
 
-/** `nvmlValue_t` (8 B union): read the member `nvmlFieldValue_t.valueType` names (reference/gpu.md §1.5). */
+/** `nvmlValue_t` (8 B union): read the member `nvmlFieldValue_t.valueType` names (docs/nvml.md §5). */
 export const nvmlValue = koffi.union({
   dVal: 'double',
   siVal: 'int32',
@@ -103,7 +103,7 @@ export const nvmlGpmMetric = koffi.struct({
 /**
  * `NVML_GPM_METRIC_MAX` of the API 13 header (333). The API 11 header had 98 under the same
  * `NVML_GPM_METRICS_GET_VERSION` 1, so the larger array is the safe one: tail space is harmless
- * (reference/gpu.md §1.4, GPM size caveat).
+ * (docs/nvml.md §4, GPM size caveat).
  */
 export const NVML_GPM_METRIC_MAX = 333;
 
@@ -134,7 +134,7 @@ export interface NvmlStructLayout {
   readonly offsetsBytes: Readonly<Record<string, number>>;
 }
 
-/** The x86-64 layouts of reference/gpu.md §1.4, one row per struct the source passes to NVML. */
+/** The x86-64 layouts of docs/nvml.md §4, one row per struct the source passes to NVML. */
 export const NVML_STRUCT_LAYOUTS: readonly NvmlStructLayout[] = [
   {
     struct: 'nvmlPciInfo_t',

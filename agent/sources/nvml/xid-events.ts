@@ -6,7 +6,7 @@ import { NVML_RETURN } from './nvml-return';
 import type { NvmlLogger } from './nvml-source';
 import { assertNvmlAbi, nvmlEventData, nvmlPciInfo } from './structs';
 
-/** `nvmlEventType*` bits the watcher registers (reference/gpu.md §1.5). */
+/** `nvmlEventType*` bits the watcher registers (docs/nvml.md §5). */
 export const NVML_EVENT_TYPE = {
   /** `nvmlEventTypeDoubleBitEccError`: an uncorrectable ECC error → `ecc_dbe`. */
   DoubleBitEccError: 0x2,

@@ -12,7 +12,7 @@ interface Sighting {
 }
 
 /**
- * Rule `ecc_dbe` (DESIGN §6): an uncorrectable (double-bit) ECC error. Fires when a flush window reports
+ * Rule `ecc_dbe` (docs/design.md §6): an uncorrectable (double-bit) ECC error. Fires when a flush window reports
  * `ecc_dbe_volatile > 0` (volatile = since driver load, so any DBE since the last reset/reboot) or the
  * batch has an `ecc_dbe` event. Critical, action `replace`. Stateless: it fires in every batch while the
  * volatile counter stays above 0; the alert cooldown and "one replacement per instance" absorb the repeats.

@@ -17,7 +17,7 @@ interface PortTrouble {
 }
 
 /**
- * Rule `efa_drops` (DESIGN §6, reference gpu.md §4.2): from the batch's EFA deltas (counters are
+ * Rule `efa_drops` (docs/design.md §6, reference gpu.md §4.2): from the batch's EFA deltas (counters are
  * cumulative; the agent sends deltas, so a reset is never growth), a port is in trouble when `rx_drops`
  * grew by ≥ `efaRxDropsAtLeast`, when `retrans_pkts / tx_pkts ≥ efaRetransRatioAtLeast`, or when any of
  * `retrans_timeout_events`, `impaired_remote_conn_events`, `unresponsive_remote_events` grew. Counters a

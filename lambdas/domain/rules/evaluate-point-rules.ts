@@ -19,7 +19,7 @@ export const POINT_RULES: readonly PointRule[] = Object.freeze([
 ]);
 
 /**
- * Runs every point rule (DESIGN §6) over one batch: events and flush windows only (horizon windows are
+ * Runs every point rule (docs/design.md §6) over one batch: events and flush windows only (horizon windows are
  * for the window rules). Pure and deterministic.
  *
  * @param batch - a validated batch (`parseBatch`)

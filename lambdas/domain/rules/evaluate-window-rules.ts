@@ -20,7 +20,7 @@ import { thermalThrottleRule } from './thermal-throttle';
 import { wasteRateRule } from './waste-rate';
 import type { WindowRule } from './window-rule';
 
-/** The window rules (DESIGN §6, issue 6), in the order their findings come out. */
+/** The window rules (docs/design.md §6, issue 6), in the order their findings come out. */
 export const WINDOW_RULES: readonly WindowRule[] = Object.freeze([
   fakeLoadRule,
   inputBoundRule,
@@ -55,7 +55,7 @@ export interface WindowRulesResult {
 }
 
 /**
- * Runs every window rule over one batch's judged horizons (DESIGN §6). Pure and deterministic.
+ * Runs every window rule over one batch's judged horizons (docs/design.md §6). Pure and deterministic.
  *
  * @param input - see `judgedHorizons` and `nextIdleSince`
  * @param ctx - thresholds

@@ -2,7 +2,7 @@ import { diagnosisRule } from './diagnosis-rule';
 import { percent, perGpu } from './window-finding';
 
 /**
- * Rule `fake_load` (DESIGN §6): `gpu_util ≥ fakeLoadGpuUtilAtLeast` (0.9) while `sm_active <
+ * Rule `fake_load` (docs/design.md §6): `gpu_util ≥ fakeLoadGpuUtilAtLeast` (0.9) while `sm_active <
  * underutilizedSmActiveBelow` (0.3): a kernel runs all the time but keeps few SMs busy (tiny kernels,
  * a spin loop, a keep-alive), so "GPU utilization" lies. Warning, to the job's owner.
  */

@@ -4,7 +4,7 @@ import { describeGpu, groupByGpu, resolveGpuRef } from './gpu-ref';
 import type { RuleContext } from './rule-context';
 
 /**
- * Rule `gpu_lost` (DESIGN §6): NVML answered GPU_IS_LOST or a GPU disappeared (a `gpu_lost` event).
+ * Rule `gpu_lost` (docs/design.md §6): NVML answered GPU_IS_LOST or a GPU disappeared (a `gpu_lost` event).
  * Critical, action `replace`.
  *
  * @param batch - a validated batch; reads `gpu_lost` events

@@ -121,7 +121,7 @@ export function groupByGpu<T>(
 }
 
 /**
- * Flush windows only: horizon windows are for the window rules (DESIGN §6).
+ * Flush windows only: horizon windows are for the window rules (docs/design.md §6).
  *
  * @param batch - a validated batch
  * @returns its `kind: "flush"` windows, in batch order

@@ -9,7 +9,7 @@ import type { Thresholds } from './thresholds';
 
 /** One GPU's horizon as the window rules read it: the window, who it is, how much it covers, its leaf. */
 export interface HorizonGpu {
-  /** The `kind: 'horizon'` window (trailing 15 min by default, DESIGN §1). */
+  /** The `kind: 'horizon'` window (trailing 15 min by default, docs/design.md §1). */
   readonly window: GpuWindow;
   /** Index and PCI bus id of the GPU. */
   readonly ref: GpuRef;
@@ -22,7 +22,7 @@ export interface HorizonGpu {
 }
 
 /**
- * Everything a window rule reads (DESIGN §6): the batch (host, agent, EFA deltas), its horizons that cover
+ * Everything a window rule reads (docs/design.md §6): the batch (host, agent, EFA deltas), its horizons that cover
  * enough to judge, the instance price, and since when each GPU has been idle (from the StateStore).
  */
 export interface HorizonInput {

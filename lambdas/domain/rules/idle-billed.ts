@@ -4,7 +4,7 @@ import { windowFinding } from './window-finding';
 import { NOT_JUDGED, type WindowRule } from './window-rule';
 
 /**
- * Rule `idle_billed` (DESIGN §6): a GPU idle with no process (`nextIdleSince`: a whole horizon below
+ * Rule `idle_billed` (docs/design.md §6): a GPU idle with no process (`nextIdleSince`: a whole horizon below
  * `idleSmActiveBelow`, `compute_processes` = 0) for ≥ `idleBilledS` (30 min). The horizon covers 15 min, so
  * "idle since" comes from the StateStore (`input.idleSince`). Judges GPUs with a judged horizon. Warning,
  * to the owner: the instance is billed for nothing.

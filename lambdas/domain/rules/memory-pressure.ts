@@ -27,7 +27,7 @@ function leaking(g: HorizonGpu, t: Thresholds): boolean {
 }
 
 /**
- * Rule `memory_pressure` (DESIGN §6): GPU memory nearly full (`fb_used_bytes / fb_total_bytes ≥
+ * Rule `memory_pressure` (docs/design.md §6): GPU memory nearly full (`fb_used_bytes / fb_total_bytes ≥
  * memoryPressureUsedAtLeast`, 0.95), or a steady leak: `fb_used_growth_bytes_per_s` (least-squares slope
  * over the horizon) ≥ `memoryLeakMinGrowthBytesPerS` and the time to full at that slope ≤
  * `memoryLeakTimeToFullS` (1 h). Warning (OOM risk), to the owner.

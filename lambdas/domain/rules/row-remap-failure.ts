@@ -13,7 +13,7 @@ interface Sighting {
 }
 
 /**
- * Rule `row_remap_failure` (DESIGN §6, reference/gpu.md §3.3): `remapped_rows_failure` true in a flush
+ * Rule `row_remap_failure` (docs/design.md §6, docs/nvml.md §9): `remapped_rows_failure` true in a flush
  * window, or a `remap_failure` event → critical `replace` (an RMA candidate; XID 64's state); else
  * `retired_pages_pending` true (pre-Ampere: retired pages wait for a reboot) → warning `reset`.
  * `remapped_rows_pending` alone is not a finding (XID 63 covers it as info) but is shown in the evidence.

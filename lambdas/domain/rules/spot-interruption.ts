@@ -3,7 +3,7 @@ import type { Finding } from '../types';
 import type { RuleContext } from './rule-context';
 
 /**
- * Rule `spot_interruption` (DESIGN §6): an IMDS spot interruption notice (`spot_interruption` event).
+ * Rule `spot_interruption` (docs/design.md §6): an IMDS spot interruption notice (`spot_interruption` event).
  * Info, action `notify`: the job owner should checkpoint now (the notice comes two minutes ahead).
  *
  * @param batch - a validated batch; reads `spot_interruption` events

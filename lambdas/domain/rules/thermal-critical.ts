@@ -4,7 +4,7 @@ import { describeGpu, flushWindows, groupByGpu, resolveGpuRef } from './gpu-ref'
 import type { RuleContext } from './rule-context';
 
 /**
- * Rule `thermal_critical` (DESIGN §6): a flush window's `max_gpu_temp_c` at or above
+ * Rule `thermal_critical` (docs/design.md §6): a flush window's `max_gpu_temp_c` at or above
  * `thresholds.thermalCriticalTempC` (default 90 °C). Critical, action `notify` (cooling is AWS's side;
  * a human decides).
  *

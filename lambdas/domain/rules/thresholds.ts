@@ -1,14 +1,14 @@
 import { IDLE_EFFICIENCY_BELOW } from '../constants';
 
 /**
- * Rule thresholds (DESIGN §6): one documented data table (value, unit, range, source), overridable per
+ * Rule thresholds (docs/design.md §6): one documented data table (value, unit, range, source), overridable per
  * deployment (`parseRuleThresholds`: the ingest Lambda's `RULE_THRESHOLDS`, local mode's `--rules FILE`).
  *
  * Sources named below: "playbook" = the GPU observability playbook issue 6 follows (its decision tree:
  * SM active < 30 % underutilized → PCIe RX high: data loading / low: CPU preprocessing; 30–70 % → tensor
  * zero or low; > 70 % → DRAM > 80 %: memory bound; occupancy < 20 %: alert the developer; temperature
  * alert above 80 °C, throttling from ~85 °C; a power sawtooth is data starvation; one GPU 10 % slower
- * slows a synchronous job); "DESIGN §6" = the rule table; "Iglewicz & Hoaglin" = the modified z-score
+ * slows a synchronous job); "docs/design.md §6" = the rule table; "Iglewicz & Hoaglin" = the modified z-score
  * outlier test (|z| > 3.5 with z = 0.6745 (x − median) / MAD).
  */
 
@@ -35,7 +35,7 @@ export const THRESHOLD_TABLE = {
     unit: '°C',
     min: 0,
     max: 150,
-    source: 'DESIGN §6: thermal_critical at max_gpu_temp_c ≥ 90',
+    source: 'docs/design.md §6: thermal_critical at max_gpu_temp_c ≥ 90',
   },
   xidDedupeWindowS: {
     value: 1,
@@ -57,7 +57,7 @@ export const THRESHOLD_TABLE = {
     min: 0,
     max: 1,
     source:
-      'DESIGN §5: efficiency < 0.01 is idle (or held idle with a process); the ledger classes windows with the same constant',
+      'docs/design.md §5: efficiency < 0.01 is idle (or held idle with a process); the ledger classes windows with the same constant',
   },
   underutilizedSmActiveBelow: {
     value: 0.3,
@@ -78,7 +78,7 @@ export const THRESHOLD_TABLE = {
     unit: 'fraction 0..1',
     min: 0,
     max: 1,
-    source: 'DESIGN §6: fake_load at gpu_util ≥ 0.9 with SM active < 0.3',
+    source: 'docs/design.md §6: fake_load at gpu_util ≥ 0.9 with SM active < 0.3',
   },
   inputBoundPcieRxBytesPerS: {
     value: 1e9,
@@ -93,7 +93,7 @@ export const THRESHOLD_TABLE = {
     unit: 'bytes/s',
     min: 0,
     max: 1e12,
-    source: 'DESIGN §6: input_bound = PCIe RX bursts followed by SM gaps; a 1 s step ≥ 4 GB/s is a burst',
+    source: 'docs/design.md §6: input_bound = PCIe RX bursts followed by SM gaps; a 1 s step ≥ 4 GB/s is a burst',
   },
   lowOccupancyBelow: {
     value: 0.2,
@@ -108,7 +108,7 @@ export const THRESHOLD_TABLE = {
     min: 0,
     max: 1,
     source:
-      'DESIGN §6: tensor_active < 0.05 (playbook: tensor zero = no mixed precision, low = unaligned dims)',
+      'docs/design.md §6: tensor_active < 0.05 (playbook: tensor zero = no mixed precision, low = unaligned dims)',
   },
   memoryBoundDramActiveAtLeast: {
     value: 0.8,
@@ -136,14 +136,14 @@ export const THRESHOLD_TABLE = {
     unit: 's',
     min: 60,
     max: 30 * 86_400,
-    source: 'DESIGN §6: idle_billed after ≥ 30 min idle',
+    source: 'docs/design.md §6: idle_billed after ≥ 30 min idle',
   },
   memoryPressureUsedAtLeast: {
     value: 0.95,
     unit: 'fraction 0..1',
     min: 0,
     max: 1,
-    source: 'DESIGN §6: fb_used / fb_total ≥ 0.95 is an OOM risk',
+    source: 'docs/design.md §6: fb_used / fb_total ≥ 0.95 is an OOM risk',
   },
   memoryLeakTimeToFullS: {
     value: 3600,
@@ -165,14 +165,14 @@ export const THRESHOLD_TABLE = {
     unit: 'fraction 0..1',
     min: 0,
     max: 1,
-    source: 'DESIGN §6: thermal clock-event reasons in ≥ 20 % of the samples',
+    source: 'docs/design.md §6: thermal clock-event reasons in ≥ 20 % of the samples',
   },
   thermalThrottleTempC: {
     value: 85,
     unit: '°C',
     min: 0,
     max: 150,
-    source: 'playbook: throttling from ~85 °C (DESIGN §6: max_gpu_temp_c > 85)',
+    source: 'playbook: throttling from ~85 °C (docs/design.md §6: max_gpu_temp_c > 85)',
   },
   thermalWarnTempC: {
     value: 80,
@@ -223,7 +223,7 @@ export const THRESHOLD_TABLE = {
     unit: 'fraction 0..1 of the price',
     min: 0,
     max: 1,
-    source: 'DESIGN §6: an instance wastes ≥ 50 % of its price over the horizon',
+    source: 'docs/design.md §6: an instance wastes ≥ 50 % of its price over the horizon',
   },
   pcieReplaysPerMinAtLeast: {
     value: 8,

@@ -2,8 +2,8 @@ import { percent, windowFinding } from './window-finding';
 import { NOT_JUDGED, type WindowRule } from './window-rule';
 
 /**
- * Rule `waste_rate` (DESIGN §6): the instance wastes ≥ `wasteRateAtLeast` (50 %) of its price over the
- * horizon: the waste ledger (DESIGN §5) of every judged horizon window, summed over the GPUs, against what
+ * Rule `waste_rate` (docs/design.md §6): the instance wastes ≥ `wasteRateAtLeast` (50 %) of its price over the
+ * horizon: the waste ledger (docs/design.md §5) of every judged horizon window, summed over the GPUs, against what
  * those GPUs cost. Needs a priced instance (an unpriced one has no price to waste) and every GPU judged
  * (GPUs not seen would make the share a guess). Warning, to the owner and finance.
  */

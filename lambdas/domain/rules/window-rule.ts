@@ -15,7 +15,7 @@ export interface WindowVerdict {
 }
 
 /**
- * A window rule (DESIGN §6): pure, deterministic, judges one batch's horizon windows (and EFA deltas)
+ * A window rule (docs/design.md §6): pure, deterministic, judges one batch's horizon windows (and EFA deltas)
  * with no store query. Efficiency rules are `notify` at `warning` or `info`, never `critical`, and never
  * ask for a remediation.
  */

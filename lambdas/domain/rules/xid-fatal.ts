@@ -130,7 +130,7 @@ function xidFinding(
 }
 
 /**
- * Rule `xid_fatal` (DESIGN §6): XID events judged by the XID policy, grouped per (GPU, Xid code) so 629
+ * Rule `xid_fatal` (docs/design.md §6): XID events judged by the XID policy, grouped per (GPU, Xid code) so 629
  * Xid 13 make one finding with `evidence.count = 629`. Cross-source duplicates (NVML + kmsg within
  * `thresholds.xidDedupeWindowS`) count once.
  *
