@@ -93,7 +93,8 @@ export const THRESHOLD_TABLE = {
     unit: 'bytes/s',
     min: 0,
     max: 1e12,
-    source: 'docs/design.md §6: input_bound = PCIe RX bursts followed by SM gaps; a 1 s step ≥ 4 GB/s is a burst',
+    source:
+      'docs/design.md §6: input_bound = PCIe RX bursts followed by SM gaps; a 1 s step ≥ 4 GB/s is a burst',
   },
   lowOccupancyBelow: {
     value: 0.2,
