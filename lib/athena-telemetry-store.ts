@@ -30,6 +30,7 @@ import {
   GLUE_DATABASE_NAME_PATTERN,
   PARTITION_PROJECTION_START,
 } from './constants';
+import { encryptedLogGroup } from './encrypted-log-group';
 import type { TelemetryStoreResources } from './telemetry-store-resources';
 import { validateIntegerInRange, validatePattern } from './validate-props';
 
@@ -248,8 +249,11 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
     }
     this.tables = tables as { readonly [T in TelemetryTable]: glue.CfnTable };
 
-    const logGroup = new logs.LogGroup(this, 'DeliveryLogs', {
-      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+    const { logGroup } = encryptedLogGroup(this, {
+      keyId: 'DeliveryLogsKey',
+      groupId: 'DeliveryLogs',
+      description: 'gpu-sentinel: encrypts the Firehose delivery error log group',
+      retention: props.logRetention,
       removalPolicy,
     });
     this.deliveryRole = new iam.Role(this, 'DeliveryRole', {

@@ -3,7 +3,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
-import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as targets from 'aws-cdk-lib/aws-scheduler-targets';
@@ -16,6 +16,7 @@ import {
   REPORT_SERVICE_NAME,
   REPORT_TIMEOUT_SECONDS,
 } from './constants';
+import { encryptedLogGroup } from './encrypted-log-group';
 import { INGEST_BUNDLING_TARGET, INGEST_EXTERNAL_MODULES, INGEST_RUNTIME } from './ingest-function';
 import type { TelemetryDatabase } from './telemetry-database';
 
@@ -116,8 +117,11 @@ export class FinanceReports extends Construct {
       removalPolicy,
     });
 
-    const logGroup = new logs.LogGroup(this, 'LogGroup', {
-      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+    const { logGroup } = encryptedLogGroup(this, {
+      keyId: 'LogKey',
+      groupId: 'LogGroup',
+      description: 'gpu-sentinel: encrypts the report Lambda log group',
+      retention: props.logRetention,
       removalPolicy,
     });
     this.role = new iam.Role(this, 'ServiceRole', {

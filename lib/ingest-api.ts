@@ -2,7 +2,7 @@ import { Aws, RemovalPolicy, Size, Token, Validations } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import { Construct } from 'constructs';
 import { API_BINARY_MEDIA_TYPES } from '../lambdas/contract/constants';
@@ -15,6 +15,7 @@ import {
   MIN_COMPRESSION_SIZE_BYTES,
   ORGANIZATION_ID_PATTERN,
 } from './constants';
+import { encryptedLogGroup } from './encrypted-log-group';
 import { PropsValidationError } from './props-validation-error';
 import { validatePattern, validatePositiveNumber } from './validate-props';
 
@@ -121,10 +122,13 @@ export class IngestApi extends Construct {
     const cloudWatchRole = props.apiGatewayCloudWatchRole ?? true;
     const agentRoleArns = validateAgentRoleArns(props.agentRoleArns);
 
-    this.accessLogGroup = new logs.LogGroup(this, 'AccessLogGroup', {
-      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
+    this.accessLogGroup = encryptedLogGroup(this, {
+      keyId: 'AccessLogKey',
+      groupId: 'AccessLogGroup',
+      description: 'gpu-sentinel: encrypts the ingest API access log group',
+      retention: props.logRetention,
       removalPolicy: RemovalPolicy.RETAIN,
-    });
+    }).logGroup;
 
     this.api = new apigw.RestApi(this, 'Api', {
       description: 'gpu-sentinel ingest API: agents POST SigV4-signed gzip JSON batches',

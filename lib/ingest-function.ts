@@ -1,9 +1,9 @@
-import { Aws, Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Aws, Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
-import * as logs from 'aws-cdk-lib/aws-logs';
+import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { RuleThresholdsError } from '../lambdas/domain/errors';
 import {
@@ -24,6 +24,7 @@ import {
   REMEDIATION_OPT_OUT_VALUE,
   REMEDIATION_TAG_KEY,
 } from './constants';
+import { encryptedLogGroup } from './encrypted-log-group';
 import { PropsValidationError } from './props-validation-error';
 import { DEFAULT_REMEDIATION_MODE, REMEDIATION_MODES, type RemediationMode } from './remediation-mode';
 import type { RemediationState } from './remediation-state';
@@ -161,30 +162,15 @@ export class IngestFunction extends Construct {
     );
     const ruleThresholds = validateRuleThresholds(props.ruleThresholds ?? {});
 
-    this.logKey = new kms.Key(this, 'LogKey', {
+    const logs_ = encryptedLogGroup(this, {
+      keyId: 'LogKey',
+      groupId: 'LogGroup',
       description: 'gpu-sentinel: encrypts the ingest Lambda log group',
-      enableKeyRotation: true,
-      removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN,
+      retention: props.logRetention,
+      removalPolicy: props.logRemovalPolicy,
     });
-    // CloudWatch Logs encrypts with the key on the log group's behalf; the encryption context names
-    // the log group, so the key serves this account's log groups in this region only.
-    this.logKey.addToResourcePolicy(
-      new iam.PolicyStatement({
-        principals: [new iam.ServicePrincipal(`logs.${Aws.REGION}.amazonaws.com`)],
-        actions: ['kms:Encrypt*', 'kms:Decrypt*', 'kms:ReEncrypt*', 'kms:GenerateDataKey*', 'kms:Describe*'],
-        resources: ['*'],
-        conditions: {
-          ArnLike: {
-            'kms:EncryptionContext:aws:logs:arn': `arn:${Aws.PARTITION}:logs:${Aws.REGION}:${Aws.ACCOUNT_ID}:log-group:*`,
-          },
-        },
-      }),
-    );
-    this.logGroup = new logs.LogGroup(this, 'LogGroup', {
-      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
-      removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN,
-      encryptionKey: this.logKey,
-    });
+    this.logKey = logs_.key;
+    this.logGroup = logs_.logGroup;
     this.role = new iam.Role(this, 'ServiceRole', {
       assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
       description: 'gpu-sentinel ingest Lambda: least privilege, written by hand',

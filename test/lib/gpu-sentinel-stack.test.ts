@@ -98,6 +98,24 @@ describe('GpuSentinelStack', () => {
     template.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 90 });
   });
 
+  it('encrypts every log group with a customer-managed KMS key that rotates', () => {
+    // Prepare
+    const groups = Object.values(template.findResources('AWS::Logs::LogGroup'));
+    const keys = template.findResources('AWS::KMS::Key');
+
+    // Act
+    const keyIds = groups.map(
+      (g) => (g.Properties.KmsKeyId as { 'Fn::GetAtt'?: [string, string] })?.['Fn::GetAtt']?.[0],
+    );
+
+    // Assess
+    expect(groups.length).toBeGreaterThan(0);
+    for (const id of keyIds) {
+      expect(id).toBeDefined();
+      expect(keys[id as string]?.Properties.EnableKeyRotation).toBe(true);
+    }
+  });
+
   it.each([
     [{ logRetention: 42 as logs.RetentionDays }, '`42` (number)'],
     [{ logRetention: -1 as logs.RetentionDays }, '`-1` (number)'],
