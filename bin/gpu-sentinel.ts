@@ -1,9 +1,9 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { registerAgentCommands } from '../agent/cli/agent-cli';
+import { AGENT_VERSION } from '../agent/version';
 import { REPORT_GROUPINGS, REPORT_PERIODS } from '../lambdas/domain';
 import { runLocalCommand } from './commands/local';
 import { cliLogger } from './commands/logger';
-import { AGENT_VERSION } from './commands/paths';
 import { REPORT_FORMATS, runReportCommand } from './commands/report';
 import { runScenariosCommand } from './commands/scenarios';
 

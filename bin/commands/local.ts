@@ -7,6 +7,7 @@ import { NvmlSource } from '../../agent/sources/nvml';
 import { resolveNvmlLibraryPath } from '../../agent/sources/nvml/library-path';
 import { buildReplayBatches, loadReplayManifest } from '../../agent/sources/replay';
 import { IDLE_BILLED_SHOWN_AFTER_S } from '../../agent/sources/simulate-fleet';
+import { AGENT_VERSION } from '../../agent/version';
 import type { Batch, Host } from '../../lambdas/contract';
 import { parsePriceOverrides, parseRemediationMode } from '../../lambdas/domain';
 import type { Log } from '../../lambdas/handlers/log';
@@ -20,7 +21,7 @@ import {
   sendAll,
 } from '../scenarios/run-scenarios';
 import type { Scenario } from '../scenarios/scenario';
-import { AGENT_VERSION, BUNDLED_REPLAY_MANIFEST } from './paths';
+import { BUNDLED_REPLAY_MANIFEST } from './paths';
 import { loadRuleContext } from './rules-file';
 
 /** Options of `gpu-sentinel local`, as commander parses them. */

@@ -7,6 +7,3 @@ export const PACKAGE_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const BUNDLED_REPLAY_MANIFEST = fileURLToPath(
   new URL('../../test/fixtures/replay/real-captures.json', import.meta.url),
 );
-
-/** Version reported in `agent.version` (the agent owns it). */
-export { AGENT_VERSION } from '../../agent/version';

@@ -1,11 +1,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { AGENT_VERSION } from '../../agent/version';
 import type { Log } from '../../lambdas/handlers/log';
 import { defaultScenarios } from '../scenarios/catalog';
 import { formatConfusionMatrix } from '../scenarios/confusion-matrix';
 import { runScenarios } from '../scenarios/run-scenarios';
-import { AGENT_VERSION } from './paths';
 import { loadRuleContext } from './rules-file';
 
 /** Options of `gpu-sentinel scenarios`, as commander parses them. */

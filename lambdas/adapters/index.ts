@@ -7,7 +7,6 @@ export * from './ec2-instance-directory';
 export * from './errors';
 export * from './firehose-records';
 export * from './firing-alert';
-export * from './measure-types';
 export * from './regional-clients';
 export * from './sns-alert-sink';
 export * from './sns-decision-sink';

@@ -1,8 +1,8 @@
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GPU_METRIC_NAMES } from '../../lambdas/adapters/measure-types';
 import { DEFAULT_RULE_CONTEXT } from '../../lambdas/domain';
+import { GPU_METRIC_NAMES } from '../../lambdas/domain/measure-types';
 import type { StateStore, TelemetryStore } from '../../lambdas/domain/ports';
 import { createIngestHandler } from '../../lambdas/handlers/ingest-handler';
 import { DuckDbStore } from '../../lambdas/local/duckdb-store';
