@@ -120,6 +120,7 @@ export const EVENT_KINDS = [
   'agent_start',
   'agent_stop',
   'data_dropped',
+  'profiling_source_changed',
 ] as const;
 
 /** Where an event was read: NVML event set, the kernel log, IMDS, or the agent itself. */

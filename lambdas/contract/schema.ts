@@ -225,6 +225,28 @@ export const GpuProcessSchema = z.strictObject({
   fb_used_bytes: count.optional(),
 });
 
+/** A Kubernetes DNS label (RFC 1123): lowercase alphanumerics and `-`, 1..63 characters. */
+const k8sLabel = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'expected a Kubernetes DNS label (RFC 1123, 1..63 chars)');
+
+/**
+ * The Kubernetes workload that holds a GPU, as dcgm-exporter's pod-resources mapping labels it
+ * (`namespace`, `pod`, `container` labels of `DCGM_FI_*` series when run with
+ * `--kubernetes`). Absent when the host is not a Kubernetes node or the GPU is not allocated to a pod.
+ */
+export const K8sWorkloadSchema = z.strictObject({
+  /** Kubernetes namespace (a DNS label, ≤ 63 chars). */
+  namespace: k8sLabel,
+  /** Pod name (a DNS subdomain, ≤ 253 chars). */
+  pod: z
+    .string()
+    .max(253)
+    .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'expected a Kubernetes pod name (RFC 1123 subdomain)'),
+  /** Container name within the pod (a DNS label), when the exporter gives it. */
+  container: k8sLabel.optional(),
+});
+
 /** One GPU's aggregates over a flush window (stored) or the trailing horizon (rules only). */
 export const GpuWindowSchema = z
   .strictObject({
@@ -235,6 +257,8 @@ export const GpuWindowSchema = z
     metrics: GpuMetricsSchema,
     /** Compute processes seen in the window (at most 64, largest memory first); absent when unknown. */
     processes: z.array(GpuProcessSchema).max(64).optional(),
+    /** The pod holding the GPU at the window's end (dcgm-exporter labels); absent off Kubernetes. */
+    k8s: K8sWorkloadSchema.optional(),
   })
   .superRefine((w, ctx) => {
     if (Date.parse(w.end) <= Date.parse(w.start)) {
@@ -309,6 +333,8 @@ export type AgentInfo = z.infer<typeof AgentInfoSchema>;
 export type GpuWindow = z.infer<typeof GpuWindowSchema>;
 /** GPU identity fields. */
 export type GpuIdentity = z.infer<typeof GpuIdentitySchema>;
+/** The Kubernetes workload holding a GPU. */
+export type K8sWorkload = z.infer<typeof K8sWorkloadSchema>;
 /** A compute process on a GPU. */
 export type GpuProcess = z.infer<typeof GpuProcessSchema>;
 /** Per-GPU metrics; each field absent when unsupported. */
