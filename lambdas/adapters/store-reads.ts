@@ -90,6 +90,8 @@ export function wasteByDiagnosisFrom(get: ColumnGetter): Partial<Record<Diagnosi
 const GROUP_COLUMNS: { readonly [G in WasteGroup]: string } = {
   team: 'team',
   job: 'job',
+  namespace: 'namespace',
+  pod: 'pod',
   instance_type: 'instance_type',
   instance: 'instance_id',
   diagnosis: 'diagnosis',
@@ -225,6 +227,9 @@ export function gpuWindowFrom(get: ColumnGetter): StoredGpuWindow {
     ...optional('gpu_name'),
     ...optional('team'),
     ...optional('job'),
+    ...optional('namespace'),
+    ...optional('pod'),
+    ...optional('container'),
     ...optional('batch_id'),
     ...(seq !== undefined ? { seq: Number(seq) } : {}),
     metrics: metrics as GpuMetrics,

@@ -7,6 +7,7 @@ import {
   LEDGER_MEASURE_TYPES,
   type MeasureType,
 } from '../domain/measure-types';
+import { GPU_WORKLOAD_COLUMNS } from '../domain/store-columns';
 import type { EfaWindowRow, EventRow, GpuWindowRow } from '../domain/types';
 import {
   EFA_MEASURE_NAME,
@@ -125,8 +126,11 @@ function epochMs(iso: string): string {
 
 /**
  * Builds the multi-measure record of one GPU window (table `gpu_windows`, docs/design.md §4): dimensions
- * `instance_id, instance_type, gpu_index, gpu_uuid?, az?, team?, job?`, measure name `gpu`, every
- * present metric and every ledger field, with types from {@link GPU_METRIC_TYPES} and
+ * `instance_id, instance_type, gpu_index, gpu_uuid?, az?, team?, job?`, measure name `gpu`; the
+ * Kubernetes workload (`namespace?, pod?, container?`) as VARCHAR measures, not dimensions (a pod is
+ * what holds the GPU in that window, not who the series is: as dimensions, a window re-sent with
+ * another pod would be a second record for the same key, and every short-lived pod a new series);
+ * then every present metric and every ledger field, with types from {@link GPU_METRIC_TYPES} and
  * {@link LEDGER_MEASURE_TYPES}; `Time` = window end in ms; `Version` = batch seq. Text is cut to
  * Timestream's byte limits (UTF-8): dimension pairs ≤ 2 KB, VARCHAR values ≤ 2 KB, record ≤ 2 KB.
  *
@@ -149,6 +153,7 @@ export function gpuWindowRecord(row: GpuWindowRow): _Record {
     MeasureName: GPU_MEASURE_NAME,
     MeasureValueType: 'MULTI',
     MeasureValues: [
+      ...GPU_WORKLOAD_COLUMNS.flatMap((n) => measure(n, 'VARCHAR', row[n])),
       ...GPU_METRIC_NAMES.flatMap((n) => measure(n, GPU_METRIC_TYPES[n], metrics[n])),
       ...LEDGER_FIELD_NAMES.flatMap((n) => measure(n, LEDGER_MEASURE_TYPES[n], ledger[n])),
     ],

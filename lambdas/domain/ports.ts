@@ -38,8 +38,19 @@ export interface WasteQuery {
   readonly to: Date;
 }
 
-/** What a grouped waste report sums by: a column of `gpu_windows` (`instance` = `instance_id`). */
-export const WASTE_GROUPS = ['team', 'job', 'instance_type', 'instance', 'diagnosis'] as const;
+/**
+ * What a grouped waste report sums by: a column of `gpu_windows` (`instance` = `instance_id`;
+ * `namespace` and `pod` = the Kubernetes pod holding the GPU in each window, absent off Kubernetes).
+ */
+export const WASTE_GROUPS = [
+  'team',
+  'job',
+  'namespace',
+  'pod',
+  'instance_type',
+  'instance',
+  'diagnosis',
+] as const;
 /** One of {@link WASTE_GROUPS}. */
 export type WasteGroup = (typeof WASTE_GROUPS)[number];
 
@@ -50,7 +61,7 @@ export interface WasteGroupQuery extends WasteQuery {
 
 /** The ledger summed over every GPU window of one group in a time range. All money in USD. */
 export interface WasteGroupRow extends LedgerSums {
-  /** The group's value (team name, job, instance type, instance id, diagnosis); absent for windows without one (no team tag, no diagnosis). */
+  /** The group's value (team name, job, namespace, pod, instance type, instance id, diagnosis); absent for windows without one (no team tag, no pod, no diagnosis). */
   readonly group?: string;
   /** `wasted_usd` split by diagnosis; diagnoses without windows absent. */
   readonly wasted_by_diagnosis_usd: Partial<Record<Diagnosis, number>>;
@@ -93,7 +104,7 @@ export interface TelemetryStore {
   /** Sums the ledger per GPU over a time range, ordered by wasted_usd descending. */
   queryWaste(query: WasteQuery): Promise<WasteReportRow[]>;
   /**
-   * Sums the ledger per team, job, instance type, instance or diagnosis over a time range (reports).
+   * Sums the ledger per team, job, namespace, pod, instance type, instance or diagnosis over a time range (reports).
    * @returns one row per group, ordered by `wasted_usd` descending, then group (absent last)
    */
   queryWasteBy(query: WasteGroupQuery): Promise<WasteGroupRow[]>;

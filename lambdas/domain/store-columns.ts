@@ -21,6 +21,14 @@ export type StoreColumnType =
   | 'BOOLEAN'
   | 'MAP_VARCHAR_BIGINT';
 
+/**
+ * The Kubernetes workload columns of `gpu_windows` (the window's `k8s`: the pod holding the GPU, from
+ * dcgm-exporter's `namespace`/`pod`/`container` labels), NULL off Kubernetes. In Timestream they are
+ * VARCHAR measures, not dimensions: a window's key stays (instance, GPU, time) whoever holds the GPU,
+ * and short-lived pods do not multiply the series (see `gpuWindowRecord`).
+ */
+export const GPU_WORKLOAD_COLUMNS = ['namespace', 'pod', 'container'] as const;
+
 /** Identity and dimension columns of `gpu_windows`, in insert order, before the metric and ledger columns. */
 export const GPU_WINDOW_KEY_COLUMNS = [
   'time',
@@ -34,6 +42,7 @@ export const GPU_WINDOW_KEY_COLUMNS = [
   'gpu_name',
   'team',
   'job',
+  ...GPU_WORKLOAD_COLUMNS,
   'batch_id',
   'seq',
 ] as const;
@@ -120,6 +129,9 @@ const GPU_KEY_COLUMN_TYPES: { readonly [K in (typeof GPU_WINDOW_KEY_COLUMNS)[num
   gpu_name: 'VARCHAR',
   team: 'VARCHAR',
   job: 'VARCHAR',
+  namespace: 'VARCHAR',
+  pod: 'VARCHAR',
+  container: 'VARCHAR',
   batch_id: 'VARCHAR',
   seq: 'BIGINT',
 };

@@ -61,12 +61,15 @@ export interface LedgerEntry {
   readonly efficiency?: number;
   /** `sm_active` (profiling), `gpu_util` (an upper bound on efficiency, so waste is a lower bound), or `none`. */
   readonly efficiency_source: EfficiencySource;
-  /** True when `compute_processes` was measured; false means idle vs held-idle could not be told apart. */
+  /**
+   * True when who holds the GPU is known: `compute_processes` was measured, or a Kubernetes pod holds
+   * the GPU (`k8s`); false means idle vs held-idle could not be told apart.
+   */
   readonly processes_known: boolean;
   readonly waste_class: WasteClass;
   /** No compute process and efficiency < 0.01: the whole cost. */
   readonly idle_usd: number;
-  /** A process holds the GPU but efficiency < 0.01: the whole cost. */
+  /** A process or a Kubernetes pod holds the GPU but efficiency < 0.01: the whole cost. */
   readonly held_idle_usd: number;
   /** Working: cost × (1 − efficiency). */
   readonly underused_usd: number;
@@ -98,6 +101,15 @@ export interface GpuWindowRow {
   readonly team?: string;
   /** From instance tag `job`, when present. */
   readonly job?: string;
+  /**
+   * Kubernetes namespace of the pod holding the GPU at the window's end (the window's `k8s`, from
+   * dcgm-exporter's pod labels); absent off Kubernetes or when no pod holds the GPU.
+   */
+  readonly namespace?: string;
+  /** Name of the pod holding the GPU (the window's `k8s.pod`); absent when `namespace` is. */
+  readonly pod?: string;
+  /** Container of that pod holding the GPU, when the exporter names it. */
+  readonly container?: string;
   readonly batch_id: string;
   /** Batch `seq`, used as the Timestream record version so a retried batch overwrites itself. */
   readonly seq: number;

@@ -1,17 +1,18 @@
-import type { WasteGroupRow } from './ports';
+import { WASTE_GROUPS, type WasteGroupRow } from './ports';
 import { isUnpriced } from './pricing';
 import { ReportInputError } from './report-input-error';
 import type { LedgerSums, WasteReportRow } from './types';
 
 /**
  * The finance report model (docs/design.md §9): over a period, GPU-hours, cost and wasted dollars by waste
- * class and by diagnosis, grouped by team, job, instance type or instance, with the method and the
+ * class and by diagnosis, grouped by team, job, Kubernetes namespace or pod, instance type or
+ * instance, with the method and the
  * prices used, the top wasters and every unpriced host by name. Pure: the rows come from the store,
  * the clock from the caller; renderers (CSV, HTML, text, SNS) only present it.
  */
 
-/** What a report can be grouped by. */
-export const REPORT_GROUPINGS = ['team', 'job', 'instance_type', 'instance', 'diagnosis'] as const;
+/** What a report can be grouped by: the store's groupings ({@link WASTE_GROUPS}), one list. */
+export const REPORT_GROUPINGS = WASTE_GROUPS;
 /** One of {@link REPORT_GROUPINGS}. */
 export type ReportGrouping = (typeof REPORT_GROUPINGS)[number];
 
@@ -63,7 +64,7 @@ export interface ReportMoney {
   readonly by_class: Readonly<Record<ReportWasteClass, number>>;
 }
 
-/** One group of the report (a team, a job, an instance type, an instance, or a diagnosis). */
+/** One group of the report (a team, a job, a namespace, a pod, an instance type, an instance, or a diagnosis). */
 export interface ReportGroup extends ReportMoney {
   /** The group's key; {@link UNATTRIBUTED} when the tag or diagnosis is absent. */
   readonly key: string;

@@ -1,4 +1,5 @@
 import {
+  GPU_WORKLOAD_COLUMNS,
   type StoreColumnType,
   TELEMETRY_REQUIRED_COLUMNS,
   TELEMETRY_TABLE_COLUMNS,
@@ -54,6 +55,8 @@ function telemetryTableDdl(table: TelemetryTable): string {
  */
 export const DUCKDB_SCHEMA_SQL: readonly string[] = [
   telemetryTableDdl('gpu_windows'),
+  // A store file made before the Kubernetes workload columns existed gains them (NULL in old rows).
+  ...GPU_WORKLOAD_COLUMNS.map((c) => `ALTER TABLE gpu_windows ADD COLUMN IF NOT EXISTS ${c} VARCHAR`),
   telemetryTableDdl('efa_windows'),
   telemetryTableDdl('events'),
   `CREATE TABLE IF NOT EXISTS remediations (

@@ -258,19 +258,28 @@ export function describeTelemetryStoreContract(
         });
       });
 
-      /** Two instances, two teams (one untagged), two jobs, three diagnoses (one window without), over 40 s. */
+      /**
+       * Two instances, two teams (one untagged), two jobs, three diagnoses (one window without), over
+       * 40 s; the p5 is a Kubernetes node whose GPU 1 moves from one pod to another of the same
+       * namespace halfway, the p4d is not (no namespace, no pod).
+       */
       const fleet = (): GpuWindowRow[] =>
         [0, 10, 20, 30].flatMap((s, i) => [
           gpuRow({
             time: at(s + 10),
             gpu_index: 0,
             seq: i,
+            namespace: 'ml-train',
+            pod: 'llama-7b-0',
+            container: 'trainer',
             ledger: ledger({ efficiency: 0.2, diagnosis: 'input_bound' }),
           }),
           gpuRow({
             time: at(s + 10),
             gpu_index: 1,
             seq: i,
+            namespace: 'ml-train',
+            pod: i < 2 ? 'llama-7b-1' : 'eval-3',
             ledger: ledger({ efficiency: 0.6, ...(i < 2 ? { diagnosis: 'tensor_idle' as const } : {}) }),
           }),
           gpuRow({

@@ -17,7 +17,13 @@ function fullGpuRow() {
   const metrics = Object.fromEntries(
     GPU_METRIC_NAMES.map((n) => [n, GPU_METRIC_TYPES[n] === 'BOOLEAN' ? true : 1]),
   ) as unknown as GpuMetrics;
-  return gpuRow({ metrics, ledger: ledger({ diagnosis: 'memory_bound' }) });
+  return gpuRow({
+    metrics,
+    ledger: ledger({ diagnosis: 'memory_bound' }),
+    namespace: 'ml-train',
+    pod: 'llama-7b-0',
+    container: 'trainer',
+  });
 }
 
 describe('one column list for every store', () => {

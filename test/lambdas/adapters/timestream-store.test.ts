@@ -93,6 +93,31 @@ describe('TimestreamStore.write', () => {
     });
   });
 
+  it('writes the pod holding the GPU as VARCHAR measures, keeping the window’s dimensions', async () => {
+    // Prepare
+    const row = gpuRow({ namespace: 'ml-train', pod: 'llama-7b-0', container: 'trainer' });
+
+    // Act
+    await store.write({ gpu: [row], efa: [], events: [] });
+
+    // Assess
+    const record = mock.commandCalls(WriteRecordsCommand)[0]!.args[0].input.Records![0]!;
+    expect(record.Dimensions?.map((d) => d.Name)).toEqual([
+      'instance_id',
+      'instance_type',
+      'gpu_index',
+      'gpu_uuid',
+      'az',
+      'team',
+      'job',
+    ]);
+    expect(record.MeasureValues?.slice(0, 3)).toEqual([
+      { Name: 'namespace', Value: 'ml-train', Type: 'VARCHAR' },
+      { Name: 'pod', Value: 'llama-7b-0', Type: 'VARCHAR' },
+      { Name: 'container', Value: 'trainer', Type: 'VARCHAR' },
+    ]);
+  });
+
   it('omits optional dimensions and measures that are unknown', async () => {
     // Prepare
     const {
@@ -596,6 +621,35 @@ describe('TimestreamStore reads', () => {
       },
     ]);
   });
+
+  it.each(['namespace', 'pod'] as const)(
+    'sums waste by Kubernetes %s, a column of the gpu records (a VARCHAR measure)',
+    async (by) => {
+      // Prepare
+      queryMock
+        .on(QueryCommand)
+        .resolves(
+          answer(
+            ['group_key', 'gpu_hours', 'cost_usd', 'held_idle_usd', 'wasted_usd', 'wasted_held_idle_usd'],
+            [['ml-train', '2', '4', '4', '4', '4']],
+          ),
+        );
+
+      // Act
+      const [row] = await store.queryWasteBy({ ...range, by });
+
+      // Assess
+      const sql = queryMock.commandCalls(QueryCommand)[0]?.args[0].input.QueryString ?? '';
+      expect(sql).toContain(`SELECT ${by} AS group_key`);
+      expect(sql).toContain(`GROUP BY ${by}`);
+      expect(row).toMatchObject({
+        group: 'ml-train',
+        held_idle_usd: 4,
+        wasted_usd: 4,
+        wasted_by_diagnosis_usd: { held_idle: 4 },
+      });
+    },
+  );
 
   it('reads recent windows of one instance, typed, with start from window_s and no batch id or seq', async () => {
     // Prepare

@@ -1,8 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreQueryError, StoreUnavailableError } from '../../../lambdas/adapters/errors';
+import { GPU_WORKLOAD_COLUMNS } from '../../../lambdas/domain/store-columns';
 import type { EventRow } from '../../../lambdas/domain/types';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { batchRows, efaRow, eventRow, gpuRow } from '../rows';
@@ -189,5 +191,35 @@ describe('DuckDbStore on a file', () => {
     // Assess
     expect(report.map((r) => r.gpu_index)).toEqual([0, 1]);
     expect(broken.get('3')).toBe('2026-03-10T12:00:05.250Z');
+  });
+
+  it('gives a store file made before the Kubernetes columns existed those columns, keeping its rows', async () => {
+    // Prepare: a file as an older version wrote it (no namespace, pod, container)
+    const path = join(dir, 'old.duckdb');
+    const made = await DuckDbStore.open(path);
+    await made.write({ gpu: [gpuRow({ gpu_index: 0 })], efa: [], events: [] });
+    await made.close();
+    const duck = await DuckDBInstance.create(path);
+    const raw = await duck.connect();
+    for (const c of GPU_WORKLOAD_COLUMNS) await raw.run(`ALTER TABLE gpu_windows DROP COLUMN ${c}`);
+    raw.closeSync();
+    duck.closeSync();
+
+    // Act
+    const reopened = await DuckDbStore.open(path);
+    await reopened.write({
+      gpu: [gpuRow({ gpu_index: 1, namespace: 'ml-train', pod: 'llama-7b-0' })],
+      efa: [],
+      events: [],
+    });
+    const groups = await reopened.queryWasteBy({
+      from: new Date('2026-03-10T00:00:00Z'),
+      to: new Date('2026-03-11T00:00:00Z'),
+      by: 'namespace',
+    });
+    await reopened.close();
+
+    // Assess
+    expect(groups.map((g) => g.group)).toEqual(['ml-train', undefined]);
   });
 });
