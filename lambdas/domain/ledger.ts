@@ -6,6 +6,7 @@ import {
   SECONDS_PER_HOUR,
 } from './constants';
 import { LedgerInputError } from './errors';
+import { isGpuHeld } from './gpu-holder';
 import type { InstancePrice } from './pricing';
 import type { Diagnosis, EfficiencySource, LedgerEntry, WasteClass } from './types';
 
@@ -35,8 +36,9 @@ export interface LedgerOptions {
  *   `unknown`, no waste counted).
  * - class, first match wins: `broken` (window end after `brokenSince`) → `broken_usd` = cost;
  *   efficiency < {@link IDLE_EFFICIENCY_BELOW} and no compute process → `idle_usd` = cost;
- *   … with a process → `held_idle_usd` = cost; … with `compute_processes` unknown → `idle_usd` = cost
- *   and `processes_known: false`; otherwise `underused_usd` = cost × (1 − efficiency), class
+ *   … held by a process or by a Kubernetes pod (`window.k8s`, even with `compute_processes` 0 or
+ *   unknown: see `isGpuHeld`) → `held_idle_usd` = cost; … with `compute_processes` unknown and no
+ *   pod → `idle_usd` = cost and `processes_known: false`; otherwise `underused_usd` = cost × (1 − efficiency), class
  *   `underused`, or `none` when efficiency ≥ {@link FULLY_USED_EFFICIENCY_AT_LEAST} (the small
  *   remainder is still counted in `underused_usd`, so the sum over classes stays the formula).
  * - `wasted_usd` = idle + held_idle + underused + broken, so 0 ≤ wasted_usd ≤ cost_usd.
@@ -80,7 +82,8 @@ export function computeLedger(window: GpuWindow, price: InstancePrice, opts?: Le
     efficiency = m.gpu_util;
     efficiency_source = 'gpu_util';
   }
-  const processes_known = m.compute_processes !== undefined;
+  const held = isGpuHeld(window);
+  const processes_known = held !== undefined;
   let idle_usd = 0;
   let held_idle_usd = 0;
   let underused_usd = 0;
@@ -93,7 +96,7 @@ export function computeLedger(window: GpuWindow, price: InstancePrice, opts?: Le
   } else if (efficiency === undefined) {
     waste_class = 'unknown';
   } else if (efficiency < IDLE_EFFICIENCY_BELOW) {
-    if (m.compute_processes !== undefined && m.compute_processes > 0) {
+    if (held === true) {
       waste_class = 'held_idle';
       held_idle_usd = cost_usd;
     } else {

@@ -8,7 +8,8 @@ import type { Thresholds } from './thresholds';
  *
  * 1. `sm_active` absent (no GPM / DCGM): `gpu_util` (an upper bound on SM activity) below
  *    `idleSmActiveBelow` → `idle` / `held_idle` as below; otherwise `unknown` (no leaf can be named).
- * 2. `sm_active < idleSmActiveBelow` → `held_idle` when `compute_processes > 0`, else `idle`.
+ * 2. `sm_active < idleSmActiveBelow` → `held_idle` when `compute_processes > 0` or a Kubernetes pod
+ *    holds the GPU (`heldByPod`), else `idle`.
  * 3. `thermal_throttle_ratio ≥ thermalThrottleRatioAtLeast` or `max_gpu_temp_c > thermalThrottleTempC`
  *    → `throttled` (the clocks, not the job, hold it back).
  * 4. `gpu_util ≥ fakeLoadGpuUtilAtLeast` and `sm_active < underutilizedSmActiveBelow` → `fake_load`.
@@ -24,12 +25,19 @@ import type { Thresholds } from './thresholds';
  * @param m - the horizon's metrics
  * @param profiling - the batch's `agent.profiling_source` (`none`: SM activity cannot be measured)
  * @param t - the thresholds
+ * @param heldByPod - a Kubernetes pod has the GPU allocated (the window's `k8s`): idle is then
+ *   `held_idle` whatever `compute_processes` says. @default false
  * @returns the leaf
  * @example
  * diagnoseHorizon({ gpu_util: 1, sm_active: 0.02 }, 'gpm', DEFAULT_THRESHOLDS); // 'fake_load'
  */
-export function diagnoseHorizon(m: GpuMetrics, profiling: ProfilingSource, t: Thresholds): Diagnosis {
-  const noProcess = m.compute_processes === undefined || m.compute_processes === 0;
+export function diagnoseHorizon(
+  m: GpuMetrics,
+  profiling: ProfilingSource,
+  t: Thresholds,
+  heldByPod = false,
+): Diagnosis {
+  const noProcess = !heldByPod && (m.compute_processes === undefined || m.compute_processes === 0);
   const sm = profiling === 'none' ? undefined : m.sm_active;
   if (sm === undefined) {
     if (m.gpu_util !== undefined && m.gpu_util < t.idleSmActiveBelow) return noProcess ? 'idle' : 'held_idle';

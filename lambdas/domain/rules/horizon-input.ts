@@ -54,7 +54,10 @@ export function judgedHorizons(
   price: InstancePrice,
 ): { gpus: HorizonGpu[]; shortGpus: number } {
   const latest = new Map<number, GpuWindow>();
+  // A pod named on any of the GPU's windows holds it (the agent may label the flush window only).
+  const podHeld = new Set<number>();
   for (const w of batch.windows) {
+    if (w.k8s !== undefined) podHeld.add(w.gpu.index);
     if (w.kind !== 'horizon') continue;
     const seen = latest.get(w.gpu.index);
     if (seen === undefined || Date.parse(w.end) > Date.parse(seen.end)) latest.set(w.gpu.index, w);
@@ -73,7 +76,12 @@ export function judgedHorizons(
       window,
       ref: resolveGpuRef(batch, index, window.gpu.pci_bus_id),
       spanS,
-      diagnosis: diagnoseHorizon(window.metrics, batch.agent.profiling_source, thresholds),
+      diagnosis: diagnoseHorizon(
+        window.metrics,
+        batch.agent.profiling_source,
+        thresholds,
+        podHeld.has(index),
+      ),
       wastedUsdPerHour: (ledger.wasted_usd / ledger.window_s) * SECONDS_PER_HOUR,
     });
   }

@@ -47,6 +47,36 @@ describe('computeLedger', () => {
     expect(entry.wasted_usd).toBe(sum);
   });
 
+  it.each([
+    ['no compute process', { sm_active: 0, compute_processes: 0 }],
+    ['an unknown process count', { sm_active: 0.002 }],
+    ['GPU util only (no profiling)', { gpu_util: 0 }],
+  ] as const)('classes a GPU a pod holds as held_idle with %s', (_case, metrics) => {
+    // Prepare
+    const held: GpuWindow = { ...win(metrics), k8s: { namespace: 'ml-train', pod: 'llama-7b-0' } };
+
+    // Act
+    const entry = computeLedger(held, P5);
+
+    // Assess
+    expect(entry).toMatchObject({ waste_class: 'held_idle', processes_known: true, idle_usd: 0 });
+    expect(entry.held_idle_usd).toBeCloseTo(COST_10S, 15);
+    expect(entry.wasted_usd).toBe(entry.held_idle_usd);
+  });
+
+  it('costs a working GPU a pod holds as underused, as without the pod', () => {
+    // Prepare
+    const metrics = { sm_active: 0.25 };
+    const held: GpuWindow = { ...win(metrics), k8s: { namespace: 'ml-train', pod: 'llama-7b-0' } };
+
+    // Act
+    const entry = computeLedger(held, P5);
+
+    // Assess
+    expect(entry.waste_class).toBe('underused');
+    expect(entry.underused_usd).toBe(computeLedger(win(metrics), P5).underused_usd);
+  });
+
   it('leaves efficiency absent when neither sm_active nor gpu_util was measured', () => {
     // Prepare / Act
     const entry = computeLedger(win({}), P5);

@@ -54,4 +54,19 @@ describe('diagnoseHorizon', () => {
     // Act / Assess
     expect(diagnoseHorizon(metrics, profiling, DEFAULT_THRESHOLDS)).toBe(expected);
   });
+
+  it.each<[string, GpuMetrics, ProfilingSource, Diagnosis]>([
+    ['held idle: a pod, no process, SM 0', m({ sm_active: 0, compute_processes: 0 }), 'gpm', 'held_idle'],
+    [
+      'held idle: a pod, process count unknown',
+      m({ sm_active: 0, compute_processes: undefined }),
+      'gpm',
+      'held_idle',
+    ],
+    ['held idle: a pod, GPU util 0 without profiling', { ...noSm, gpu_util: 0 }, 'none', 'held_idle'],
+    ['compute bound: a pod working', COMPUTE_BOUND, 'gpm', 'compute_bound'],
+  ])('%s (held by a Kubernetes pod)', (_case, metrics, profiling, expected) => {
+    // Act / Assess
+    expect(diagnoseHorizon(metrics, profiling, DEFAULT_THRESHOLDS, true)).toBe(expected);
+  });
 });

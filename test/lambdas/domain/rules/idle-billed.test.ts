@@ -61,6 +61,28 @@ describe('nextIdleSince', () => {
     expect({ mark: [...update.mark], clear: update.clear }).toEqual(expected);
   });
 
+  it.each([
+    ['its horizon', true],
+    ['its flush window only', false],
+  ])(
+    'does not mark a GPU a Kubernetes pod holds, the pod named on %s: it is held idle',
+    (_case, onHorizon) => {
+      // Prepare
+      const k8s = { namespace: 'ml-train', pod: 'llama-7b-0' };
+      const h = horizon(0, IDLE_HORIZON);
+      const flush = { ...h, kind: 'flush', start: '2026-03-10T10:00:00.000Z', ...(onHorizon ? {} : { k8s }) };
+      const batch = horizonBatch([onHorizon ? { ...h, k8s } : h, flush]);
+      const { gpus } = judgedHorizons(batch, DEFAULT_THRESHOLDS, price);
+
+      // Act
+      const update = nextIdleSince(new Map(), gpus, DEFAULT_THRESHOLDS);
+
+      // Assess
+      expect(gpus.map((g) => g.diagnosis)).toEqual(['held_idle']);
+      expect([...update.mark]).toEqual([]);
+    },
+  );
+
   it('marks an idle A100 without profiling counters from GPU util', () => {
     // Prepare
     const noSm = Object.fromEntries(Object.entries(IDLE_HORIZON).filter(([k]) => !k.includes('sm_active')));
