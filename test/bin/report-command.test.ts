@@ -27,12 +27,21 @@ describe('gpu-sentinel report', () => {
     };
     await store.write({
       gpu: [
-        gpuRow({ time: '2026-03-10T12:00:10.000Z', gpu_index: 0, team: 'vision', job: 'train-42' }),
+        gpuRow({
+          time: '2026-03-10T12:00:10.000Z',
+          gpu_index: 0,
+          team: 'vision',
+          job: 'train-42',
+          namespace: 'ml-train',
+          pod: 'llama-7b-0',
+        }),
         gpuRow({
           time: '2026-03-10T12:00:10.000Z',
           gpu_index: 1,
           team: 'vision',
           job: 'train-42',
+          namespace: 'ml-train',
+          pod: 'llama-7b-1',
           ledger: idleLedger,
         }),
         gpuRow({
@@ -74,6 +83,8 @@ describe('gpu-sentinel report', () => {
     ['instance', ['i-0123456789abcdef0', 'i-0bbbbbbbbbbbbbbbb']],
     ['instance_type', ['p5.48xlarge']],
     ['diagnosis', ['idle', '(none)', 'input_bound']],
+    ['namespace', ['ml-train', '(none)']],
+    ['pod', ['llama-7b-1', '(none)', 'llama-7b-0']],
   ] as const)('groups the last day by %s as JSON', async (by, keys) => {
     // Prepare / Act
     const report = JSON.parse(await run({ by, format: 'json', period: 'day' })) as WasteReport;
