@@ -78,6 +78,7 @@ export const efaDropsRule: WindowRule = {
             window_start: worst.port.start,
             window_end: worst.port.end,
           },
+          costed: false,
           wastedUsdPerHour: 0,
         }),
       ],

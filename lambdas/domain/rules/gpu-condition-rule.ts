@@ -14,7 +14,7 @@ export interface GpuConditionRuleSpec extends RuleMessageSpec {
   readonly fires: (g: HorizonGpu, t: Thresholds) => boolean;
   /** Severity of the finding from the GPUs that fired; never `critical` for a window rule. */
   readonly severity: (gpus: readonly HorizonGpu[], t: Thresholds) => Exclude<Severity, 'critical'>;
-  /** What the GPUs that fired cost, USD/hour. @default their horizon waste rate */
+  /** What the GPUs that fired cost, USD/hour (efficiency rules; a health rule states no cost). @default their horizon waste rate */
   readonly usdPerHour?: (gpus: readonly HorizonGpu[], input: HorizonInput) => number;
 }
 
@@ -46,6 +46,8 @@ export function gpuConditionRule(spec: GpuConditionRuleSpec): WindowRule {
             remedy: spec.remedy,
             evidence: spec.evidence(gpus, t),
             ...(spec.usdPerHour === undefined ? {} : { wastedUsdPerHour: spec.usdPerHour(gpus, input) }),
+            // A health finding has no dollar meaning of its own: no cost in its message.
+            costed: spec.kind === 'efficiency',
           }),
         ],
       };

@@ -52,6 +52,5 @@ export function healthRateRule(spec: HealthRateSpec): WindowRule {
       [spec.counter]: perGpu(gpus, (g) => g.window.metrics[spec.counter] as number | undefined, String),
       per_min_at_least: t[spec.threshold],
     }),
-    usdPerHour: () => 0,
   });
 }

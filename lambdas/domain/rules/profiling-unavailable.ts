@@ -31,7 +31,7 @@ export const profilingUnavailableRule: WindowRule = {
               : { driver_version: input.batch.agent.driver_version }),
             gpu_name: input.gpus[0]?.window.gpu.name ?? 'unknown',
           },
-          wastedUsdPerHour: 0,
+          costed: false,
         }),
       ],
     };

@@ -17,6 +17,13 @@ export interface WindowFindingParts {
   readonly evidence: Readonly<Record<string, string | number | boolean>>;
   /** What it costs, USD/hour; @default the sum of the GPUs' `wastedUsdPerHour` */
   readonly wastedUsdPerHour?: number;
+  /**
+   * False for a finding with no dollar meaning (hardware or fabric health: replays, CRC errors,
+   * drops, memory pressure, throttling, a missing profiling source): its summary says no
+   * `costs $…/h` and its evidence has no `wasted_usd_per_hour`, so nobody reads "$0.00/h" as "free".
+   * @default true
+   */
+  readonly costed?: boolean;
 }
 
 /** What a window rule says about the GPUs it fired on: the message parts computed from them. */
@@ -73,7 +80,7 @@ export function jobOf(input: HorizonInput): string {
 
 /**
  * Builds the one finding a window rule gives for an instance (alert id `rule:instance_id`): the
- * summary names the job, the GPUs and the dollars per hour; `at` = the latest horizon end (or the
+ * summary names the job, the GPUs and (unless `costed: false`) the dollars per hour; `at` = the latest horizon end (or the
  * batch's `sent_at` when no GPU is named); action `notify` (a window rule never asks for remediation).
  *
  * @param input - the rule's input
@@ -88,7 +95,12 @@ export function windowFinding(input: HorizonInput, parts: WindowFindingParts): F
   const list = parts.gpus.map((g) => g.window.gpu.index).join(',');
   const gpuPhrase =
     parts.gpus.length === 0 ? '' : parts.gpus.length === 1 ? ` on GPU ${list}` : ` on GPUs ${list}`;
-  const money = input.price.price_usd_per_hour > 0 ? `, costs $${usdPerHour.toFixed(2)}/h` : ' (unpriced)';
+  const costed = parts.costed ?? true;
+  const money = !costed
+    ? ''
+    : input.price.price_usd_per_hour > 0
+      ? `, costs $${usdPerHour.toFixed(2)}/h`
+      : ' (unpriced)';
   return {
     rule: parts.rule,
     severity: parts.severity,
@@ -102,8 +114,9 @@ export function windowFinding(input: HorizonInput, parts: WindowFindingParts): F
       ...(list === '' ? {} : { gpus: list }),
       ...(horizonS === undefined ? {} : { horizon_s: Math.round(horizonS) }),
       ...parts.evidence,
-      wasted_usd_per_hour: round3(usdPerHour),
-      price_usd_per_hour: input.price.price_usd_per_hour,
+      ...(costed
+        ? { wasted_usd_per_hour: round3(usdPerHour), price_usd_per_hour: input.price.price_usd_per_hour }
+        : {}),
     },
   };
 }

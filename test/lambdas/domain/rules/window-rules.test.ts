@@ -461,6 +461,37 @@ describe('window rules', () => {
     }
   });
 
+  it('states a cost per hour for efficiency findings only, never "$0.00/h" for a health finding', () => {
+    // Prepare: efficiency problems and hardware/fabric problems on one host
+    const input = inputFor(
+      horizonBatch(
+        [
+          horizon(0, with_({ gpu_util: 1, sm_active: 0.02 })),
+          horizon(2, with_({ thermal_throttle_ratio: 0.5, pcie_replay_delta: 900 })),
+        ],
+        { efa: [efaPort({ rx_drops: 50 })] },
+      ),
+    );
+    const kindOf = new Map(WINDOW_RULES.map((r) => [r.id, r.kind]));
+
+    // Act
+    const { findings } = evaluateWindowRules(input, DEFAULT_RULE_CONTEXT, NOW);
+
+    // Assess
+    const health = findings.filter((f) => kindOf.get(f.rule) === 'health');
+    const efficiency = findings.filter((f) => kindOf.get(f.rule) === 'efficiency');
+    expect(health.map((f) => f.rule).sort()).toEqual(['efa_drops', 'pcie_replay_rate', 'thermal_throttle']);
+    expect(efficiency.map((f) => f.rule)).toContain('fake_load');
+    for (const f of health) {
+      expect(f.summary).not.toMatch(/\$|costs|unpriced/);
+      expect(f.evidence).not.toHaveProperty('wasted_usd_per_hour');
+    }
+    for (const f of efficiency) {
+      expect(f.summary).toMatch(/, costs \$\d+\.\d\d\/h$/);
+      expect(f.evidence).toHaveProperty('wasted_usd_per_hour');
+    }
+  });
+
   it('says what is wrong with this job, the numbers, the dollars per hour and the fix', () => {
     // Prepare: GPUs 1 and 2 of a p5.48xlarge (55.04 USD/h, 6.88 per GPU) leave the tensor cores idle at 50 % SM
     const input = inputFor(
