@@ -7,7 +7,7 @@
  * `store` (`athena` (default) | `timestream`), `telemetryRetentionDays`,
  * `firehoseBufferIntervalSeconds`, `stackName`, `databaseName`, `memoryRetentionHours`, `magneticRetentionDays`, `remediationMode`,
  * `organizationId`, `throttlingRateLimit`, `throttlingBurstLimit`, `webAclArn`,
- * `apiGatewayCloudWatchRole` (`true|false`), `priceOverridesUsdPerHour` and `alertEmails` (JSON),
+ * `apiGatewayCloudWatchRole` (`true|false`), `priceOverridesUsdPerHour`, `priceRates` and `alertEmails` (JSON),
  * `agentRoleArns` (comma-separated role ARNs, or a JSON list, of existing agent roles).
  * Every value is validated by the stack, which fails synth with the bad value.
  *
@@ -87,6 +87,7 @@ const props: GpuSentinelStackProps = {
   webAclArn: contextString('webAclArn'),
   apiGatewayCloudWatchRole: contextBoolean('apiGatewayCloudWatchRole'),
   priceOverridesUsdPerHour: contextJson('priceOverridesUsdPerHour'),
+  priceRates: contextJson('priceRates'),
   alertEmails: contextJson('alertEmails'),
   agentRoleArns: contextList('agentRoleArns'),
 };

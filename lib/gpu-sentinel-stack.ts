@@ -3,6 +3,7 @@ import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import type { PriceRates } from '../lambdas/domain/pricing';
 import { AgentPolicy } from './agent-policy';
 import { AgentRole } from './agent-role';
 import { type AlertEmails, AlertTopics } from './alert-topics';
@@ -76,6 +77,12 @@ export interface GpuSentinelStackProps extends StackProps {
    * @default - none (the built-in price table)
    */
   readonly priceOverridesUsdPerHour?: Readonly<Record<string, number>>;
+  /**
+   * Spot, Savings Plans and Capacity Block rates and the spot discount, see
+   * `IngestFunctionProps.priceRates` (`{ "savings_plans": { "p5.48xlarge": 34.68 }, "spot_discount": 0.6 }`).
+   * @default - none (list prices; spot hosts unpriced)
+   */
+  readonly priceRates?: PriceRates;
   /**
    * Rule-threshold overrides by name (`{ "fakeLoadGpuUtilAtLeast": 0.8 }`), see `IngestFunctionProps.ruleThresholds`.
    * @default - none (the thresholds table's defaults)
@@ -211,6 +218,7 @@ export class GpuSentinelStack extends Stack {
       state: this.state,
       remediationMode: props.remediationMode,
       priceOverridesUsdPerHour: props.priceOverridesUsdPerHour,
+      priceRates: props.priceRates,
       ruleThresholds: props.ruleThresholds,
       logRetention,
       agentRoleNames: agentRoleNames(this.agentRole.role.roleName, props.agentRoleArns),

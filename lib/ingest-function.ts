@@ -5,7 +5,8 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { RuleThresholdsError } from '../lambdas/domain/errors';
+import { PriceOverridesError, RuleThresholdsError } from '../lambdas/domain/errors';
+import { type PriceRates, parsePriceRates, RATE_TABLES } from '../lambdas/domain/pricing';
 import {
   parseRuleThresholds,
   THRESHOLD_NAMES,
@@ -72,6 +73,15 @@ export interface IngestFunctionProps {
    * @default - none (the built-in price table)
    */
   readonly priceOverridesUsdPerHour?: Readonly<Record<string, number>>;
+  /**
+   * What the deployment really pays, USD per instance-hour, keyed `type` (every region) or
+   * `type@region`: `capacity_blocks` and `savings_plans` effective rates, `spot` prices (e.g. the
+   * mean of `DescribeSpotPriceHistory`), and `spot_discount` (0 ≤ d < 1 off on-demand for a spot host
+   * with no `spot` rate; without either a spot host is unpriced, never billed at on-demand). Checked at
+   * synth by the parser the Lambda runs at cold start; passed as `PRICE_RATES`.
+   * @default - none (list prices; spot hosts unpriced)
+   */
+  readonly priceRates?: PriceRates;
   /**
    * Role names whose instance sessions the handler admits (`AGENT_ROLE_NAMES`); the API's resource
    * policy already restricts roles, this is the handler's own second check.
@@ -143,7 +153,8 @@ export class IngestFunction extends Construct {
 
   /**
    * @throws {PropsValidationError} when `remediationMode` is not `off|notify|replace`, a price
-   *   override has a bad instance type or a price that is not a finite number ≥ 0, or
+   *   override has a bad instance type or a price that is not a finite number ≥ 0, a price rate is
+   *   malformed (see {@link validatePriceRates}), or
    *   `reservedConcurrentExecutions` is not an integer in 1..900
    */
   constructor(scope: Construct, id: string, props: IngestFunctionProps) {
@@ -161,6 +172,7 @@ export class IngestFunction extends Construct {
       MAX_INGEST_RESERVED_CONCURRENCY,
     );
     const ruleThresholds = validateRuleThresholds(props.ruleThresholds ?? {});
+    const priceRates = props.priceRates === undefined ? undefined : validatePriceRates(props.priceRates);
 
     const logs_ = encryptedLogGroup(this, {
       keyId: 'LogKey',
@@ -210,6 +222,7 @@ export class IngestFunction extends Construct {
         STATE_TABLE: props.state.table.tableName,
         REMEDIATION_MODE: this.remediationMode,
         PRICE_OVERRIDES: JSON.stringify(priceOverrides),
+        ...(priceRates === undefined ? {} : { PRICE_RATES: JSON.stringify(priceRates) }),
         ...(props.agentRoleNames === undefined ? {} : { AGENT_ROLE_NAMES: props.agentRoleNames.join(',') }),
         RULE_THRESHOLDS: JSON.stringify(ruleThresholds),
         POWERTOOLS_SERVICE_NAME: INGEST_SERVICE_NAME,
@@ -331,6 +344,38 @@ export function validatePriceOverrides(
     }
   }
   return overrides;
+}
+
+/**
+ * Checks the deployment's price rates at synth with the parser the ingest Lambda runs at cold start
+ * (`parsePriceRates`), so a bad rate fails `cdk synth` instead of every batch.
+ *
+ * @param rates - the `priceRates` prop
+ * @returns `rates`
+ * @throws {PropsValidationError} naming `priceRates.<section>[.<key>]` (or `priceRates`) and what came:
+ *   an unknown section, a key that is not `type` or `type@region`, a rate that is not a finite
+ *   number ≥ 0, or a `spot_discount` outside 0 ≤ d < 1
+ */
+export function validatePriceRates(rates: PriceRates): PriceRates {
+  if (typeof rates !== 'object' || rates === null || Array.isArray(rates)) {
+    throw new PropsValidationError(
+      'priceRates',
+      `an object with ${RATE_TABLES.join(', ')} and spot_discount`,
+      rates,
+    );
+  }
+  try {
+    return parsePriceRates(JSON.stringify(rates));
+  } catch (error) {
+    if (!(error instanceof PriceOverridesError)) throw error;
+    const expected =
+      error.key === 'spot_discount'
+        ? 'a fraction >= 0 and < 1 (0.6 = 60 % off on-demand)'
+        : error.key.includes('.')
+          ? 'a finite number >= 0 (USD per instance-hour) under a key `type` or `type@region` (`p5.48xlarge@us-east-2`)'
+          : `one of ${RATE_TABLES.join(', ')} (objects of USD per instance-hour) or spot_discount`;
+    throw new PropsValidationError(`priceRates.${error.key}`, expected, error.value);
+  }
 }
 
 /**

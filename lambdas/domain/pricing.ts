@@ -265,7 +265,8 @@ export function parsePriceOverrides(json: string | undefined): PriceOverrides {
 }
 
 const RATE_KEY_PATTERN = /^[a-z0-9-]+\.[a-z0-9-]+(@[a-z]{2}(-[a-z]+)+-\d+)?$/;
-const RATE_TABLES = ['capacity_blocks', 'savings_plans', 'spot'] as const;
+/** The per-type sections of a {@link PriceRates} document (besides the scalar `spot_discount`). */
+export const RATE_TABLES = ['capacity_blocks', 'savings_plans', 'spot'] as const;
 
 /**
  * Parses the deployment's rates document (stack prop / environment variable / `--price-rates` file).

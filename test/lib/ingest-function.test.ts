@@ -2,6 +2,7 @@ import type { CfnResource } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { API_GATEWAY_INTEGRATION_TIMEOUT_S } from '../../lambdas/contract/constants';
+import { parsePriceRates } from '../../lambdas/domain/pricing';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../../lib/props-validation-error';
 import type { TelemetryDatabase } from '../../lib/telemetry-database';
@@ -326,6 +327,65 @@ describe('IngestFunction (Timestream store)', () => {
       expect(actions).toContain('autoscaling:DescribeAutoScalingInstances');
     },
   );
+
+  it('passes the price rates as PRICE_RATES, which the Lambda parses back to the same rates', () => {
+    // Prepare
+    const priceRates = {
+      savings_plans: { 'p5.48xlarge': 34.68 },
+      capacity_blocks: { 'p5.48xlarge@us-east-2': 31.46 },
+      spot: { 'g6e.12xlarge': 4.1 },
+      spot_discount: 0.6,
+    };
+    const s = buildStack({ priceRates });
+
+    // Act
+    const fn = Template.fromStack(s).findResources('AWS::Lambda::Function')[logicalId(s, s.ingest.function)];
+    const env = fn?.Properties.Environment.Variables as Record<string, string>;
+
+    // Assess
+    expect(parsePriceRates(env.PRICE_RATES)).toEqual(priceRates);
+  });
+
+  it('passes no PRICE_RATES when the deployment gives none', () => {
+    // Prepare
+    const s = buildStack({});
+
+    // Act
+    const fn = Template.fromStack(s).findResources('AWS::Lambda::Function')[logicalId(s, s.ingest.function)];
+
+    // Assess
+    expect(fn?.Properties.Environment.Variables).not.toHaveProperty('PRICE_RATES');
+  });
+
+  it.each([
+    ['priceRates.spot_discount', { priceRates: { spot_discount: 1 } }, 'a fraction >= 0 and < 1'],
+    ['priceRates.spot_discount', { priceRates: { spot_discount: -0.1 } }, '`-0.1` (number)'],
+    [
+      'priceRates.savings_plans.p5.48xlarge',
+      { priceRates: { savings_plans: { 'p5.48xlarge': -3 } } },
+      '`-3` (number)',
+    ],
+    ['priceRates.spot.p5.48xlarge', { priceRates: { spot: { 'p5.48xlarge': '12' as never } } }, '(string)'],
+    [
+      'priceRates.capacity_blocks.P5@us-east-1',
+      { priceRates: { capacity_blocks: { 'P5@us-east-1': 30 } } },
+      'under a key `type` or `type@region`',
+    ],
+    [
+      'priceRates.reserved',
+      { priceRates: { reserved: {} } as never },
+      'one of capacity_blocks, savings_plans, spot',
+    ],
+    ['priceRates', { priceRates: [0.6] as never }, '(array)'],
+  ])('fails if %s is invalid (%j)', (prop, props, got) => {
+    // Prepare / Act
+    const build = () => buildStack(props);
+
+    // Assess
+    expect(build).toThrow(PropsValidationError);
+    expect(build).toThrow(`Expected \`${prop}\` to be`);
+    expect(build).toThrow(got);
+  });
 
   it.each([
     [
