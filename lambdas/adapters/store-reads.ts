@@ -7,6 +7,7 @@ import {
   type MeasureType,
 } from '../domain/measure-types';
 import type { LastSeen, StoredGpuWindow, WasteGroup, WasteGroupRow } from '../domain/ports';
+import { UNPRICED_SOURCE } from '../domain/pricing';
 import { DIAGNOSES, type Diagnosis, type LedgerEntry, type LedgerSums } from '../domain/types';
 
 /**
@@ -100,12 +101,14 @@ const GROUP_COLUMNS: { readonly [G in WasteGroup]: string } = {
 /**
  * @param source - a relation of `gpu_windows` rows already limited to the range (a table or a subquery)
  * @param by - the grouping
- * @returns the query: `group_key`, the ledger sums and the per-diagnosis waste per group
+ * @returns the query: `group_key`, the ledger sums, the unpriced GPU-hours and the per-diagnosis
+ *   waste per group
  */
 export function wasteGroupSql(source: string, by: WasteGroup): string {
   const column = GROUP_COLUMNS[by];
   return `SELECT ${column} AS group_key,
   ${LEDGER_SUMS_SQL},
+  sum(CASE WHEN price_source = '${UNPRICED_SOURCE}' THEN gpu_hours END) AS unpriced_gpu_hours,
   ${WASTE_BY_DIAGNOSIS_SQL}
 FROM ${source} AS w
 GROUP BY ${column}`;
@@ -117,10 +120,12 @@ GROUP BY ${column}`;
  */
 export function wasteGroupRowFrom(get: ColumnGetter): WasteGroupRow {
   const group = present(get('group_key'));
+  const unpriced = Number(present(get('unpriced_gpu_hours')) ?? 0);
   return {
     ...(group !== undefined ? { group: String(group) } : {}),
     ...ledgerSumsFrom(get),
     wasted_by_diagnosis_usd: wasteByDiagnosisFrom(get),
+    ...(unpriced > 0 ? { unpriced_gpu_hours: unpriced } : {}),
   };
 }
 

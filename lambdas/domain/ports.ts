@@ -65,6 +65,11 @@ export interface WasteGroupRow extends LedgerSums {
   readonly group?: string;
   /** `wasted_usd` split by diagnosis; diagnoses without windows absent. */
   readonly wasted_by_diagnosis_usd: Partial<Record<Diagnosis, number>>;
+  /**
+   * GPU-hours of the group's windows priced by nobody (`price_source` `unpriced`, costed at $0), so
+   * the group's cost is understated; absent when none.
+   */
+  readonly unpriced_gpu_hours?: number;
 }
 
 /** The recent GPU windows of one instance. */

@@ -214,7 +214,7 @@ export function priceFor(
   const override = rateOf(overrides, instanceType, region);
   if (override !== undefined) return priced(override, 'override');
   if (builtin !== undefined) return priced(builtin.usd_per_hour, `builtin:${BUILTIN_PRICE_TABLE_ID}`);
-  return priced(0, 'unpriced');
+  return priced(0, UNPRICED_SOURCE);
 }
 
 /**
@@ -225,8 +225,11 @@ export function priceFor(
  * @returns whether the host is unpriced
  */
 export function isUnpriced(priceSource: string): boolean {
-  return priceSource === 'unpriced';
+  return priceSource === UNPRICED_SOURCE;
 }
+
+/** The `price_source` of a host nobody priced (costed at 0), as stored with every ledger row. */
+export const UNPRICED_SOURCE = 'unpriced' satisfies PriceSource;
 
 const INSTANCE_TYPE_PATTERN = /^[a-z0-9-]+\.[a-z0-9-]+$/;
 

@@ -72,7 +72,11 @@ export interface ReportGroup extends ReportMoney {
   readonly gpus?: number;
   /** GPU-hour-weighted efficiency over the measured windows, 0..1; instance groups only, absent when never measured. */
   readonly efficiency?: number;
-  /** True when the instance is unpriced (costed at $0); instance groups only. */
+  /**
+   * True when the group holds unpriced GPU-hours (costed at $0, so its cost is understated): an
+   * unpriced instance, or a team, job, namespace, … with windows of one. Absent only in a report
+   * built from group sums that do not say (never from a store).
+   */
   readonly unpriced?: boolean;
 }
 
@@ -298,6 +302,7 @@ function fromStore(rows: readonly WasteGroupRow[] | undefined, by: ReportGroupin
           underused: sums.underused_usd,
           broken: sums.broken_usd,
         },
+        unpriced: (r.unpriced_gpu_hours ?? 0) > 0,
       };
     })
     .sort(byWastedDesc);

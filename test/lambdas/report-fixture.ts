@@ -70,6 +70,12 @@ export function groupsOf(
         broken_usd: (s?.broken_usd ?? 0) + r.broken_usd,
         wasted_usd: (s?.wasted_usd ?? 0) + r.wasted_usd,
         wasted_by_diagnosis_usd: {},
+        ...(r.price_source === 'unpriced' || s?.unpriced_gpu_hours !== undefined
+          ? {
+              unpriced_gpu_hours:
+                (s?.unpriced_gpu_hours ?? 0) + (r.price_source === 'unpriced' ? r.gpu_hours : 0),
+            }
+          : {}),
       });
     }
     out[by] = [...sums.values()];

@@ -374,6 +374,29 @@ export function describeTelemetryStoreContract(
         },
       );
 
+      it('counts the unpriced GPU-hours of each group, absent where every window was priced', async () => {
+        // Prepare
+        const unpriced = ledger({ price_usd_per_hour: 0, price_source: 'unpriced', efficiency: 0.5 });
+        await store.write(
+          only([
+            gpuRow({ time: at(10), gpu_index: 0, team: 'vision', seq: 1 }),
+            gpuRow({ time: at(10), gpu_index: 1, team: 'vision', seq: 1, ledger: unpriced }),
+            gpuRow({ time: at(10), gpu_index: 2, team: 'nlp', seq: 1 }),
+          ]),
+        );
+
+        // Act
+        const report = await store.queryWasteBy({
+          from: new Date(T0),
+          to: new Date(T0 + 60_000),
+          by: 'team',
+        });
+
+        // Assess
+        expect(report.find((g) => g.group === 'vision')?.unpriced_gpu_hours).toBeCloseTo(10 / 3600, 12);
+        expect(report.find((g) => g.group === 'nlp')).not.toHaveProperty('unpriced_gpu_hours');
+      });
+
       it('gives back one instance’s windows as written, newest first, each once, at most `limit`', async () => {
         // Prepare
         const rows = fleet();

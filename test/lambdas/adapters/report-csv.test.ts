@@ -32,10 +32,29 @@ describe('reportCsv', () => {
       held_idle_usd: '165.12',
       broken_usd: '165.12',
       wasted_pct: '100.0',
-      unpriced: '',
+      unpriced: 'false',
     });
     for (const r of records) expect(r.cost_usd).toMatch(/^\d+\.\d{2}$/);
   });
+
+  it.each(['team', 'job', 'instance_type', 'instance'] as const)(
+    'flags the groups holding an unpriced host when grouped by %s',
+    (by) => {
+      // Prepare: i-0fff (p5e.48xlarge, no team, no job) is unpriced
+      const report = fixtureReport(by);
+
+      // Act
+      const records = parse(reportCsv(report), { bom: true, columns: true }) as Record<string, string>[];
+
+      // Assess
+      const flagged = records.filter((r) => r.unpriced === 'true').map((r) => r.group);
+      const expected = { team: '(none)', job: '(none)', instance_type: 'p5e.48xlarge', instance: 'i-0fff' }[
+        by
+      ];
+      expect(flagged).toEqual([expected]);
+      expect(records.filter((r) => r.unpriced === 'false')).toHaveLength(records.length - 1);
+    },
+  );
 
   it('neutralises a tag that a spreadsheet would run as a formula', () => {
     // Prepare / Act
