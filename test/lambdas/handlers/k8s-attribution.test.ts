@@ -1,5 +1,3 @@
-import { gzipSync } from 'node:zlib';
-import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type Batch, parseBatch } from '../../../lambdas/contract';
 import { buildWasteReport, DEFAULT_RULE_CONTEXT } from '../../../lambdas/domain';
@@ -9,6 +7,7 @@ import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { HOST } from '../domain/batch-builder';
 import { COMPUTE_BOUND, IDLE_HORIZON } from '../domain/rules/horizons';
 import { RecordingAlertSink, RecordingDecisionSink, RecordingRemediator, recordingLog } from './fakes';
+import { batchEvent } from './proxy-event';
 
 const END = '2026-03-10T10:00:10.000Z';
 const POD = { namespace: 'ml-train', pod: 'llama-7b-0', container: 'trainer' } as const;
@@ -41,15 +40,6 @@ function nodeBatch(): Batch {
   );
 }
 
-function event(batch: Batch): APIGatewayProxyEvent {
-  return {
-    body: gzipSync(Buffer.from(JSON.stringify(batch))).toString('base64'),
-    isBase64Encoded: true,
-    headers: { 'Content-Encoding': 'gzip', 'Content-Type': 'application/json' },
-    requestContext: { identity: {} },
-  } as unknown as APIGatewayProxyEvent;
-}
-
 describe('Kubernetes attribution at ingest (handler on DuckDB)', () => {
   let store: DuckDbStore;
   let deps: IngestHandlerDeps;
@@ -78,7 +68,7 @@ describe('Kubernetes attribution at ingest (handler on DuckDB)', () => {
 
   it('stores the pod holding each GPU window and counts an idle GPU a pod holds as held idle', async () => {
     // Act
-    const res = await createIngestHandler(deps)(event(nodeBatch()));
+    const res = await createIngestHandler(deps)(batchEvent(nodeBatch()));
 
     // Assess
     expect(res.statusCode).toBe(202);
@@ -94,7 +84,7 @@ describe('Kubernetes attribution at ingest (handler on DuckDB)', () => {
 
   it('reports by namespace: the pod’s idle GPU as held-idle waste of its namespace, the rest unattributed', async () => {
     // Prepare
-    await createIngestHandler(deps)(event(nodeBatch()));
+    await createIngestHandler(deps)(batchEvent(nodeBatch()));
     const period = {
       kind: 'custom' as const,
       from: '2026-03-10T00:00:00.000Z',
