@@ -99,6 +99,14 @@ const GROUP_COLUMNS: { readonly [G in WasteGroup]: string } = {
 };
 
 /**
+ * @param by - a grouping
+ * @returns the `gpu_windows` column it sums by (`instance` → `instance_id`)
+ */
+export function wasteGroupColumn(by: WasteGroup): string {
+  return GROUP_COLUMNS[by];
+}
+
+/**
  * @param source - a relation of `gpu_windows` rows already limited to the range (a table or a subquery)
  * @param by - the grouping
  * @returns the query: `group_key`, the ledger sums, the unpriced GPU-hours and the per-diagnosis

@@ -10,6 +10,7 @@ import {
   type TimestreamWriteClient,
   WriteRecordsCommand,
 } from '@aws-sdk/client-timestream-write';
+import { LEDGER_FIELD_NAMES } from '../domain/measure-types';
 import type {
   LastSeen,
   RecentWindowsQuery,
@@ -21,6 +22,7 @@ import type {
   WasteGroupRow,
   WasteQuery,
 } from '../domain/ports';
+import { type StoreColumnType, TELEMETRY_TABLE_COLUMNS } from '../domain/store-columns';
 import type { StoreRows, WasteReportRow } from '../domain/types';
 import { DEFAULT_TIMESTREAM_TABLES, GPU_MEASURE_NAME, TIMESTREAM_MAX_RECORDS_PER_WRITE } from './constants';
 import { StoreQueryError, StoreUnavailableError } from './errors';
@@ -32,6 +34,7 @@ import {
   lastSeenFrom,
   lastSeenSql,
   limitProblem,
+  wasteGroupColumn,
   wasteGroupRowFrom,
   wasteGroupSql,
 } from './store-reads';
@@ -62,6 +65,20 @@ export interface TimestreamStoreOptions {
 
 type TableKey = RejectedRow['table'];
 
+/** Each `gpu_windows` column's type, by name. */
+const GPU_COLUMN_TYPES: ReadonlyMap<string, StoreColumnType> = new Map(TELEMETRY_TABLE_COLUMNS.gpu_windows);
+
+/** Store column type → Timestream SQL type of a typed NULL (dimensions are all varchar there). */
+const TIMESTREAM_SQL_TYPES: { readonly [T in StoreColumnType]: string } = {
+  TIMESTAMP: 'timestamp',
+  VARCHAR: 'varchar',
+  INTEGER: 'varchar',
+  BIGINT: 'bigint',
+  DOUBLE: 'double',
+  BOOLEAN: 'boolean',
+  MAP_VARCHAR_BIGINT: 'varchar',
+};
+
 /** A record with where it came from, so a rejection maps back to a row. */
 interface Located {
   readonly table: TableKey;
@@ -90,6 +107,8 @@ export class TimestreamStore implements TelemetryStore {
   readonly #queryClient: TimestreamQueryClient | undefined;
   readonly #database: string;
   readonly #tables: TimestreamTables;
+  /** The GPU table's columns as last read (see `#missingGpuColumns`). */
+  #gpuColumns: ReadonlySet<string> | undefined;
 
   /**
    * @param options - clients, database and table names
@@ -215,8 +234,46 @@ export class TimestreamStore implements TelemetryStore {
    * @throws {StoreUnavailableError} when Timestream Query fails
    */
   async queryWasteBy(query: WasteGroupQuery): Promise<WasteGroupRow[]> {
-    const rows = await this.#query(query, wasteGroupSql(this.#gpuSource(query.from, query.to), query.by));
+    const needed = [wasteGroupColumn(query.by), ...LEDGER_FIELD_NAMES];
+    const missing = await this.#missingGpuColumns(query, needed);
+    const rows = await this.#query(
+      query,
+      wasteGroupSql(this.#gpuSource(query.from, query.to, missing), query.by),
+    );
     return rows.map(wasteGroupRowFrom).sort(compareWasteGroups);
+  }
+
+  /**
+   * Which of `needed` the GPU table's schema lacks. Timestream's schema grows as records bring new
+   * dimensions and measures, and a query naming a column no record ever had fails; a fleet without
+   * Kubernetes never writes `namespace`, one without `team` tags never writes `team`. Read from the
+   * `ColumnInfo` of a `SELECT *` that matches no row; kept once every needed column exists, asked
+   * again otherwise (a column may appear with the next batch).
+   */
+  async #missingGpuColumns(range: WasteQuery, needed: readonly string[]): Promise<string[]> {
+    const missing = (known: ReadonlySet<string>) => needed.filter((c) => !known.has(c));
+    if (this.#gpuColumns !== undefined && missing(this.#gpuColumns).length === 0) return [];
+    if (this.#queryClient === undefined) return [];
+    const problem = wasteRangeProblem(range.from, range.to);
+    if (problem !== undefined) throw new StoreQueryError(problem);
+    let page: QueryCommandOutput;
+    try {
+      page = await this.#queryClient.send(
+        new QueryCommand({
+          QueryString: `SELECT * FROM "${this.#database}"."${this.#tables.gpu}" WHERE time < from_milliseconds(0)`,
+        }),
+      );
+    } catch (error) {
+      throw new StoreUnavailableError(
+        'Query gpu_windows columns',
+        'expected Timestream Query to answer; retry later',
+        {
+          cause: error,
+        },
+      );
+    }
+    this.#gpuColumns = new Set((page.ColumnInfo ?? []).map((c) => c.Name ?? ''));
+    return missing(this.#gpuColumns);
   }
 
   /**
@@ -250,9 +307,15 @@ LIMIT ${query.limit ?? DEFAULT_RECENT_LIMIT}`;
     return (await this.#query(query, lastSeenSql(this.#gpuSource(query.from, query.to)))).map(lastSeenFrom);
   }
 
-  /** The `gpu` records of `gpu_windows` in a range, as a subquery. */
-  #gpuSource(from: Date, to: Date): string {
-    return `(SELECT * FROM "${this.#database}"."${this.#tables.gpu}"
+  /**
+   * The `gpu` records of `gpu_windows` in a range, as a subquery; each of `missing` (columns the
+   * table's schema lacks) added as a typed NULL, so a query naming it reads "no value" instead of failing.
+   */
+  #gpuSource(from: Date, to: Date, missing: readonly string[] = []): string {
+    const nulls = missing.map(
+      (c) => `, CAST(NULL AS ${TIMESTREAM_SQL_TYPES[GPU_COLUMN_TYPES.get(c) ?? 'VARCHAR']}) AS ${c}`,
+    );
+    return `(SELECT *${nulls.join('')} FROM "${this.#database}"."${this.#tables.gpu}"
   WHERE measure_name = '${GPU_MEASURE_NAME}'
     AND time >= from_iso8601_timestamp('${from.toISOString()}')
     AND time < from_iso8601_timestamp('${to.toISOString()}'))`;

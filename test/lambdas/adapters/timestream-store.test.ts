@@ -9,6 +9,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { StoreQueryError, StoreUnavailableError } from '../../../lambdas/adapters/errors';
 import { TimestreamStore } from '../../../lambdas/adapters/timestream-store';
+import { TELEMETRY_TABLE_COLUMNS } from '../../../lambdas/domain/store-columns';
 import type { EventRow, GpuWindowRow } from '../../../lambdas/domain/types';
 import { efaRow, eventRow, gpuRow, ledger } from '../rows';
 import { describeTelemetryStoreContract } from '../store-conformance';
@@ -558,10 +559,77 @@ describe('TimestreamStore reads', () => {
     })),
   });
   let store: TimestreamStore;
+  /** The query that reads the GPU table's columns (its ColumnInfo), matching no row. */
+  const SCHEMA_PROBE = 'SELECT * FROM "gpu_sentinel"."gpu_windows" WHERE time < from_milliseconds(0)';
+  /** The GPU table as Timestream builds it from what was written: dimensions, `measure_name`, `time`, measures. */
+  const schema = (columns: readonly string[]) =>
+    queryMock.on(QueryCommand, { QueryString: SCHEMA_PROBE }).resolves(answer([...columns], []));
+  const EVERY_GPU_COLUMN = ['measure_name', ...TELEMETRY_TABLE_COLUMNS.gpu_windows.map(([n]) => n)];
+  /** The report query sent (not the schema probe). */
+  const reportSql = () =>
+    queryMock
+      .commandCalls(QueryCommand)
+      .map((c) => c.args[0].input.QueryString ?? '')
+      .find((q) => q !== SCHEMA_PROBE) ?? '';
 
   beforeEach(() => {
     queryMock.reset();
     store = new TimestreamStore({ client, queryClient, database: 'gpu_sentinel' });
+  });
+
+  it('groups by a column no record ever had as one group without a value, instead of failing the query', async () => {
+    // Prepare: a fleet off Kubernetes never wrote `namespace`, and no horizon ever gave a `diagnosis`
+    queryMock
+      .on(QueryCommand)
+      .resolves(answer(['group_key', 'gpu_hours', 'cost_usd', 'wasted_usd'], [[undefined, '1', '2', '0.5']]));
+    schema(EVERY_GPU_COLUMN.filter((c) => !['namespace', 'pod', 'container', 'diagnosis'].includes(c)));
+
+    // Act
+    const rows = await store.queryWasteBy({ ...range, by: 'namespace' });
+
+    // Assess
+    const sql = reportSql();
+    expect(sql).toContain(
+      'SELECT *, CAST(NULL AS varchar) AS namespace, CAST(NULL AS varchar) AS diagnosis FROM "gpu_sentinel"."gpu_windows"',
+    );
+    expect(rows).toEqual([
+      expect.objectContaining({ gpu_hours: 1, cost_usd: 2, wasted_usd: 0.5, wasted_by_diagnosis_usd: {} }),
+    ]);
+    expect(rows[0]).not.toHaveProperty('group');
+  });
+
+  it('asks for the columns again while one a grouping needs is missing (the next batch may bring it)', async () => {
+    // Prepare
+    queryMock.on(QueryCommand).resolves(answer(['group_key', 'gpu_hours'], []));
+    schema(EVERY_GPU_COLUMN.filter((c) => c !== 'namespace'));
+
+    // Act
+    await store.queryWasteBy({ ...range, by: 'namespace' });
+    await store.queryWasteBy({ ...range, by: 'namespace' });
+
+    // Assess
+    const probes = queryMock
+      .commandCalls(QueryCommand)
+      .filter((c) => c.args[0].input.QueryString === SCHEMA_PROBE);
+    expect(probes).toHaveLength(2);
+  });
+
+  it('reads the columns once when every column the groupings need exists', async () => {
+    // Prepare
+    queryMock.on(QueryCommand).resolves(answer(['group_key', 'gpu_hours'], []));
+    schema(EVERY_GPU_COLUMN);
+
+    // Act
+    await store.queryWasteBy({ ...range, by: 'namespace' });
+    await store.queryWasteBy({ ...range, by: 'team' });
+    await store.queryWasteBy({ ...range, by: 'pod' });
+
+    // Assess
+    const probes = queryMock
+      .commandCalls(QueryCommand)
+      .filter((c) => c.args[0].input.QueryString === SCHEMA_PROBE);
+    expect(probes).toHaveLength(1);
+    expect(reportSql()).not.toContain('CAST(NULL');
   });
 
   it('sums waste by team with the per-diagnosis split, over the gpu records of the range', async () => {
@@ -587,11 +655,13 @@ describe('TimestreamStore reads', () => {
       ),
     );
 
+    schema(EVERY_GPU_COLUMN);
+
     // Act
     const rows = await store.queryWasteBy({ ...range, by: 'team' });
 
     // Assess
-    const sql = queryMock.commandCalls(QueryCommand)[0]?.args[0].input.QueryString ?? '';
+    const sql = reportSql();
     expect(sql).toContain("measure_name = 'gpu'");
     expect(sql).toContain('GROUP BY team');
     expect(sql).toContain(
@@ -635,11 +705,13 @@ describe('TimestreamStore reads', () => {
           ),
         );
 
+      schema(EVERY_GPU_COLUMN);
+
       // Act
       const [row] = await store.queryWasteBy({ ...range, by });
 
       // Assess
-      const sql = queryMock.commandCalls(QueryCommand)[0]?.args[0].input.QueryString ?? '';
+      const sql = reportSql();
       expect(sql).toContain(`SELECT ${by} AS group_key`);
       expect(sql).toContain(`GROUP BY ${by}`);
       expect(row).toMatchObject({
