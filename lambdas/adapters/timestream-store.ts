@@ -65,6 +65,9 @@ export interface TimestreamStoreOptions {
 
 type TableKey = RejectedRow['table'];
 
+/** Columns the per-GPU waste read names besides the keys: the latest tags and every ledger field. */
+const WASTE_READ_COLUMNS: readonly string[] = ['team', 'job', ...LEDGER_FIELD_NAMES];
+
 /** Each `gpu_windows` column's type, by name. */
 const GPU_COLUMN_TYPES: ReadonlyMap<string, StoreColumnType> = new Map(TELEMETRY_TABLE_COLUMNS.gpu_windows);
 
@@ -221,7 +224,8 @@ export class TimestreamStore implements TelemetryStore {
    * @throws {StoreUnavailableError} when Timestream Query fails
    */
   async queryWaste(query: WasteQuery): Promise<WasteReportRow[]> {
-    const rows = await this.#query(query, wasteSql(this.#database, this.#tables.gpu, query.from, query.to));
+    const missing = await this.#missingGpuColumns(query, WASTE_READ_COLUMNS);
+    const rows = await this.#query(query, wasteSql(this.#gpuSource(query.from, query.to, missing)));
     return rows.map(wasteRowFromText).sort(compareWasteRows);
   }
 
@@ -356,21 +360,16 @@ LIMIT ${query.limit ?? DEFAULT_RECENT_LIMIT}`;
 }
 
 /**
- * The waste report SQL for Timestream: ledger sums per instance and GPU over `from ≤ time < to`.
+ * The waste report SQL for Timestream: ledger sums per instance and GPU.
  *
- * @param database - database name
- * @param table - the GPU windows table name
- * @param from - inclusive start
- * @param to - exclusive end
+ * @param source - the `gpu` records of the range, as a subquery (optional columns the table lacks
+ *   added as NULL)
  * @returns the query string
  */
-export function wasteSql(database: string, table: string, from: Date, to: Date): string {
+export function wasteSql(source: string): string {
   return `SELECT instance_id, gpu_index,
   ${WASTE_AGGREGATES_SQL}
-FROM "${database}"."${table}"
-WHERE measure_name = '${GPU_MEASURE_NAME}'
-  AND time >= from_iso8601_timestamp('${from.toISOString()}')
-  AND time < from_iso8601_timestamp('${to.toISOString()}')
+FROM ${source} AS w
 GROUP BY instance_id, gpu_index`;
 }
 

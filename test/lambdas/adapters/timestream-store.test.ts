@@ -23,6 +23,10 @@ describeTelemetryStoreContract(
 );
 
 const cost = 55.04 / 8 / 360;
+/** The query that reads the GPU table's columns (its ColumnInfo), matching no row. */
+const SCHEMA_PROBE = 'SELECT * FROM "gpu_sentinel"."gpu_windows" WHERE time < from_milliseconds(0)';
+/** Every column of a GPU table that has seen every dimension and measure. */
+const EVERY_GPU_COLUMN = ['measure_name', ...TELEMETRY_TABLE_COLUMNS.gpu_windows.map(([n]) => n)];
 
 describe('TimestreamStore.write', () => {
   const client = new TimestreamWriteClient({ region: 'us-east-1' });
@@ -400,6 +404,12 @@ describe('TimestreamStore.queryWaste', () => {
     // Prepare
     queryMock
       .on(QueryCommand)
+      // First the table's columns (the schema probe), then the report's two pages.
+      .resolvesOnce({
+        QueryId: 'p',
+        Rows: [],
+        ColumnInfo: EVERY_GPU_COLUMN.map((Name) => ({ Name, Type: {} })),
+      })
       .resolvesOnce({
         ColumnInfo: columns,
         Rows: [
@@ -468,7 +478,10 @@ describe('TimestreamStore.queryWaste', () => {
     });
 
     // Assess
-    const calls = queryMock.commandCalls(QueryCommand).map((c) => c.args[0].input);
+    const calls = queryMock
+      .commandCalls(QueryCommand)
+      .map((c) => c.args[0].input)
+      .filter((i) => i.QueryString !== SCHEMA_PROBE);
     expect(calls[1]).toEqual({ QueryString: calls[0]!.QueryString, NextToken: 'page-2' });
     expect(calls[0]!.QueryString).toContain('FROM "gpu_sentinel"."gpu_windows"');
     expect(calls[0]!.QueryString).toContain("time >= from_iso8601_timestamp('2026-03-10T00:00:00.000Z')");
@@ -559,12 +572,9 @@ describe('TimestreamStore reads', () => {
     })),
   });
   let store: TimestreamStore;
-  /** The query that reads the GPU table's columns (its ColumnInfo), matching no row. */
-  const SCHEMA_PROBE = 'SELECT * FROM "gpu_sentinel"."gpu_windows" WHERE time < from_milliseconds(0)';
   /** The GPU table as Timestream builds it from what was written: dimensions, `measure_name`, `time`, measures. */
   const schema = (columns: readonly string[]) =>
     queryMock.on(QueryCommand, { QueryString: SCHEMA_PROBE }).resolves(answer([...columns], []));
-  const EVERY_GPU_COLUMN = ['measure_name', ...TELEMETRY_TABLE_COLUMNS.gpu_windows.map(([n]) => n)];
   /** The report query sent (not the schema probe). */
   const reportSql = () =>
     queryMock
