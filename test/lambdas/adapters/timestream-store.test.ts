@@ -608,38 +608,28 @@ describe('TimestreamStore reads', () => {
     expect(rows[0]).not.toHaveProperty('group');
   });
 
-  it('asks for the columns again while one a grouping needs is missing (the next batch may bring it)', async () => {
+  it.each([
+    {
+      case: 'once, when every column the groupings need exists',
+      columns: EVERY_GPU_COLUMN,
+      probes: 1,
+    },
+    {
+      case: 'again on each read while one is missing (the next batch may bring it)',
+      columns: EVERY_GPU_COLUMN.filter((c) => c !== 'namespace'),
+      probes: 2,
+    },
+  ])('reads the table’s columns $case', async ({ columns, probes }) => {
     // Prepare
     queryMock.on(QueryCommand).resolves(answer(['group_key', 'gpu_hours'], []));
-    schema(EVERY_GPU_COLUMN.filter((c) => c !== 'namespace'));
+    schema(columns);
 
     // Act
-    await store.queryWasteBy({ ...range, by: 'namespace' });
-    await store.queryWasteBy({ ...range, by: 'namespace' });
+    for (const by of ['namespace', 'namespace', 'team'] as const) await store.queryWasteBy({ ...range, by });
 
     // Assess
-    const probes = queryMock
-      .commandCalls(QueryCommand)
-      .filter((c) => c.args[0].input.QueryString === SCHEMA_PROBE);
-    expect(probes).toHaveLength(2);
-  });
-
-  it('reads the columns once when every column the groupings need exists', async () => {
-    // Prepare
-    queryMock.on(QueryCommand).resolves(answer(['group_key', 'gpu_hours'], []));
-    schema(EVERY_GPU_COLUMN);
-
-    // Act
-    await store.queryWasteBy({ ...range, by: 'namespace' });
-    await store.queryWasteBy({ ...range, by: 'team' });
-    await store.queryWasteBy({ ...range, by: 'pod' });
-
-    // Assess
-    const probes = queryMock
-      .commandCalls(QueryCommand)
-      .filter((c) => c.args[0].input.QueryString === SCHEMA_PROBE);
-    expect(probes).toHaveLength(1);
-    expect(reportSql()).not.toContain('CAST(NULL');
+    const sent = queryMock.commandCalls(QueryCommand).map((c) => c.args[0].input.QueryString);
+    expect(sent.filter((q) => q === SCHEMA_PROBE)).toHaveLength(probes);
   });
 
   it('sums waste by team with the per-diagnosis split, over the gpu records of the range', async () => {
