@@ -37,6 +37,9 @@ describe('agent bundle', () => {
     'install.sh',
     'gpu-sentinel-agent.service',
     'agent.sample.json',
+    'install-dcgm-exporter.sh',
+    'dcgm-exporter.service',
+    'dcgm-counters.csv',
     'VERSION',
   ])('holds %s', (path) => {
     // Prepare / Act
