@@ -30,6 +30,7 @@ export const AGENT_BUNDLE_FILE = 'gpu-sentinel-agent.mjs';
 /** Files of `agent/packaging/` shipped next to the bundle, for install.sh to lay down. */
 const SHIPPED_FILES = [
   'install.sh',
+  'install-common.sh',
   'gpu-sentinel-agent.service',
   'agent.sample.json',
   // dcgm-exporter for A100 hosts (no GPM): install-dcgm-exporter.sh lays down the other two.

@@ -55,21 +55,9 @@ ROOT=${ROOT%/}
 LIVE=0
 [[ -z $ROOT ]] && LIVE=1
 
-run() {
-  if [[ $DRY_RUN -eq 1 ]]; then printf '+ %s\n' "$*"; else "$@"; fi
-}
-write_file() {
-  local dest=$1 mode=$2
-  if [[ $DRY_RUN -eq 1 ]]; then
-    printf '+ write %s (mode %s)\n' "$dest" "$mode"
-    cat >/dev/null
-    return
-  fi
-  local tmp="$dest.tmp.$$"
-  cat >"$tmp"
-  chmod "$mode" "$tmp"
-  mv -f "$tmp" "$dest"
-}
+[[ -f $SRC/install-common.sh ]] || die "Expected install-common.sh next to this script in $SRC, got none"
+# shellcheck source=install-common.sh
+source "$SRC/install-common.sh"
 
 unit="$ROOT/etc/systemd/system/$UNIT_NAME"
 if [[ -f $unit ]] && [[ $(head -n 1 "$unit") != "$MARKER"* ]]; then

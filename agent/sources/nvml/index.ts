@@ -9,5 +9,6 @@ export * from './nvml-gpu-source';
 export * from './nvml-metric-table';
 export * from './nvml-return';
 export * from './nvml-source';
+export * from './nvml-types';
 export * from './structs';
 export * from './xid-events';

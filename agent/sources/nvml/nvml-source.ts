@@ -26,15 +26,6 @@ import type {
 } from './nvml-types';
 import { assertNvmlAbi } from './structs';
 
-export type {
-  NvmlLogger,
-  NvmlProfilingSource,
-  NvmlSampleResult,
-  NvmlSourceStats,
-  NvmlTemperatureThresholds,
-  NvmlVersions,
-} from './nvml-types';
-
 /** Options of `NvmlSource.open`. */
 export interface NvmlSourceOptions {
   /** Path or soname of libnvidia-ml (see `resolveNvmlLibraryPath`). */

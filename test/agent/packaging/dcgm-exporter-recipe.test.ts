@@ -179,7 +179,12 @@ describe('install-dcgm-exporter.sh', () => {
     dir = mkdtempSync(join(tmpdir(), 'gpu-sentinel-dcgm-install-'));
     bundle = join(dir, 'bundle');
     mkdirSync(bundle);
-    for (const f of ['install-dcgm-exporter.sh', 'dcgm-exporter.service', 'dcgm-counters.csv'])
+    for (const f of [
+      'install-dcgm-exporter.sh',
+      'install-common.sh',
+      'dcgm-exporter.service',
+      'dcgm-counters.csv',
+    ])
       copyFileSync(join(PACKAGING, f), join(bundle, f));
     chmodSync(join(bundle, 'install-dcgm-exporter.sh'), 0o755);
   });
