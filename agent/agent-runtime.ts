@@ -178,7 +178,8 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
     for (const event of early.splice(0)) push(event);
 
     for (const { name, support } of opened)
-      if (!support.supported) log.info({ source: name, reason: support.reason }, 'source not supported');
+      if (!support.supported)
+        log[support.level ?? 'info']({ source: name, reason: support.reason }, 'source not supported');
     log.info(
       {
         instance_id: host.instance_id,

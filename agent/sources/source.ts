@@ -16,6 +16,11 @@ export type SourceSupport =
       readonly supported: false;
       /** Why not, in words an operator can act on. */
       readonly reason: string;
+      /**
+       * How loud the start-up line is: `warn` where the host should have it (NVML events, the
+       * kernel log), `info` where absence is normal (no EFA on this instance type). @default 'info'
+       */
+      readonly level?: 'info' | 'warn';
     };
 
 /** Where one poll's readings go: every poll source writes into the same sink. */

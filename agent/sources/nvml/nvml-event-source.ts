@@ -33,9 +33,15 @@ export class NvmlEventSource implements AgentSource {
       return {
         supported: false,
         reason: `NVML XID events unavailable (${(err as Error).message}); the kernel log is the only XID source`,
+        level: 'warn',
       };
     }
-    if (!this.#watcher.running) return { supported: false, reason: 'no GPU registered for NVML events' };
+    if (!this.#watcher.running)
+      return {
+        supported: false,
+        reason: 'no GPU registered for NVML events; the kernel log is the only XID source',
+        level: 'warn',
+      };
     return { supported: true };
   }
 
