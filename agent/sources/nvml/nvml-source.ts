@@ -12,6 +12,7 @@ import {
   NVML_CALL_SLOTS,
   NVML_METRIC_ROWS,
   NvmlMetricBuffers,
+  type NvmlMetricRow,
 } from './nvml-metric-table';
 import { NvmlProcessReader } from './nvml-process-reader';
 import { NVML_RETURN } from './nvml-return';
@@ -70,6 +71,8 @@ export class NvmlSource {
   readonly #processes: NvmlProcessReader;
   readonly #fields: NvmlFieldReader;
   readonly #gpm: NvmlGpmReader;
+  /** The rows of the metric table this library binds, with their slot and symbol, resolved once. */
+  readonly #rows: readonly { readonly row: NvmlMetricRow; readonly slot: number; readonly symbol: string }[];
   #gpus: NvmlGpuState[] = [];
   #versions: NvmlVersions = {};
   #closed = false;
@@ -81,6 +84,9 @@ export class NvmlSource {
     this.#processes = new NvmlProcessReader(nvml, this.#recorder);
     this.#fields = new NvmlFieldReader(nvml, this.#recorder, logger);
     this.#gpm = new NvmlGpmReader(nvml, this.#recorder, logger);
+    this.#rows = NVML_METRIC_ROWS.flatMap((row, slot) =>
+      nvml[row.call] === undefined ? [] : [{ row, slot, symbol: nvml.symbols[row.call] ?? '' }],
+    );
   }
 
   /**
@@ -218,11 +224,9 @@ export class NvmlSource {
     const out = this.#buffers;
     const recorder = this.#recorder;
     const s: MutableSample = { gpu_index: gpu.index, at_ms: atMs };
-    for (let slot = 0; slot < NVML_METRIC_ROWS.length; slot++) {
-      const row = NVML_METRIC_ROWS[slot] as (typeof NVML_METRIC_ROWS)[number];
-      if (off[slot] !== 0 || nvml[row.call] === undefined) continue;
-      const code = row.invoke(nvml, handle, out);
-      if (recorder.judge(gpu, slot, nvml.symbols[row.call] ?? '', code, at)) row.store(out, s);
+    for (const { row, slot, symbol } of this.#rows) {
+      if (off[slot] !== 0) continue;
+      if (recorder.judge(gpu, slot, symbol, row.invoke(nvml, handle, out), at)) row.store(out, s);
       else if (gpu.lost) return undefined;
     }
     if (nvml.computeProcesses !== undefined && off[NVML_CALL_SLOTS.processes] === 0) {
