@@ -113,8 +113,8 @@ export const CRITICAL_EVENT_KINDS: ReadonlySet<GpuEvent['kind']> = new Set([
 ]);
 
 /**
- * The agent's run loop: poll the GPU source every `pollIntervalMs` (the source registry: NVML, with DCGM profiling
- * merged where GPM is absent), feed the horizon, and every `flushIntervalS` close a window: one
+ * The agent's run loop: poll the GPU source every `pollIntervalMs` (the source registry: NVML,
+ * with DCGM profiling merged where GPM is absent), feed the horizon, and every `flushIntervalS` close a window: one
  * flush window and one horizon window per GPU, the EFA deltas, and every event since the last
  * flush (XIDs deduplicated across NVML and the kernel log), built into contract batches and handed
  * to durable delivery. Events pushed from other sources (NVML event watcher, kernel log, IMDS) go
