@@ -6,6 +6,7 @@ import type {
   GpuIdentity,
   GpuWindow,
   Host,
+  K8sWorkload,
 } from '../lambdas/contract';
 import { aggregateWindow } from './window/aggregate';
 import type { GpuSample } from './window/gpu-sample';
@@ -23,6 +24,8 @@ export interface SampleSource {
   sample(now: Date): SourceReading;
   /** Identity of each GPU, by index. */
   identity(): readonly GpuIdentity[];
+  /** The Kubernetes pod holding a GPU at the window's end, copied into its flush window's `k8s`. */
+  workload?(gpu: GpuIdentity): K8sWorkload | undefined;
 }
 
 /** Builds contract batches (seq, batch_id, sent_at, limits). */
@@ -46,11 +49,6 @@ export interface HorizonLike {
 export interface EfaLike {
   sample(now: Date): void;
   window(start: Date, end: Date): EfaWindow[];
-}
-
-/** Profiling counters from a local dcgm-exporter, for GPUs without GPM (agent/sources/dcgm-profiling.ts). */
-export interface ProfilingLike {
-  read(): Promise<ReadonlyMap<number, Partial<GpuSample>>>;
 }
 
 /** Deduplicates XIDs seen by both NVML and the kernel log (agent/sources/xid-merge.ts). */
@@ -91,8 +89,6 @@ export interface AgentLoopOptions {
   readonly horizon?: HorizonLike;
   /** EFA counter deltas per flush window when given. */
   readonly efa?: EfaLike;
-  /** DCGM profiling counters merged into samples lacking them (A100: no GPM). */
-  readonly profiling?: ProfilingLike;
   /** XID deduplication across NVML and the kernel log. */
   readonly xidMerger?: XidMergerLike;
   /** Poll interval, ms. @default 1000 */
@@ -117,8 +113,8 @@ export const CRITICAL_EVENT_KINDS: ReadonlySet<GpuEvent['kind']> = new Set([
 ]);
 
 /**
- * The agent's run loop: poll the GPU source every `pollIntervalMs` (NVML, with DCGM profiling
- * merged where GPM is absent), feed the horizon, and every `flushIntervalS` close a window: one
+ * The agent's run loop: poll the GPU source every `pollIntervalMs` (the source registry: NVML,
+ * with DCGM profiling merged where GPM is absent), feed the horizon, and every `flushIntervalS` close a window: one
  * flush window and one horizon window per GPU, the EFA deltas, and every event since the last
  * flush (XIDs deduplicated across NVML and the kernel log), built into contract batches and handed
  * to durable delivery. Events pushed from other sources (NVML event watcher, kernel log, IMDS) go
@@ -132,8 +128,6 @@ export class AgentLoop {
   private pending: Batch[] = [];
   private windowStart: Date;
   private urgent = false;
-  private profilingCache: ReadonlyMap<number, Partial<GpuSample>> = new Map();
-  private profilingInFlight = false;
   private readonly stats = { samples: 0, spooled: 0, dropped: 0, nvml_errors: 0 };
   private wake: (() => void) | undefined;
   private draining: Promise<void> | undefined;
@@ -178,9 +172,7 @@ export class AgentLoop {
     const reading = this.options.source.sample(now);
     this.stats.samples += 1;
     this.stats.nvml_errors += reading.errors.length;
-    this.refreshProfiling();
-    for (const raw of reading.gpus) {
-      const s = this.withProfiling(raw);
+    for (const s of reading.gpus) {
       const list = this.samples.get(s.gpu_index);
       if (list) list.push(s);
       else this.samples.set(s.gpu_index, [s]);
@@ -208,7 +200,9 @@ export class AgentLoop {
       for (const [index, list] of [...this.samples.entries()].sort((a, b) => a[0] - b[0])) {
         if (list.length === 0) continue;
         const gpu = identities.get(index) ?? { index };
-        windows.push(aggregateWindow(list, start, end, gpu));
+        const window = aggregateWindow(list, start, end, gpu);
+        const k8s = this.options.source.workload?.(gpu);
+        windows.push(k8s === undefined ? window : { ...window, k8s });
         const horizon = this.options.horizon?.window(gpu, end);
         if (horizon) windows.push(horizon);
       }
@@ -352,34 +346,6 @@ export class AgentLoop {
       this.pending.shift();
     }
     this.stats.spooled = this.pending.length;
-  }
-
-  /** Starts one asynchronous profiling read unless one is in flight; its result serves later samples. */
-  private refreshProfiling(): void {
-    const profiling = this.options.profiling;
-    if (!profiling || this.profilingInFlight) return;
-    this.profilingInFlight = true;
-    profiling
-      .read()
-      .then((m) => {
-        this.profilingCache = m;
-      })
-      .catch(() => {
-        this.profilingCache = new Map();
-      })
-      .finally(() => {
-        this.profilingInFlight = false;
-      });
-  }
-
-  /** Merges the latest DCGM profiling reading into a sample that has no profiling counters (GPM absent). */
-  private withProfiling(sample: GpuSample): GpuSample {
-    if (sample.sm_active !== undefined) return sample;
-    const extra = this.profilingCache.get(sample.gpu_index);
-    if (!extra) return sample;
-    const merged: Record<string, unknown> = { ...sample };
-    for (const [key, value] of Object.entries(extra)) if (merged[key] === undefined) merged[key] = value;
-    return merged as unknown as GpuSample;
   }
 
   /** Sleeps `ms`; resolves true when woken early by a critical event, false on time-out or abort. */

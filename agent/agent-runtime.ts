@@ -1,16 +1,18 @@
-import { existsSync, readFileSync } from 'node:fs';
 import { type Batch, type GpuEvent, type Host, MAX_FUTURE_S, MAX_PAST_S } from '../lambdas/contract';
 import { AgentLoop, type DeliveryLike } from './agent-loop';
 import type { AgentConfig } from './config';
 import { resolveIdentity } from './identity';
 import { ImdsClient } from './identity/imds';
-import { InstanceEventPoller } from './identity/instance-events';
+import { InstanceEventSource } from './identity/instance-event-source';
 import { BatchBuilder } from './send/batcher';
 import { HttpSender } from './send/sender';
 import { DcgmProfilingSource } from './sources/dcgm-profiling';
-import { EfaSource } from './sources/efa';
-import { bootTimeFromProcStat, KmsgFollower } from './sources/kmsg-follower';
-import { NvmlEventWatcher, NvmlSource } from './sources/nvml';
+import { EfaWindowSource } from './sources/efa-window-source';
+import { KmsgSource } from './sources/kmsg-source';
+import { NvmlEventSource } from './sources/nvml/nvml-event-source';
+import { NvmlGpuSource } from './sources/nvml/nvml-gpu-source';
+import type { AgentSource, SourceTimers } from './sources/source';
+import { SourceRegistry } from './sources/source-registry';
 import { XidMerger } from './sources/xid-merge';
 import { Spool, SpoolingSender } from './spool';
 import { HorizonTracker } from './window/horizon';
@@ -26,8 +28,13 @@ export interface AgentLog {
 export interface AgentRuntime {
   readonly loop: AgentLoop;
   readonly host: Host;
-  /** `gpm`, `dcgm` or `none`: where `sm_active` and the other profiling counters come from. */
+  /**
+   * `gpm`, `dcgm` or `none`: where `sm_active` and the other profiling counters come from now
+   * (a dcgm-exporter that comes up late or goes away changes it; each change is an event).
+   */
   readonly profilingSource: 'gpm' | 'dcgm' | 'none';
+  /** The sources and what each answered at open (supported, or the reason not). */
+  readonly sources: SourceRegistry;
   /** Runs until `signal` aborts, then flushes, spools what is unsent and stops every source. */
   run(signal: AbortSignal): Promise<void>;
   /** Stops every source without running (for `--once`). */
@@ -49,6 +56,8 @@ export interface AgentRuntimeOptions {
   readonly procStatPath?: string;
   /** IMDS base URL (tests). @default http://169.254.169.254 */
   readonly imdsBaseUrl?: string;
+  /** Interval timers of the sources (tests). @default the global ones, unref'd */
+  readonly timers?: SourceTimers;
 }
 
 /**
@@ -75,19 +84,35 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
   const clock = opts.clock ?? (() => new Date());
   const warn = (message: string, data?: Record<string, unknown>): void => log.warn(data ?? {}, message);
 
-  const nvml = NvmlSource.open({ libraryPath: config.nvmlLibraryPath, logger: log });
-  const stoppers: Array<() => Promise<void> | void> = [() => nvml.close()];
+  const nvml = new NvmlGpuSource({ libraryPath: config.nvmlLibraryPath, logger: log });
+  const dcgm =
+    config.dcgmExporterUrl === 'off'
+      ? undefined
+      : new DcgmProfilingSource({
+          url: config.dcgmExporterUrl,
+          onWarning: warn,
+          gpmActive: () => nvml.source.profilingSource() === 'gpm',
+        });
+  const sources = new SourceRegistry(agentSources(opts, nvml, dcgm));
+  // Events that arrive before the loop exists (warm-up reading, kernel-log history) wait here.
+  const early: GpuEvent[] = [];
+  let push = (event: GpuEvent): void => void early.push(event);
+  const opened = await sources.open({
+    clock,
+    emit: (e) => push(e),
+    warn,
+    ...(opts.timers ? { timers: opts.timers } : {}),
+  });
+  const stoppers: Array<() => Promise<void> | void> = [
+    () =>
+      sources.close((name, err) =>
+        warn('error while stopping a source', { source: name, error: String(err) }),
+      ),
+  ];
   try {
     const host = await resolveAgentIdentity(opts);
-    let profilingSource: 'gpm' | 'dcgm' | 'none' = nvml.profilingSource();
-    let profiling: DcgmProfilingSource | undefined;
-    if (profilingSource === 'none' && config.dcgmExporterUrl !== 'off') {
-      const dcgm = new DcgmProfilingSource({ url: config.dcgmExporterUrl, onWarning: warn });
-      if (await dcgm.probe()) {
-        profiling = dcgm;
-        profilingSource = 'dcgm';
-      }
-    }
+    const profilingSource = (): 'gpm' | 'dcgm' | 'none' =>
+      nvml.source.profilingSource() === 'gpm' ? 'gpm' : (dcgm?.profilingSource ?? 'none');
 
     const spool = await Spool.open({
       dir: config.spoolDir,
@@ -114,21 +139,22 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
     const lastSeq = spool.stats().last_seq;
     const builder = new BatchBuilder({ startSeq: lastSeq === undefined ? 0 : lastSeq + 1, clock });
 
-    const efaRoot = config.efaRoot;
-    const efa =
-      efaRoot !== 'off' && existsSync(efaRoot)
-        ? new EfaSource({ root: efaRoot, clock, onWarning: warn })
-        : undefined;
-
+    const versions = nvml.source.versions();
     const loop = new AgentLoop({
-      source: nvml,
+      source: sources,
       host,
-      agent: { version: opts.version, ...nvml.versions(), profiling_source: profilingSource },
+      // A getter: the loop copies `agent` into each batch, so a change of profiling source shows at the next flush.
+      agent: {
+        version: opts.version,
+        ...versions,
+        get profiling_source() {
+          return profilingSource();
+        },
+      },
       builder,
       delivery,
       horizon: new HorizonTracker({ horizonS: config.horizonS }),
-      ...(efa ? { efa } : {}),
-      ...(profiling ? { profiling } : {}),
+      efa: sources.efa,
       xidMerger: new XidMerger({ clock }),
       pollIntervalMs: config.pollIntervalMs,
       flushIntervalS: config.flushIntervalS,
@@ -136,12 +162,10 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
       onWarning: warn,
     });
 
-    // Warm-up reading: GPM needs a baseline sample, and GPUs lost at open report in the first sample.
-    const warmUp = nvml.sample(clock());
     // Events older than the API accepts (a kernel log holds history since boot) would get the whole
     // batch refused: they are dropped here, counted, and said once.
     let tooOld = 0;
-    const push = (event: GpuEvent): void => {
+    push = (event: GpuEvent): void => {
       const t = Date.parse(event.at);
       const now = clock().getTime();
       if (t < now - (MAX_PAST_S - 3600) * 1000 || t > now + MAX_FUTURE_S * 1000) {
@@ -151,60 +175,21 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
       }
       loop.pushEvent(event);
     };
+    for (const event of early.splice(0)) push(event);
 
-    for (const e of warmUp.events) push(e);
-    const watcher = tryStart(
-      () =>
-        NvmlEventWatcher.start({
-          libraryPath: config.nvmlLibraryPath,
-          onEvent: push,
-          clock,
-          logger: log,
-          waitTimeoutMs: EVENT_WAIT_MS,
-        }),
-      warn,
-      'NVML XID events unavailable; the kernel log is the only XID source',
-    );
-    if (watcher) stoppers.push(() => watcher.stop());
-
-    if (config.kmsgPath !== 'off') {
-      const bootTime = readBootTime(opts.procStatPath ?? '/proc/stat');
-      if (bootTime) {
-        const follower = new KmsgFollower({
-          path: config.kmsgPath,
-          bootTime,
-          onXid: push,
-          onWarning: warn,
-          pollIntervalMs: EVENT_WAIT_MS,
-        });
-        if (await follower.start()) stoppers.push(() => follower.stop());
-      } else {
-        warn('boot time unknown (/proc/stat btime); kernel-log XIDs off', {});
-      }
-    }
-
-    if (config.imds === 'on') {
-      const poller = new InstanceEventPoller({
-        imds: new ImdsClient(opts.imdsBaseUrl ? { baseUrl: opts.imdsBaseUrl } : {}),
-        clock,
-        onEvent: push,
-        onWarning: warn,
-      });
-      const timer = setInterval(() => void poller.poll(), INSTANCE_EVENT_POLL_MS);
-      timer.unref();
-      stoppers.push(() => clearInterval(timer));
-    }
-
+    for (const { name, support } of opened)
+      if (!support.supported)
+        log[support.level ?? 'info']({ source: name, reason: support.reason }, 'source not supported');
     log.info(
       {
         instance_id: host.instance_id,
         instance_type: host.instance_type,
-        gpus: nvml.identity().length,
-        profiling_source: profilingSource,
-        efa: efa !== undefined,
+        gpus: sources.identity().length,
+        profiling_source: profilingSource(),
+        sources: opened.filter((o) => o.support.supported).map((o) => o.name),
         spooled: spool.stats().batches,
         next_seq: builder.nextSeq,
-        ...nvml.versions(),
+        ...versions,
       },
       'agent started',
     );
@@ -221,7 +206,10 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
     return {
       loop,
       host,
-      profilingSource,
+      get profilingSource() {
+        return profilingSource();
+      },
+      sources,
       async run(signal) {
         push({
           at: clock().toISOString(),
@@ -247,6 +235,42 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
     for (const stop of stoppers.reverse()) await stop();
     throw err;
   }
+}
+
+/**
+ * The agent's sources from the configuration, in poll order: NVML (the GPU inventory; required),
+ * the local dcgm-exporter (profiling where GPM is absent, and Kubernetes pod labels), NVML XID
+ * events, the kernel log, IMDS notices, EFA counters. A source the configuration turns `off` is
+ * not built; one the host lacks says so at open.
+ */
+function agentSources(
+  opts: AgentRuntimeOptions,
+  nvml: NvmlGpuSource,
+  dcgm: DcgmProfilingSource | undefined,
+): AgentSource[] {
+  const { config, log } = opts;
+  const sources: AgentSource[] = [nvml];
+  if (dcgm) sources.push(dcgm);
+  sources.push(
+    new NvmlEventSource({ libraryPath: config.nvmlLibraryPath, logger: log, waitTimeoutMs: EVENT_WAIT_MS }),
+  );
+  if (config.kmsgPath !== 'off')
+    sources.push(
+      new KmsgSource({
+        path: config.kmsgPath,
+        pollIntervalMs: EVENT_WAIT_MS,
+        ...(opts.procStatPath ? { procStatPath: opts.procStatPath } : {}),
+      }),
+    );
+  if (config.imds === 'on')
+    sources.push(
+      new InstanceEventSource({
+        imds: new ImdsClient(opts.imdsBaseUrl ? { baseUrl: opts.imdsBaseUrl } : {}),
+        pollIntervalMs: INSTANCE_EVENT_POLL_MS,
+      }),
+    );
+  if (config.efaRoot !== 'off') sources.push(new EfaWindowSource(config.efaRoot));
+  return sources;
 }
 
 /**
@@ -284,26 +308,5 @@ export async function resolveAgentIdentity(
       return { ...opts.fallbackHost, ...override };
     }
     throw err;
-  }
-}
-
-function readBootTime(path: string): Date | undefined {
-  try {
-    return bootTimeFromProcStat(readFileSync(path, 'utf8'));
-  } catch {
-    return undefined;
-  }
-}
-
-function tryStart<T>(
-  start: () => T,
-  warn: (m: string, d?: Record<string, unknown>) => void,
-  message: string,
-): T | undefined {
-  try {
-    return start();
-  } catch (err) {
-    warn(message, { error: (err as Error).message });
-    return undefined;
   }
 }

@@ -28,7 +28,16 @@ export type AgentBundleArch = (typeof AGENT_BUNDLE_ARCHES)[number];
 export const AGENT_BUNDLE_FILE = 'gpu-sentinel-agent.mjs';
 
 /** Files of `agent/packaging/` shipped next to the bundle, for install.sh to lay down. */
-const SHIPPED_FILES = ['install.sh', 'gpu-sentinel-agent.service', 'agent.sample.json'] as const;
+const SHIPPED_FILES = [
+  'install.sh',
+  'install-common.sh',
+  'gpu-sentinel-agent.service',
+  'agent.sample.json',
+  // dcgm-exporter for A100 hosts (no GPM): install-dcgm-exporter.sh lays down the other two.
+  'install-dcgm-exporter.sh',
+  'dcgm-exporter.service',
+  'dcgm-counters.csv',
+] as const;
 
 /** Options of {@link buildAgentBundle}. */
 export interface BuildAgentBundleOptions {
@@ -101,6 +110,7 @@ export async function buildAgentBundle(options: BuildAgentBundleOptions = {}): P
   copyKoffi(join(outDir, 'node_modules'), arch);
   for (const file of SHIPPED_FILES) copyFileSync(join(ROOT, 'agent', 'packaging', file), join(outDir, file));
   chmodSync(join(outDir, 'install.sh'), 0o755);
+  chmodSync(join(outDir, 'install-dcgm-exporter.sh'), 0o755);
   writeFileSync(join(outDir, 'VERSION'), `${AGENT_VERSION} linux-${arch}\n`);
 
   let tarball: string | undefined;

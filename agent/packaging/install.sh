@@ -54,28 +54,9 @@ ROOT=${ROOT%/}
 LIVE=0 # 1 when installing onto this very system (root /), the only case that touches users and systemd
 [[ -z $ROOT ]] && LIVE=1
 
-# Runs a command, or prints it under --dry-run.
-run() {
-  if [[ $DRY_RUN -eq 1 ]]; then
-    printf '+ %s\n' "$*"
-  else
-    "$@"
-  fi
-}
-
-# Writes stdin to a file (mode $2) through a temporary file and a rename, or prints it under --dry-run.
-write_file() {
-  local dest=$1 mode=$2
-  if [[ $DRY_RUN -eq 1 ]]; then
-    printf '+ write %s (mode %s)\n' "$dest" "$mode"
-    cat >/dev/null
-    return
-  fi
-  local tmp="$dest.tmp.$$"
-  cat >"$tmp"
-  chmod "$mode" "$tmp"
-  mv -f "$tmp" "$dest"
-}
+[[ -f $SRC/install-common.sh ]] || die "Expected install-common.sh next to this script in $SRC, got none"
+# shellcheck source=install-common.sh
+source "$SRC/install-common.sh"
 
 for f in gpu-sentinel-agent.mjs node_modules/koffi/package.json gpu-sentinel-agent.service agent.sample.json; do
   [[ -e $SRC/$f ]] || die "Expected the bundle file $SRC/$f, got nothing; run this script from an unpacked bundle (agent/packaging/build.ts)"

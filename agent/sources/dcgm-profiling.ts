@@ -1,7 +1,20 @@
-import { PROFILING_METRIC_NAMES } from '../../lambdas/contract';
+import {
+  type GpuEvent,
+  type GpuIdentity,
+  type K8sWorkload,
+  PROFILING_METRIC_NAMES,
+} from '../../lambdas/contract';
 import { nodeFetch } from '../send/node-fetch';
 import type { GpuSample } from '../window/gpu-sample';
+import {
+  DCGM_LABEL_REFRESH_MS,
+  DCGM_LOSS_AFTER_MISSES,
+  DCGM_REPROBE_INITIAL_MS,
+  DCGM_REPROBE_MAX_MS,
+} from './constants';
 import { type DcgmExporterParse, scrapeDcgmExporter } from './dcgm-exporter';
+import { workloadsFromDcgm } from './dcgm-workload';
+import type { AgentSource, SampleSink, SourceContext, SourceSupport } from './source';
 
 /**
  * Profiling counters from a local dcgm-exporter, for GPUs without NVML GPM (A100 / p4d):
@@ -30,40 +43,165 @@ export interface DcgmProfilingSourceOptions {
   readonly timeoutMs?: number;
   /** Called once per condition: the exporter stops answering (again after it came back). @default no-op */
   readonly onWarning?: (message: string, data?: Record<string, unknown>) => void;
+  /**
+   * Whether NVML GPM already gives the profiling counters (H100 and newer). Asked at `open()`: then
+   * `profiling_source` stays `gpm`, no change event is sent, and the exporter is read only for
+   * its Kubernetes pod labels, every {@link DCGM_LABEL_REFRESH_MS}. @default () => false
+   */
+  readonly gpmActive?: () => boolean;
+  /** First re-probe wait after a failed probe, ms, 1..{@link reprobeMaxMs}. @default 15000 ({@link DCGM_REPROBE_INITIAL_MS}) */
+  readonly reprobeInitialMs?: number;
+  /** Longest re-probe wait, ms; the wait doubles up to it. @default 600000 ({@link DCGM_REPROBE_MAX_MS}) */
+  readonly reprobeMaxMs?: number;
+}
+
+/** Running counters of {@link DcgmProfilingSource}. */
+export interface DcgmProfilingStats {
+  /** Scrapes started (probes and reads through `sample`). */
+  scrapes: number;
+  /** Kubernetes label values dropped because the contract refuses them (warned once per label). */
+  k8s_labels_dropped: number;
 }
 
 /**
- * Reads DCGM profiling ratios per GPU index from a local dcgm-exporter.
+ * Reads DCGM profiling ratios per GPU index from a local dcgm-exporter, and the Kubernetes pod
+ * holding each GPU where the exporter labels it. One {@link AgentSource}:
  *
- * `probe()` at start decides whether the agent reports `profiling_source: 'dcgm'`; `read()` at
- * each poll gives the ratios to merge into that poll's {@link GpuSample}s. Neither throws: a
- * scrape that fails gives `false` / an empty map, warned once per outage.
+ * - `open()` probes once (awaited, so the first batch says the right `profiling_source`);
+ * - `sample(into, now)` gives the ratios of the latest scrape as overlays (the registry merges them
+ *   into readings without GPM counters) and starts the next scrape when one is due, without waiting
+ *   for it: every poll while profiling comes from here, every {@link DCGM_LABEL_REFRESH_MS} when it
+ *   is read only for pod labels, and on an exponential back-off while it does not answer or gives
+ *   no `DCGM_FI_PROF_*` ratio (15 s doubling to 10 min: {@link DCGM_REPROBE_INITIAL_MS},
+ *   {@link DCGM_REPROBE_MAX_MS}). The clock is the `now` of each sample: no timer of its own.
+ * - every change of the profiling source (`none` → `dcgm` when an exporter that came up late answers
+ *   with ratios; `dcgm` → `none` after {@link DCGM_LOSS_AFTER_MISSES} scrapes in a row without
+ *   them) is emitted as a `profiling_source_changed` event whose detail says from, to and why.
+ *   A boot race (agent before exporter) therefore costs one back-off step, not profiling for life.
+ *
+ * Nothing here throws for an exporter fault: a failed scrape leaves the ratios and pod labels
+ * absent (never the stale ones), warned once per outage. `probe()` and `read()` scrape on demand.
  *
  * @example
- * const dcgm = new DcgmProfilingSource();
- * if (await dcgm.probe()) {
- *   const ratios = await dcgm.read();      // Map { 0 => { sm_active: 0.42, … }, … }
- *   samples = samples.map((s) => ({ ...s, ...ratios.get(s.gpu_index) }));
- * }
+ * const dcgm = new DcgmProfilingSource({ gpmActive: () => nvml.profilingSource() === 'gpm' });
+ * const registry = new SourceRegistry([nvml, dcgm]);
+ * await registry.open({ clock, emit, warn }); // probes; later polls re-probe on the back-off
  */
-export class DcgmProfilingSource {
+export class DcgmProfilingSource implements AgentSource {
+  /** Source name in logs. */
+  readonly name = 'dcgm-exporter';
+  /** Running counters: scrapes started, Kubernetes label values dropped. */
+  readonly stats: DcgmProfilingStats = { scrapes: 0, k8s_labels_dropped: 0 };
+
   private readonly url: string;
   private readonly doFetch: typeof fetch;
   private readonly timeoutMs: number;
   private readonly onWarning: (message: string, data?: Record<string, unknown>) => void;
+  private readonly gpmActive: () => boolean;
+  private readonly reprobeInitialMs: number;
+  private readonly reprobeMaxMs: number;
   private down = false;
+  private context: SourceContext | undefined;
+  private gpm = false;
+  /** Profiling ratios come from here now (the source of `profiling_source: 'dcgm'`). */
+  private profiling = false;
+  /** The last scrape got an answer. */
+  private answering = false;
+  private misses = 0;
+  private lastScrapeMs = Number.NEGATIVE_INFINITY;
+  private nextProbeMs = 0;
+  private backoffMs: number;
+  private inFlight: Promise<void> | undefined;
+  private ratios: ReadonlyMap<number, DcgmProfilingReading> = new Map();
+  /** Pod per GPU UUID (label `UUID`) and per index (label `gpu`), from the last scrape. */
+  private workloads: { byUuid: ReadonlyMap<string, K8sWorkload>; byIndex: ReadonlyMap<number, K8sWorkload> } =
+    NO_WORKLOADS;
+  private readonly warnedLabels = new Set<string>();
 
   /**
    * @param opts - see {@link DcgmProfilingSourceOptions}
-   * @throws {RangeError} when `timeoutMs` is outside 1..60000
+   * @throws {RangeError} when `timeoutMs` is outside 1..60000, or the re-probe waits are not
+   *   integers with 1 <= `reprobeInitialMs` <= `reprobeMaxMs`
    */
   constructor(opts: DcgmProfilingSourceOptions = {}) {
     this.url = opts.url ?? DCGM_PROFILING_DEFAULT_URL;
     this.doFetch = opts.fetch ?? nodeFetch;
     this.timeoutMs = opts.timeoutMs ?? 500;
     this.onWarning = opts.onWarning ?? (() => {});
+    this.gpmActive = opts.gpmActive ?? (() => false);
+    this.reprobeInitialMs = opts.reprobeInitialMs ?? DCGM_REPROBE_INITIAL_MS;
+    this.reprobeMaxMs = opts.reprobeMaxMs ?? DCGM_REPROBE_MAX_MS;
+    this.backoffMs = this.reprobeInitialMs;
     if (!Number.isInteger(this.timeoutMs) || this.timeoutMs < 1 || this.timeoutMs > 60_000)
       throw new RangeError(`Expected \`timeoutMs\` to be an integer in 1..60000, got \`${this.timeoutMs}\``);
+    if (!Number.isInteger(this.reprobeInitialMs) || this.reprobeInitialMs < 1)
+      throw new RangeError(
+        `Expected \`reprobeInitialMs\` to be an integer >= 1, got \`${this.reprobeInitialMs}\``,
+      );
+    if (!Number.isInteger(this.reprobeMaxMs) || this.reprobeMaxMs < this.reprobeInitialMs)
+      throw new RangeError(
+        `Expected \`reprobeMaxMs\` to be an integer >= reprobeInitialMs (${this.reprobeInitialMs}), got \`${this.reprobeMaxMs}\``,
+      );
+  }
+
+  /** `dcgm` while profiling ratios come from the exporter, else `none`. */
+  get profilingSource(): 'dcgm' | 'none' {
+    return this.profiling ? 'dcgm' : 'none';
+  }
+
+  /**
+   * Probes the exporter once and waits for the answer. Always supported (an exporter that is not
+   * up yet is re-probed on the back-off); the detail says what the probe found.
+   *
+   * @param context - the clock, `emit` for `profiling_source_changed`, `warn`
+   * @returns `{ supported: true, detail }`
+   */
+  async open(context: SourceContext): Promise<SourceSupport> {
+    this.context = context;
+    this.gpm = this.gpmActive();
+    await this.scrape(context.clock().getTime(), false);
+    const detail = this.profiling
+      ? `profiling ratios from ${this.url}`
+      : this.answering
+        ? `${this.url} answers without DCGM_FI_PROF_* ratios${this.gpm ? ' (GPM gives them)' : ''}; read for pod labels`
+        : `${this.url} does not answer; re-probing from ${this.reprobeInitialMs / 1000} s up to every ${this.reprobeMaxMs / 1000} s`;
+    return { supported: true, detail };
+  }
+
+  /**
+   * Writes the latest ratios as overlays, and starts the next scrape when one is due (its result
+   * serves later polls). Never waits and never throws.
+   *
+   * @param into - the poll's sink
+   * @param now - the poll time: the back-off and refresh are measured on it
+   */
+  sample(into: SampleSink, now: Date): void {
+    const nowMs = now.getTime();
+    if (this.inFlight === undefined && this.due(nowMs)) void this.scrape(nowMs, true);
+    for (const [index, reading] of this.ratios) into.overlay(index, reading);
+  }
+
+  /**
+   * The pod holding a GPU at the last scrape, matched by UUID (label `UUID`) when both sides have
+   * UUIDs (so a DCGM index that differs from NVML's cannot charge the wrong pod), else by index
+   * (label `gpu`). Absent off Kubernetes, for a GPU no pod holds, and while the exporter does not
+   * answer.
+   */
+  workload(gpu: GpuIdentity): K8sWorkload | undefined {
+    const { byUuid, byIndex } = this.workloads;
+    if (gpu.uuid !== undefined && byUuid.size > 0) return byUuid.get(gpu.uuid);
+    return byIndex.get(gpu.index);
+  }
+
+  /** Resolves when no scrape is in flight (shutdown, and tests that step the clock). */
+  async idle(): Promise<void> {
+    while (this.inFlight !== undefined) await this.inFlight;
+  }
+
+  /** Waits for a scrape in flight; nothing else to free. */
+  async close(): Promise<void> {
+    await this.idle();
+    this.context = undefined;
   }
 
   /**
@@ -84,12 +222,16 @@ export class DcgmProfilingSource {
    *   left out; an empty map when the exporter does not answer
    */
   async read(): Promise<Map<number, DcgmProfilingReading>> {
-    let parse: DcgmExporterParse;
+    return ratiosOf(await this.scrapeParse());
+  }
+
+  /** Scrapes, warning once per outage; `undefined` when the exporter does not answer. */
+  private async scrapeParse(): Promise<DcgmExporterParse | undefined> {
+    this.stats.scrapes++;
     try {
-      parse = await scrapeDcgmExporter(this.url, {
-        timeoutMs: this.timeoutMs,
-        fetch: this.doFetch,
-      });
+      const parse = await scrapeDcgmExporter(this.url, { timeoutMs: this.timeoutMs, fetch: this.doFetch });
+      this.down = false;
+      return parse;
     } catch (cause) {
       if (!this.down)
         this.onWarning('dcgm-exporter does not answer; profiling counters are absent until it does', {
@@ -97,18 +239,115 @@ export class DcgmProfilingSource {
           error: String(cause),
         });
       this.down = true;
-      return new Map();
+      return undefined;
     }
-    this.down = false;
-    const out = new Map<number, DcgmProfilingReading>();
-    for (const { gpu, metrics } of parse.gpus) {
-      const reading: { -readonly [K in keyof DcgmProfilingReading]: DcgmProfilingReading[K] } = {};
-      for (const field of DCGM_PROFILING_FIELDS) {
-        const value = metrics[field];
-        if (value !== undefined) reading[field] = value;
-      }
-      if (Object.keys(reading).length > 0) out.set(gpu.index, reading);
-    }
-    return out;
   }
+
+  private due(nowMs: number): boolean {
+    if (this.profiling && !this.gpm) return true;
+    if (this.answering) return nowMs - this.lastScrapeMs >= DCGM_LABEL_REFRESH_MS;
+    return nowMs >= this.nextProbeMs;
+  }
+
+  /** One scrape and what follows from it: ratios, pod labels, the state, the back-off, events. */
+  private scrape(nowMs: number, announce: boolean): Promise<void> {
+    this.lastScrapeMs = nowMs;
+    const run = this.scrapeParse().then((parse) => this.settle(parse, nowMs, announce));
+    this.inFlight = run.finally(() => {
+      this.inFlight = undefined;
+    });
+    return this.inFlight;
+  }
+
+  private settle(parse: DcgmExporterParse | undefined, nowMs: number, announce: boolean): void {
+    this.answering = parse !== undefined;
+    this.ratios = ratiosOf(parse);
+    this.workloads = parse === undefined ? NO_WORKLOADS : this.workloadsOf(parse);
+    const hasRatios = this.ratios.size > 0;
+    if (hasRatios) {
+      this.misses = 0;
+      this.backoffMs = this.reprobeInitialMs;
+      if (!this.profiling) {
+        this.profiling = true;
+        if (announce)
+          this.announce(
+            'none',
+            'dcgm',
+            `${this.url} exports DCGM_FI_PROF_* ratios for ${this.ratios.size} GPU(s)`,
+          );
+      }
+      return;
+    }
+    this.misses++;
+    if (this.profiling && this.misses < DCGM_LOSS_AFTER_MISSES) return;
+    const why = parse === undefined ? 'does not answer' : 'answers without DCGM_FI_PROF_* ratios';
+    const wait = this.backoffMs;
+    if (!this.answering) {
+      this.nextProbeMs = nowMs + wait;
+      this.backoffMs = Math.min(wait * 2, this.reprobeMaxMs);
+    }
+    if (this.profiling) {
+      this.profiling = false;
+      const next = this.answering
+        ? `read again every ${DCGM_LABEL_REFRESH_MS / 1000} s`
+        : `re-probing in ${wait / 1000} s`;
+      this.announce(
+        'dcgm',
+        'none',
+        `${this.url} ${why} (${DCGM_LOSS_AFTER_MISSES} scrapes in a row); ${next}`,
+      );
+    }
+  }
+
+  /** Emits a `profiling_source_changed` event, unless GPM gives the profiling source anyway. */
+  private announce(from: 'dcgm' | 'none', to: 'dcgm' | 'none', why: string): void {
+    const context = this.context;
+    if (this.gpm || context === undefined) return;
+    const event: GpuEvent = {
+      at: context.clock().toISOString(),
+      kind: 'profiling_source_changed',
+      source: 'agent',
+      detail: `profiling_source ${from} → ${to}: ${why}`,
+    };
+    context.emit(event);
+  }
+
+  private workloadsOf(parse: DcgmExporterParse): DcgmProfilingSource['workloads'] {
+    const { held, dropped } = workloadsFromDcgm(parse.gpus);
+    for (const d of dropped) {
+      this.stats.k8s_labels_dropped++;
+      if (this.warnedLabels.has(d.label)) continue;
+      this.warnedLabels.add(d.label);
+      this.onWarning('dcgm-exporter Kubernetes label outside the contract; dropped, never sent', {
+        gpu_index: d.gpu.index,
+        label: d.label,
+        reason: d.reason,
+      });
+    }
+    if (held.length === 0) return NO_WORKLOADS;
+    const byUuid = new Map<string, K8sWorkload>();
+    const byIndex = new Map<number, K8sWorkload>();
+    for (const { gpu, k8s } of held) {
+      byIndex.set(gpu.index, k8s);
+      if (gpu.uuid !== undefined) byUuid.set(gpu.uuid, k8s);
+    }
+    return { byUuid, byIndex };
+  }
+}
+
+const NO_WORKLOADS = { byUuid: new Map<string, K8sWorkload>(), byIndex: new Map<number, K8sWorkload>() };
+
+/** The profiling ratios per GPU index of one scrape; GPUs with none left out. */
+function ratiosOf(parse: DcgmExporterParse | undefined): Map<number, DcgmProfilingReading> {
+  const out = new Map<number, DcgmProfilingReading>();
+  if (parse === undefined) return out;
+  for (const { gpu, metrics } of parse.gpus) {
+    const reading: { -readonly [K in keyof DcgmProfilingReading]: DcgmProfilingReading[K] } = {};
+    for (const field of DCGM_PROFILING_FIELDS) {
+      const value = metrics[field];
+      if (value !== undefined) reading[field] = value;
+    }
+    if (Object.keys(reading).length > 0) out.set(gpu.index, reading);
+  }
+  return out;
 }

@@ -269,26 +269,43 @@ describe('AgentLoop', () => {
     expect(submitted[0]!.events).toEqual([expect.objectContaining({ kind: 'data_dropped', count: 7 })]);
   });
 
-  it('fills profiling counters from DCGM only for samples that have none (no GPM), never from utilization', async () => {
+  it('copies the pod holding a GPU at the window end into its flush window, and only there', async () => {
     // Prepare
     const clock = manualClock();
     const sent: Batch[] = [];
+    const source = fakeSource(clock.now);
     const loop = manualLoop(clock, {
-      source: fakeSource(clock.now, { gpu_util: 1 }),
-      agent: { ...AGENT, profiling_source: 'dcgm' },
+      source: {
+        ...source,
+        workload: (gpu) => (gpu.uuid === 'GPU-aaaa' ? { namespace: 'ml', pod: 'train-0' } : undefined),
+      },
+      horizon: { add: () => {}, window: (gpu, end) => ({ ...horizonOf(gpu, end) }) },
       send: async (b) => sent.push(b),
-      profiling: { read: async () => new Map([[0, { sm_active: 0.02, tensor_active: 0 }]]) },
     });
-    // Act: the first poll starts the read; the later ones use its result
-    loop.poll();
-    await new Promise((r) => setTimeout(r, 0));
-    clock.advance(1000);
     loop.poll();
     clock.advance(1000);
+
+    // Act
     const [batch] = await loop.flush();
+
     // Assess
-    const [gpu0, gpu1] = batch!.windows;
-    expect(gpu0!.metrics).toMatchObject({ gpu_util: 1, sm_active: 0.02, tensor_active: 0 });
-    expect(gpu1!.metrics.sm_active).toBeUndefined();
+    const windows = parseBatch(JSON.parse(JSON.stringify(batch)), clock.now()).windows;
+    expect(windows.map((w) => [w.kind, w.gpu.index, w.k8s])).toEqual([
+      ['flush', 0, { namespace: 'ml', pod: 'train-0' }],
+      ['horizon', 0, undefined],
+      ['flush', 1, undefined],
+      ['horizon', 1, undefined],
+    ]);
   });
 });
+
+/** A minimal horizon window of `gpu` ending at `end`. */
+function horizonOf(gpu: GpuIdentity, end: Date) {
+  return {
+    kind: 'horizon' as const,
+    start: new Date(end.getTime() - 60_000).toISOString(),
+    end: end.toISOString(),
+    gpu,
+    metrics: { gpu_util: 0.5 },
+  };
+}

@@ -3,7 +3,7 @@ import { formatIsoMicros, type GpuEvent, normalizePciBusId } from '../../../lamb
 import { loadNvmlBinding, type NvmlBinding } from './binding';
 import { NvmlUnavailableError } from './errors';
 import { NVML_RETURN } from './nvml-return';
-import type { NvmlLogger } from './nvml-source';
+import type { NvmlLogger } from './nvml-types';
 import { assertNvmlAbi, nvmlEventData, nvmlPciInfo } from './structs';
 
 /** `nvmlEventType*` bits the watcher registers (docs/nvml.md §5). */

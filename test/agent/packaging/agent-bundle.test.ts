@@ -35,8 +35,12 @@ describe('agent bundle', () => {
     'node_modules/koffi/index.js',
     `node_modules/@koromix/koffi-linux-${process.arch === 'arm64' ? 'arm64' : 'x64'}/package.json`,
     'install.sh',
+    'install-common.sh',
     'gpu-sentinel-agent.service',
     'agent.sample.json',
+    'install-dcgm-exporter.sh',
+    'dcgm-exporter.service',
+    'dcgm-counters.csv',
     'VERSION',
   ])('holds %s', (path) => {
     // Prepare / Act

@@ -27,7 +27,7 @@ beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'gpu-sentinel-install-'));
   bundle = join(dir, 'bundle');
   mkdirSync(join(bundle, 'node_modules', 'koffi'), { recursive: true });
-  for (const f of ['install.sh', 'gpu-sentinel-agent.service', 'agent.sample.json'])
+  for (const f of ['install.sh', 'install-common.sh', 'gpu-sentinel-agent.service', 'agent.sample.json'])
     copyFileSync(join(PACKAGING, f), join(bundle, f));
   chmodSync(join(bundle, 'install.sh'), 0o755);
   writeFileSync(join(bundle, 'gpu-sentinel-agent.mjs'), "console.log('stub agent');\n");

@@ -1,0 +1,89 @@
+import type { NvmlBinding } from './binding';
+import { NVML_FIELD } from './field-values';
+import type { NvmlCallRecorder } from './nvml-call-recorder';
+import type { NvmlGpuState } from './nvml-gpu-state';
+import { NVML_CALL_SLOTS } from './nvml-metric-table';
+import { NVML_RETURN } from './nvml-return';
+import type { MutableSample, NvmlLogger } from './nvml-types';
+
+const KIB = 1024;
+/** Per-value answers of a driver that lacks a field id: the field is dropped and not requested again. */
+const FIELD_LACKING = new Set<number>([NVML_RETURN.ERROR_NOT_SUPPORTED, NVML_RETURN.ERROR_INVALID_ARGUMENT]);
+
+/** Field id → the sample field it fills and its unit conversion. NVLink CRC counts are summed apart. */
+const FIELD_TARGETS: ReadonlyMap<number, { field: keyof MutableSample; scale: number }> = new Map([
+  [NVML_FIELD.MEMORY_TEMP, { field: 'mem_temp_c', scale: 1 }],
+  [NVML_FIELD.PCIE_COUNT_TX_BYTES, { field: 'pcie_tx_bytes_total', scale: 1 }],
+  [NVML_FIELD.PCIE_COUNT_RX_BYTES, { field: 'pcie_rx_bytes_total', scale: 1 }],
+  // NVLink throughput is in KiB.
+  [NVML_FIELD.NVLINK_THROUGHPUT_DATA_TX, { field: 'nvlink_tx_bytes_total', scale: KIB }],
+  [NVML_FIELD.NVLINK_THROUGHPUT_DATA_RX, { field: 'nvlink_rx_bytes_total', scale: KIB }],
+]);
+const CRC_FIELDS = new Set<number>([
+  NVML_FIELD.NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL,
+  NVML_FIELD.NVLINK_CRC_DATA_ERROR_COUNT_TOTAL,
+]);
+
+/**
+ * One `nvmlDeviceGetFieldValues` call per GPU for every field still requested (HBM temperature,
+ * PCIe byte counters, NVLink throughput and CRC errors). A per-value NOT_SUPPORTED or
+ * INVALID_ARGUMENT drops that field for good (logged once); other per-value codes are judged like
+ * a call. A negative or non-finite value is left out.
+ */
+export class NvmlFieldReader {
+  readonly #nvml: NvmlBinding;
+  readonly #recorder: NvmlCallRecorder;
+  readonly #logger: NvmlLogger;
+
+  /** @param nvml - the binding; @param recorder - judges codes; @param logger - the once-per-GPU drop line */
+  constructor(nvml: NvmlBinding, recorder: NvmlCallRecorder, logger: NvmlLogger) {
+    this.#nvml = nvml;
+    this.#recorder = recorder;
+    this.#logger = logger;
+  }
+
+  /** @returns false when the call or a value failed */
+  read(gpu: NvmlGpuState, handle: bigint, s: MutableSample, at: Date): boolean {
+    const fn = this.#nvml.fieldValues;
+    const request = gpu.fields;
+    if (fn === undefined) return false;
+    request.prepare();
+    const code = fn(handle, request.count, request.buffer);
+    const call = this.#nvml.symbols.fieldValues ?? '';
+    if (!this.#recorder.judge(gpu, NVML_CALL_SLOTS.fieldValues, call, code, at)) return false;
+    let ok = true;
+    let lacking: number[] | undefined;
+    let crc: number | undefined;
+    const out = s as Record<string, unknown>;
+    for (let i = 0; i < request.count; i++) {
+      const fieldId = request.fieldIdAt(i);
+      const rc = request.returnAt(i);
+      if (rc !== NVML_RETURN.SUCCESS) {
+        if (FIELD_LACKING.has(rc)) {
+          if (lacking === undefined) lacking = [];
+          lacking.push(fieldId);
+        } else if (
+          !this.#recorder.judge(gpu, undefined, `nvmlDeviceGetFieldValues(fieldId ${fieldId})`, rc, at)
+        ) {
+          ok = false;
+          if (gpu.lost) return false;
+        }
+        continue;
+      }
+      const value = request.valueAt(i);
+      if (value === undefined || !Number.isFinite(value) || value < 0) continue;
+      const target = FIELD_TARGETS.get(fieldId);
+      if (target !== undefined) out[target.field] = value * target.scale;
+      else if (CRC_FIELDS.has(fieldId)) crc = (crc ?? 0) + value;
+    }
+    if (crc !== undefined) s.nvlink_crc_errors = crc;
+    if (lacking !== undefined) {
+      request.drop(lacking);
+      this.#logger.info(
+        { gpu_index: gpu.index, call: 'nvmlDeviceGetFieldValues', field_ids: lacking },
+        `GPU ${gpu.index} lacks NVML field ids ${lacking.join(', ')}: their metrics stay absent and are not requested again`,
+      );
+    }
+    return ok;
+  }
+}

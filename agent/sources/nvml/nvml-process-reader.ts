@@ -1,0 +1,93 @@
+import koffi from 'koffi';
+import type { GpuSample } from '../../window/gpu-sample';
+import type { NvmlBinding } from './binding';
+import type { NvmlCallRecorder } from './nvml-call-recorder';
+import type { NvmlGpuState } from './nvml-gpu-state';
+import { NVML_CALL_SLOTS } from './nvml-metric-table';
+import { NVML_RETURN } from './nvml-return';
+import type { MutableSample } from './nvml-types';
+import { nvmlProcessInfo } from './structs';
+
+/** Most processes kept per GPU sample (the contract's `processes` limit). */
+const MAX_PROCESSES = 64;
+/** Extra process entries allocated beyond the probed count: the list can grow between the two calls. */
+const PROCESS_SLACK = 8;
+/** `NVML_VALUE_NOT_AVAILABLE` (0xFFFFFFFFFFFFFFFF) as two 32-bit words. */
+const NOT_AVAILABLE_WORD = 0xffff_ffff;
+const PROCESS_STRIDE = koffi.sizeof(nvmlProcessInfo);
+const PROCESS_MEMORY_OFFSET = koffi.offsetof(nvmlProcessInfo, 'usedGpuMemory');
+const TWO_POW_32 = 4_294_967_296;
+type GpuProcessReading = NonNullable<GpuSample['processes']>[number];
+const NO_PROCESSES: readonly GpuProcessReading[] = Object.freeze([]);
+
+/**
+ * The compute processes of a GPU, `nvmlDeviceGetComputeRunningProcesses_v3`: probed with count 0
+ * (SUCCESS: none run; INSUFFICIENT_SIZE: the count), then read into a reused buffer
+ * over-allocated by {@link PROCESS_SLACK} entries. Kept: pid and GPU memory (absent when NVML
+ * answers NOT_AVAILABLE, e.g. without the rights to see another container's process), largest
+ * memory first, at most 64.
+ */
+export class NvmlProcessReader {
+  readonly #nvml: NvmlBinding;
+  readonly #recorder: NvmlCallRecorder;
+  readonly #count = new Uint32Array(1);
+  #buffer = Buffer.alloc(PROCESS_STRIDE * 16);
+
+  /** @param nvml - the binding; @param recorder - where return codes are judged */
+  constructor(nvml: NvmlBinding, recorder: NvmlCallRecorder) {
+    this.#nvml = nvml;
+    this.#recorder = recorder;
+  }
+
+  /**
+   * Reads `compute_processes` and `processes` into `s`.
+   * @returns false when a call failed (the GPU may be lost)
+   */
+  read(gpu: NvmlGpuState, handle: bigint, s: MutableSample, at: Date): boolean {
+    const fn = this.#nvml.computeProcesses;
+    const call = this.#nvml.symbols.computeProcesses ?? '';
+    const judge = (code: number) => this.#recorder.judge(gpu, NVML_CALL_SLOTS.processes, call, code, at);
+    const count = this.#count;
+    if (fn === undefined) return false;
+    count[0] = 0;
+    const probe = fn(handle, count, null);
+    if (probe === NVML_RETURN.SUCCESS) {
+      judge(probe);
+      s.compute_processes = 0;
+      s.processes = NO_PROCESSES;
+      return true;
+    }
+    if (probe !== NVML_RETURN.ERROR_INSUFFICIENT_SIZE) return judge(probe);
+    const probed = count[0] ?? 0;
+    const capacity = probed + PROCESS_SLACK;
+    if (this.#buffer.length < capacity * PROCESS_STRIDE)
+      this.#buffer = Buffer.alloc(capacity * 2 * PROCESS_STRIDE);
+    const buffer = this.#buffer;
+    count[0] = buffer.length / PROCESS_STRIDE;
+    const code = fn(handle, count, buffer);
+    if (code === NVML_RETURN.ERROR_INSUFFICIENT_SIZE) {
+      // Grew past the slack between the two calls: the count is known, the list is not.
+      judge(NVML_RETURN.SUCCESS);
+      s.compute_processes = count[0] ?? probed;
+      return true;
+    }
+    if (!judge(code)) return false;
+    const n = count[0] ?? 0;
+    s.compute_processes = n;
+    const list: GpuProcessReading[] = [];
+    for (let i = 0; i < n; i++) {
+      const offset = i * PROCESS_STRIDE;
+      const lo = buffer.readUInt32LE(offset + PROCESS_MEMORY_OFFSET);
+      const hi = buffer.readUInt32LE(offset + PROCESS_MEMORY_OFFSET + 4);
+      const pid = buffer.readUInt32LE(offset);
+      list.push(
+        lo === NOT_AVAILABLE_WORD && hi === NOT_AVAILABLE_WORD
+          ? { pid }
+          : { pid, fb_used_bytes: lo + hi * TWO_POW_32 },
+      );
+    }
+    list.sort((a, b) => (b.fb_used_bytes ?? -1) - (a.fb_used_bytes ?? -1) || a.pid - b.pid);
+    s.processes = list.length > MAX_PROCESSES ? list.slice(0, MAX_PROCESSES) : list;
+    return true;
+  }
+}

@@ -1,0 +1,161 @@
+import type { EfaWindow, GpuEvent, GpuIdentity, K8sWorkload } from '../../lambdas/contract';
+import type { EfaLike, SampleSource, SourceReading } from '../agent-loop';
+import type { GpuSample } from '../window/gpu-sample';
+import { type AgentSource, NODE_TIMERS, type SourceContext, type SourceSupport } from './source';
+
+/** One source's answer at open, for the start-up log line and tests. */
+export interface OpenedSource {
+  readonly name: string;
+  readonly support: SourceSupport;
+}
+
+/** What {@link SourceRegistry.open} needs beyond the sources: the context without its defaults. */
+export type SourceRegistryContext = Omit<SourceContext, 'timers'> & Partial<Pick<SourceContext, 'timers'>>;
+
+const NO_GPUS: readonly GpuIdentity[] = Object.freeze([]);
+
+/**
+ * The agent's sources, iterated: opens each in order (an unsupported one is kept out with its
+ * reason), polls the supported ones into one sink, closes the windows of the window sources, and
+ * closes them all in reverse order. To the agent loop it is one {@link SampleSource} (the poll
+ * readings, profiling overlays merged) and, through {@link SourceRegistry.efa}, one {@link EfaLike}.
+ *
+ * @example
+ * const registry = new SourceRegistry([nvml, dcgm, nvmlEvents, kmsg, imds, efa]);
+ * const opened = await registry.open({ clock, emit: (e) => loop.pushEvent(e), warn });
+ * const reading = registry.sample(clock()); // { gpus, events, errors }
+ */
+export class SourceRegistry implements SampleSource {
+  readonly #sources: readonly AgentSource[];
+  /** Sources whose `open()` returned (supported or not), in order: the ones `close()` closes. */
+  #started: AgentSource[] = [];
+  /** The supported ones: the ones polled and windowed. */
+  #open: AgentSource[] = [];
+  #opened: OpenedSource[] = [];
+
+  /** @param sources - in poll order: the GPU inventory source first, then the sources that overlay it */
+  constructor(sources: readonly AgentSource[]) {
+    this.#sources = sources;
+  }
+
+  /** Every source's answer at open, in order. */
+  get opened(): readonly OpenedSource[] {
+    return this.#opened;
+  }
+
+  /**
+   * Opens every source in order. Unsupported sources are left out of polls and windows (their
+   * reason in {@link opened}); if a source throws, the ones already started are closed and the
+   * error goes on.
+   *
+   * @param context - clock, `emit`, `warn`, and `timers` (@default {@link NODE_TIMERS})
+   * @returns each source's answer, in order
+   * @throws what a required source throws (NVML unavailable)
+   */
+  async open(context: SourceRegistryContext): Promise<readonly OpenedSource[]> {
+    const full: SourceContext = { timers: NODE_TIMERS, ...context };
+    for (const source of this.#sources) {
+      let support: SourceSupport;
+      try {
+        support = await source.open(full);
+      } catch (err) {
+        await this.close();
+        throw err;
+      }
+      this.#started.push(source);
+      this.#opened.push({ name: source.name, support });
+      if (support.supported) this.#open.push(source);
+    }
+    return this.#opened;
+  }
+
+  /**
+   * One poll of every open source into one reading: the GPU readings, then each overlay merged
+   * into a reading that lacks profiling counters (`sm_active` absent), filling only absent fields.
+   *
+   * @param now - the poll time
+   * @returns `{ gpus, events, errors }`
+   */
+  sample(now: Date): SourceReading {
+    const gpus: GpuSample[] = [];
+    let overlays: Map<number, Partial<GpuSample>> | undefined;
+    const events: GpuEvent[] = [];
+    const errors: unknown[] = [];
+    const sink = {
+      gpu: (s: GpuSample) => void gpus.push(s),
+      overlay: (index: number, fields: Partial<GpuSample>) => {
+        overlays ??= new Map();
+        overlays.set(index, { ...overlays.get(index), ...fields });
+      },
+      event: (e: GpuEvent) => void events.push(e),
+      error: (e: unknown) => void errors.push(e),
+    };
+    for (const source of this.#open) source.sample?.(sink, now);
+    if (overlays !== undefined) {
+      for (let i = 0; i < gpus.length; i++) {
+        const sample = gpus[i] as GpuSample;
+        const extra = overlays.get(sample.gpu_index);
+        if (extra !== undefined && sample.sm_active === undefined) gpus[i] = withOverlay(sample, extra);
+      }
+    }
+    return { gpus, events, errors };
+  }
+
+  /** The GPU inventory: `identity()` of the first open source that has one; empty when none does. */
+  identity(): readonly GpuIdentity[] {
+    for (const source of this.#open) if (source.identity) return source.identity();
+    return NO_GPUS;
+  }
+
+  /** The pod holding `gpu`: the first open source that knows one; `undefined` when none does. */
+  workload(gpu: GpuIdentity): K8sWorkload | undefined {
+    for (const source of this.#open) {
+      const k8s = source.workload?.(gpu);
+      if (k8s !== undefined) return k8s;
+    }
+    return undefined;
+  }
+
+  /**
+   * The window sources as the loop's {@link EfaLike}: `sample` does nothing (each window source
+   * takes its baseline at open and reads at each close), `window` is {@link SourceRegistry.window}.
+   */
+  get efa(): EfaLike {
+    return { sample: () => {}, window: (start, end) => this.window(start, end) };
+  }
+
+  /**
+   * Closes a flush window on every window source.
+   * @returns the EFA windows of every window source, in source order
+   */
+  window(start: Date, end: Date): EfaWindow[] {
+    const efa: EfaWindow[] = [];
+    const sink = { efa: (w: EfaWindow) => void efa.push(w) };
+    for (const source of this.#open) source.window?.(sink, start, end);
+    return efa;
+  }
+
+  /**
+   * Closes every started source in reverse order; a failure is reported through `onError` and the
+   * others still close. Idempotent.
+   */
+  async close(onError?: (name: string, err: unknown) => void): Promise<void> {
+    const started = this.#started;
+    this.#started = [];
+    this.#open = [];
+    for (const source of started.reverse()) {
+      try {
+        await source.close();
+      } catch (err) {
+        onError?.(source.name, err);
+      }
+    }
+  }
+}
+
+/** A sample with `extra`'s fields where the sample has none. */
+function withOverlay(sample: GpuSample, extra: Partial<GpuSample>): GpuSample {
+  const merged: Record<string, unknown> = { ...sample };
+  for (const [key, value] of Object.entries(extra)) if (merged[key] === undefined) merged[key] = value;
+  return merged as unknown as GpuSample;
+}
