@@ -1,10 +1,16 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { ContractValidationError, parseBatch } from '../contract';
-import { InstanceLookupError, parseAssumedRoleArn } from '../domain';
+import { type Batch, ContractValidationError, parseBatch } from '../contract';
+import type { MetricsSink } from '../domain';
+import {
+  acceptedBatchMetrics,
+  InstanceLookupError,
+  parseAssumedRoleArn,
+  rejectedBatchMetrics,
+} from '../domain';
 import { assertSender, claimedSender } from './caller-identity';
 import { IngestRequestError } from './errors';
 import { decodeJsonBody } from './http-body';
-import { type PipelineDeps, processBatch } from './process-batch';
+import { type PipelineDeps, type ProcessResult, processBatch } from './process-batch';
 
 /** Ingest handler settings on top of the pipeline's ports. */
 export interface IngestHandlerDeps extends PipelineDeps {
@@ -28,6 +34,16 @@ export interface IngestHandlerDeps extends PipelineDeps {
   readonly accountId?: string;
   /** The clock. @default () => new Date() */
   readonly clock?: () => Date;
+  /**
+   * Where the batch's CloudWatch metrics go (docs/design.md §13): EMF in Lambda. Emitting never
+   * changes the answer. @default undefined (no metrics; local mode)
+   */
+  readonly metrics?: MetricsSink;
+  /**
+   * Teams whose name is their own `Team` dimension value on the metrics; any other team is
+   * `other` (bounded cardinality, see `teamDimensionValue`). @default empty set
+   */
+  readonly metricTeams?: ReadonlySet<string>;
 }
 
 /** The ingest Lambda's signature: an API Gateway REST (v1) proxy event in, a proxy result out. */
@@ -53,63 +69,95 @@ export type IngestHandler = (event: APIGatewayProxyEvent) => Promise<APIGatewayP
  */
 export function createIngestHandler(deps: IngestHandlerDeps): IngestHandler {
   const clock = deps.clock ?? (() => new Date());
+  const metricTeams = deps.metricTeams ?? new Set<string>();
   return async (event) => {
     const now = clock();
-    try {
-      const json = decodeJsonBody(event);
-      let pipeline: PipelineDeps = deps;
-      if ((deps.callerCheck ?? 'instance-session') === 'instance-session') {
-        const claim = claimedSender(json);
-        const callerArn = event.requestContext?.identity?.userArn;
-        // The cheap checks first: no EC2 call for a caller that is not even the instance it names.
-        assertSender({ callerArn, instanceId: claim.instanceId, agentRoleNames: deps.agentRoleNames });
-        const callerAccount = parseAssumedRoleArn(callerArn)?.accountId;
-        if (deps.accountId !== undefined && callerAccount !== deps.accountId)
-          pipeline = { ...deps, instances: undefined };
-        if (pipeline.instances && claim.instanceId !== undefined && claim.region !== undefined) {
-          const instance = await pipeline.instances.describe(claim.instanceId, claim.region);
-          if (instance === undefined) {
-            // Past the resource policy only an instance's own credentials carry its id as session
-            // name, so an id EC2 does not know is a just-launched instance (DescribeInstances is
-            // eventually consistent): retry later, never reject the agent's data for good.
-            throw new InstanceLookupError(
-              claim.instanceId,
-              claim.region,
-              'EC2 does not know the instance (yet); retry later',
-            );
-          }
-          assertSender({
-            callerArn,
-            instanceId: claim.instanceId,
-            instance,
-            agentRoleNames: deps.agentRoleNames,
-          });
-        }
+    const { response, accepted } = await answer(event, deps, now);
+    if (deps.metrics !== undefined) {
+      // Metrics never change the answer: computed and emitted after it is settled, failures logged.
+      try {
+        const groups =
+          accepted === undefined
+            ? rejectedBatchMetrics(response.statusCode)
+            : acceptedBatchMetrics({
+                batch: accepted.batch,
+                windows: accepted.result.windows,
+                alerts: accepted.result.alerts,
+                metricTeams,
+                now,
+              });
+        deps.metrics.emit(groups, now);
+      } catch (err) {
+        deps.log.error('metrics not emitted; the batch is unaffected', { error: (err as Error).message });
       }
-      const batch = parseBatch(json, now);
-      const result = await processBatch(batch, pipeline, now);
-      return respond(202, { accepted: result.accepted, rejected: result.rejected });
-    } catch (err) {
-      if (err instanceof ContractValidationError) {
-        deps.log.warn('batch refused', { status: 400, path: err.path, message: err.message });
-        return respond(400, { error: err.message, path: err.path });
-      }
-      if (err instanceof IngestRequestError) {
-        deps.log.warn('batch refused', { status: err.status, path: err.path, message: err.message });
-        return respond(err.status, { error: err.message, path: err.path });
-      }
-      if ((err as Error).name === 'StoreUnavailableError') {
-        deps.log.error('store unavailable', { error: (err as Error).message });
-        return respond(503, { error: 'store unavailable; retry later' });
-      }
-      if (err instanceof InstanceLookupError) {
-        deps.log.error('instance lookup unavailable', { error: err.message });
-        return respond(503, { error: 'instance lookup unavailable; retry later' });
-      }
-      deps.log.error('ingest failed', { error: (err as Error).message, stack: (err as Error).stack });
-      return respond(500, { error: 'internal error; retry later' });
     }
+    return response;
   };
+}
+
+/** The answer to one request and, for an accepted batch, the batch and what the pipeline made of it. */
+async function answer(
+  event: APIGatewayProxyEvent,
+  deps: IngestHandlerDeps,
+  now: Date,
+): Promise<{ response: APIGatewayProxyResult; accepted?: { batch: Batch; result: ProcessResult } }> {
+  try {
+    const json = decodeJsonBody(event);
+    let pipeline: PipelineDeps = deps;
+    if ((deps.callerCheck ?? 'instance-session') === 'instance-session') {
+      const claim = claimedSender(json);
+      const callerArn = event.requestContext?.identity?.userArn;
+      // The cheap checks first: no EC2 call for a caller that is not even the instance it names.
+      assertSender({ callerArn, instanceId: claim.instanceId, agentRoleNames: deps.agentRoleNames });
+      const callerAccount = parseAssumedRoleArn(callerArn)?.accountId;
+      if (deps.accountId !== undefined && callerAccount !== deps.accountId)
+        pipeline = { ...deps, instances: undefined };
+      if (pipeline.instances && claim.instanceId !== undefined && claim.region !== undefined) {
+        const instance = await pipeline.instances.describe(claim.instanceId, claim.region);
+        if (instance === undefined) {
+          // Past the resource policy only an instance's own credentials carry its id as session
+          // name, so an id EC2 does not know is a just-launched instance (DescribeInstances is
+          // eventually consistent): retry later, never reject the agent's data for good.
+          throw new InstanceLookupError(
+            claim.instanceId,
+            claim.region,
+            'EC2 does not know the instance (yet); retry later',
+          );
+        }
+        assertSender({
+          callerArn,
+          instanceId: claim.instanceId,
+          instance,
+          agentRoleNames: deps.agentRoleNames,
+        });
+      }
+    }
+    const batch = parseBatch(json, now);
+    const result = await processBatch(batch, pipeline, now);
+    return {
+      response: respond(202, { accepted: result.accepted, rejected: result.rejected }),
+      accepted: { batch, result },
+    };
+  } catch (err) {
+    if (err instanceof ContractValidationError) {
+      deps.log.warn('batch refused', { status: 400, path: err.path, message: err.message });
+      return { response: respond(400, { error: err.message, path: err.path }) };
+    }
+    if (err instanceof IngestRequestError) {
+      deps.log.warn('batch refused', { status: err.status, path: err.path, message: err.message });
+      return { response: respond(err.status, { error: err.message, path: err.path }) };
+    }
+    if ((err as Error).name === 'StoreUnavailableError') {
+      deps.log.error('store unavailable', { error: (err as Error).message });
+      return { response: respond(503, { error: 'store unavailable; retry later' }) };
+    }
+    if (err instanceof InstanceLookupError) {
+      deps.log.error('instance lookup unavailable', { error: err.message });
+      return { response: respond(503, { error: 'instance lookup unavailable; retry later' }) };
+    }
+    deps.log.error('ingest failed', { error: (err as Error).message, stack: (err as Error).stack });
+    return { response: respond(500, { error: 'internal error; retry later' }) };
+  }
 }
 
 function respond(statusCode: number, body: Record<string, unknown>): APIGatewayProxyResult {
