@@ -1,61 +1,16 @@
 import { describe, expect, it } from 'vitest';
-import type { Batch, GpuMetrics } from '../../../lambdas/contract';
+import type { GpuMetrics } from '../../../lambdas/contract';
 import {
-  type Alert,
   acceptedBatchMetrics,
-  computeLedger,
-  type Finding,
-  type GpuWindowRow,
   MAX_METRIC_TEAMS,
   type MetricGroup,
   MetricsTeamsError,
   parseMetricsTeams,
-  priceFor,
   rejectedBatchMetrics,
   teamDimensionValue,
 } from '../../../lambdas/domain';
-import { flushWindow, HOST, makeBatch, NOW } from './batch-builder';
-
-/** The GPU rows `processBatch` stores for a batch: one per flush window, with its ledger and the host's team. */
-function rowsOf(batch: Batch, team: string | undefined = batch.host.tags?.team): GpuWindowRow[] {
-  const price = priceFor(batch.host.instance_type, batch.host.region, {}, 8);
-  return batch.windows
-    .filter((w) => w.kind === 'flush')
-    .map((w) => ({
-      time: w.end,
-      start: w.start,
-      instance_id: batch.host.instance_id,
-      instance_type: batch.host.instance_type,
-      region: batch.host.region,
-      gpu_index: w.gpu.index,
-      team,
-      batch_id: batch.batch_id,
-      seq: batch.seq,
-      metrics: w.metrics,
-      ledger: computeLedger(w, price),
-    }));
-}
-
-function alert(rule: Finding['rule'], severity: Finding['severity'], status?: 'firing' | 'resolved'): Alert {
-  return {
-    id: `${rule}:${HOST.instance_id}`,
-    subject: rule,
-    body: rule,
-    attributes: {},
-    ...(status === undefined ? {} : { status }),
-    finding: {
-      rule,
-      severity,
-      action: 'notify',
-      instance_id: HOST.instance_id,
-      instance_type: HOST.instance_type,
-      at: NOW.toISOString(),
-      summary: rule,
-      remedy: 'none',
-      evidence: {},
-    },
-  };
-}
+import { flushWindow, makeBatch, NOW } from './batch-builder';
+import { alertOf, gpuRowsOf } from './gpu-rows';
 
 function metric(groups: readonly MetricGroup[], dimensions: Record<string, string>, name: string) {
   return groups
@@ -96,13 +51,17 @@ describe('acceptedBatchMetrics', () => {
         { at: '2026-03-10T09:59:57Z', kind: 'agent_start', source: 'agent' },
       ],
     });
-    const windows = rowsOf(batch);
+    const windows = gpuRowsOf(batch);
     const wasted = windows.reduce((s, w) => s + w.ledger.wasted_usd, 0);
     // Act
     const groups = acceptedBatchMetrics({
       batch,
       windows,
-      alerts: [alert('xid_fatal', 'critical'), alert('gpu_lost', 'critical'), alert('xid_fatal', 'critical')],
+      alerts: [
+        alertOf('xid_fatal', 'critical'),
+        alertOf('gpu_lost', 'critical'),
+        alertOf('xid_fatal', 'critical'),
+      ],
       metricTeams: new Set(['llm']),
       now: NOW,
     });
@@ -150,7 +109,7 @@ describe('acceptedBatchMetrics', () => {
     // Act
     const groups = acceptedBatchMetrics({
       batch,
-      windows: rowsOf(batch),
+      windows: gpuRowsOf(batch),
       alerts: [],
       metricTeams: new Set(),
       now: NOW,
@@ -175,8 +134,11 @@ describe('acceptedBatchMetrics', () => {
     // Act
     const groups = acceptedBatchMetrics({
       batch,
-      windows: rowsOf(batch),
-      alerts: [alert('tensor_idle', 'warning', 'resolved'), alert('idle_billed', 'warning', 'firing')],
+      windows: gpuRowsOf(batch),
+      alerts: [
+        alertOf('tensor_idle', 'warning', { status: 'resolved' }),
+        alertOf('idle_billed', 'warning', { status: 'firing' }),
+      ],
       metricTeams: new Set(),
       now: NOW,
     });
@@ -223,7 +185,7 @@ describe('acceptedBatchMetrics', () => {
     // Act
     const lag = (now: Date) =>
       metric(
-        acceptedBatchMetrics({ batch, windows: rowsOf(batch), alerts: [], metricTeams: new Set(), now }),
+        acceptedBatchMetrics({ batch, windows: gpuRowsOf(batch), alerts: [], metricTeams: new Set(), now }),
         {},
         'AgentLag',
       )?.values;
