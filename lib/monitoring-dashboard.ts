@@ -19,7 +19,8 @@ export interface MonitoringDashboardProps {
    */
   readonly deliveryStreamNames?: readonly string[];
   /**
-   * Alarms shown in the dashboard's alarm status widget.
+   * Alarms shown in the dashboard's alarm status widget. The array is read at synth, so alarms
+   * pushed to it later (`MonitoringAlarms.addFunction`) are shown too.
    * @default - none
    */
   readonly alarms?: readonly cloudwatch.IAlarm[];
@@ -45,7 +46,7 @@ const GRAPH_HEIGHT = 6;
  *    GPU), efficiency, batches and flush windows;
  * 3. **Bottlenecks**: PCIe RX (left axis, bytes/s) vs DRAM active (right axis, %): PCIe busy with DRAM
  *    idle is an input-bound job;
- * 4. **Waste dollars**: wasted USD/h of the fleet and by team (ingest's `WastedUsd` sums × 3600 /
+ * 4. **Waste dollars**: the numbers now (single values), wasted USD/h of the fleet and by team (ingest's `WastedUsd` sums × 3600 /
  *    period), fleet waste rate and unmonitored USD/h (fleet evaluator);
  * 5. **Pipeline**: API Gateway requests/4xx/5xx and latency, refused batches by status class, agent
  *    lag, each Lambda's errors, throttles and duration, Firehose delivery.
@@ -111,7 +112,8 @@ export class MonitoringDashboard extends Construct {
       }),
       new cloudwatch.AlarmStatusWidget({
         title: 'Alarms',
-        alarms: [...(props.alarms ?? [])],
+        // The live array, not a copy: the body is rendered at synth, after every addFunction.
+        alarms: (props.alarms ?? []) as cloudwatch.IAlarm[],
         width: 6,
         height: GRAPH_HEIGHT,
       }),
@@ -178,6 +180,26 @@ export class MonitoringDashboard extends Construct {
       ),
     );
     const wasted = fleet(METRIC_NAMES.wastedUsd, cloudwatch.Stats.SUM, 'wasted USD');
+    const wastedPerHour = new cloudwatch.MathExpression({
+      expression: `3600 * wasted / PERIOD(wasted)`,
+      usingMetrics: { wasted },
+      label: 'wasted USD/h (ingest)',
+      period,
+    });
+    this.dashboard.addWidgets(
+      new cloudwatch.SingleValueWidget({
+        title: 'Now: wasted USD/h, fleet waste rate, unmonitored USD/h, silent agents',
+        metrics: [
+          wastedPerHour,
+          fleet(METRIC_NAMES.fleetWasteRate, cloudwatch.Stats.AVERAGE, 'fleet waste rate %'),
+          fleet(METRIC_NAMES.unmonitoredUsdPerHour, cloudwatch.Stats.AVERAGE, 'unmonitored USD/h'),
+          fleet(METRIC_NAMES.silentAgents, cloudwatch.Stats.MAXIMUM, 'silent agents'),
+        ],
+        period,
+        width: FULL_WIDTH,
+        height: 3,
+      }),
+    );
     this.dashboard.addWidgets(
       graph({
         title: 'Wasted USD/h, fleet',

@@ -193,6 +193,7 @@ describe.each(['athena', 'timestream'] as const)('monitoring, store %s', (store)
       'Tensor active and efficiency (mean per GPU)',
       'Batches and flush windows ingested',
       'PCIe RX vs DRAM active (mean per GPU)',
+      'Now: wasted USD/h, fleet waste rate, unmonitored USD/h, silent agents',
       'Wasted USD/h, fleet',
       'Wasted USD/h by team',
       'Fleet waste rate and unmonitored USD/h',
@@ -288,6 +289,17 @@ describe.each(['athena', 'timestream'] as const)('monitoring, store %s', (store)
         : [],
     );
     expect(widget('Alarms')?.alarms).toHaveLength(alarms.size);
+    expect(widget('Now: wasted USD/h, fleet waste rate, unmonitored USD/h, silent agents')).toMatchObject({
+      view: 'singleValue',
+      period: 300,
+      metrics: [
+        [{ expression: '3600 * wasted / PERIOD(wasted)', label: 'wasted USD/h (ingest)' }],
+        ['GpuSentinel', 'WastedUsd', { id: 'wasted', visible: false, stat: 'Sum' }],
+        ['GpuSentinel', 'FleetWasteRate', { label: 'fleet waste rate %' }],
+        ['GpuSentinel', 'UnmonitoredUsdPerHour', { label: 'unmonitored USD/h' }],
+        ['GpuSentinel', 'SilentAgents', { label: 'silent agents', stat: 'Maximum' }],
+      ],
+    });
   });
 
   it('gives the ingest function the EMF namespace and service', () => {
