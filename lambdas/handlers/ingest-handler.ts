@@ -1,9 +1,9 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { type Batch, ContractValidationError, parseBatch } from '../contract';
-import type { MetricsSink } from '../domain';
 import {
   acceptedBatchMetrics,
   InstanceLookupError,
+  type MetricsSink,
   parseAssumedRoleArn,
   rejectedBatchMetrics,
 } from '../domain';
@@ -64,18 +64,86 @@ export type IngestHandler = (event: APIGatewayProxyEvent) => Promise<APIGatewayP
  * EC2 unavailable (the agent keeps the batch and retries); `500` anything else, with a generic body
  * (the cause is logged).
  *
+ * Then, with `deps.metrics`, the batch's CloudWatch metrics (docs/design.md §13): an accepted
+ * batch's from `acceptedBatchMetrics`, any other answer as `RejectedBatches` by status class;
+ * computed and emitted after the answer is settled, and a failure there is logged, never answered.
+ *
  * @param deps - ports and settings
  * @returns the handler
  */
 export function createIngestHandler(deps: IngestHandlerDeps): IngestHandler {
   const clock = deps.clock ?? (() => new Date());
   const metricTeams = deps.metricTeams ?? new Set<string>();
+  /** Answers one request; an accepted batch and what the pipeline made of it are left in `seen`. */
+  const answer = async (
+    event: APIGatewayProxyEvent,
+    now: Date,
+    seen: { accepted?: { batch: Batch; result: ProcessResult } },
+  ): Promise<APIGatewayProxyResult> => {
+    try {
+      const json = decodeJsonBody(event);
+      let pipeline: PipelineDeps = deps;
+      if ((deps.callerCheck ?? 'instance-session') === 'instance-session') {
+        const claim = claimedSender(json);
+        const callerArn = event.requestContext?.identity?.userArn;
+        // The cheap checks first: no EC2 call for a caller that is not even the instance it names.
+        assertSender({ callerArn, instanceId: claim.instanceId, agentRoleNames: deps.agentRoleNames });
+        const callerAccount = parseAssumedRoleArn(callerArn)?.accountId;
+        if (deps.accountId !== undefined && callerAccount !== deps.accountId)
+          pipeline = { ...deps, instances: undefined };
+        if (pipeline.instances && claim.instanceId !== undefined && claim.region !== undefined) {
+          const instance = await pipeline.instances.describe(claim.instanceId, claim.region);
+          if (instance === undefined) {
+            // Past the resource policy only an instance's own credentials carry its id as session
+            // name, so an id EC2 does not know is a just-launched instance (DescribeInstances is
+            // eventually consistent): retry later, never reject the agent's data for good.
+            throw new InstanceLookupError(
+              claim.instanceId,
+              claim.region,
+              'EC2 does not know the instance (yet); retry later',
+            );
+          }
+          assertSender({
+            callerArn,
+            instanceId: claim.instanceId,
+            instance,
+            agentRoleNames: deps.agentRoleNames,
+          });
+        }
+      }
+      const batch = parseBatch(json, now);
+      const result = await processBatch(batch, pipeline, now);
+      seen.accepted = { batch, result };
+      return respond(202, { accepted: result.accepted, rejected: result.rejected });
+    } catch (err) {
+      if (err instanceof ContractValidationError) {
+        deps.log.warn('batch refused', { status: 400, path: err.path, message: err.message });
+        return respond(400, { error: err.message, path: err.path });
+      }
+      if (err instanceof IngestRequestError) {
+        deps.log.warn('batch refused', { status: err.status, path: err.path, message: err.message });
+        return respond(err.status, { error: err.message, path: err.path });
+      }
+      if ((err as Error).name === 'StoreUnavailableError') {
+        deps.log.error('store unavailable', { error: (err as Error).message });
+        return respond(503, { error: 'store unavailable; retry later' });
+      }
+      if (err instanceof InstanceLookupError) {
+        deps.log.error('instance lookup unavailable', { error: err.message });
+        return respond(503, { error: 'instance lookup unavailable; retry later' });
+      }
+      deps.log.error('ingest failed', { error: (err as Error).message, stack: (err as Error).stack });
+      return respond(500, { error: 'internal error; retry later' });
+    }
+  };
   return async (event) => {
     const now = clock();
-    const { response, accepted } = await answer(event, deps, now);
+    const seen: { accepted?: { batch: Batch; result: ProcessResult } } = {};
+    const response = await answer(event, now, seen);
     if (deps.metrics !== undefined) {
       // Metrics never change the answer: computed and emitted after it is settled, failures logged.
       try {
+        const { accepted } = seen;
         const groups =
           accepted === undefined
             ? rejectedBatchMetrics(response.statusCode)
@@ -93,71 +161,6 @@ export function createIngestHandler(deps: IngestHandlerDeps): IngestHandler {
     }
     return response;
   };
-}
-
-/** The answer to one request and, for an accepted batch, the batch and what the pipeline made of it. */
-async function answer(
-  event: APIGatewayProxyEvent,
-  deps: IngestHandlerDeps,
-  now: Date,
-): Promise<{ response: APIGatewayProxyResult; accepted?: { batch: Batch; result: ProcessResult } }> {
-  try {
-    const json = decodeJsonBody(event);
-    let pipeline: PipelineDeps = deps;
-    if ((deps.callerCheck ?? 'instance-session') === 'instance-session') {
-      const claim = claimedSender(json);
-      const callerArn = event.requestContext?.identity?.userArn;
-      // The cheap checks first: no EC2 call for a caller that is not even the instance it names.
-      assertSender({ callerArn, instanceId: claim.instanceId, agentRoleNames: deps.agentRoleNames });
-      const callerAccount = parseAssumedRoleArn(callerArn)?.accountId;
-      if (deps.accountId !== undefined && callerAccount !== deps.accountId)
-        pipeline = { ...deps, instances: undefined };
-      if (pipeline.instances && claim.instanceId !== undefined && claim.region !== undefined) {
-        const instance = await pipeline.instances.describe(claim.instanceId, claim.region);
-        if (instance === undefined) {
-          // Past the resource policy only an instance's own credentials carry its id as session
-          // name, so an id EC2 does not know is a just-launched instance (DescribeInstances is
-          // eventually consistent): retry later, never reject the agent's data for good.
-          throw new InstanceLookupError(
-            claim.instanceId,
-            claim.region,
-            'EC2 does not know the instance (yet); retry later',
-          );
-        }
-        assertSender({
-          callerArn,
-          instanceId: claim.instanceId,
-          instance,
-          agentRoleNames: deps.agentRoleNames,
-        });
-      }
-    }
-    const batch = parseBatch(json, now);
-    const result = await processBatch(batch, pipeline, now);
-    return {
-      response: respond(202, { accepted: result.accepted, rejected: result.rejected }),
-      accepted: { batch, result },
-    };
-  } catch (err) {
-    if (err instanceof ContractValidationError) {
-      deps.log.warn('batch refused', { status: 400, path: err.path, message: err.message });
-      return { response: respond(400, { error: err.message, path: err.path }) };
-    }
-    if (err instanceof IngestRequestError) {
-      deps.log.warn('batch refused', { status: err.status, path: err.path, message: err.message });
-      return { response: respond(err.status, { error: err.message, path: err.path }) };
-    }
-    if ((err as Error).name === 'StoreUnavailableError') {
-      deps.log.error('store unavailable', { error: (err as Error).message });
-      return { response: respond(503, { error: 'store unavailable; retry later' }) };
-    }
-    if (err instanceof InstanceLookupError) {
-      deps.log.error('instance lookup unavailable', { error: err.message });
-      return { response: respond(503, { error: 'instance lookup unavailable; retry later' }) };
-    }
-    deps.log.error('ingest failed', { error: (err as Error).message, stack: (err as Error).stack });
-    return { response: respond(500, { error: 'internal error; retry later' }) };
-  }
 }
 
 function respond(statusCode: number, body: Record<string, unknown>): APIGatewayProxyResult {
