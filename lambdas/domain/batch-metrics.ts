@@ -30,7 +30,7 @@ export type MetricUnitName = (typeof METRIC_UNITS)[keyof typeof METRIC_UNITS];
 export interface MetricDatum {
   readonly name: MetricName;
   readonly unit: MetricUnitName;
-  /** 1..{@link MAX_EMF_VALUES_PER_METRIC} finite samples. */
+  /** 1..`MAX_EMF_VALUES_PER_METRIC` (100) samples; per-GPU metrics hold one per GPU (≤ 64 per batch). */
   readonly values: readonly number[];
 }
 

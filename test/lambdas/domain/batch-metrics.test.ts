@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { GpuMetrics } from '../../../lambdas/contract';
+import { MAX_GPUS_PER_BATCH } from '../../../lambdas/contract';
 import {
   acceptedBatchMetrics,
+  MAX_EMF_VALUES_PER_METRIC,
   MAX_METRIC_TEAMS,
   type MetricGroup,
   MetricsTeamsError,
@@ -192,6 +194,32 @@ describe('acceptedBatchMetrics', () => {
     // Assess
     expect(lag(new Date('2026-03-10T10:00:20Z'))).toEqual([5]);
     expect(lag(new Date('2026-03-10T10:00:14Z'))).toEqual([0]);
+  });
+});
+
+describe('per-GPU samples', () => {
+  it('fit in one EMF document: a batch holds fewer GPUs than a metric may carry values', () => {
+    // Powertools flushes a metric at 100 values and clears the dimensions with it, which would
+    // move the rest of a Team group's samples to the dimensionless series.
+    expect(MAX_GPUS_PER_BATCH).toBeLessThanOrEqual(MAX_EMF_VALUES_PER_METRIC);
+  });
+
+  it('gives one value per GPU of a full batch', () => {
+    // Prepare
+    const batch = makeBatch({
+      windows: Array.from({ length: MAX_GPUS_PER_BATCH }, (_, i) => flushWindow(i, { sm_active: i / 100 })),
+    });
+    // Act
+    const groups = acceptedBatchMetrics({
+      batch,
+      windows: gpuRowsOf(batch),
+      alerts: [],
+      metricTeams: new Set(),
+      now: NOW,
+    });
+    // Assess
+    expect(metric(groups, {}, 'SmActive')?.values).toHaveLength(MAX_GPUS_PER_BATCH);
+    expect(metric(groups, { Team: 'other' }, 'SmActive')?.values).toHaveLength(MAX_GPUS_PER_BATCH);
   });
 });
 
