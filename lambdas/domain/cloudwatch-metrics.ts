@@ -74,7 +74,7 @@ export const METRIC_DIMENSIONS = {
   rule: 'Rule',
   /** Alert severity (`critical`, `warning`, `info`). */
   severity: 'Severity',
-  /** Answer class of a refused batch: `4xx` (the batch is wrong; the agent drops it) or `5xx` (retry later). */
+  /** Answer class of a batch the ingest handler did not accept: `4xx` (refused: invalid, too large, not the sender it claims) or `5xx` (retry later). */
   statusClass: 'StatusClass',
 } as const;
 
