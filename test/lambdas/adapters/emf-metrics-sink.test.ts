@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { EmfMetricsSink } from '../../../lambdas/adapters/emf-metrics-sink';
 import { type MetricGroup, type MetricName, rejectedBatchMetrics } from '../../../lambdas/domain';
 import { recordingLog } from '../handlers/fakes';
-import { emfLines } from './stdout-lines';
+import { emfLines } from './emf-lines';
 
 const AT = new Date('2026-11-21T10:00:00.000Z');
 

@@ -30,7 +30,7 @@ import {
   instanceProfileAnswer,
 } from '../adapters/aws-answers';
 import { expectValidAwsInputs } from '../adapters/aws-model';
-import { emfLines } from '../adapters/stdout-lines';
+import { emfLines } from '../adapters/emf-lines';
 import { ago, validBatch } from '../contract/batches';
 import { batchEvent, INSTANCE_ID } from './proxy-event';
 

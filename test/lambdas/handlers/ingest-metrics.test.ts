@@ -5,7 +5,7 @@ import { DEFAULT_RULE_CONTEXT, type MetricsSink } from '../../../lambdas/domain'
 import type { TelemetryStore } from '../../../lambdas/domain/ports';
 import { createIngestHandler, type IngestHandlerDeps } from '../../../lambdas/handlers/ingest-handler';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
-import { emfLines } from '../adapters/stdout-lines';
+import { emfLines } from '../adapters/emf-lines';
 import { NOW, validBatch } from '../contract/batches';
 import { RecordingAlertSink, RecordingDecisionSink, RecordingRemediator, recordingLog } from './fakes';
 import { batchEvent } from './proxy-event';
