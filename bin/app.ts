@@ -8,7 +8,9 @@
  * `firehoseBufferIntervalSeconds`, `stackName`, `databaseName`, `memoryRetentionHours`, `magneticRetentionDays`, `remediationMode`,
  * `organizationId`, `throttlingRateLimit`, `throttlingBurstLimit`, `webAclArn`,
  * `apiGatewayCloudWatchRole` (`true|false`), `priceOverridesUsdPerHour`, `priceRates` and `alertEmails` (JSON),
- * `agentRoleArns` (comma-separated role ARNs, or a JSON list, of existing agent roles).
+ * `agentRoleArns` (comma-separated role ARNs, or a JSON list, of existing agent roles),
+ * `metricsTeams` (comma-separated or a JSON list: teams with their own CloudWatch `Team` series),
+ * `ingest5xxRateThreshold`, `wasteRatePercentThreshold` (alarm thresholds).
  * Every value is validated by the stack, which fails synth with the bad value.
  *
  * cdk-nag 3 runs as a CDK policy-validation plugin (`Validations.of(app).addPlugins`), not as an
@@ -90,6 +92,9 @@ const props: GpuSentinelStackProps = {
   priceRates: contextJson('priceRates'),
   alertEmails: contextJson('alertEmails'),
   agentRoleArns: contextList('agentRoleArns'),
+  metricsTeams: contextList('metricsTeams'),
+  ingest5xxRateThreshold: contextNumber('ingest5xxRateThreshold'),
+  wasteRatePercentThreshold: contextNumber('wasteRatePercentThreshold'),
 };
 
 new GpuSentinelStack(app, contextString('stackName') ?? 'GpuSentinel', props);

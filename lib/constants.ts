@@ -157,3 +157,14 @@ export const ATHENA_RESULTS_PREFIX = 'athena-results/';
 export const FIREHOSE_ERRORS_PREFIX = 'firehose-errors/';
 /** S3 prefix of Timestream magnetic-store writes it rejected (reported asynchronously, never in the WriteRecords answer; Timestream API `MagneticStoreRejectedDataLocation`). */
 export const MAGNETIC_REJECTS_PREFIX = 'timestream-magnetic-rejects/';
+
+/** Period of the monitoring alarms and dashboard graphs, s: the fleet evaluator's schedule (every 5 min). */
+export const MONITORING_PERIOD_S = 300;
+/**
+ * Share of API requests answered 5xx above which the ingest alarm fires, fraction 0..1, our
+ * default: agents retry 5xx from their spool, so a few are noise; 5 % over two of three periods
+ * means batches are piling up on hosts.
+ */
+export const DEFAULT_INGEST_5XX_RATE_THRESHOLD = 0.05;
+/** Periods the fleet waste-rate alarm needs above its threshold, our default: 6 × 5 min, a sustained half hour (waste is money, not an outage). */
+export const WASTE_RATE_ALARM_PERIODS = 6;

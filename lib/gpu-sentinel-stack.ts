@@ -12,6 +12,8 @@ import { DEFAULT_STORE, STORES, type StoreKind } from './constants';
 import { FinanceReports } from './finance-reports';
 import { IngestApi } from './ingest-api';
 import { IngestFunction } from './ingest-function';
+import { type MonitoredFunction, MonitoringAlarms } from './monitoring-alarms';
+import { MonitoringDashboard } from './monitoring-dashboard';
 import { PropsValidationError } from './props-validation-error';
 import type { RemediationMode } from './remediation-mode';
 import { RemediationState } from './remediation-state';
@@ -133,6 +135,22 @@ export interface GpuSentinelStackProps extends StackProps {
    */
   readonly ingestReservedConcurrency?: number;
   /**
+   * Teams with their own `Team` value on the ingest CloudWatch metrics (others are `other`), see
+   * `IngestFunctionProps.metricsTeams`; at most 50.
+   * @default - none
+   */
+  readonly metricsTeams?: readonly string[];
+  /**
+   * Share of API requests answered 5xx above which the `Ingest5xx` alarm fires, fraction in (0, 1].
+   * @default 0.05
+   */
+  readonly ingest5xxRateThreshold?: number;
+  /**
+   * Fleet waste rate, percent of GPU spend, above which the `FleetWasteRate` alarm fires, in (0, 100].
+   * @default 50
+   */
+  readonly wasteRatePercentThreshold?: number;
+  /**
    * Absolute path of the ingest handler's entry file. Tests point it at a stub.
    * @default `<repo>/lambdas/handlers/ingest.ts`
    */
@@ -152,7 +170,8 @@ export interface GpuSentinelStackProps extends StackProps {
  *
  * Construct IDs are a contract (renaming one replaces the resource): `AthenaStore` or
  * `TelemetryDatabase`, `AlertTopics`, `RemediationState`, `AgentRole`, `IngestFunction`,
- * `IngestApi`, `AgentPolicy`, `FinanceReports` (timestream store only, for now); outputs
+ * `IngestApi`, `AgentPolicy`, `FinanceReports` (timestream store only, for now), `MonitoringAlarms`,
+ * `MonitoringDashboard`; outputs
  * `BatchesUrl`, `CriticalTopicArn`, `WarningTopicArn`, `InfoTopicArn`, `ReportsTopicArn`,
  * `AgentPolicyArn`, `AgentRoleArn`, `AgentInstanceProfileArn`, `StateTableName`, and
  * `TelemetryBucketName`, `GlueDatabaseName`, `AthenaWorkGroup` (athena) or
@@ -184,6 +203,10 @@ export class GpuSentinelStack extends Stack {
   readonly agentRole: AgentRole;
   /** The scheduled finance reports: bucket, Lambda, schedules (store `timestream` only, for now). */
   readonly reports?: FinanceReports;
+  /** The CloudWatch alarms; `alarms.addFunction()` adds a Lambda's errors and throttles alarms. */
+  readonly alarms: MonitoringAlarms;
+  /** The CloudWatch dashboard, by failure mode. */
+  readonly dashboard: MonitoringDashboard;
 
   /** @throws {PropsValidationError} when a prop is out of range (the message names it and the value) */
   constructor(scope: Construct, id: string, props: GpuSentinelStackProps = {}) {
@@ -223,6 +246,7 @@ export class GpuSentinelStack extends Stack {
       logRetention,
       agentRoleNames: agentRoleNames(this.agentRole.role.roleName, props.agentRoleArns),
       reservedConcurrentExecutions: props.ingestReservedConcurrency,
+      metricsTeams: props.metricsTeams,
     });
     this.api = new IngestApi(this, 'IngestApi', {
       handler: this.ingest.function,
@@ -247,6 +271,28 @@ export class GpuSentinelStack extends Stack {
       });
     }
 
+    const monitored: MonitoredFunction[] = [
+      { name: 'Ingest', function: this.ingest.function, errorsTopic: 'critical' },
+      ...(this.reports === undefined
+        ? []
+        : [{ name: 'Report', function: this.reports.function, errorsTopic: 'warning' as const }]),
+    ];
+    this.alarms = new MonitoringAlarms(this, 'MonitoringAlarms', {
+      topics: this.topics,
+      api: this.api.api,
+      functions: monitored,
+      ingest5xxRateThreshold: props.ingest5xxRateThreshold,
+      wasteRatePercentThreshold: props.wasteRatePercentThreshold,
+    });
+    this.dashboard = new MonitoringDashboard(this, 'MonitoringDashboard', {
+      api: this.api.api,
+      functions: monitored,
+      ...(this.athenaStore === undefined
+        ? {}
+        : { deliveryStreamNames: Object.values(this.athenaStore.streams).map((s) => s.ref) }),
+      alarms: this.alarms.alarms,
+    });
+
     new CfnOutput(this, 'BatchesUrl', {
       value: this.api.batchesUrl,
       description: 'Where agents POST batches (GPU_SENTINEL_ENDPOINT)',
@@ -268,6 +314,10 @@ export class GpuSentinelStack extends Stack {
       description: 'Launch GPU instances (or their launch template) with this instance profile',
     });
     new CfnOutput(this, 'StateTableName', { value: this.state.table.tableName });
+    new CfnOutput(this, 'DashboardName', {
+      value: this.dashboard.dashboard.dashboardName,
+      description: 'The CloudWatch dashboard of the fleet and the pipeline, by failure mode',
+    });
     if (this.database !== undefined) {
       new CfnOutput(this, 'TimestreamDatabaseName', { value: this.database.databaseName });
     }

@@ -5,7 +5,9 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { PriceOverridesError, RuleThresholdsError } from '../lambdas/domain/errors';
+import { parseMetricsTeams } from '../lambdas/domain/batch-metrics';
+import { MAX_METRIC_TEAMS, METRICS_NAMESPACE } from '../lambdas/domain/cloudwatch-metrics';
+import { MetricsTeamsError, PriceOverridesError, RuleThresholdsError } from '../lambdas/domain/errors';
 import { type PriceRates, parsePriceRates, RATE_TABLES } from '../lambdas/domain/pricing';
 import {
   parseRuleThresholds,
@@ -96,6 +98,14 @@ export interface IngestFunctionProps {
    */
   readonly ruleThresholds?: Readonly<Record<string, number>>;
   /**
+   * Teams whose `team` tag becomes their own `Team` value on the CloudWatch metrics (`WastedUsd`,
+   * `SmActive` by Team); every other team is counted as `other`, no tag as `untagged`, so the
+   * number of custom metrics stays bounded whatever the agents send. At most 50 names of 1–64
+   * `[A-Za-z0-9_.-:/@+]`, not `other` or `untagged`. Passed as `METRICS_TEAMS`.
+   * @default - none (every tagged team is `other`)
+   */
+  readonly metricsTeams?: readonly string[];
+  /**
    * How long the function's logs are kept.
    * @default logs.RetentionDays.ONE_MONTH
    */
@@ -154,8 +164,9 @@ export class IngestFunction extends Construct {
   /**
    * @throws {PropsValidationError} when `remediationMode` is not `off|notify|replace`, a price
    *   override has a bad instance type or a price that is not a finite number ≥ 0, a price rate is
-   *   malformed (see {@link validatePriceRates}), or
-   *   `reservedConcurrentExecutions` is not an integer in 1..900
+   *   malformed (see {@link validatePriceRates}),
+   *   `reservedConcurrentExecutions` is not an integer in 1..900, or `metricsTeams` is too long or
+   *   has a bad name
    */
   constructor(scope: Construct, id: string, props: IngestFunctionProps) {
     super(scope, id);
@@ -173,6 +184,7 @@ export class IngestFunction extends Construct {
     );
     const ruleThresholds = validateRuleThresholds(props.ruleThresholds ?? {});
     const priceRates = props.priceRates === undefined ? undefined : validatePriceRates(props.priceRates);
+    const metricsTeams = validateMetricsTeams(props.metricsTeams ?? []);
 
     const logs_ = encryptedLogGroup(this, {
       keyId: 'LogKey',
@@ -226,6 +238,8 @@ export class IngestFunction extends Construct {
         ...(props.agentRoleNames === undefined ? {} : { AGENT_ROLE_NAMES: props.agentRoleNames.join(',') }),
         RULE_THRESHOLDS: JSON.stringify(ruleThresholds),
         POWERTOOLS_SERVICE_NAME: INGEST_SERVICE_NAME,
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        ...(metricsTeams.length === 0 ? {} : { METRICS_TEAMS: metricsTeams.join(',') }),
         NODE_OPTIONS: '--enable-source-maps',
       },
     });
@@ -406,4 +420,28 @@ export function validateRuleThresholds(
     );
   }
   return thresholds;
+}
+
+/**
+ * Checks the metric teams at synth with the parser the ingest Lambda runs at cold start.
+ *
+ * @param teams - team names
+ * @returns `teams`
+ * @throws {PropsValidationError} naming `metricsTeams` and what came
+ */
+export function validateMetricsTeams(teams: readonly string[]): readonly string[] {
+  if (!Array.isArray(teams) || teams.some((t) => typeof t !== 'string' || t.includes(','))) {
+    throw new PropsValidationError('metricsTeams', 'an array of team names without commas', teams);
+  }
+  try {
+    parseMetricsTeams(teams.join(','));
+  } catch (error) {
+    if (!(error instanceof MetricsTeamsError)) throw error;
+    throw new PropsValidationError(
+      'metricsTeams',
+      `at most ${MAX_METRIC_TEAMS} distinct names of 1–64 [A-Za-z0-9_.-:/@+], not \`other\` or \`untagged\``,
+      teams,
+    );
+  }
+  return teams;
 }

@@ -18,24 +18,33 @@ export const METRICS_NAMESPACE = 'GpuSentinel';
 export const METRIC_NAMES = {
   /** Ingest: batches accepted (Count). Dimensions: none. */
   batches: 'Batches',
-  /** Ingest: batches refused with a 4xx (Count). Dimensions: none. */
+  /** Ingest: batches answered with anything but 202, 4xx (refused) or 5xx (retry later) (Count). Dimensions: StatusClass. */
   rejectedBatches: 'RejectedBatches',
   /** Ingest: flush windows stored (Count). Dimensions: none. */
   flushWindows: 'FlushWindows',
-  /** Ingest: mean `sm_active` of the batch's flush windows, 0..100 (Percent). Dimensions: none, Team. */
+  /**
+   * Ingest: `sm_active` of each GPU of the batch (time-weighted mean of its flush windows), one
+   * value per GPU, 0..100 (Percent); the `Average` statistic is the fleet's mean per GPU.
+   * Dimensions: none, Team.
+   */
   smActive: 'SmActive',
-  /** Ingest: mean `sm_occupancy`, 0..100 (Percent). */
+  /** Ingest: `sm_occupancy` per GPU, as {@link METRIC_NAMES.smActive}, 0..100 (Percent). */
   smOccupancy: 'SmOccupancy',
-  /** Ingest: mean `tensor_active`, 0..100 (Percent). */
+  /** Ingest: `tensor_active` per GPU, 0..100 (Percent). */
   tensorActive: 'TensorActive',
-  /** Ingest: mean `dram_active`, 0..100 (Percent). */
+  /** Ingest: `dram_active` per GPU, 0..100 (Percent). */
   dramActive: 'DramActive',
-  /** Ingest: mean PCIe RX throughput, bytes/s (Bytes/Second). */
+  /** Ingest: PCIe RX throughput per GPU, bytes/s (Bytes/Second). */
   pcieRxBytesPerSecond: 'PcieRxBytesPerSecond',
-  /** Ingest: efficiency of the batch's GPUs (ledger `efficiency`), 0..100 (Percent). */
+  /** Ingest: ledger `efficiency` per GPU, 0..100 (Percent). */
   efficiency: 'Efficiency',
-  /** Ingest: wasted USD per hour of the batch's GPUs (None). Dimensions: none, Team. */
-  wastedUsdPerHour: 'WastedUsdPerHour',
+  /**
+   * Ingest: wasted USD of the batch's flush windows (ledger `wasted_usd`), one value per batch
+   * (None). Dollars add up where rates do not: `Sum` over a period of P seconds is the wasted
+   * dollars ingested in it, and `3600 × Sum / P` the fleet's wasted USD per hour, whatever the
+   * agents' batch interval. Dimensions: none, Team.
+   */
+  wastedUsd: 'WastedUsd',
   /** Ingest: alerts published (Count). Dimensions: Rule, Severity. */
   alerts: 'Alerts',
   /** Ingest: seconds from the newest window's end to its arrival (Seconds). */
@@ -65,4 +74,27 @@ export const METRIC_DIMENSIONS = {
   rule: 'Rule',
   /** Alert severity (`critical`, `warning`, `info`). */
   severity: 'Severity',
+  /** Answer class of a batch the ingest handler did not accept: `4xx` (refused: invalid, too large, not the sender it claims) or `5xx` (retry later). */
+  statusClass: 'StatusClass',
 } as const;
+
+/** The `Team` value of a host without a `team` tag. */
+export const UNTAGGED_TEAM = 'untagged';
+
+/** The `Team` value ingest gives every team not on the deployment's list of metric teams (bounded cardinality). */
+export const OTHER_TEAM = 'other';
+
+/**
+ * Most teams a deployment may list for their own `Team` dimension value on ingest metrics, teams.
+ * With {@link OTHER_TEAM} and {@link UNTAGGED_TEAM}, at most 52 values, so at most 52 × 2 custom
+ * metrics (`WastedUsd`, `SmActive` by Team) ≈ $31/month at $0.30 per metric-month. Source: this
+ * project's choice.
+ */
+export const MAX_METRIC_TEAMS = 50;
+
+/**
+ * Most values one metric may carry in one EMF document: Powertools Metrics flushes a metric at 100
+ * values (`MAX_METRIC_VALUES_SIZE`; EMF allows 100 values per metric). Per-GPU metrics stay under
+ * it because a batch holds at most `MAX_GPUS_PER_BATCH` (64) GPUs.
+ */
+export const MAX_EMF_VALUES_PER_METRIC = 100;

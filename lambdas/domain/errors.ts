@@ -98,6 +98,26 @@ export class RemediationModeError extends DomainError {
 }
 
 /**
+ * A list of metric teams (stack prop `metricsTeams` / env `METRICS_TEAMS`) that would not keep the
+ * `Team` dimension bounded: too many teams, a name CloudWatch or a reader would trip on, or a
+ * reserved value.
+ */
+export class MetricsTeamsError extends DomainError {
+  override readonly name = 'MetricsTeamsError';
+  /** What came. */
+  readonly value: unknown;
+
+  /**
+   * @param value - what came
+   * @param message - what was expected and what to do
+   */
+  constructor(value: unknown, message: string) {
+    super(message);
+    this.value = value;
+  }
+}
+
+/**
  * EC2 or Auto Scaling could not be asked about an instance (throttled, no permission, unreachable):
  * the `InstanceDirectory` port's failure. The ingest handler answers 503 and the agent retries; an
  * instance EC2 does not know is not an error (the port answers `undefined`).

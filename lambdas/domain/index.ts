@@ -1,5 +1,7 @@
 export * from './alert-message';
+export * from './batch-metrics';
 export * from './broken-marks';
+export * from './cloudwatch-metrics';
 export * from './constants';
 export * from './enrich-host';
 export * from './errors';

@@ -1,3 +1,4 @@
+import type { MetricGroup } from './batch-metrics';
 import type {
   Alert,
   Diagnosis,
@@ -128,6 +129,20 @@ export interface TelemetryStore {
 /** Publishes alerts (SNS topics by severity; console + JSONL locally). */
 export interface AlertSink {
   publish(alert: Alert): Promise<void>;
+}
+
+/**
+ * Where ingest's CloudWatch metrics go (docs/design.md §13): EMF lines on stdout in Lambda
+ * (`EmfMetricsSink`); nothing in local mode. Emitting must never fail a batch: an implementation
+ * logs its own failures and returns.
+ */
+export interface MetricsSink {
+  /**
+   * Emits the groups (one EMF document each), stamped `at`.
+   * @param groups - from `acceptedBatchMetrics` / `rejectedBatchMetrics`
+   * @param at - the metrics' timestamp (the batch's arrival)
+   */
+  emit(groups: readonly MetricGroup[], at: Date): void;
 }
 
 /** A past remediation, as the policy needs it for idempotency and rate limits. */

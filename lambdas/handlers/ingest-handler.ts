@@ -1,10 +1,16 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
-import { ContractValidationError, parseBatch } from '../contract';
-import { InstanceLookupError, parseAssumedRoleArn } from '../domain';
+import { type Batch, ContractValidationError, parseBatch } from '../contract';
+import {
+  acceptedBatchMetrics,
+  InstanceLookupError,
+  type MetricsSink,
+  parseAssumedRoleArn,
+  rejectedBatchMetrics,
+} from '../domain';
 import { assertSender, claimedSender } from './caller-identity';
 import { IngestRequestError } from './errors';
 import { decodeJsonBody } from './http-body';
-import { type PipelineDeps, processBatch } from './process-batch';
+import { type PipelineDeps, type ProcessResult, processBatch } from './process-batch';
 
 /** Ingest handler settings on top of the pipeline's ports. */
 export interface IngestHandlerDeps extends PipelineDeps {
@@ -28,6 +34,16 @@ export interface IngestHandlerDeps extends PipelineDeps {
   readonly accountId?: string;
   /** The clock. @default () => new Date() */
   readonly clock?: () => Date;
+  /**
+   * Where the batch's CloudWatch metrics go (docs/design.md §13): EMF in Lambda. Emitting never
+   * changes the answer. @default undefined (no metrics; local mode)
+   */
+  readonly metrics?: MetricsSink;
+  /**
+   * Teams whose name is their own `Team` dimension value on the metrics; any other team is
+   * `other` (bounded cardinality, see `teamDimensionValue`). @default empty set
+   */
+  readonly metricTeams?: ReadonlySet<string>;
 }
 
 /** The ingest Lambda's signature: an API Gateway REST (v1) proxy event in, a proxy result out. */
@@ -48,13 +64,22 @@ export type IngestHandler = (event: APIGatewayProxyEvent) => Promise<APIGatewayP
  * EC2 unavailable (the agent keeps the batch and retries); `500` anything else, with a generic body
  * (the cause is logged).
  *
+ * Then, with `deps.metrics`, the batch's CloudWatch metrics (docs/design.md §13): an accepted
+ * batch's from `acceptedBatchMetrics`, any other answer as `RejectedBatches` by status class;
+ * computed and emitted after the answer is settled, and a failure there is logged, never answered.
+ *
  * @param deps - ports and settings
  * @returns the handler
  */
 export function createIngestHandler(deps: IngestHandlerDeps): IngestHandler {
   const clock = deps.clock ?? (() => new Date());
-  return async (event) => {
-    const now = clock();
+  const metricTeams = deps.metricTeams ?? new Set<string>();
+  /** Answers one request; an accepted batch and what the pipeline made of it are left in `seen`. */
+  const answer = async (
+    event: APIGatewayProxyEvent,
+    now: Date,
+    seen: { accepted?: { batch: Batch; result: ProcessResult } },
+  ): Promise<APIGatewayProxyResult> => {
     try {
       const json = decodeJsonBody(event);
       let pipeline: PipelineDeps = deps;
@@ -88,6 +113,7 @@ export function createIngestHandler(deps: IngestHandlerDeps): IngestHandler {
       }
       const batch = parseBatch(json, now);
       const result = await processBatch(batch, pipeline, now);
+      seen.accepted = { batch, result };
       return respond(202, { accepted: result.accepted, rejected: result.rejected });
     } catch (err) {
       if (err instanceof ContractValidationError) {
@@ -109,6 +135,31 @@ export function createIngestHandler(deps: IngestHandlerDeps): IngestHandler {
       deps.log.error('ingest failed', { error: (err as Error).message, stack: (err as Error).stack });
       return respond(500, { error: 'internal error; retry later' });
     }
+  };
+  return async (event) => {
+    const now = clock();
+    const seen: { accepted?: { batch: Batch; result: ProcessResult } } = {};
+    const response = await answer(event, now, seen);
+    if (deps.metrics !== undefined) {
+      // Metrics never change the answer: computed and emitted after it is settled, failures logged.
+      try {
+        const { accepted } = seen;
+        const groups =
+          accepted === undefined
+            ? rejectedBatchMetrics(response.statusCode)
+            : acceptedBatchMetrics({
+                batch: accepted.batch,
+                windows: accepted.result.windows,
+                alerts: accepted.result.alerts,
+                metricTeams,
+                now,
+              });
+        deps.metrics.emit(groups, now);
+      } catch (err) {
+        deps.log.error('metrics not emitted; the batch is unaffected', { error: (err as Error).message });
+      }
+    }
+    return response;
   };
 }
 

@@ -8,11 +8,13 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { AutoScalingRemediator } from '../adapters/auto-scaling-remediator';
 import { DynamoDbStateStore } from '../adapters/dynamodb-state-store';
 import { Ec2InstanceDirectory } from '../adapters/ec2-instance-directory';
+import { EmfMetricsSink } from '../adapters/emf-metrics-sink';
 import { RegionalClients } from '../adapters/regional-clients';
 import { SnsAlertSink } from '../adapters/sns-alert-sink';
 import { SnsDecisionSink } from '../adapters/sns-decision-sink';
 import {
   DEFAULT_RULE_CONTEXT,
+  parseMetricsTeams,
   parsePriceOverrides,
   parsePriceRates,
   parseRemediationMode,
@@ -34,7 +36,9 @@ export { IngestConfigError };
  * `TOPIC_WARNING_ARN`, `TOPIC_INFO_ARN`, `STATE_TABLE`, `REMEDIATION_MODE` (`off|notify|replace`),
  * `PRICE_OVERRIDES` (JSON, optional), `RULE_THRESHOLDS` (JSON `{ "<threshold name>": <number> }`
  * over the thresholds table, optional), `AGENT_ROLE_NAMES` (comma-separated role names whose
- * instance sessions may send; optional).
+ * instance sessions may send; optional), `POWERTOOLS_METRICS_NAMESPACE` (the CloudWatch namespace
+ * of the EMF metrics; default `GpuSentinel`), `METRICS_TEAMS` (comma-separated teams with their own
+ * `Team` metric value; optional, see `teamDimensionValue`), `POWERTOOLS_METRICS_DISABLED`.
  *
  * EC2 and Auto Scaling clients are made per region (the sender's `host.region`) for the
  * server-side enrichment and the remediation calls.
@@ -45,7 +49,7 @@ export { IngestConfigError };
  * @param env - the environment (the variables above)
  * @param accountId - the Lambda's own account (from its ARN): EC2 is asked only about its callers
  * @throws {IngestConfigError} naming the missing variable
- * @throws {RemediationModeError} / {PriceOverridesError} / {RuleThresholdsError} for malformed values
+ * @throws {RemediationModeError} / {PriceOverridesError} / {RuleThresholdsError} / {MetricsTeamsError} for malformed values
  */
 export function handlerFromEnvironment(
   env: NodeJS.ProcessEnv = process.env,
@@ -56,6 +60,11 @@ export function handlerFromEnvironment(
     critical: required(env, 'TOPIC_CRITICAL_ARN'),
     warning: required(env, 'TOPIC_WARNING_ARN'),
     info: required(env, 'TOPIC_INFO_ARN'),
+  };
+  const log = {
+    info: (message: string, data?: Record<string, unknown>) => logger.info(message, data ?? {}),
+    warn: (message: string, data?: Record<string, unknown>) => logger.warn(message, data ?? {}),
+    error: (message: string, data?: Record<string, unknown>) => logger.error(message, data ?? {}),
   };
   const sns = new SNSClient({});
   const ec2 = new RegionalClients((region) => new EC2Client({ region }));
@@ -72,11 +81,9 @@ export function handlerFromEnvironment(
     instances: new Ec2InstanceDirectory({ ec2, autoScaling, iam: new IAMClient({}) }),
     agentRoleNames: parseRoleNames(env.AGENT_ROLE_NAMES),
     accountId,
-    log: {
-      info: (message, data) => logger.info(message, data ?? {}),
-      warn: (message, data) => logger.warn(message, data ?? {}),
-      error: (message, data) => logger.error(message, data ?? {}),
-    },
+    log,
+    metrics: new EmfMetricsSink({ log, namespace: env.POWERTOOLS_METRICS_NAMESPACE }),
+    metricTeams: parseMetricsTeams(env.METRICS_TEAMS),
     remediationMode: parseRemediationMode(env.REMEDIATION_MODE ?? 'replace'),
     dryRun: false,
     priceOverrides: parsePriceOverrides(env.PRICE_OVERRIDES),

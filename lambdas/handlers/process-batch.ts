@@ -44,7 +44,7 @@ import type {
   StateStore,
   TelemetryStore,
 } from '../domain/ports';
-import type { Diagnosis, InstanceInfo } from '../domain/types';
+import type { Diagnosis, GpuWindowRow, InstanceInfo } from '../domain/types';
 import { AlertPublishError } from './errors';
 import type { Log } from './log';
 
@@ -94,6 +94,8 @@ export interface ProcessResult {
   /** Alerts published (after cooldown), resolve messages included (`status: 'resolved'`). */
   readonly alerts: readonly Alert[];
   readonly decisions: readonly RemediationDecision[];
+  /** The GPU flush-window rows written (metrics, ledger, enriched team): what ingest's CloudWatch metrics are computed from. */
+  readonly windows: readonly GpuWindowRow[];
 }
 
 const SEVERITY_ORDER: Readonly<Record<Finding['severity'], number>> = { critical: 0, warning: 1, info: 2 };
@@ -277,6 +279,7 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
     diagnoses: window.diagnoses,
     alerts: sent,
     decisions,
+    windows: rows.gpu,
   };
 }
 

@@ -68,6 +68,7 @@ describe('IngestFunction (Timestream store)', () => {
       [
         'AGENT_ROLE_NAMES',
         'NODE_OPTIONS',
+        'POWERTOOLS_METRICS_NAMESPACE',
         'POWERTOOLS_SERVICE_NAME',
         'PRICE_OVERRIDES',
         'REMEDIATION_MODE',

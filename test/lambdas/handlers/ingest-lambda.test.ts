@@ -22,7 +22,7 @@ import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { TimestreamWriteClient, WriteRecordsCommand } from '@aws-sdk/client-timestream-write';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RuleThresholdsError } from '../../../lambdas/domain';
+import { MetricsTeamsError, RuleThresholdsError } from '../../../lambdas/domain';
 import { handlerFromEnvironment, IngestConfigError } from '../../../lambdas/handlers/ingest';
 import {
   autoScalingGroupAnswer,
@@ -30,6 +30,7 @@ import {
   instanceProfileAnswer,
 } from '../adapters/aws-answers';
 import { expectValidAwsInputs } from '../adapters/aws-model';
+import { emfLines } from '../adapters/emf-lines';
 import { ago, validBatch } from '../contract/batches';
 import { batchEvent, INSTANCE_ID } from './proxy-event';
 
@@ -56,6 +57,10 @@ const ENV = {
   REMEDIATION_MODE: 'replace',
   PRICE_OVERRIDES: '{"p5.48xlarge": 40}',
   POWERTOOLS_LOG_LEVEL: 'SILENT',
+  POWERTOOLS_METRICS_NAMESPACE: 'GpuSentinel',
+  // EMF lines stay off the test output; the test that reads them turns them on.
+  POWERTOOLS_METRICS_DISABLED: 'true',
+  METRICS_TEAMS: 'training',
   AWS_REGION: 'us-east-1',
 };
 
@@ -115,10 +120,26 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
       now,
     );
     const event = batchEvent(batch);
+    delete process.env.POWERTOOLS_METRICS_DISABLED;
     // Act
-    const res = await handlerFromEnvironment(process.env)(event);
+    let res = { statusCode: 0 };
+    const emf = await emfLines(async () => {
+      res = await handlerFromEnvironment(process.env)(event);
+    });
     // Assess
     expect(res.statusCode).toBe(202);
+    expect(emf.map((l) => JSON.parse(l))).toMatchObject([
+      {
+        _aws: { CloudWatchMetrics: [{ Namespace: 'GpuSentinel', Dimensions: [[]] }] },
+        Batches: 1,
+        XidEvents: 1,
+      },
+      {
+        _aws: { CloudWatchMetrics: [{ Namespace: 'GpuSentinel', Dimensions: [['Team']] }] },
+        Team: 'training',
+      },
+      { Rule: 'xid_fatal', Severity: 'critical', Alerts: 1 },
+    ]);
     const writes = timestream.commandCalls(WriteRecordsCommand).map((c) => c.args[0].input);
     expect(writes.map((w) => w.TableName).sort()).toEqual(['events', 'gpu_windows']);
     const gpu = writes.find((w) => w.TableName === 'gpu_windows')!;
@@ -289,5 +310,14 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
     // Act / Assess
     expect(() => handlerFromEnvironment(env)).toThrow(RuleThresholdsError);
     expect(() => handlerFromEnvironment(env)).toThrow(/fakeLoadGpuUtilAtLeast/);
+  });
+
+  it('fails at cold start naming a bad metric team list', () => {
+    // Prepare
+    const env = { ...ENV, METRICS_TEAMS: 'llm,untagged' } as NodeJS.ProcessEnv;
+
+    // Act / Assess
+    expect(() => handlerFromEnvironment(env)).toThrow(MetricsTeamsError);
+    expect(() => handlerFromEnvironment(env)).toThrow(/METRICS_TEAMS.*`untagged`/);
   });
 });
