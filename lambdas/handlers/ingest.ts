@@ -12,7 +12,7 @@ import {
 import { IngestConfigError, requiredEnv as required } from './environment';
 import { createIngestHandler, type IngestHandler } from './ingest-handler';
 import { lazily } from './lazy';
-import type { SdkClientConfig } from './sdk-client-config';
+import { leanClient, type SdkClientConfig } from './sdk-client-config';
 import { storeFromEnvironment } from './store-from-environment';
 
 export { IngestConfigError };
@@ -64,7 +64,7 @@ export function handlerFromEnvironment(
   return createIngestHandler({
     store: storeFromEnvironment(env, sdk),
     state: new DynamoDbStateStore({
-      client: new DynamoDBClient({ ...sdk }),
+      client: leanClient((config) => new DynamoDBClient(config), sdk),
       tableName: required(env, 'STATE_TABLE'),
     }),
     alerts: { publish: async (alert) => (await sinks()).alerts.publish(alert) },

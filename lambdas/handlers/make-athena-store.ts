@@ -1,7 +1,7 @@
 import { AthenaClient } from '@aws-sdk/client-athena';
 import { FirehoseClient } from '@aws-sdk/client-firehose';
 import { AthenaStore, type AthenaStoreOptions } from '../adapters/athena-store';
-import type { SdkClientConfig } from './sdk-client-config';
+import { leanClient, type SdkClientConfig } from './sdk-client-config';
 
 /**
  * Builds the Athena store (Firehose writes, Athena reads) on its SDK clients. Its own module so a
@@ -16,8 +16,8 @@ export function makeAthenaStore(
   sdk: SdkClientConfig,
 ): AthenaStore {
   return new AthenaStore({
-    firehose: new FirehoseClient({ ...sdk }),
-    athena: new AthenaClient({ ...sdk }),
+    firehose: leanClient((config) => new FirehoseClient(config), sdk),
+    athena: leanClient((config) => new AthenaClient(config), sdk),
     ...settings,
   });
 }

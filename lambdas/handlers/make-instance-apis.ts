@@ -5,7 +5,7 @@ import { AutoScalingRemediator } from '../adapters/auto-scaling-remediator';
 import { Ec2InstanceDirectory } from '../adapters/ec2-instance-directory';
 import { RegionalClients } from '../adapters/regional-clients';
 import type { InstanceDirectory, Remediator } from '../domain/ports';
-import type { SdkClientConfig } from './sdk-client-config';
+import { leanClient, type SdkClientConfig } from './sdk-client-config';
 
 /** The ingest Lambda's EC2, Auto Scaling and IAM side: enrichment and remediation. */
 export interface InstanceApis {
@@ -25,10 +25,18 @@ export interface InstanceApis {
  * @returns the instance directory and the remediator
  */
 export function makeInstanceApis(sdk: SdkClientConfig): InstanceApis {
-  const ec2 = new RegionalClients((region) => new EC2Client({ ...sdk, region }));
-  const autoScaling = new RegionalClients((region) => new AutoScalingClient({ ...sdk, region }));
+  const ec2 = new RegionalClients((region) =>
+    leanClient((config) => new EC2Client({ ...config, region }), sdk),
+  );
+  const autoScaling = new RegionalClients((region) =>
+    leanClient((config) => new AutoScalingClient({ ...config, region }), sdk),
+  );
   return {
-    instances: new Ec2InstanceDirectory({ ec2, autoScaling, iam: new IAMClient({ ...sdk }) }),
+    instances: new Ec2InstanceDirectory({
+      ec2,
+      autoScaling,
+      iam: leanClient((config) => new IAMClient(config), sdk),
+    }),
     remediator: new AutoScalingRemediator({ autoScaling, ec2 }),
   };
 }

@@ -2,7 +2,7 @@ import { SNSClient } from '@aws-sdk/client-sns';
 import { type SeverityTopicArns, SnsAlertSink } from '../adapters/sns-alert-sink';
 import { SnsDecisionSink } from '../adapters/sns-decision-sink';
 import type { AlertSink, DecisionSink } from '../domain/ports';
-import type { SdkClientConfig } from './sdk-client-config';
+import { leanClient, type SdkClientConfig } from './sdk-client-config';
 
 /** Where the ingest Lambda publishes alerts and remediation decisions. */
 export interface SnsSinks {
@@ -19,7 +19,7 @@ export interface SnsSinks {
  * @returns the two sinks
  */
 export function makeSnsSinks(topics: SeverityTopicArns, sdk: SdkClientConfig): SnsSinks {
-  const client = new SNSClient({ ...sdk });
+  const client = leanClient((config) => new SNSClient(config), sdk);
   return {
     alerts: new SnsAlertSink({ client, topics }),
     decisions: new SnsDecisionSink({ client, topics: { critical: topics.critical, info: topics.info } }),

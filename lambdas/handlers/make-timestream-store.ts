@@ -1,7 +1,7 @@
 import { TimestreamQueryClient } from '@aws-sdk/client-timestream-query';
 import { TimestreamWriteClient } from '@aws-sdk/client-timestream-write';
 import { TimestreamStore, type TimestreamStoreOptions } from '../adapters/timestream-store';
-import type { SdkClientConfig } from './sdk-client-config';
+import { leanClient, type SdkClientConfig } from './sdk-client-config';
 
 /**
  * Builds the Timestream store (WriteRecords, queries) on its SDK clients. Its own module so a
@@ -16,8 +16,8 @@ export function makeTimestreamStore(
   sdk: SdkClientConfig,
 ): TimestreamStore {
   return new TimestreamStore({
-    client: new TimestreamWriteClient({ ...sdk }),
-    queryClient: new TimestreamQueryClient({ ...sdk }),
+    client: leanClient((config) => new TimestreamWriteClient(config), sdk),
+    queryClient: leanClient((config) => new TimestreamQueryClient(config), sdk),
     ...settings,
   });
 }
