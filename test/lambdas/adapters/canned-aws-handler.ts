@@ -26,6 +26,11 @@ export class CannedAwsHandler implements HttpHandler<Record<string, never>> {
   readonly calls = new Map<string, number>();
   /** Request body bytes by `service:Operation` (what the service would meter). */
   readonly bodyBytes = new Map<string, number>();
+  /** The last request of each `service:Operation`, as signed and sent. */
+  readonly lastRequest = new Map<
+    string,
+    { readonly headers: Readonly<Record<string, string>>; readonly body: string }
+  >();
 
   async handle(request: HttpRequest): Promise<{ response: HttpResponse }> {
     const service = request.hostname.split('.')[0] ?? '';
@@ -35,6 +40,7 @@ export class CannedAwsHandler implements HttpHandler<Record<string, never>> {
     const key = `${service}:${operation}`;
     this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
     this.bodyBytes.set(key, (this.bodyBytes.get(key) ?? 0) + Buffer.byteLength(body));
+    this.lastRequest.set(key, { headers: request.headers, body });
     const [contentType, text] = answer(service, operation, body);
     return {
       response: new HttpResponse({
