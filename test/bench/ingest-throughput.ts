@@ -16,6 +16,7 @@
 import { Session } from 'node:inspector/promises';
 import { gzipSync } from 'node:zlib';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
+import { DEFAULT_COST_MODEL_INPUT, pipelineCost } from '../../bin/cost-model/pipeline-cost';
 import { handlerFromEnvironment } from '../../lambdas/handlers/ingest';
 import { CANNED_ACCOUNT, CANNED_ROLE, CannedAwsHandler } from '../lambdas/adapters/canned-aws-handler';
 import { multiWindowBatch } from '../lambdas/handlers/multi-window-batch';
@@ -132,6 +133,14 @@ const perBatch = [...canned.calls]
   .map(([k, n]) => `${k} ${n.toFixed(2)}`);
 console.log(
   `AWS calls per batch: ${perBatch.join(', ')}; log lines per batch: ${(logLines / batches).toFixed(2)}`,
+);
+const cost = pipelineCost({
+  ...DEFAULT_COST_MODEL_INPUT,
+  store: store === 'timestream' ? 'timestream' : 'athena',
+  lambdaCpuMsPerBatch: (cpuS * 1000) / batches,
+});
+console.log(
+  `with this CPU per batch the pipeline costs $${cost.totalUsdPerGpuMonth.toFixed(4)} per GPU-month (cost-model defaults otherwise)`,
 );
 
 if (taken) {
