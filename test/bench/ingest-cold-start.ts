@@ -7,13 +7,14 @@
  *
  * Run: `npx tsx test/bench/ingest-cold-start.ts [--runs 7]` (part of `npm run bench`).
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, execSync } from 'node:child_process';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type BuildOptions, build } from 'esbuild';
+import { build } from 'esbuild';
 import { DEFAULT_INGEST_ENTRY } from '../../lib/gpu-sentinel-stack';
-import { INGEST_BUNDLING, INGEST_EXTERNAL_MODULES, INGEST_SPLIT_MODULES } from '../../lib/ingest-function';
+import { INGEST_SPLIT_MODULES, splitModuleCommands } from '../../lib/ingest-function';
+import { ingestEsbuildOptions } from '../lib/ingest-esbuild';
 
 /** Module init target, ms (issue 10 item 3). */
 const TARGET_INIT_MS = 150;
@@ -54,31 +55,13 @@ const median = (values: readonly number[]): number => {
 
 const dir = await mkdtemp(join(tmpdir(), 'gpu-sentinel-ingest-cold-'));
 try {
-  const common: BuildOptions = {
-    bundle: true,
-    platform: 'node',
-    format: INGEST_BUNDLING.format,
-    target: INGEST_BUNDLING.target,
-    mainFields: [...INGEST_BUNDLING.mainFields],
-    minify: INGEST_BUNDLING.minify,
-    sourcemap: INGEST_BUNDLING.sourceMap,
-    sourcesContent: INGEST_BUNDLING.sourcesContent,
-    logLevel: 'silent',
-  };
   await build({
-    ...common,
+    ...ingestEsbuildOptions(),
     entryPoints: [DEFAULT_INGEST_ENTRY],
-    external: [...INGEST_BUNDLING.externalModules],
     outfile: join(dir, 'index.js'),
   });
-  for (const m of INGEST_SPLIT_MODULES) {
-    await build({
-      ...common,
-      entryPoints: [join(root, m.entry)],
-      external: [...INGEST_EXTERNAL_MODULES],
-      outfile: join(dir, m.outfile),
-    });
-  }
+  // The split modules, with the very commands the stack's bundling hook runs.
+  for (const command of splitModuleCommands(root, dir)) execSync(command, { cwd: root, stdio: 'pipe' });
   const sizes = await Promise.all(
     ['index.js', 'index.js.map', ...INGEST_SPLIT_MODULES.map((m) => m.outfile)].map(
       async (f) => `${f} ${((await stat(join(dir, f))).size / 1e6).toFixed(2)} MB`,

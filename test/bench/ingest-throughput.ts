@@ -17,10 +17,8 @@ import { Session } from 'node:inspector/promises';
 import { gzipSync } from 'node:zlib';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { DEFAULT_COST_MODEL_INPUT, pipelineCost } from '../../bin/cost-model/pipeline-cost';
-import { handlerFromEnvironment } from '../../lambdas/handlers/ingest';
-import { CANNED_ACCOUNT, CANNED_ROLE, CannedAwsHandler } from '../lambdas/adapters/canned-aws-handler';
+import { CANNED_CALLER, cannedEnvironment, cannedIngest } from '../lambdas/handlers/canned-ingest';
 import { multiWindowBatch } from '../lambdas/handlers/multi-window-batch';
-import { INSTANCE_ID } from '../lambdas/handlers/proxy-event';
 
 /** Target, flush windows per CPU-second (issue 10 item 3). */
 const TARGET_WINDOWS_PER_CPU_S = 10_000;
@@ -36,30 +34,7 @@ const batches = Number(arg('batches', '400'));
 const warmup = 50;
 const profile = process.argv.includes('--profile');
 
-const env: NodeJS.ProcessEnv = {
-  STORE: store,
-  FIREHOSE_GPU_STREAM: 'gpu-sentinel-gpu-windows',
-  FIREHOSE_EFA_STREAM: 'gpu-sentinel-efa-windows',
-  FIREHOSE_EVENTS_STREAM: 'gpu-sentinel-events',
-  ATHENA_DATABASE: 'gpu_sentinel',
-  ATHENA_WORKGROUP: 'gpu-sentinel',
-  TIMESTREAM_DATABASE: 'gpu_sentinel',
-  TIMESTREAM_GPU_TABLE: 'gpu_windows',
-  TIMESTREAM_EFA_TABLE: 'efa_windows',
-  TIMESTREAM_EVENTS_TABLE: 'events',
-  TOPIC_CRITICAL_ARN: `arn:aws:sns:us-east-1:${CANNED_ACCOUNT}:critical`,
-  TOPIC_WARNING_ARN: `arn:aws:sns:us-east-1:${CANNED_ACCOUNT}:warning`,
-  TOPIC_INFO_ARN: `arn:aws:sns:us-east-1:${CANNED_ACCOUNT}:info`,
-  STATE_TABLE: 'gpu-sentinel-state',
-  REMEDIATION_MODE: 'replace',
-  POWERTOOLS_SERVICE_NAME: 'gpu-sentinel-ingest',
-};
-const canned = new CannedAwsHandler();
-const handler = handlerFromEnvironment(env, CANNED_ACCOUNT, {
-  region: 'us-east-1',
-  credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'canned-secret' },
-  requestHandler: canned,
-});
+const { handler, aws: canned } = cannedIngest(cannedEnvironment(store));
 
 /** The proxy event of batch `seq` (API Gateway REST, IAM auth, binary media type: base64 body). */
 function event(seq: number, endMs: number): APIGatewayProxyEvent {
@@ -72,7 +47,7 @@ function event(seq: number, endMs: number): APIGatewayProxyEvent {
     body: body.toString('base64'),
     isBase64Encoded: true,
     requestContext: {
-      identity: { userArn: `arn:aws:sts::${CANNED_ACCOUNT}:assumed-role/${CANNED_ROLE}/${INSTANCE_ID}` },
+      identity: { userArn: CANNED_CALLER },
     },
   } as unknown as APIGatewayProxyEvent;
 }

@@ -7,7 +7,8 @@ import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_INGEST_ENTRY } from '../../lib/gpu-sentinel-stack';
-import { INGEST_BUNDLING, INGEST_SPLIT_MODULES, splitModuleCommands } from '../../lib/ingest-function';
+import { INGEST_SPLIT_MODULES, splitModuleCommands } from '../../lib/ingest-function';
+import { ingestEsbuildOptions } from './ingest-esbuild';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -17,18 +18,9 @@ describe('the ingest Lambda bundle', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gpu-sentinel-ingest-bundle-'));
     await build({
+      ...ingestEsbuildOptions(),
       entryPoints: [DEFAULT_INGEST_ENTRY],
-      bundle: true,
-      platform: 'node',
-      format: INGEST_BUNDLING.format,
-      target: INGEST_BUNDLING.target,
-      mainFields: [...INGEST_BUNDLING.mainFields],
-      minify: INGEST_BUNDLING.minify,
-      sourcemap: INGEST_BUNDLING.sourceMap,
-      sourcesContent: INGEST_BUNDLING.sourcesContent,
-      external: [...INGEST_BUNDLING.externalModules],
       outfile: join(dir, 'index.js'),
-      logLevel: 'silent',
     });
     for (const command of splitModuleCommands(ROOT, dir)) execSync(command, { cwd: ROOT, stdio: 'pipe' });
   }, 120_000);

@@ -1,44 +1,16 @@
-import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { describe, expect, it } from 'vitest';
-import { handlerFromEnvironment } from '../../../lambdas/handlers/ingest';
-import { CANNED_ACCOUNT, CANNED_ROLE, CannedAwsHandler } from '../adapters/canned-aws-handler';
+import { CANNED_CALLER, cannedEnvironment, cannedIngest } from './canned-ingest';
 import { multiWindowBatch } from './multi-window-batch';
 import { batchEvent, INSTANCE_ID } from './proxy-event';
 
-const ENV = {
-  STORE: 'athena',
-  FIREHOSE_GPU_STREAM: 'gs-gpu',
-  FIREHOSE_EFA_STREAM: 'gs-efa',
-  FIREHOSE_EVENTS_STREAM: 'gs-events',
-  ATHENA_DATABASE: 'gpu_sentinel',
-  ATHENA_WORKGROUP: 'gpu-sentinel',
-  TOPIC_CRITICAL_ARN: `arn:aws:sns:us-east-1:${CANNED_ACCOUNT}:critical`,
-  TOPIC_WARNING_ARN: `arn:aws:sns:us-east-1:${CANNED_ACCOUNT}:warning`,
-  TOPIC_INFO_ARN: `arn:aws:sns:us-east-1:${CANNED_ACCOUNT}:info`,
-  STATE_TABLE: 'gpu-sentinel-state',
-  POWERTOOLS_LOG_LEVEL: 'SILENT',
-};
-const CALLER = `arn:aws:sts::${CANNED_ACCOUNT}:assumed-role/${CANNED_ROLE}/${INSTANCE_ID}`;
-
-/** The production handler on real SDK clients whose HTTP answers are canned. */
-function wiredHandler(): {
-  handler: (e: APIGatewayProxyEvent) => Promise<{ statusCode: number }>;
-  aws: CannedAwsHandler;
-} {
-  const aws = new CannedAwsHandler();
-  const handler = handlerFromEnvironment(ENV, CANNED_ACCOUNT, {
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'canned-secret' },
-    requestHandler: aws,
-  });
-  return { handler, aws };
-}
+/** The production handler on real SDK clients whose HTTP answers are canned, its logger silent. */
+const wiredHandler = () => cannedIngest({ ...cannedEnvironment(), POWERTOOLS_LOG_LEVEL: 'SILENT' });
 
 describe('ingest Lambda on the wire (real SDK serialisation and signing, canned AWS answers)', () => {
   it('stores a 6-window × 8-GPU batch with one state read and one signed Firehose call carrying all 48 rows', async () => {
     // Prepare
     const { handler, aws } = wiredHandler();
-    const event = batchEvent(multiWindowBatch(7, Date.now()), { caller: CALLER });
+    const event = batchEvent(multiWindowBatch(7, Date.now()), { caller: CANNED_CALLER });
     // Act
     const res = await handler(event);
     // Assess
@@ -50,7 +22,7 @@ describe('ingest Lambda on the wire (real SDK serialisation and signing, canned 
       /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/us-east-1\/firehose\/aws4_request/,
     );
     const body = JSON.parse(put.body) as { DeliveryStreamName: string; Records: { Data: string }[] };
-    expect(body.DeliveryStreamName).toBe('gs-gpu');
+    expect(body.DeliveryStreamName).toBe('gpu-sentinel-gpu-windows');
     expect(body.Records).toHaveLength(1);
     const rows = Buffer.from(body.Records[0]!.Data, 'base64').toString().trim().split('\n');
     expect(rows).toHaveLength(48);
@@ -64,8 +36,8 @@ describe('ingest Lambda on the wire (real SDK serialisation and signing, canned 
     const { handler, aws } = wiredHandler();
     const now = Date.now();
     // Act
-    const first = await handler(batchEvent(multiWindowBatch(1, now - 60_000), { caller: CALLER }));
-    const second = await handler(batchEvent(multiWindowBatch(2, now), { caller: CALLER }));
+    const first = await handler(batchEvent(multiWindowBatch(1, now - 60_000), { caller: CANNED_CALLER }));
+    const second = await handler(batchEvent(multiWindowBatch(2, now), { caller: CANNED_CALLER }));
     // Assess
     expect([first.statusCode, second.statusCode]).toEqual([202, 202]);
     expect(
@@ -86,7 +58,7 @@ describe('ingest Lambda on the wire (real SDK serialisation and signing, canned 
     const { handler, aws } = wiredHandler();
     const batch = multiWindowBatch(3, Date.now(), 2, 4);
     // Act
-    await handler(batchEvent(batch, { caller: CALLER }));
+    await handler(batchEvent(batch, { caller: CANNED_CALLER }));
     // Assess
     const put = JSON.parse(aws.lastRequest.get('firehose:PutRecordBatch')!.body) as {
       Records: { Data: string }[];
