@@ -145,7 +145,7 @@ program
   )
   .option(
     '--custom-metrics <n>',
-    'custom metric series of the deployment (default 45)',
+    'custom metric series of the deployment (default 44)',
     positiveNumber('--custom-metrics', true),
   )
   .option(

@@ -2,7 +2,10 @@ import {
   FIREHOSE_BILLING_INCREMENT_BYTES,
   FIREHOSE_MAX_RECORD_BYTES,
 } from '../../lambdas/adapters/constants';
+import { METRIC_NAMES } from '../../lambdas/domain/cloudwatch-metrics';
+import { TELEMETRY_TABLES } from '../../lambdas/domain/store-columns';
 import {
+  DEFAULT_FIREHOSE_BUFFER_INTERVAL_S,
   INGEST_MEMORY_MIB,
   STANDARD_IA_MIN_STORAGE_DAYS,
   TELEMETRY_IA_AFTER_DAYS,
@@ -57,8 +60,9 @@ export interface CostModelInput {
   readonly fleetGpus: number;
   /** Custom metric series of the deployment (names × dimension values: ingest EMF, fleet evaluator). */
   readonly customMetrics: number;
-  /** Firehose delivery streams writing a file per buffer interval (S3 PUTs), and that interval, s. */
+  /** Firehose delivery streams, each writing one S3 file per buffer interval (S3 PUTs). */
   readonly firehoseStreams: number;
+  /** Firehose buffer interval, s (the stack's `firehoseBufferIntervalSeconds`). */
   readonly firehoseBufferS: number;
   /** Athena bytes scanned per GPU per month by reports (daily report over 8 days of partitions, ~1/3 of the columns). */
   readonly athenaScanBytesPerGpuMonth: number;
@@ -81,8 +85,8 @@ export const MEASURED = {
 /**
  * The default deployment: 60 s batches of 6 windows of 10 s, 8 GPUs per instance, the Athena
  * store (S3 kept 365 days, the stack's default), REST API, 512 GPUs (64 p5.48xlarge) sharing the
- * fixed costs. Custom metrics: the 19 names of `METRIC_NAMES` without dimensions, the 4 with a
- * `Team` dimension for 4 teams (16), and ≈ 10 `Rule`×`Severity` pairs of alerts that fire: 45.
+ * fixed costs. Custom metrics: the 18 names of `METRIC_NAMES` without dimensions, the 4 with a
+ * `Team` dimension for 4 teams (16), and ≈ 10 `Rule`×`Severity` pairs of alerts that fire: 44.
  */
 export const DEFAULT_COST_MODEL_INPUT: CostModelInput = {
   store: 'athena',
@@ -101,9 +105,9 @@ export const DEFAULT_COST_MODEL_INPUT: CostModelInput = {
   logBytesPerBatch: 1500,
   retentionMonths: 12,
   fleetGpus: 512,
-  customMetrics: 45,
-  firehoseStreams: 3,
-  firehoseBufferS: 300,
+  customMetrics: Object.keys(METRIC_NAMES).length + 4 * 4 + 10,
+  firehoseStreams: TELEMETRY_TABLES.length,
+  firehoseBufferS: DEFAULT_FIREHOSE_BUFFER_INTERVAL_S,
   athenaScanBytesPerGpuMonth: 30 * 8e6,
   publishesPerGpuMonth: 10,
 };

@@ -101,8 +101,15 @@ describe('the pipeline cost model', () => {
     const small = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, fleetGpus: 64 });
     const large = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, fleetGpus: 4096 });
     // Assess
-    expect(usdOf(small, 'cloudwatchCustomMetricMonth')).toBeCloseTo((45 * 0.3) / 64, 10);
-    expect(usdOf(large, 'cloudwatchCustomMetricMonth')).toBeCloseTo((45 * 0.3) / 4096, 10);
+    expect(usdOf(small, 'cloudwatchCustomMetricMonth')).toBeCloseTo(
+      (DEFAULT_COST_MODEL_INPUT.customMetrics * 0.3) / 64,
+      10,
+    );
+    expect(usdOf(large, 'cloudwatchCustomMetricMonth')).toBeCloseTo(
+      (DEFAULT_COST_MODEL_INPUT.customMetrics * 0.3) / 4096,
+      10,
+    );
+    expect(DEFAULT_COST_MODEL_INPUT.customMetrics).toBe(44); // 18 names, 4 × 4 Team series, 10 alert pairs
   });
 
   it.each([
