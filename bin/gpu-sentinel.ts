@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { registerAgentCommands } from '../agent/cli/agent-cli';
 import { AGENT_VERSION } from '../agent/version';
 import { REPORT_GROUPINGS, REPORT_PERIODS } from '../lambdas/domain';
+import { COST_MODEL_FORMATS, runCostModelCommand } from './commands/cost-model';
 import { runLocalCommand } from './commands/local';
 import { cliLogger } from './commands/logger';
 import { REPORT_FORMATS, runReportCommand } from './commands/report';
@@ -116,6 +117,45 @@ program
   .option('--out <file>', 'write to this file instead of stdout')
   .action(async (opts) => {
     process.exitCode = await runReportCommand(opts, write);
+  });
+
+program
+  .command('cost-model')
+  .description(
+    'AWS cost per GPU-month of the deployed pipeline (API Gateway, Lambda, DynamoDB, the store, SNS, CloudWatch), item by item with prices and sources',
+  )
+  .addOption(new Option('--store <store>', 'telemetry store').choices(['athena', 'timestream']))
+  .addOption(new Option('--api <api>', 'API type (the stack deploys rest)').choices(['rest', 'http']))
+  .option(
+    '--gpus-per-instance <n>',
+    'GPUs per instance (default 8)',
+    positiveNumber('--gpus-per-instance', true),
+  )
+  .option('--window-s <s>', 'flush window, seconds (default 10)', positiveNumber('--window-s'))
+  .option(
+    '--windows-per-batch <n>',
+    'flush windows per batch (default 6)',
+    positiveNumber('--windows-per-batch', true),
+  )
+  .option('--retention-months <n>', 'months of data kept (default 12)', positiveNumber('--retention-months'))
+  .option(
+    '--fleet-gpus <n>',
+    'GPUs sharing the fixed costs (default 512)',
+    positiveNumber('--fleet-gpus', true),
+  )
+  .option(
+    '--custom-metrics <n>',
+    'custom metric series of the deployment (default 44)',
+    positiveNumber('--custom-metrics', true),
+  )
+  .option(
+    '--lambda-cpu-ms-per-batch <ms>',
+    'ingest CPU per batch, ms (default: measured)',
+    positiveNumber('--lambda-cpu-ms-per-batch'),
+  )
+  .addOption(new Option('--format <format>', 'output').choices([...COST_MODEL_FORMATS]).default('text'))
+  .action((opts) => {
+    process.exitCode = runCostModelCommand(opts, write);
   });
 
 try {

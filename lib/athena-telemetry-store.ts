@@ -29,6 +29,9 @@ import {
   FIREHOSE_ERRORS_RETENTION_DAYS,
   GLUE_DATABASE_NAME_PATTERN,
   PARTITION_PROJECTION_START,
+  STANDARD_IA_MIN_STORAGE_DAYS,
+  TELEMETRY_IA_AFTER_DAYS,
+  TELEMETRY_IA_MIN_OBJECT_BYTES,
 } from './constants';
 import { encryptedLogGroup } from './encrypted-log-group';
 import type { TelemetryStoreResources } from './telemetry-store-resources';
@@ -184,6 +187,20 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
           expiration: Duration.days(retentionDays),
           noncurrentVersionExpiration: Duration.days(1),
         })),
+        // Old hours are read rarely: Standard-IA costs about half (the cost model's largest storage item).
+        ...(retentionDays >= TELEMETRY_IA_AFTER_DAYS + STANDARD_IA_MIN_STORAGE_DAYS
+          ? TELEMETRY_TABLES.map((t) => ({
+              id: `infrequent-access-${t}`,
+              prefix: `${t}/`,
+              objectSizeGreaterThan: TELEMETRY_IA_MIN_OBJECT_BYTES,
+              transitions: [
+                {
+                  storageClass: s3.StorageClass.INFREQUENT_ACCESS,
+                  transitionAfter: Duration.days(TELEMETRY_IA_AFTER_DAYS),
+                },
+              ],
+            }))
+          : []),
         {
           id: 'expire-athena-results',
           prefix: ATHENA_RESULTS_PREFIX,

@@ -140,6 +140,18 @@ export const DEFAULT_FIREHOSE_BUFFER_INTERVAL_S = 300;
 export const DEFAULT_TELEMETRY_RETENTION_DAYS = 365;
 /** Athena query results kept in S3, days (lifecycle expiration): reports read them once. */
 export const ATHENA_RESULTS_RETENTION_DAYS = 7;
+/**
+ * Telemetry files move to S3 Standard-IA after this many days, d: the daily and weekly reports
+ * read the last 8 days (Standard); older hours are read rarely. Standard-IA bills ≥ 30 days and
+ * ≥ 128 KiB per object (S3 pricing page), so the transition needs at least
+ * {@link STANDARD_IA_MIN_STORAGE_DAYS} more days of retention and only files above
+ * {@link TELEMETRY_IA_MIN_OBJECT_BYTES} move.
+ */
+export const TELEMETRY_IA_AFTER_DAYS = 30;
+/** Standard-IA bills every object for at least this many days, d (S3 pricing page): no transition for shorter stays. */
+export const STANDARD_IA_MIN_STORAGE_DAYS = 30;
+/** Smallest telemetry file moved to Standard-IA, bytes: S3 bills smaller IA objects as 128 KiB (S3 pricing page). */
+export const TELEMETRY_IA_MIN_OBJECT_BYTES = 128 * 1024;
 /** Firehose delivery errors kept in S3, days: long enough for an operator to read and replay them. */
 export const FIREHOSE_ERRORS_RETENTION_DAYS = 30;
 /** S3 server access logs kept, days. */

@@ -16,6 +16,7 @@ import {
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
 import type {
   FiringAlert,
+  InstanceState,
   RemediationRecord,
   RemediationReservation,
   RemediationReservationRequest,
@@ -442,6 +443,36 @@ export class DynamoDbStateStore implements StateStore {
       'Query group history',
     );
     return items.filter((i) => i.action === 'replace').map(toRecord);
+  }
+
+  /**
+   * The instance's broken marks, idle marks and firing alerts in one strongly consistent `Query` of
+   * its partition (`pk = instance#<id>`; the `remediation` item, if any, is skipped): one read per
+   * batch instead of three.
+   *
+   * @param instanceId - EC2 instance id
+   * @returns the marks by gpuKey and the firing alerts, in sort key order
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   */
+  async getInstanceState(instanceId: string): Promise<InstanceState> {
+    const items = await this.#query(
+      {
+        KeyConditionExpression: 'pk = :p',
+        ExpressionAttributeValues: marshall({ ':p': `instance#${instanceId}` }),
+        ConsistentRead: true,
+      },
+      'Query instance',
+    );
+    const broken = new Map<string, string>();
+    const idle = new Map<string, string>();
+    const firing: FiringAlert[] = [];
+    for (const item of items) {
+      const sk = item.sk as string;
+      if (sk.startsWith('broken#')) broken.set(item.gpu_key as string, item.at as string);
+      else if (sk.startsWith('idle#')) idle.set(item.gpu_key as string, item.at as string);
+      else if (sk.startsWith('firing#')) firing.push(toFiringAlert(item));
+    }
+    return { broken, idle, firing };
   }
 
   /**

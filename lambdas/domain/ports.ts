@@ -201,11 +201,27 @@ export type RemediationReservation =
       readonly limit?: number;
     };
 
+/** What the pipeline knows about one instance before it judges a batch (read in one call). */
+export interface InstanceState {
+  /** gpuKey → since when broken, ISO 8601 (as {@link StateStore.getBrokenSince}). */
+  readonly broken: ReadonlyMap<string, string>;
+  /** gpuKey → since when idle with no process, ISO 8601 (as {@link StateStore.getIdleSince}). */
+  readonly idle: ReadonlyMap<string, string>;
+  /** The window-rule alerts firing on the instance (as {@link StateStore.listFiringAlerts}). */
+  readonly firing: readonly FiringAlert[];
+}
+
 /**
  * Durable state the remediation policy and the ledger need across batches: who was already
  * replaced, recent replacements per group, and since when a GPU is known broken.
  */
 export interface StateStore {
+  /**
+   * The broken marks, idle marks and firing alerts of an instance in one read (DynamoDB: one
+   * strongly consistent `Query` of the instance's partition instead of three), taken once per batch
+   * before judging it: the same answers as the three reads below.
+   */
+  getInstanceState(instanceId: string): Promise<InstanceState>;
   /** The confirmed replace/quarantine record of an instance, if any (one per instance, ever); a pending reservation is not one. */
   getRemediation(instanceId: string): Promise<RemediationRecord | undefined>;
   /**

@@ -1,17 +1,8 @@
 import { Logger } from '@aws-lambda-powertools/logger';
-import { AutoScalingClient } from '@aws-sdk/client-auto-scaling';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { EC2Client } from '@aws-sdk/client-ec2';
-import { IAMClient } from '@aws-sdk/client-iam';
-import { SNSClient } from '@aws-sdk/client-sns';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { AutoScalingRemediator } from '../adapters/auto-scaling-remediator';
 import { DynamoDbStateStore } from '../adapters/dynamodb-state-store';
-import { Ec2InstanceDirectory } from '../adapters/ec2-instance-directory';
 import { EmfMetricsSink } from '../adapters/emf-metrics-sink';
-import { RegionalClients } from '../adapters/regional-clients';
-import { SnsAlertSink } from '../adapters/sns-alert-sink';
-import { SnsDecisionSink } from '../adapters/sns-decision-sink';
 import {
   DEFAULT_RULE_CONTEXT,
   parseMetricsTeams,
@@ -22,6 +13,8 @@ import {
 } from '../domain';
 import { IngestConfigError, requiredEnv as required } from './environment';
 import { createIngestHandler, type IngestHandler } from './ingest-handler';
+import { lazily } from './lazy';
+import { leanClient, type SdkClientConfig } from './sdk-client-config';
 import { storeFromEnvironment } from './store-from-environment';
 
 export { IngestConfigError };
@@ -42,18 +35,24 @@ export { IngestConfigError };
  *
  * EC2 and Auto Scaling clients are made per region (the sender's `host.region`) for the
  * server-side enrichment and the remediation calls.
+ *
+ * Cold start: module init loads only what every request needs (contract, domain, the DynamoDB
+ * state store, the logger). The store's SDK is loaded on the first write; EC2, Auto Scaling and
+ * IAM on the first instance lookup; SNS on the first alert or decision (see {@link lazily}).
  */
 
 /**
  * Builds the production handler from the environment.
  * @param env - the environment (the variables above)
  * @param accountId - the Lambda's own account (from its ARN): EC2 is asked only about its callers
+ * @param sdk - settings given to every SDK client (a canned `requestHandler` in benchmarks). @default {}
  * @throws {IngestConfigError} naming the missing variable
  * @throws {RemediationModeError} / {PriceOverridesError} / {RuleThresholdsError} / {MetricsTeamsError} for malformed values
  */
 export function handlerFromEnvironment(
   env: NodeJS.ProcessEnv = process.env,
   accountId?: string,
+  sdk: SdkClientConfig = {},
 ): IngestHandler {
   const logger = new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'gpu-sentinel-ingest' });
   const topics = {
@@ -66,19 +65,26 @@ export function handlerFromEnvironment(
     warn: (message: string, data?: Record<string, unknown>) => logger.warn(message, data ?? {}),
     error: (message: string, data?: Record<string, unknown>) => logger.error(message, data ?? {}),
   };
-  const sns = new SNSClient({});
-  const ec2 = new RegionalClients((region) => new EC2Client({ region }));
-  const autoScaling = new RegionalClients((region) => new AutoScalingClient({ region }));
+  // Loaded on first use: SNS on the first alert or decision, EC2/Auto Scaling/IAM on the first lookup.
+  const sinks = lazily(async () => (await import('./make-sns-sinks')).makeSnsSinks(topics, sdk));
+  // The bundle ships this module as its own file (INGEST_SPLIT_MODULES in lib/ingest-function.ts), so
+  // the EC2, Auto Scaling and IAM clients are not even parsed at cold start: keep the `.js` specifier.
+  const aws = lazily(async () => (await import('./make-instance-apis.js')).makeInstanceApis(sdk));
   return createIngestHandler({
-    store: storeFromEnvironment(env),
+    store: storeFromEnvironment(env, sdk),
     state: new DynamoDbStateStore({
-      client: new DynamoDBClient({}),
+      client: leanClient((config) => new DynamoDBClient(config), sdk),
       tableName: required(env, 'STATE_TABLE'),
     }),
-    alerts: new SnsAlertSink({ client: sns, topics }),
-    decisions: new SnsDecisionSink({ client: sns, topics: { critical: topics.critical, info: topics.info } }),
-    remediator: new AutoScalingRemediator({ autoScaling, ec2 }),
-    instances: new Ec2InstanceDirectory({ ec2, autoScaling, iam: new IAMClient({}) }),
+    alerts: { publish: async (alert) => (await sinks()).alerts.publish(alert) },
+    decisions: { record: async (decision) => (await sinks()).decisions.record(decision) },
+    remediator: {
+      replace: async (decision) => (await aws()).remediator.replace(decision),
+      quarantine: async (decision) => (await aws()).remediator.quarantine(decision),
+    },
+    instances: {
+      describe: async (instanceId, region) => (await aws()).instances.describe(instanceId, region),
+    },
     agentRoleNames: parseRoleNames(env.AGENT_ROLE_NAMES),
     accountId,
     log,

@@ -40,6 +40,7 @@ import type {
   AlertSink,
   DecisionSink,
   InstanceDirectory,
+  InstanceState,
   Remediator,
   StateStore,
   TelemetryStore,
@@ -158,10 +159,12 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
   const findings = [...evaluatePointRules(enriched, deps.rules, now)].sort(
     (a, b) => SEVERITY_ORDER[a.severity] - SEVERITY_ORDER[b.severity],
   );
-  const window = await judgeWindows(enriched, deps, price, now);
+  // One read of the instance's state (broken and idle marks, firing alerts) for the whole batch.
+  const state = await deps.state.getInstanceState(host.instance_id);
+  const window = judgeWindows(enriched, deps, price, state, now);
   // Broken-since for this batch's ledger in memory; the marks are persisted only after the store write.
   const marks = brokenMarksOf(findings);
-  const broken = withBrokenMarks(await deps.state.getBrokenSince(host.instance_id), marks);
+  const broken = withBrokenMarks(state.broken, marks);
 
   const rows: StoreRows = {
     gpu: flush.map((w) => ({
@@ -257,7 +260,7 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
       });
     }
   }
-  await resolveStopped(window, deps, batch, now, sent, failed);
+  await resolveStopped(window, state.firing, deps, batch, now, sent, failed);
   if (failed.length > 0) {
     throw new AlertPublishError(
       failed.map((a) => a.id),
@@ -294,17 +297,17 @@ interface WindowJudgement {
 
 /**
  * Judges the batch's horizon windows (docs/design.md §6): the diagnosis per GPU, the window rules, and the idle
- * marks `idle_billed` needs (read from the StateStore only when there is a horizon to judge).
+ * marks `idle_billed` needs (the instance's stored idle marks, used only when there is a horizon to judge).
  */
-async function judgeWindows(
+function judgeWindows(
   batch: Batch,
   deps: PipelineDeps,
   price: InstancePrice,
+  state: InstanceState,
   now: Date,
-): Promise<WindowJudgement> {
+): WindowJudgement {
   const { gpus, shortGpus } = judgedHorizons(batch, deps.rules.thresholds, price);
-  const previous =
-    gpus.length > 0 ? await deps.state.getIdleSince(batch.host.instance_id) : new Map<string, string>();
+  const previous = gpus.length > 0 ? state.idle : new Map<string, string>();
   const idle = nextIdleSince(previous, gpus, deps.rules.thresholds);
   const { findings, judged } = evaluateWindowRules(
     { batch, gpus, shortGpus, price, idleSince: idle.since },
@@ -355,6 +358,7 @@ async function publishOnce(
  */
 async function resolveStopped(
   window: WindowJudgement,
+  firingBefore: readonly FiringAlert[],
   deps: PipelineDeps,
   batch: Batch,
   now: Date,
@@ -364,7 +368,8 @@ async function resolveStopped(
   if (window.judged.size === 0) return;
   const { host } = batch;
   const firingNow = new Set(window.findings.map((f) => alertId(f)));
-  for (const firing of await deps.state.listFiringAlerts(host.instance_id)) {
+  // Read with the batch's state: an alert this batch put firing is in `firingNow`, so skipped either way.
+  for (const firing of firingBefore) {
     if (firingNow.has(firing.alert_id) || !window.judged.has(firing.rule)) continue;
     if (!(await deps.state.takeFiringAlert(host.instance_id, firing.alert_id))) continue;
     const alert = toAlert(resolvedFinding(firing, now), host, 'resolved');

@@ -10,6 +10,8 @@ import type {
 } from '../domain/ports';
 import type { StoreRows, WasteReportRow } from '../domain/types';
 import { IngestConfigError, requiredEnv } from './environment';
+import { lazily } from './lazy';
+import type { SdkClientConfig } from './sdk-client-config';
 
 /** The stores a Lambda can be told to use (`STORE`), as the CDK stack names them. */
 export const STORE_KINDS = ['athena', 'timestream'] as const;
@@ -26,10 +28,11 @@ export const STORE_KINDS = ['athena', 'timestream'] as const;
  *   `TIMESTREAM_EVENTS_TABLE`.
  *
  * @param env - the environment
+ * @param sdk - settings given to every SDK client (a canned `requestHandler` in benchmarks). @default {}
  * @returns the store
  * @throws {IngestConfigError} when `STORE` is missing or not `athena|timestream`, or a variable of the chosen store is missing
  */
-export function storeFromEnvironment(env: NodeJS.ProcessEnv): TelemetryStore {
+export function storeFromEnvironment(env: NodeJS.ProcessEnv, sdk: SdkClientConfig = {}): TelemetryStore {
   const kind = requiredEnv(env, 'STORE');
   let load: () => Promise<TelemetryStore>;
   if (kind === 'athena') {
@@ -40,20 +43,8 @@ export function storeFromEnvironment(env: NodeJS.ProcessEnv): TelemetryStore {
     };
     const database = requiredEnv(env, 'ATHENA_DATABASE');
     const workGroup = requiredEnv(env, 'ATHENA_WORKGROUP');
-    load = async () => {
-      const [{ AthenaStore }, { FirehoseClient }, { AthenaClient }] = await Promise.all([
-        import('../adapters/athena-store'),
-        import('@aws-sdk/client-firehose'),
-        import('@aws-sdk/client-athena'),
-      ]);
-      return new AthenaStore({
-        firehose: new FirehoseClient({}),
-        athena: new AthenaClient({}),
-        streams,
-        database,
-        workGroup,
-      });
-    };
+    load = async () =>
+      (await import('./make-athena-store')).makeAthenaStore({ streams, database, workGroup }, sdk);
   } else if (kind === 'timestream') {
     const database = requiredEnv(env, 'TIMESTREAM_DATABASE');
     const tables = {
@@ -61,19 +52,8 @@ export function storeFromEnvironment(env: NodeJS.ProcessEnv): TelemetryStore {
       efa: requiredEnv(env, 'TIMESTREAM_EFA_TABLE'),
       events: requiredEnv(env, 'TIMESTREAM_EVENTS_TABLE'),
     };
-    load = async () => {
-      const [{ TimestreamStore }, { TimestreamWriteClient }, { TimestreamQueryClient }] = await Promise.all([
-        import('../adapters/timestream-store'),
-        import('@aws-sdk/client-timestream-write'),
-        import('@aws-sdk/client-timestream-query'),
-      ]);
-      return new TimestreamStore({
-        client: new TimestreamWriteClient({}),
-        queryClient: new TimestreamQueryClient({}),
-        database,
-        tables,
-      });
-    };
+    load = async () =>
+      (await import('./make-timestream-store')).makeTimestreamStore({ database, tables }, sdk);
   } else {
     throw new IngestConfigError(
       `Expected environment variable STORE to be one of ${STORE_KINDS.join(', ')} (set by the CDK stack), got \`${kind}\``,
@@ -84,19 +64,10 @@ export function storeFromEnvironment(env: NodeJS.ProcessEnv): TelemetryStore {
 
 /** A store made on first use (and made again if making it failed). */
 class LazyStore implements TelemetryStore {
-  readonly #load: () => Promise<TelemetryStore>;
-  #store: Promise<TelemetryStore> | undefined;
+  readonly #get: () => Promise<TelemetryStore>;
 
   constructor(load: () => Promise<TelemetryStore>) {
-    this.#load = load;
-  }
-
-  #get(): Promise<TelemetryStore> {
-    this.#store ??= this.#load().catch((error: unknown) => {
-      this.#store = undefined;
-      throw error;
-    });
-    return this.#store;
+    this.#get = lazily(load);
   }
 
   async write(rows: StoreRows): Promise<StoreWriteResult> {

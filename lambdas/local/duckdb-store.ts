@@ -42,6 +42,7 @@ import {
 } from '../domain/measure-types';
 import type {
   FiringAlert,
+  InstanceState,
   LastSeen,
   RecentWindowsQuery,
   RemediationRecord,
@@ -602,6 +603,19 @@ export class DuckDbStore implements TelemetryStore, StateStore {
       );
       return rows.map(toRemediation);
     });
+  }
+
+  /**
+   * @param instanceId - EC2 instance id
+   * @returns the instance's broken marks, idle marks and firing alerts (the three reads below)
+   */
+  async getInstanceState(instanceId: string): Promise<InstanceState> {
+    const [broken, idle, firing] = await Promise.all([
+      this.getBrokenSince(instanceId),
+      this.getIdleSince(instanceId),
+      this.listFiringAlerts(instanceId),
+    ]);
+    return { broken, idle, firing };
   }
 
   /**

@@ -17,6 +17,7 @@ import { mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { SERVICE_PRICES } from '../../bin/cost-model/service-prices';
 import { FIREHOSE_BILLING_INCREMENT_BYTES } from '../../lambdas/adapters/constants';
 import { efaWindowJson, gpuWindowJson, packRecords } from '../../lambdas/adapters/firehose-records';
 import {
@@ -38,20 +39,14 @@ const EFA_PORTS = 32;
 const GB = 1e9;
 const GIB = 1024 ** 3;
 
-/** Prices, us-east-1, USD. */
+/** Prices, us-east-1, USD: the cost model's one table (`bin/cost-model/service-prices.ts`). */
 const PRICE = {
-  /** Firehose Direct PUT ingestion, per GB, first tier (Firehose pricing page; rate not confirmed from here). */
-  firehoseIngestPerGb: 0.029,
-  /** Firehose format conversion, per GB (Firehose pricing page; rate not confirmed from here). */
-  firehoseConversionPerGb: 0.018,
-  /** S3 Standard, per GB-month (S3 pricing page; not confirmed from here). */
-  s3PerGbMonth: 0.023,
-  /** Timestream LiveAnalytics writes, per million 1 KiB units (Timestream pricing page, archived copy). */
-  timestreamPerMillionWrites: 0.5,
-  /** Timestream memory store, per GB-hour (Timestream pricing page, archived copy). */
-  timestreamMemoryPerGbHour: 0.036,
-  /** Timestream magnetic store, per GB-month (Timestream pricing page, archived copy). */
-  timestreamMagneticPerGbMonth: 0.03,
+  firehoseIngestPerGb: SERVICE_PRICES.firehoseIngestGb.usd,
+  firehoseConversionPerGb: SERVICE_PRICES.firehoseConversionGb.usd,
+  s3PerGbMonth: SERVICE_PRICES.s3StandardGbMonth.usd,
+  timestreamPerMillionWrites: SERVICE_PRICES.timestreamWrite.usd * 1e6,
+  timestreamMemoryPerGbHour: SERVICE_PRICES.timestreamMemoryGbHour.usd,
+  timestreamMagneticPerGbMonth: SERVICE_PRICES.timestreamMagneticGbMonth.usd,
 };
 
 /** A deterministic pseudo-random number in [0, 1). */

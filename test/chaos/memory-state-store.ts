@@ -7,6 +7,7 @@ import {
 } from '../../lambdas/adapters/remediation-budget';
 import type {
   FiringAlert,
+  InstanceState,
   RemediationRecord,
   RemediationReservation,
   RemediationReservationRequest,
@@ -96,6 +97,14 @@ export class MemoryStateStore implements StateStore {
           Date.parse(h.record.at) >= since.getTime(),
       )
       .map((h) => h.record);
+  }
+
+  async getInstanceState(instanceId: string): Promise<InstanceState> {
+    return {
+      broken: await this.getBrokenSince(instanceId),
+      idle: await this.getIdleSince(instanceId),
+      firing: await this.listFiringAlerts(instanceId),
+    };
   }
 
   async getBrokenSince(instanceId: string): Promise<ReadonlyMap<string, string>> {

@@ -476,5 +476,38 @@ export function describeStateStoreContract(name: string, makeStore: MakeStateSto
       ]);
       expect([...after]).toEqual([['0', T0]]);
     });
+
+    it('reads broken marks, idle marks and firing alerts of one instance in one call, as the three reads do', async () => {
+      // Prepare: state of two instances, and a remediation record in the same partition
+      await store.markBroken('i-0000000000000000a', '3', at(30));
+      await store.markBroken('i-0000000000000000a', '*', T0);
+      await store.markIdle('i-0000000000000000a', '0', at(60));
+      await store.putFiringAlert(firing('tensor_idle:i-0000000000000000a', T0));
+      await store.putFiringAlert(firing('fake_load:i-0000000000000000a', at(30)));
+      await store.putRemediationIfAbsent(replace('i-0000000000000000a', T0));
+      await store.markBroken('i-0000000000000000b', '1', T0);
+      await store.markIdle('i-0000000000000000b', '2', T0);
+
+      // Act
+      const state = await store.getInstanceState('i-0000000000000000a');
+      const empty = await store.getInstanceState('i-00000000000000000');
+
+      // Assess
+      expect(new Map(state.broken)).toEqual(new Map(await store.getBrokenSince('i-0000000000000000a')));
+      expect(new Map(state.broken)).toEqual(
+        new Map([
+          ['3', at(30)],
+          ['*', T0],
+        ]),
+      );
+      expect([...state.idle]).toEqual([['0', at(60)]]);
+      expect(state.firing).toEqual(await store.listFiringAlerts('i-0000000000000000a'));
+      expect(state.firing).toHaveLength(2);
+      expect({ broken: [...empty.broken], idle: [...empty.idle], firing: empty.firing }).toEqual({
+        broken: [],
+        idle: [],
+        firing: [],
+      });
+    });
   });
 }

@@ -110,6 +110,25 @@ describe('AthenaTelemetryStore (the default store)', () => {
     });
   });
 
+  it('moves telemetry files over 128 KiB to Standard-IA after 30 days', () => {
+    // Prepare
+    const bucket = template.findResources('AWS::S3::Bucket')[id(stack, store.bucket)];
+
+    // Act
+    const rules = bucket?.Properties.LifecycleConfiguration.Rules as Array<Record<string, unknown>>;
+
+    // Assess
+    for (const table of ['gpu_windows', 'efa_windows', 'events']) {
+      expect(rules).toContainEqual({
+        Id: `infrequent-access-${table}`,
+        Prefix: `${table}/`,
+        ObjectSizeGreaterThan: 131072,
+        Transitions: [{ StorageClass: 'STANDARD_IA', TransitionInDays: 30 }],
+        Status: 'Enabled',
+      });
+    }
+  });
+
   it('expires telemetry after a year, query results after 7 days, errors after 30, and aborts stale uploads', () => {
     // Prepare
     const bucket = template.findResources('AWS::S3::Bucket')[id(stack, store.bucket)];
@@ -118,7 +137,11 @@ describe('AthenaTelemetryStore (the default store)', () => {
     const rules = bucket?.Properties.LifecycleConfiguration.Rules as Array<Record<string, unknown>>;
 
     // Assess
-    const byPrefix = Object.fromEntries(rules.map((r) => [String(r.Prefix), r.ExpirationInDays]));
+    const byPrefix = Object.fromEntries(
+      rules
+        .filter((r) => r.ExpirationInDays !== undefined)
+        .map((r) => [String(r.Prefix), r.ExpirationInDays]),
+    );
     expect(byPrefix).toMatchObject({
       'gpu_windows/': 365,
       'efa_windows/': 365,

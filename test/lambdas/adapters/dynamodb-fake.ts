@@ -204,7 +204,8 @@ export function fakeDynamoDb(options: FakeDynamoDbOptions = {}): {
       await delay();
       const v = unmarshall(input.ExpressionAttributeValues) as Record<string, string>;
       let match: (pk: string, sk: string) => boolean;
-      if (input.KeyConditionExpression === 'pk = :p AND sk >= :since')
+      if (input.KeyConditionExpression === 'pk = :p') match = (pk) => pk === v[':p'];
+      else if (input.KeyConditionExpression === 'pk = :p AND sk >= :since')
         match = (pk, sk) => pk === v[':p'] && sk >= (v[':since'] ?? '');
       else if (input.KeyConditionExpression === 'pk = :p AND begins_with(sk, :b)')
         match = (pk, sk) => pk === v[':p'] && sk.startsWith(v[':b'] ?? '');

@@ -222,6 +222,11 @@ describe('ingest handler', () => {
   it('answers 500 with a generic body when something unexpected breaks, and logs the cause', async () => {
     // Prepare: a state store whose broken-GPU lookup fails with a detail the caller must not see
     const state: StateStore = {
+      getInstanceState: async (i) => ({
+        broken: await state.getBrokenSince(i),
+        idle: await store.getIdleSince(i),
+        firing: await store.listFiringAlerts(i),
+      }),
       getRemediation: (id) => store.getRemediation(id),
       putRemediationIfAbsent: (r) => store.putRemediationIfAbsent(r),
       reserveRemediation: (r) => store.reserveRemediation(r),

@@ -1,0 +1,114 @@
+/**
+ * The AWS list prices the cost model uses (us-east-1, USD, first pricing tier, no free tier): the
+ * one home of these numbers; `gpu-sentinel cost-model` prints them with their sources. AWS facts
+ * around them are in docs/aws.md. "Secondary" marks a rate read from a third-party page or an
+ * archived copy, not re-confirmed on the AWS pricing page: check them for your region and date.
+ */
+
+/** One metered price. */
+export interface ServicePrice {
+  /** USD per `unit`. */
+  readonly usd: number;
+  /** What one unit is. */
+  readonly unit: string;
+  /** Where the number comes from. */
+  readonly source: string;
+}
+
+/** The meters of the deployed pipeline, keyed by service and meter. */
+export const SERVICE_PRICES = {
+  apiGatewayRestRequest: {
+    usd: 3.5 / 1e6,
+    unit: 'REST API request (first 333 M per month)',
+    source: 'Amazon API Gateway pricing page (secondary)',
+  },
+  apiGatewayHttpRequest: {
+    usd: 1.0 / 1e6,
+    unit: 'HTTP API request (first 300 M per month, 512 KB steps)',
+    source: 'Amazon API Gateway pricing page (secondary)',
+  },
+  lambdaArmGbSecond: {
+    usd: 0.0000133334,
+    unit: 'GB-second of an arm64 function (first 7.5 billion per month)',
+    source: 'AWS Lambda pricing page (secondary)',
+  },
+  lambdaRequest: { usd: 0.2 / 1e6, unit: 'Lambda request', source: 'AWS Lambda pricing page (secondary)' },
+  firehoseIngestGb: {
+    usd: 0.029,
+    unit: 'GB of Direct PUT ingestion, each record rounded up to 5 KB (first 500 TB)',
+    source: 'Amazon Data Firehose pricing page (not re-confirmed)',
+  },
+  firehoseConversionGb: {
+    usd: 0.018,
+    unit: 'GB converted JSON → Parquet, same 5 KB steps',
+    source: 'Amazon Data Firehose pricing page (not re-confirmed)',
+  },
+  s3StandardGbMonth: {
+    usd: 0.023,
+    unit: 'GB-month of S3 Standard (first 50 TB)',
+    source: 'Amazon S3 pricing page (not re-confirmed)',
+  },
+  s3StandardIaGbMonth: {
+    usd: 0.0125,
+    unit: 'GB-month of S3 Standard-IA (≥ 30 days, ≥ 128 KiB per object)',
+    source: 'Amazon S3 pricing page (not re-confirmed)',
+  },
+  s3TransitionRequest: {
+    usd: 0.01 / 1000,
+    unit: 'S3 lifecycle transition to Standard-IA',
+    source: 'Amazon S3 pricing page (not re-confirmed)',
+  },
+  s3PutRequest: {
+    usd: 0.005 / 1000,
+    unit: 'S3 PUT request (one per Firehose file)',
+    source: 'Amazon S3 pricing page (not re-confirmed)',
+  },
+  athenaTbScanned: {
+    usd: 5,
+    unit: 'TB scanned by Athena (10 MB minimum per query)',
+    source: 'Amazon Athena pricing page (not re-confirmed)',
+  },
+  timestreamWrite: {
+    usd: 0.5 / 1e6,
+    unit: 'Timestream 1 KiB write unit',
+    source: 'Amazon Timestream pricing page, archived copy (secondary)',
+  },
+  timestreamMemoryGbHour: {
+    usd: 0.036,
+    unit: 'GB-hour in the Timestream memory store',
+    source: 'Amazon Timestream pricing page, archived copy (secondary)',
+  },
+  timestreamMagneticGbMonth: {
+    usd: 0.03,
+    unit: 'GB-month in the Timestream magnetic store',
+    source: 'Amazon Timestream pricing page, archived copy (secondary)',
+  },
+  dynamodbReadRequestUnit: {
+    usd: 0.125 / 1e6,
+    unit: 'DynamoDB on-demand read request unit (4 KB strongly consistent)',
+    source: 'Amazon DynamoDB pricing page, on-demand after the November 2024 cut (secondary)',
+  },
+  dynamodbWriteRequestUnit: {
+    usd: 0.625 / 1e6,
+    unit: 'DynamoDB on-demand write request unit (1 KB)',
+    source: 'Amazon DynamoDB pricing page, on-demand after the November 2024 cut (secondary)',
+  },
+  snsPublish: {
+    usd: 0.5 / 1e6,
+    unit: 'SNS standard publish (64 KB chunk)',
+    source: 'Amazon SNS pricing page (secondary)',
+  },
+  cloudwatchCustomMetricMonth: {
+    usd: 0.3,
+    unit: 'custom metric-month (first 10,000; one per name and dimension values)',
+    source: 'Amazon CloudWatch pricing page (secondary)',
+  },
+  cloudwatchLogsIngestGb: {
+    usd: 0.5,
+    unit: 'GB of CloudWatch Logs ingestion (function logs, EMF, API access logs)',
+    source: 'Amazon CloudWatch pricing page (secondary)',
+  },
+} as const satisfies Readonly<Record<string, ServicePrice>>;
+
+/** A meter of {@link SERVICE_PRICES}. */
+export type PriceName = keyof typeof SERVICE_PRICES;
