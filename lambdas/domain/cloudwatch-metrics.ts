@@ -66,3 +66,6 @@ export const METRIC_DIMENSIONS = {
   /** Alert severity (`critical`, `warning`, `info`). */
   severity: 'Severity',
 } as const;
+
+/** The `Team` dimension's value for spend without a `team` tag. */
+export const UNTAGGED_TEAM = 'untagged';

@@ -3,6 +3,7 @@ export * from './broken-marks';
 export * from './constants';
 export * from './enrich-host';
 export * from './errors';
+export * from './fleet';
 export * from './ledger';
 export * from './measure-types';
 export * from './money-format';

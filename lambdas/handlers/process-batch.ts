@@ -315,13 +315,17 @@ async function judgeWindows(
 
 /**
  * Publish-then-record (issue 9): lease the alert, publish, then record the send; a failed publish frees
- * the lease, so the agent's retry sends it instead of the cooldown swallowing it.
+ * the lease, so the agent's retry sends it instead of the cooldown swallowing it. Shared by ingest and
+ * the fleet evaluator (one alert lifecycle).
  *
+ * @param alert - the alert to send
+ * @param deps - state store, alert sink, log, cooldown
+ * @param now - the server's clock
  * @returns `sent`, `skipped` (in cooldown, or another invocation is sending it), or `failed`
  */
-async function publishOnce(
+export async function publishOnce(
   alert: Alert,
-  deps: PipelineDeps,
+  deps: Pick<PipelineDeps, 'state' | 'alerts' | 'log' | 'alertCooldownS'>,
   now: Date,
 ): Promise<'sent' | 'skipped' | 'failed'> {
   const at = now.toISOString();
