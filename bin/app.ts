@@ -8,7 +8,8 @@
  * `firehoseBufferIntervalSeconds`, `stackName`, `databaseName`, `memoryRetentionHours`, `magneticRetentionDays`, `remediationMode`,
  * `organizationId`, `throttlingRateLimit`, `throttlingBurstLimit`, `webAclArn`,
  * `apiGatewayCloudWatchRole` (`true|false`), `priceOverridesUsdPerHour` and `alertEmails` (JSON),
- * `agentRoleArns` (comma-separated role ARNs, or a JSON list, of existing agent roles).
+ * `agentRoleArns` (comma-separated role ARNs, or a JSON list, of existing agent roles), `fleetRegions`
+ * (comma-separated regions, or a JSON list, whose running GPU instances the fleet evaluator watches).
  * Every value is validated by the stack, which fails synth with the bad value.
  *
  * cdk-nag 3 runs as a CDK policy-validation plugin (`Validations.of(app).addPlugins`), not as an
@@ -89,6 +90,7 @@ const props: GpuSentinelStackProps = {
   priceOverridesUsdPerHour: contextJson('priceOverridesUsdPerHour'),
   alertEmails: contextJson('alertEmails'),
   agentRoleArns: contextList('agentRoleArns'),
+  fleetRegions: contextList('fleetRegions'),
 };
 
 new GpuSentinelStack(app, contextString('stackName') ?? 'GpuSentinel', props);
