@@ -1,4 +1,4 @@
-import { Aws, Duration, RemovalPolicy, Stack, TimeZone, Validations } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack, TimeZone, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -18,6 +18,8 @@ import {
 } from './constants';
 import { encryptedLogGroup } from './encrypted-log-group';
 import { INGEST_BUNDLING_TARGET, INGEST_EXTERNAL_MODULES, INGEST_RUNTIME } from './ingest-function';
+import { lambdaServiceRole } from './lambda-service-role';
+import { scheduleInvokeRole } from './schedule-invoke-role';
 import { starResourceReason } from './star-resource-reason';
 import type { TelemetryStoreResources } from './telemetry-store-resources';
 
@@ -126,16 +128,7 @@ export class FinanceReports extends Construct {
       retention: props.logRetention,
       removalPolicy,
     });
-    this.role = new iam.Role(this, 'ServiceRole', {
-      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: 'gpu-sentinel report Lambda: least privilege, written by hand',
-    });
-    this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
-        resources: [logGroup.logGroupArn],
-      }),
-    );
+    this.role = lambdaServiceRole(this, logGroup, 'report Lambda');
     props.store.grantRead(this.role);
     this.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
@@ -175,12 +168,7 @@ export class FinanceReports extends Construct {
       },
     });
 
-    const scheduleRole = new iam.Role(this, 'ScheduleRole', {
-      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
-        conditions: { StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID } },
-      }),
-      description: 'gpu-sentinel report schedules: may invoke the report Lambda only',
-    });
+    const scheduleRole = scheduleInvokeRole(this, 'ScheduleRole', this.function, 'the report Lambda');
     const schedule = (period: keyof typeof REPORT_SCHEDULES, scheduleId: string) =>
       new scheduler.Schedule(this, scheduleId, {
         description: `gpu-sentinel ${period} finance report`,
@@ -201,14 +189,6 @@ export class FinanceReports extends Construct {
     Validations.of(this.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason: starResourceReason(props.store.kind),
-    });
-    const functionLogicalId = Stack.of(this).getLogicalId(
-      this.function.node.defaultChild as lambda.CfnFunction,
-    );
-    Validations.of(scheduleRole).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::<${functionLogicalId}.Arn>:*]`,
-      reason:
-        'lambda:InvokeFunction on the report function and its versions/aliases (grantInvoke adds ARN:*); no other function.',
     });
     const bucketLogicalId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
     Validations.of(this.role).acknowledge({

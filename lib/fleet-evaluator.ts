@@ -1,4 +1,4 @@
-import { Aws, Duration, type RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Aws, Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -23,8 +23,10 @@ import {
   INGEST_RUNTIME,
   validateRuleThresholds,
 } from './ingest-function';
+import { lambdaServiceRole } from './lambda-service-role';
 import { PropsValidationError } from './props-validation-error';
 import type { RemediationState } from './remediation-state';
+import { scheduleInvokeRole } from './schedule-invoke-role';
 import { starResourceReason } from './star-resource-reason';
 import type { TelemetryStoreResources } from './telemetry-store-resources';
 import { validatePattern } from './validate-props';
@@ -110,16 +112,7 @@ export class FleetEvaluator extends Construct {
     });
     this.logKey = logs_.key;
     this.logGroup = logs_.logGroup;
-    this.role = new iam.Role(this, 'ServiceRole', {
-      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: 'gpu-sentinel fleet evaluator: least privilege, written by hand',
-    });
-    this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
-        resources: [this.logGroup.logGroupArn],
-      }),
-    );
+    this.role = lambdaServiceRole(this, this.logGroup, 'fleet evaluator');
     props.store.grantRead(this.role);
     props.topics.grantPublishAlerts(this.role);
     props.state.grantReadWrite(this.role);
@@ -172,12 +165,7 @@ export class FleetEvaluator extends Construct {
       },
     });
 
-    const scheduleRole = new iam.Role(this, 'ScheduleRole', {
-      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
-        conditions: { StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID } },
-      }),
-      description: 'gpu-sentinel fleet schedule: may invoke the fleet evaluator only',
-    });
+    const scheduleRole = scheduleInvokeRole(this, 'ScheduleRole', this.function, 'the fleet evaluator');
     this.schedule = new scheduler.Schedule(this, 'Schedule', {
       description: 'gpu-sentinel fleet rules, every 5 minutes',
       schedule: scheduler.ScheduleExpression.rate(Duration.minutes(FLEET_RATE_MINUTES)),
@@ -196,14 +184,6 @@ export class FleetEvaluator extends Construct {
         'ec2:DescribeInstances (listing the running GPU instances)',
         'cloudwatch:PutMetricData (conditioned on cloudwatch:namespace = GpuSentinel)',
       ),
-    });
-    const functionLogicalId = Stack.of(this).getLogicalId(
-      this.function.node.defaultChild as lambda.CfnFunction,
-    );
-    Validations.of(scheduleRole).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::<${functionLogicalId}.Arn>:*]`,
-      reason:
-        'lambda:InvokeFunction on the fleet evaluator and its versions/aliases (grantInvoke adds ARN:*); no other function.',
     });
   }
 }

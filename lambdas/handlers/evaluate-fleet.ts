@@ -19,7 +19,7 @@ import type { AlertSink, StateStore, StoredGpuWindow, TelemetryStore } from '../
 import type { RuleId } from '../domain/types';
 import { AlertPublishError } from './errors';
 import type { Log } from './log';
-import { ALERT_REARM_S, DEFAULT_ALERT_COOLDOWN_S, publishOnce } from './process-batch';
+import { publishOnce, publishResolve } from './process-batch';
 
 /** Everything `evaluateFleet` needs from the outside, injected. */
 export interface FleetEvaluatorDeps {
@@ -119,24 +119,8 @@ export async function evaluateFleet(deps: FleetEvaluatorDeps, now: Date): Promis
     if (firingNow.has(firing.alert_id) || !judged.has(firing.rule)) continue;
     if (!(await deps.state.takeFiringAlert(FLEET_FIRING_SCOPE, firing.alert_id))) continue;
     const alert = fleetResolvedAlert(firing, now);
-    try {
-      await deps.alerts.publish(alert);
-    } catch (err) {
-      await deps.state.putFiringAlert(firing);
-      failed.push(alert);
-      deps.log.error('resolve publish failed; the alert stays firing', {
-        alert_id: firing.alert_id,
-        error: (err as Error).message,
-      });
-      continue;
-    }
-    sent.push(alert);
-    // Re-arm as ingest does: a return of the condition is a new episode, sent after ALERT_REARM_S.
-    const cooldownS = deps.alertCooldownS ?? DEFAULT_ALERT_COOLDOWN_S;
-    const rearmAt = new Date(
-      now.getTime() + (Math.min(ALERT_REARM_S, cooldownS) - cooldownS) * MS_PER_SECOND,
-    );
-    await deps.state.confirmAlert(firing.alert_id, rearmAt.toISOString(), cooldownS);
+    if (await publishResolve(firing, alert, deps, now)) sent.push(alert);
+    else failed.push(alert);
   }
 
   if (deps.metrics !== undefined) {

@@ -1,5 +1,5 @@
-import { alertId, toAsciiLine } from '../alert-message';
-import { JOB_TAG, MAX_ALERT_SUBJECT_CHARS, PROJECT_TAG, TEAM_TAG } from '../constants';
+import { alertAttributes, alertBody, alertId, alertSubject, ownerOf, statusLabel } from '../alert-message';
+import { TEAM_TAG } from '../constants';
 import type { FiringAlert } from '../ports';
 import type { Alert, AlertStatus, Finding } from '../types';
 import { type FleetFinding, type FleetSubject, TEAM_SUBJECT_PREFIX } from './fleet-rule';
@@ -18,9 +18,7 @@ function whereLines(finding: Finding, where: Where): string[] {
   if (where.kind === 'team') return [`  team: ${where.team}`];
   if (where.kind === 'unknown') return [`  ${finding.instance_id} (${finding.instance_type})`];
   const i = where.instance;
-  const owner = [TEAM_TAG, JOB_TAG, PROJECT_TAG]
-    .flatMap((k) => (i.tags[k] === undefined ? [] : [`${k} ${i.tags[k]}`]))
-    .join(', ');
+  const owner = ownerOf(i.tags);
   return [
     `  instance: ${i.instance_id} (${i.instance_type})`,
     `  region: ${i.region}${i.az === undefined ? '' : `, AZ ${i.az}`}`,
@@ -32,42 +30,21 @@ function whereLines(finding: Finding, where: Where): string[] {
 
 function build(finding: Finding, where: Where, status: AlertStatus): Alert {
   const id = alertId(finding);
-  const label = status === 'resolved' ? 'RESOLVED' : finding.severity.toUpperCase();
+  const label = statusLabel(finding, status);
   const head =
     where.kind === 'team'
       ? `[${label}] ${finding.rule} team ${where.team}: `
       : `[${label}] ${finding.rule} ${finding.instance_id} ${finding.instance_type}: `;
-  let subject = toAsciiLine(head + finding.summary);
-  if (subject.length > MAX_ALERT_SUBJECT_CHARS)
-    subject = `${subject.slice(0, MAX_ALERT_SUBJECT_CHARS - 3)}...`;
-  const numbers = Object.entries(finding.evidence).map(([k, v]) => `  ${k}: ${String(v)}`);
-  const body = [
-    ...(status === 'resolved' ? ['Status: RESOLVED, the condition no longer holds'] : []),
-    `What: ${finding.summary}`,
-    `Severity: ${finding.severity} (fleet rule ${finding.rule}, action ${finding.action})`,
-    `First seen: ${finding.at}`,
-    '',
-    'Where:',
-    ...whereLines(finding, where),
-    '',
-    'Numbers:',
-    ...(numbers.length > 0 ? numbers : ['  (none)']),
-    '',
-    `What to do: ${finding.remedy}`,
-    '',
-    `Alert id: ${id}`,
-  ].join('\n');
-  const attributes: Record<string, string> = {
-    severity: finding.severity,
-    rule: finding.rule,
-    instance_type: finding.instance_type,
+  const tags =
+    where.kind === 'instance' ? where.instance.tags : where.kind === 'team' ? { [TEAM_TAG]: where.team } : {};
+  return {
+    id,
+    finding,
+    subject: alertSubject(head + finding.summary),
+    body: alertBody(finding, status, whereLines(finding, where), id),
+    attributes: alertAttributes(finding, status, tags),
     status,
   };
-  const tags = where.kind === 'instance' ? where.instance.tags : {};
-  const team = where.kind === 'team' ? where.team : tags[TEAM_TAG];
-  if (team !== undefined) attributes.team = team;
-  if (tags[JOB_TAG] !== undefined) attributes.job = tags[JOB_TAG];
-  return { id, finding, subject, body, attributes, status };
 }
 
 /**
