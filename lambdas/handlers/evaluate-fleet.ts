@@ -3,6 +3,7 @@ import {
   evaluateFleetRules,
   FLEET_FIRING_SCOPE,
   FLEET_LAST_SEEN_LOOKBACK_S,
+  FLEET_READ_CONCURRENCY,
   FLEET_WINDOWS_PER_INSTANCE,
   FleetListingError,
   type FleetMetricSink,
@@ -13,6 +14,7 @@ import {
   type RuleContext,
   type RunningInstance,
   type RunningInstances,
+  stragglerCandidates,
   toFleetAlert,
 } from '../domain';
 import type { AlertSink, StateStore, StoredGpuWindow, TelemetryStore } from '../domain/ports';
@@ -51,7 +53,9 @@ export interface FleetEvaluation {
 
 /**
  * One fleet evaluation (docs/design.md §6): list the running GPU instances, read when each last sent,
- * its recent windows and the team waste from the store, run the pure fleet rules, then the same alert
+ * the recent windows of the members of jobs with enough running nodes (`stragglerCandidates`, seen
+ * in the straggler span; a few reads at a time) and the team waste from the store, run the pure
+ * fleet rules, then the same alert
  * lifecycle as ingest (publish-then-record with cooldown; firing records under the fleet scope;
  * resolve messages when a judging rule no longer finds the condition) and publish the fleet metrics.
  *
@@ -86,19 +90,25 @@ export async function evaluateFleet(deps: FleetEvaluatorDeps, now: Date): Promis
   });
   const lastSeen = new Map(seen.map((s) => [s.instance_id, s.last_seen]));
   const spanFrom = ago(t.fleetStragglerSpanS);
+  const toRead = stragglerCandidates(instances ?? [], t.fleetStragglerMinNodes).filter((i) => {
+    const last = lastSeen.get(i.instance_id);
+    return last !== undefined && Date.parse(last) >= spanFrom.getTime();
+  });
   const windows = new Map<string, readonly StoredGpuWindow[]>();
-  for (const instance of instances ?? []) {
-    const last = lastSeen.get(instance.instance_id);
-    if (last === undefined || Date.parse(last) < spanFrom.getTime()) continue;
-    windows.set(
-      instance.instance_id,
-      await deps.store.recentWindows({
-        instance_id: instance.instance_id,
-        from: spanFrom,
-        to,
-        limit: FLEET_WINDOWS_PER_INSTANCE,
-      }),
+  // A few reads at a time: Athena runs each as a query, and its concurrent-query quota is per account.
+  for (let i = 0; i < toRead.length; i += FLEET_READ_CONCURRENCY) {
+    const chunk = toRead.slice(i, i + FLEET_READ_CONCURRENCY);
+    const read = await Promise.all(
+      chunk.map((instance) =>
+        deps.store.recentWindows({
+          instance_id: instance.instance_id,
+          from: spanFrom,
+          to,
+          limit: FLEET_WINDOWS_PER_INSTANCE,
+        }),
+      ),
     );
+    chunk.forEach((instance, k) => windows.set(instance.instance_id, read[k] ?? []));
   }
   const teams = await deps.store.queryWasteBy({ by: 'team', from: ago(t.fleetWasteSpanS), to });
   const input = { ...(instances === undefined ? {} : { instances }), lastSeen, windows, teams };

@@ -31,7 +31,9 @@ function nodesByJob(
     const byJob = new Map<string, StoredGpuWindow[]>();
     for (const w of windows.get(instance.instance_id) ?? []) {
       if (w.job === undefined) continue;
-      byJob.set(w.job, [...(byJob.get(w.job) ?? []), w]);
+      const list = byJob.get(w.job);
+      if (list === undefined) byJob.set(w.job, [w]);
+      else list.push(w);
     }
     for (const [job, ws] of byJob) {
       const means: NodeMeans = {};
@@ -39,7 +41,9 @@ function nodesByJob(
         const v = meanOf(ws, m);
         if (v !== undefined) means[m] = v;
       }
-      jobs.set(job, [...(jobs.get(job) ?? []), { instance, means }]);
+      const nodes = jobs.get(job);
+      if (nodes === undefined) jobs.set(job, [{ instance, means }]);
+      else nodes.push({ instance, means });
     }
   }
   return jobs;
@@ -127,3 +131,28 @@ export const jobStragglerRule: FleetRule = {
     return { judged: true, findings };
   },
 };
+
+/**
+ * The running instances worth reading windows for: members of a job (EC2 `job` tag) that has at least
+ * `minNodes` running instances. A job with fewer nodes cannot be judged, so the evaluator spares the
+ * store one read per instance of it (on Athena, one query each). Jobs known only from tags the agent
+ * sends itself (none on the EC2 instance) are not read.
+ *
+ * @param instances - the running instances
+ * @param minNodes - `fleetStragglerMinNodes`
+ * @returns the candidates, in the order given
+ */
+export function stragglerCandidates(
+  instances: readonly RunningInstance[],
+  minNodes: number,
+): RunningInstance[] {
+  const perJob = new Map<string, number>();
+  for (const i of instances) {
+    const job = i.tags[JOB_TAG];
+    if (job !== undefined) perJob.set(job, (perJob.get(job) ?? 0) + 1);
+  }
+  return instances.filter((i) => {
+    const job = i.tags[JOB_TAG];
+    return job !== undefined && (perJob.get(job) ?? 0) >= minNodes;
+  });
+}

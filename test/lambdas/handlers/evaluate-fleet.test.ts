@@ -154,6 +154,37 @@ describe('evaluateFleet', () => {
     expect(result.sent[0]?.attributes).toMatchObject({ rule: 'straggler', team: 'vision', job: 'train-42' });
   });
 
+  it('reads windows only of recently seen members of jobs with enough running nodes', async () => {
+    // Prepare: a 3-node job seen now, a 2-node job, and a 3-node job whose third node is not seen lately
+    const read: string[] = [];
+    const reads = Object.assign(store, {
+      recentWindows: async (q: { instance_id: string }) => {
+        read.push(q.instance_id);
+        return [];
+      },
+    });
+    const node = (id: string, job: string) => running(id, { tags: { job } });
+    instances.list = [
+      node('i-0a1', 'a'),
+      node('i-0a2', 'a'),
+      node('i-0a3', 'a'),
+      node('i-0b1', 'b'),
+      node('i-0b2', 'b'),
+      node('i-0c1', 'c'),
+      node('i-0c2', 'c'),
+      node('i-0c3', 'c'),
+    ];
+    reads.seen = instances.list.map((i) => ({
+      instance_id: i.instance_id,
+      instance_type: 'p5.48xlarge',
+      last_seen: i.instance_id === 'i-0c3' ? ago(3000) : ago(30),
+    }));
+    // Act
+    await evaluateFleet(deps, NOW);
+    // Assess
+    expect(read.sort()).toEqual(['i-0a1', 'i-0a2', 'i-0a3', 'i-0c1', 'i-0c2']);
+  });
+
   it('publishes the fleet metrics, counts at 0 included, per team with the Team dimension', async () => {
     // Prepare
     instances.list = [running('i-0aaa')];

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { alertId, DEFAULT_RULE_CONTEXT, jobStragglerRule } from '../../../../lambdas/domain';
+import {
+  alertId,
+  DEFAULT_RULE_CONTEXT,
+  jobStragglerRule,
+  stragglerCandidates,
+} from '../../../../lambdas/domain';
 import { fleet, NOW, nodeWindows, running } from './fleet-fixtures';
 
 function jobOf(
@@ -90,5 +95,23 @@ describe('jobStragglerRule', () => {
     const { findings } = jobStragglerRule.judge(input, DEFAULT_RULE_CONTEXT, NOW);
     // Assess
     expect(findings).toEqual([]);
+  });
+});
+
+describe('stragglerCandidates', () => {
+  it('keeps the members of jobs with at least the minimum of running nodes, and no untagged instance', () => {
+    // Prepare
+    const instances = [
+      running('i-0a1', { tags: { job: 'big' } }),
+      running('i-0b1', { tags: { job: 'small' } }),
+      running('i-0a2', { tags: { job: 'big' } }),
+      running('i-0c1', { tags: {} }),
+      running('i-0a3', { tags: { job: 'big' } }),
+      running('i-0b2', { tags: { job: 'small' } }),
+    ];
+    // Act
+    const ids = stragglerCandidates(instances, 3).map((i) => i.instance_id);
+    // Assess
+    expect(ids).toEqual(['i-0a1', 'i-0a2', 'i-0a3']);
   });
 });
