@@ -108,7 +108,9 @@ export async function evaluateFleet(deps: FleetEvaluatorDeps, now: Date): Promis
         }),
       ),
     );
-    chunk.forEach((instance, k) => windows.set(instance.instance_id, read[k] ?? []));
+    chunk.forEach((instance, k) => {
+      windows.set(instance.instance_id, read[k] ?? []);
+    });
   }
   const teams = await deps.store.queryWasteBy({ by: 'team', from: ago(t.fleetWasteSpanS), to });
   const input = { ...(instances === undefined ? {} : { instances }), lastSeen, windows, teams };
