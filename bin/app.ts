@@ -8,7 +8,8 @@
  * `firehoseBufferIntervalSeconds`, `stackName`, `databaseName`, `memoryRetentionHours`, `magneticRetentionDays`, `remediationMode`,
  * `organizationId`, `throttlingRateLimit`, `throttlingBurstLimit`, `webAclArn`,
  * `apiGatewayCloudWatchRole` (`true|false`), `priceOverridesUsdPerHour`, `priceRates` and `alertEmails` (JSON),
- * `agentRoleArns` (comma-separated role ARNs, or a JSON list, of existing agent roles),
+ * `agentRoleArns` (comma-separated role ARNs, or a JSON list, of existing agent roles), `fleetRegions`
+ * (comma-separated regions, or a JSON list, whose running GPU instances the fleet evaluator watches),
  * `metricsTeams` (comma-separated or a JSON list: teams with their own CloudWatch `Team` series),
  * `ingest5xxRateThreshold`, `wasteRatePercentThreshold` (alarm thresholds).
  * Every value is validated by the stack, which fails synth with the bad value.
@@ -95,6 +96,7 @@ const props: GpuSentinelStackProps = {
   metricsTeams: contextList('metricsTeams'),
   ingest5xxRateThreshold: contextNumber('ingest5xxRateThreshold'),
   wasteRatePercentThreshold: contextNumber('wasteRatePercentThreshold'),
+  fleetRegions: contextList('fleetRegions'),
 };
 
 new GpuSentinelStack(app, contextString('stackName') ?? 'GpuSentinel', props);

@@ -72,6 +72,12 @@ program
     '--instance-type <type>',
     'with a real GPU: the EC2 instance type to price the run at (default local.gpu, unpriced)',
   )
+  .option(
+    '--fleet-interval-s <seconds>',
+    'how often the fleet evaluator (agent_silent, straggler per job, waste_rate per team) runs during the run, s; it runs once more at the end',
+    positiveNumber('--fleet-interval-s'),
+    60,
+  )
   .action(async (opts) => {
     process.exitCode = await runLocalCommand(opts, cliLogger(), write);
   });

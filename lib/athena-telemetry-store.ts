@@ -486,9 +486,22 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
       actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
       resourceArns: [this.key.keyArn],
     });
+    if (grantee.grantPrincipal instanceof Construct) {
+      const bucketId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
+      Validations.of(grantee.grantPrincipal).acknowledge(
+        ...[...TELEMETRY_TABLES, ATHENA_RESULTS_PREFIX.slice(0, -1)].map((p) => ({
+          id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${p}/*]`,
+          reason: READ_PREFIX_REASON,
+        })),
+      );
+    }
     return grant;
   }
 }
+
+const READ_PREFIX_REASON =
+  'Athena reads every Parquet file under a table prefix (Firehose names each file itself) and writes its ' +
+  "query results under athena-results/ with the caller's permissions: no fixed object key exists to grant on.";
 
 const PREFIX_REASON =
   'Objects under one prefix of the telemetry bucket (a table, or the delivery errors): Firehose names each ' +

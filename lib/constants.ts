@@ -180,3 +180,16 @@ export const MONITORING_PERIOD_S = 300;
 export const DEFAULT_INGEST_5XX_RATE_THRESHOLD = 0.05;
 /** Periods the fleet waste-rate alarm needs above its threshold, our default: 6 × 5 min, a sustained half hour (waste is money, not an outage). */
 export const WASTE_RATE_ALARM_PERIODS = 6;
+/** Fleet evaluator memory, MiB: a few thousand windows per run in memory; 512 MiB with headroom. */
+export const FLEET_MEMORY_MIB = 512;
+/**
+ * Fleet evaluator timeout, seconds: below the 5-minute schedule so two runs never overlap (Athena
+ * queries take seconds each; one per recently seen instance plus two).
+ */
+export const FLEET_TIMEOUT_SECONDS = 240;
+/** Powertools service name of the fleet evaluator. */
+export const FLEET_SERVICE_NAME = 'gpu-sentinel-fleet';
+/** How often the fleet evaluator runs, minutes (issue 8: every 5 minutes, the `agent_silent` threshold). */
+export const FLEET_RATE_MINUTES = 5;
+/** AWS region codes, e.g. `us-east-1`, `ap-southeast-2`, `us-gov-west-1`. */
+export const REGION_PATTERN = /^[a-z]{2}(-gov)?-[a-z]+-\d$/;

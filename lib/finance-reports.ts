@@ -1,4 +1,4 @@
-import { Aws, Duration, RemovalPolicy, Stack, TimeZone, Validations } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack, TimeZone, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -18,7 +18,10 @@ import {
 } from './constants';
 import { encryptedLogGroup } from './encrypted-log-group';
 import { INGEST_BUNDLING_TARGET, INGEST_EXTERNAL_MODULES, INGEST_RUNTIME } from './ingest-function';
-import type { TelemetryDatabase } from './telemetry-database';
+import { lambdaServiceRole } from './lambda-service-role';
+import { scheduleInvokeRole } from './schedule-invoke-role';
+import { starResourceReason } from './star-resource-reason';
+import type { TelemetryStoreResources } from './telemetry-store-resources';
 
 /**
  * How the report Lambda is bundled: ESM, because Vega (through vega-canvas) uses top-level await,
@@ -41,8 +44,8 @@ export interface FinanceReportsProps {
   readonly entry: string;
   /** Absolute path of the lock file next to the project's package.json (bundling root). */
   readonly depsLockFilePath: string;
-  /** Where the ledger is read (`timestream:Select` on the GPU windows table). */
-  readonly database: TelemetryDatabase;
+  /** Where the ledger is read: the Athena or Timestream store (its `grantRead` and environment). */
+  readonly store: TelemetryStoreResources;
   /** The topics; the report message goes to `reports`. */
   readonly topics: AlertTopics;
   /**
@@ -65,7 +68,8 @@ export interface FinanceReportsProps {
  * versioned, with server access logs; then publishes the message on the `reports` topic.
  *
  * The function's role, written by hand: `logs:CreateLogStream`/`PutLogEvents` on its log group;
- * `timestream:Select` on the GPU windows table and `timestream:DescribeEndpoints` on `*`;
+ * the store's read grant (`grantRead`: Athena on the workgroup, Glue and S3 reads of the tables, or
+ * `timestream:Select` on the GPU windows table and `timestream:DescribeEndpoints` on `*`);
  * `s3:PutObject` under `reports/` of the bucket; `kms:GenerateDataKey` on the bucket key;
  * `sns:Publish` on `reports` with `kms:GenerateDataKey`/`kms:Decrypt` on the topics' key; X-Ray.
  * The schedules' role (trusting `scheduler.amazonaws.com` from this account only) may only
@@ -75,7 +79,7 @@ export interface FinanceReportsProps {
  * `Function`, `ScheduleRole`, `DaySchedule`, `WeekSchedule`, `MonthSchedule`.
  *
  * @example
- * new FinanceReports(this, 'FinanceReports', { entry, depsLockFilePath, database, topics });
+ * new FinanceReports(this, 'FinanceReports', { entry, depsLockFilePath, store, topics });
  */
 export class FinanceReports extends Construct {
   /** The key encrypting the reports bucket. */
@@ -124,25 +128,8 @@ export class FinanceReports extends Construct {
       retention: props.logRetention,
       removalPolicy,
     });
-    this.role = new iam.Role(this, 'ServiceRole', {
-      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: 'gpu-sentinel report Lambda: least privilege, written by hand',
-    });
-    this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
-        resources: [logGroup.logGroupArn],
-      }),
-    );
-    this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        actions: ['timestream:Select'],
-        resources: [props.database.gpuTable.attrArn],
-      }),
-    );
-    this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: ['timestream:DescribeEndpoints'], resources: ['*'] }),
-    );
+    this.role = lambdaServiceRole(this, logGroup, 'report Lambda');
+    props.store.grantRead(this.role);
     this.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         actions: ['s3:PutObject'],
@@ -172,7 +159,7 @@ export class FinanceReports extends Construct {
         externalModules: [...REPORT_BUNDLING.externalModules],
       },
       environment: {
-        ...props.database.environment(),
+        ...props.store.environment(),
         REPORTS_BUCKET: this.bucket.bucketName,
         REPORTS_KEY_ARN: this.key.keyArn,
         TOPIC_REPORTS_ARN: props.topics.reports.topicArn,
@@ -181,12 +168,7 @@ export class FinanceReports extends Construct {
       },
     });
 
-    const scheduleRole = new iam.Role(this, 'ScheduleRole', {
-      assumedBy: new iam.ServicePrincipal('scheduler.amazonaws.com', {
-        conditions: { StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID } },
-      }),
-      description: 'gpu-sentinel report schedules: may invoke the report Lambda only',
-    });
+    const scheduleRole = scheduleInvokeRole(this, 'ScheduleRole', this.function, 'the report Lambda');
     const schedule = (period: keyof typeof REPORT_SCHEDULES, scheduleId: string) =>
       new scheduler.Schedule(this, scheduleId, {
         description: `gpu-sentinel ${period} finance report`,
@@ -206,17 +188,7 @@ export class FinanceReports extends Construct {
 
     Validations.of(this.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
-      reason:
-        'Only actions without resource-level permissions use Resource "*": timestream:DescribeEndpoints ' +
-        '(endpoint discovery) and xray:PutTraceSegments/PutTelemetryRecords (added by active tracing).',
-    });
-    const functionLogicalId = Stack.of(this).getLogicalId(
-      this.function.node.defaultChild as lambda.CfnFunction,
-    );
-    Validations.of(scheduleRole).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::<${functionLogicalId}.Arn>:*]`,
-      reason:
-        'lambda:InvokeFunction on the report function and its versions/aliases (grantInvoke adds ARN:*); no other function.',
+      reason: starResourceReason(props.store.kind),
     });
     const bucketLogicalId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
     Validations.of(this.role).acknowledge({

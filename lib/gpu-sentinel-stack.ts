@@ -10,6 +10,7 @@ import { type AlertEmails, AlertTopics } from './alert-topics';
 import { AthenaTelemetryStore } from './athena-telemetry-store';
 import { DEFAULT_STORE, STORES, type StoreKind } from './constants';
 import { FinanceReports } from './finance-reports';
+import { FleetEvaluator } from './fleet-evaluator';
 import { IngestApi } from './ingest-api';
 import { IngestFunction } from './ingest-function';
 import { type MonitoredFunction, MonitoringAlarms } from './monitoring-alarms';
@@ -25,6 +26,10 @@ import { validateOneOf } from './validate-props';
 export const DEFAULT_INGEST_ENTRY = fileURLToPath(new URL('../lambdas/handlers/ingest.ts', import.meta.url));
 /** Default entry of the report Lambda: `lambdas/handlers/report.ts` at the repository root. */
 export const DEFAULT_REPORT_ENTRY = fileURLToPath(new URL('../lambdas/handlers/report.ts', import.meta.url));
+/** Default entry of the fleet evaluator Lambda: `lambdas/handlers/fleet-evaluator.ts` at the repository root. */
+export const DEFAULT_FLEET_ENTRY = fileURLToPath(
+  new URL('../lambdas/handlers/fleet-evaluator.ts', import.meta.url),
+);
 /** The repository's npm lock file: the bundling root of the Lambdas. */
 export const DEPS_LOCK_FILE_PATH = fileURLToPath(new URL('../package-lock.json', import.meta.url));
 
@@ -160,6 +165,17 @@ export interface GpuSentinelStackProps extends StackProps {
    * @default `<repo>/lambdas/handlers/report.ts`
    */
   readonly reportEntry?: string;
+  /**
+   * Regions whose running GPU instances the fleet evaluator lists for `agent_silent` and the
+   * cross-node straggler, AWS region codes, at least one.
+   * @default - the stack's region
+   */
+  readonly fleetRegions?: readonly string[];
+  /**
+   * Absolute path of the fleet evaluator's entry file.
+   * @default `<repo>/lambdas/handlers/fleet-evaluator.ts`
+   */
+  readonly fleetEntry?: string;
 }
 
 /**
@@ -170,12 +186,12 @@ export interface GpuSentinelStackProps extends StackProps {
  *
  * Construct IDs are a contract (renaming one replaces the resource): `AthenaStore` or
  * `TelemetryDatabase`, `AlertTopics`, `RemediationState`, `AgentRole`, `IngestFunction`,
- * `IngestApi`, `AgentPolicy`, `FinanceReports` (timestream store only, for now), `MonitoringAlarms`,
+ * `IngestApi`, `AgentPolicy`, `FinanceReports`, `FleetEvaluator`, `MonitoringAlarms`,
  * `MonitoringDashboard`; outputs
  * `BatchesUrl`, `CriticalTopicArn`, `WarningTopicArn`, `InfoTopicArn`, `ReportsTopicArn`,
- * `AgentPolicyArn`, `AgentRoleArn`, `AgentInstanceProfileArn`, `StateTableName`, and
- * `TelemetryBucketName`, `GlueDatabaseName`, `AthenaWorkGroup` (athena) or
- * `TimestreamDatabaseName`, `ReportsBucketName` (timestream).
+ * `AgentPolicyArn`, `AgentRoleArn`, `AgentInstanceProfileArn`, `StateTableName`, `ReportsBucketName`,
+ * and `TelemetryBucketName`, `GlueDatabaseName`, `AthenaWorkGroup` (athena) or
+ * `TimestreamDatabaseName` (timestream).
  *
  * @example
  * new GpuSentinelStack(app, 'GpuSentinel', { remediationMode: 'notify', organizationId: 'o-a1b2c3d4e5' });
@@ -201,8 +217,10 @@ export class GpuSentinelStack extends Stack {
   readonly agentPolicy: AgentPolicy;
   /** The agent role and instance profile for GPU instances. */
   readonly agentRole: AgentRole;
-  /** The scheduled finance reports: bucket, Lambda, schedules (store `timestream` only, for now). */
-  readonly reports?: FinanceReports;
+  /** The scheduled finance reports: bucket, Lambda, schedules. */
+  readonly reports: FinanceReports;
+  /** The fleet evaluator: Lambda and its 5-minute schedule. */
+  readonly fleet: FleetEvaluator;
   /** The CloudWatch alarms; `alarms.addFunction()` adds a Lambda's errors and throttles alarms. */
   readonly alarms: MonitoringAlarms;
   /** The CloudWatch dashboard, by failure mode. */
@@ -260,22 +278,29 @@ export class GpuSentinelStack extends Stack {
     });
     this.agentPolicy = new AgentPolicy(this, 'AgentPolicy', { api: this.api });
     this.agentPolicy.policy.attachToRole(this.agentRole.role);
-    // The report Lambda reads Timestream today; its Athena read grants are still to come.
-    if (this.database !== undefined) {
-      this.reports = new FinanceReports(this, 'FinanceReports', {
-        entry: props.reportEntry ?? DEFAULT_REPORT_ENTRY,
-        depsLockFilePath: DEPS_LOCK_FILE_PATH,
-        database: this.database,
-        topics: this.topics,
-        logRetention,
-      });
-    }
+    this.reports = new FinanceReports(this, 'FinanceReports', {
+      entry: props.reportEntry ?? DEFAULT_REPORT_ENTRY,
+      depsLockFilePath: DEPS_LOCK_FILE_PATH,
+      store: this.store,
+      topics: this.topics,
+      logRetention,
+    });
+    this.fleet = new FleetEvaluator(this, 'FleetEvaluator', {
+      entry: props.fleetEntry ?? DEFAULT_FLEET_ENTRY,
+      depsLockFilePath: DEPS_LOCK_FILE_PATH,
+      store: this.store,
+      topics: this.topics,
+      state: this.state,
+      regions: props.fleetRegions,
+      ruleThresholds: props.ruleThresholds,
+      logRetention,
+    });
 
     const monitored: MonitoredFunction[] = [
       { name: 'Ingest', function: this.ingest.function, errorsTopic: 'critical' },
-      ...(this.reports === undefined
-        ? []
-        : [{ name: 'Report', function: this.reports.function, errorsTopic: 'warning' as const }]),
+      { name: 'Report', function: this.reports.function, errorsTopic: 'warning' },
+      // A failing evaluator means silent agents go unnoticed: critical, like ingest.
+      { name: 'FleetEvaluator', function: this.fleet.function, errorsTopic: 'critical' },
     ];
     this.alarms = new MonitoringAlarms(this, 'MonitoringAlarms', {
       topics: this.topics,
@@ -329,12 +354,10 @@ export class GpuSentinelStack extends Stack {
         description: 'Run report queries in this workgroup (results encrypted, scan capped)',
       });
     }
-    if (this.reports !== undefined) {
-      new CfnOutput(this, 'ReportsBucketName', {
-        value: this.reports.bucket.bucketName,
-        description: 'Where the scheduled finance reports (CSV, HTML) are written, under reports/',
-      });
-    }
+    new CfnOutput(this, 'ReportsBucketName', {
+      value: this.reports.bucket.bucketName,
+      description: 'Where the scheduled finance reports (CSV, HTML) are written, under reports/',
+    });
   }
 
   /**

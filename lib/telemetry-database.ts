@@ -215,4 +215,22 @@ export class TelemetryDatabase extends Construct implements TelemetryStoreResour
     });
     return grant;
   }
+
+  /**
+   * Lets `grantee` read the GPU windows: `timestream:Select` on the GPU windows table and
+   * `timestream:DescribeEndpoints` on `*` (endpoint discovery has no resource-level permission: the
+   * grantee's construct acknowledges cdk-nag's `AwsSolutions-IAM5[Resource::*]` with its other `*` actions).
+   *
+   * @param grantee - the principal to grant to
+   * @returns the grant of `timestream:Select`
+   */
+  grantRead(grantee: iam.IGrantable): iam.Grant {
+    const grant = iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['timestream:Select'],
+      resourceArns: [this.gpuTable.attrArn],
+    });
+    iam.Grant.addToPrincipal({ grantee, actions: ['timestream:DescribeEndpoints'], resourceArns: ['*'] });
+    return grant;
+  }
 }

@@ -2,8 +2,8 @@ import type * as iam from 'aws-cdk-lib/aws-iam';
 import type { StoreKind } from './constants';
 
 /**
- * What the ingest Lambda needs from the deployed telemetry store, whichever it is
- * ({@link StoreKind}): its settings as environment variables and the permission to write.
+ * What the Lambdas need from the deployed telemetry store, whichever it is ({@link StoreKind}): its
+ * settings as environment variables and the permissions to write (ingest) and to read (reports, fleet).
  */
 export interface TelemetryStoreResources {
   /** Which store: `athena` or `timestream`. */
@@ -16,4 +16,13 @@ export interface TelemetryStoreResources {
    * @returns the grant
    */
   grantWrite(grantee: iam.IGrantable): iam.Grant;
+  /**
+   * Lets `grantee` read the GPU windows (reports, the fleet evaluator's `lastSeen`, `recentWindows`,
+   * `queryWasteBy`), nothing more. Object-prefix wildcards the read needs are acknowledged to cdk-nag
+   * on the grantee's role by the grant; `Resource: "*"` is left to the grantee's construct, which
+   * knows its other actions on `*`.
+   * @param grantee - the principal to grant to
+   * @returns the grant
+   */
+  grantRead(grantee: iam.IGrantable): iam.Grant;
 }

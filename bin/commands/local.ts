@@ -48,7 +48,12 @@ export interface LocalCommandOptions {
   readonly only?: LocalSource;
   /** Rule-threshold overrides, a JSON file (see `parseRuleThresholds`). @default the defaults */
   readonly rules?: string;
+  /** How often the fleet evaluator runs during the run, s > 0; it runs once more at the end. @default 60 */
+  readonly fleetIntervalS?: number;
 }
+
+/** Default interval of the fleet evaluator's timer in local mode, s. */
+export const DEFAULT_FLEET_INTERVAL_S = 60;
 
 /** What can feed `gpu-sentinel local`. */
 export type LocalSource = 'live' | 'captures' | 'simulation';
@@ -66,7 +71,8 @@ const LOCAL_IDENTITY = {
  * loads (live agent for `durationS`) or else from a replay of recorded captures, and from the
  * default simulated fleet (one host per diagnosis, tagged `simulated=true`, 20–35 simulated minutes
  * through the agent's own loop), then prints the alerts, the simulated hosts' diagnoses and fixes,
- * and the waste report, and writes `alerts.jsonl`, `remediation.jsonl`, `waste.csv`.
+ * and the waste report, and writes `alerts.jsonl`, `remediation.jsonl`, `waste.csv`. The fleet
+ * evaluator runs on a timer every `fleetIntervalS` and once at the end, its alerts with the others.
  *
  * @returns the process exit code: 0 when every batch was accepted, 1 otherwise (or when `--only
  *   live` finds no NVML)
@@ -87,6 +93,7 @@ export async function runLocalCommand(
     priceOverrides: parsePriceOverrides(opts.priceOverrides),
     log,
     write,
+    fleetIntervalMs: (opts.fleetIntervalS ?? DEFAULT_FLEET_INTERVAL_S) * 1000,
   });
   const sender = new HttpSender({ endpoint: pipeline.url, auth: 'none' });
   let failures = 0;
@@ -152,6 +159,10 @@ export async function runLocalCommand(
     }
     const from = new Date(Math.min(...starts.map((d) => d.getTime())));
     const rows = await pipeline.writeWasteReport(from, new Date(Date.now() + 1000));
+    const fleetRun = await pipeline.evaluateFleet();
+    write(
+      `\nFleet rules (agent_silent, straggler per job, waste_rate per team): ${fleetRun.findings.length} firing, over ${fleetRun.instances ?? 0} hosts that reported\n`,
+    );
     write(`\nAlerts: ${pipeline.alerts.published.length}\n`);
     write(`Remediation decisions:\n`);
     for (const d of pipeline.decisions.recorded) {

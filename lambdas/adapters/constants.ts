@@ -104,3 +104,12 @@ export const TIMESTREAM_MAX_MEASURE_VALUE_BYTES = 2048;
  * "metering writes" page), at most 2 KB (quotas, "maximum record size").
  */
 export const TIMESTREAM_MAX_RECORD_BYTES = 2048;
+
+/** Instances per `DescribeInstances` page, count (EC2 `MaxResults` 5..1000, https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstances.html). */
+export const DESCRIBE_INSTANCES_PAGE_SIZE = 1000;
+
+/** EC2 tag Auto Scaling puts on each member instance: its group's name. */
+export const AUTO_SCALING_GROUP_TAG = 'aws:autoscaling:groupName';
+
+/** Metric data per `PutMetricData` request, count (CloudWatch limit 1,000, https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricData.html). */
+export const PUT_METRIC_DATA_MAX_DATA = 1000;

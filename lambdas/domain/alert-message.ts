@@ -88,33 +88,77 @@ function where(finding: Finding): string {
 export function toAlert(finding: Finding, host: Host, status: AlertStatus = 'firing'): Alert {
   const id = alertId(finding);
   const gpu = where(finding);
-  const label = status === 'resolved' ? 'RESOLVED' : finding.severity.toUpperCase();
-  const head = `[${label}] ${finding.rule} ${finding.instance_id}${gpu === '' ? '' : ` ${gpu}`} ${finding.instance_type}: `;
+  const head = `[${statusLabel(finding, status)}] ${finding.rule} ${finding.instance_id}${gpu === '' ? '' : ` ${gpu}`} ${finding.instance_type}: `;
   // The head already names the GPU: drop the summary's " on GPU …" so the subject keeps the key words.
-  const short = finding.summary.replace(` on ${describeGpu(finding)}`, '');
-  let subject = toAsciiLine(head + short);
-  if (subject.length > MAX_ALERT_SUBJECT_CHARS)
-    subject = `${subject.slice(0, MAX_ALERT_SUBJECT_CHARS - 3)}...`;
-
+  const subject = alertSubject(head + finding.summary.replace(` on ${describeGpu(finding)}`, ''));
   const tags = host.tags ?? {};
-  const team = tags[TEAM_TAG];
-  const owner = [TEAM_TAG, JOB_TAG, PROJECT_TAG]
+  const owner = ownerOf(tags);
+  const body = alertBody(
+    finding,
+    status,
+    [
+      `  instance: ${finding.instance_id} (${finding.instance_type})`,
+      `  region: ${host.region}${host.az === undefined ? '' : `, AZ ${host.az}`}`,
+      `  Auto Scaling group: ${host.asg_name ?? 'none'}`,
+      ...(gpu === '' ? [] : [`  GPU: ${gpu}`]),
+      ...(host.lifecycle === undefined ? [] : [`  lifecycle: ${host.lifecycle}`]),
+      ...(owner === '' ? [] : [`  owner: ${owner}`]),
+    ],
+    id,
+  );
+  return { id, finding, subject, body, attributes: alertAttributes(finding, status, tags), status };
+}
+
+/** `RESOLVED`, or the finding's severity in capitals: the subject's first bracket. */
+export function statusLabel(finding: Finding, status: AlertStatus): string {
+  return status === 'resolved' ? 'RESOLVED' : finding.severity.toUpperCase();
+}
+
+/**
+ * A subject line: printable ASCII, at most {@link MAX_ALERT_SUBJECT_CHARS} characters (cut with `...`).
+ * @param text - head and summary
+ */
+export function alertSubject(text: string): string {
+  const subject = toAsciiLine(text);
+  return subject.length > MAX_ALERT_SUBJECT_CHARS
+    ? `${subject.slice(0, MAX_ALERT_SUBJECT_CHARS - 3)}...`
+    : subject;
+}
+
+/**
+ * The owner tags of an instance for people: `team vision, job train-42, project p`; empty without any.
+ * @param tags - the instance's tags
+ */
+export function ownerOf(tags: Readonly<Record<string, string>>): string {
+  return [TEAM_TAG, JOB_TAG, PROJECT_TAG]
     .flatMap((k) => (tags[k] === undefined ? [] : [`${k} ${tags[k]}`]))
     .join(', ');
+}
+
+/**
+ * The plain-text body of an alert: status, what, severity, first seen, where (the lines given), the
+ * numbers (every evidence field), what to do, and the alert id.
+ *
+ * @param finding - the finding
+ * @param status - `firing` or `resolved`
+ * @param whereLines - the "Where:" section's lines, indented two spaces
+ * @param id - the alert id
+ */
+export function alertBody(
+  finding: Finding,
+  status: AlertStatus,
+  whereLines: readonly string[],
+  id: string,
+): string {
   const numbers = Object.entries(finding.evidence).map(([k, v]) => `  ${k}: ${String(v)}`);
-  const body = [
+  return [
     ...(status === 'resolved' ? ['Status: RESOLVED, the condition no longer holds'] : []),
     `What: ${finding.summary}`,
     `Severity: ${finding.severity} (rule ${finding.rule}, action ${finding.action})`,
     `First seen: ${finding.at}`,
     '',
     'Where:',
-    `  instance: ${finding.instance_id} (${finding.instance_type})`,
-    `  region: ${host.region}${host.az === undefined ? '' : `, AZ ${host.az}`}`,
-    `  Auto Scaling group: ${host.asg_name ?? 'none'}`,
-    ...(gpu === '' ? [] : [`  GPU: ${gpu}`]),
-    ...(host.lifecycle === undefined ? [] : [`  lifecycle: ${host.lifecycle}`]),
-    ...(owner === '' ? [] : [`  owner: ${owner}`]),
+    ...whereLines,
     '',
     'Numbers:',
     ...(numbers.length > 0 ? numbers : ['  (none)']),
@@ -123,15 +167,30 @@ export function toAlert(finding: Finding, host: Host, status: AlertStatus = 'fir
     '',
     `Alert id: ${id}`,
   ].join('\n');
+}
 
+/**
+ * SNS message attributes of an alert: `severity`, `rule`, `instance_type`, `status`, and `team` / `job`
+ * only when the tags have them (so a team subscribes to its own alerts with a filter policy).
+ *
+ * @param finding - the finding
+ * @param status - `firing` or `resolved`
+ * @param tags - the owner's tags (`team`, `job`)
+ */
+export function alertAttributes(
+  finding: Finding,
+  status: AlertStatus,
+  tags: Readonly<Record<string, string>>,
+): Record<string, string> {
   const attributes: Record<string, string> = {
     severity: finding.severity,
     rule: finding.rule,
     instance_type: finding.instance_type,
     status,
   };
+  const team = tags[TEAM_TAG];
   if (team !== undefined) attributes.team = team;
   const job = tags[JOB_TAG];
   if (job !== undefined) attributes.job = job;
-  return { id, finding, subject, body, attributes, status };
+  return attributes;
 }

@@ -55,3 +55,22 @@ export const SENDING_INSTANCE_STATES: readonly string[] = ['running', 'stopping'
 
 /** Seconds a remediation reservation stays pending before another invocation may take it over, s: the longest a Lambda can run (900 s, AWS Lambda quotas), so no live holder loses it. */
 export const REMEDIATION_LEASE_S = 900;
+
+/**
+ * How far back the fleet evaluator asks the store when each instance last sent, s: 1 h. An instance
+ * not seen in it reads "never seen" to `agent_silent`; longer spans cost Athena more bytes scanned.
+ */
+export const FLEET_LAST_SEEN_LOOKBACK_S = 3600;
+
+/**
+ * Most flush windows the fleet evaluator reads per instance for the cross-node straggler, count:
+ * 15 min of 8 GPUs at a 1 s flush (the agent's shortest) is 7,200.
+ */
+export const FLEET_WINDOWS_PER_INSTANCE = 8000;
+
+/**
+ * Store reads the fleet evaluator runs at once, count: on Athena each is a query, and the account's
+ * active-query quota (Service Quotas, "Active DML queries", 20 or more by region) is shared with
+ * reports and people.
+ */
+export const FLEET_READ_CONCURRENCY = 4;

@@ -5,6 +5,7 @@ export * from './cloudwatch-metrics';
 export * from './constants';
 export * from './enrich-host';
 export * from './errors';
+export * from './fleet';
 export * from './gpu-holder';
 export * from './ledger';
 export * from './measure-types';

@@ -324,13 +324,17 @@ function judgeWindows(
 
 /**
  * Publish-then-record (issue 9): lease the alert, publish, then record the send; a failed publish frees
- * the lease, so the agent's retry sends it instead of the cooldown swallowing it.
+ * the lease, so the agent's retry sends it instead of the cooldown swallowing it. Shared by ingest and
+ * the fleet evaluator (one alert lifecycle).
  *
+ * @param alert - the alert to send
+ * @param deps - state store, alert sink, log, cooldown
+ * @param now - the server's clock
  * @returns `sent`, `skipped` (in cooldown, or another invocation is sending it), or `failed`
  */
-async function publishOnce(
+export async function publishOnce(
   alert: Alert,
-  deps: PipelineDeps,
+  deps: Pick<PipelineDeps, 'state' | 'alerts' | 'log' | 'alertCooldownS'>,
   now: Date,
 ): Promise<'sent' | 'skipped' | 'failed'> {
   const at = now.toISOString();
@@ -373,24 +377,44 @@ async function resolveStopped(
     if (firingNow.has(firing.alert_id) || !window.judged.has(firing.rule)) continue;
     if (!(await deps.state.takeFiringAlert(host.instance_id, firing.alert_id))) continue;
     const alert = toAlert(resolvedFinding(firing, now), host, 'resolved');
-    try {
-      await deps.alerts.publish(alert);
-    } catch (err) {
-      await deps.state.putFiringAlert(firing);
-      failed.push(alert);
-      deps.log.error('resolve publish failed; the alert stays firing', {
-        alert_id: firing.alert_id,
-        error: (err as Error).message,
-      });
-      continue;
-    }
-    sent.push(alert);
-    // Re-arm: a return of the condition is a new episode, sent once ALERT_REARM_S have passed since the
-    // resolve (not the previous episode's full cooldown): recorded as a send at now + rearm − cooldown.
-    const cooldownS = deps.alertCooldownS ?? DEFAULT_ALERT_COOLDOWN_S;
-    const rearmAt = new Date(now.getTime() + (Math.min(ALERT_REARM_S, cooldownS) - cooldownS) * 1000);
-    await deps.state.confirmAlert(firing.alert_id, rearmAt.toISOString(), cooldownS);
+    if (await publishResolve(firing, alert, deps, now)) sent.push(alert);
+    else failed.push(alert);
   }
+}
+
+/**
+ * Sends the resolve message of a firing alert whose record this invocation took (`takeFiringAlert`),
+ * then re-arms it: a return of the condition is a new episode, sent once {@link ALERT_REARM_S} have
+ * passed since the resolve (not the previous episode's full cooldown), recorded as a send at
+ * now + rearm − cooldown. If the publish fails the firing record goes back. Shared by ingest and the
+ * fleet evaluator.
+ *
+ * @param firing - the record taken
+ * @param alert - its resolve message
+ * @param deps - state store, alert sink, log, cooldown
+ * @param now - the server's clock
+ * @returns true when sent, false when the publish failed (logged; the alert stays firing)
+ */
+export async function publishResolve(
+  firing: FiringAlert,
+  alert: Alert,
+  deps: Pick<PipelineDeps, 'state' | 'alerts' | 'log' | 'alertCooldownS'>,
+  now: Date,
+): Promise<boolean> {
+  try {
+    await deps.alerts.publish(alert);
+  } catch (err) {
+    await deps.state.putFiringAlert(firing);
+    deps.log.error('resolve publish failed; the alert stays firing', {
+      alert_id: firing.alert_id,
+      error: (err as Error).message,
+    });
+    return false;
+  }
+  const cooldownS = deps.alertCooldownS ?? DEFAULT_ALERT_COOLDOWN_S;
+  const rearmAt = new Date(now.getTime() + (Math.min(ALERT_REARM_S, cooldownS) - cooldownS) * 1000);
+  await deps.state.confirmAlert(firing.alert_id, rearmAt.toISOString(), cooldownS);
+  return true;
 }
 
 /** The finding of a resolve message: same rule, instance and severity (same topic), nothing to do. */

@@ -2,6 +2,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_RULE_CONTEXT, type PriceOverrides, type RemediationMode, type RuleContext } from '../domain';
 import type { WasteReportRow } from '../domain/types';
+import { evaluateFleet, type FleetEvaluation } from '../handlers/evaluate-fleet';
 import { createIngestHandler } from '../handlers/ingest-handler';
 import type { Log } from '../handlers/log';
 import { ConsoleAlertSink } from './console-alert-sink';
@@ -9,6 +10,7 @@ import { DryRunRemediator } from './dry-run-remediator';
 import { DuckDbStore } from './duckdb-store';
 import { JsonlDecisionSink } from './jsonl-decision-sink';
 import { startLocalApi } from './local-api-server';
+import { LocalRunningInstances } from './local-running-instances';
 import { wasteCsv } from './waste-report';
 
 /** Options of {@link startLocalPipeline}. */
@@ -27,6 +29,14 @@ export interface LocalPipelineOptions {
   readonly log: Log;
   /** Console writer for alert lines. @default process.stdout.write */
   readonly write?: (line: string) => void;
+  /**
+   * How often the fleet evaluator runs on a timer, ms ≥ 1 (`gpu-sentinel local --fleet-interval`);
+   * its alerts go to the same console and `alerts.jsonl`. @default undefined (no timer; call
+   * `evaluateFleet` yourself)
+   */
+  readonly fleetIntervalMs?: number;
+  /** The fleet evaluator's clock. @default () => new Date() */
+  readonly clock?: () => Date;
 }
 
 /** A running local pipeline: loopback API in front of the ingest handler, DuckDB store, console/JSONL sinks. */
@@ -36,6 +46,12 @@ export interface LocalPipeline {
   readonly store: DuckDbStore;
   readonly alerts: ConsoleAlertSink;
   readonly decisions: JsonlDecisionSink;
+  /**
+   * Runs the fleet evaluator once (docs/design.md §6): the instances that reported are the running
+   * ones (see `LocalRunningInstances`), alerts to the console sink with the ingest lifecycle.
+   * @param now - its clock @default the pipeline's clock
+   */
+  evaluateFleet(now?: Date): Promise<FleetEvaluation>;
   /** Queries the ledger over [from, to), writes `waste.csv`, returns the rows. */
   writeWasteReport(from: Date, to: Date): Promise<WasteReportRow[]>;
   /** Stops the server and closes the store. */
@@ -77,17 +93,43 @@ export async function startLocalPipeline(options: LocalPipelineOptions): Promise
     callerCheck: 'none',
   });
   const api = await startLocalApi({ handler });
+  const clock = options.clock ?? (() => new Date());
+  const fleetDeps = {
+    store,
+    state: store,
+    alerts,
+    instances: new LocalRunningInstances(store),
+    log: options.log,
+    rules: options.rules ?? DEFAULT_RULE_CONTEXT,
+  };
+  // One evaluation at a time: a tick that finds the previous one still running is skipped.
+  let running: Promise<unknown> | undefined;
+  const tick = () => {
+    if (running !== undefined) return;
+    running = evaluateFleet(fleetDeps, clock())
+      .catch((err: unknown) =>
+        options.log.error('fleet evaluation failed', { error: (err as Error).message }),
+      )
+      .finally(() => {
+        running = undefined;
+      });
+  };
+  const timer =
+    options.fleetIntervalMs === undefined ? undefined : setInterval(tick, options.fleetIntervalMs);
   return {
     url: api.url,
     store,
     alerts,
     decisions,
+    evaluateFleet: (now) => evaluateFleet(fleetDeps, now ?? clock()),
     async writeWasteReport(from, to) {
       const rows = await store.queryWaste({ from, to });
       await writeFile(join(options.outDir, 'waste.csv'), wasteCsv(rows));
       return rows;
     },
     async close() {
+      if (timer !== undefined) clearInterval(timer);
+      await running;
       await api.close();
       await store.close();
     },

@@ -1,6 +1,7 @@
 import type { CfnResource } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import type { AthenaTelemetryStore } from '../../lib/athena-telemetry-store';
 import { REPORT_SCHEDULES } from '../../lib/constants';
 import type { FinanceReports } from '../../lib/finance-reports';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
@@ -141,8 +142,10 @@ describe('FinanceReports', () => {
 
   it('lets the schedules only invoke the report Lambda, trusted from this account only', () => {
     // Prepare
-    const roleId = template.findResources('AWS::Scheduler::Schedule');
-    const roleArns = new Set(Object.values(roleId).map((s) => JSON.stringify(s.Properties.Target.RoleArn)));
+    const schedules = Object.values(template.findResources('AWS::Scheduler::Schedule')).filter(
+      (s) => s.Properties.Target.Arn['Fn::GetAtt'][0] === logicalId(stack, reports.function),
+    );
+    const roleArns = new Set(schedules.map((s) => JSON.stringify(s.Properties.Target.RoleArn)));
     const [roleArn] = [...roleArns];
     const scheduleRoleId = (JSON.parse(roleArn as string) as { 'Fn::GetAtt': [string, string] })[
       'Fn::GetAtt'
@@ -164,12 +167,48 @@ describe('FinanceReports', () => {
     });
   });
 
-  it('is not deployed on the athena store yet (its read grants are to come)', () => {
-    // Prepare / Act
+  it('reads the Athena store through its read grant when the store is athena', () => {
+    // Prepare
     const athena = buildStack();
+    const athenaTemplate = Template.fromStack(athena);
+    const store = athena.athenaStore as AthenaTelemetryStore;
+    // Act
+    const grants = roleStatements(athenaTemplate, logicalId(athena, athena.reports.role)).map((s) => [
+      actionsOf(s).sort().join(','),
+      resourcesOf(s).length,
+    ]);
+    const env =
+      athenaTemplate.findResources('AWS::Lambda::Function')[logicalId(athena, athena.reports.function)]
+        ?.Properties.Environment.Variables;
     // Assess
-    expect(athena.reports).toBeUndefined();
-    expect(Object.keys(Template.fromStack(athena).findOutputs('*'))).not.toContain('ReportsBucketName');
+    expect(grants).toEqual([
+      ['logs:CreateLogStream,logs:PutLogEvents', 1],
+      [
+        'athena:GetQueryExecution,athena:GetQueryResults,athena:StartQueryExecution,athena:StopQueryExecution',
+        1,
+      ],
+      ['glue:GetDatabase,glue:GetTable', 5],
+      ['s3:GetBucketLocation,s3:ListBucket', 1],
+      ['s3:GetObject', 3],
+      ['s3:AbortMultipartUpload,s3:GetObject,s3:PutObject', 1],
+      // The minimizePolicies feature flag merges the store key's and the topics key's statements.
+      ['kms:Decrypt,kms:GenerateDataKey', 2],
+      ['s3:PutObject', 1],
+      ['kms:GenerateDataKey', 1],
+      ['sns:Publish', 1],
+      ['xray:PutTelemetryRecords,xray:PutTraceSegments', 1],
+    ]);
+    expect(env).toMatchObject({
+      STORE: 'athena',
+      ATHENA_DATABASE: expect.anything(),
+      ATHENA_WORKGROUP: expect.anything(),
+    });
+    expect(
+      JSON.stringify(roleStatements(athenaTemplate, logicalId(athena, athena.reports.role))),
+    ).not.toContain('timestream');
+    expect(JSON.stringify(roleStatements(athenaTemplate, logicalId(athena, athena.reports.role)))).toContain(
+      `${logicalId(athena, store.bucket)}`,
+    );
   });
 
   it('outputs the reports bucket name', () => {

@@ -92,9 +92,9 @@ describe('GpuSentinelStack', () => {
     expect(Object.keys(template.findOutputs('*'))).not.toContain('TimestreamDatabaseName');
   });
 
-  it('applies logRetention to the Lambda, the access and the Firehose delivery log groups', () => {
+  it('applies logRetention to the Lambdas (ingest, reports, fleet evaluator), the access and the Firehose delivery log groups', () => {
     // Prepare / Act / Assess
-    template.resourceCountIs('AWS::Logs::LogGroup', 3);
+    template.resourceCountIs('AWS::Logs::LogGroup', 5);
     template.allResourcesProperties('AWS::Logs::LogGroup', { RetentionInDays: 90 });
   });
 

@@ -38,7 +38,7 @@ describe('IngestFunction (Timestream store)', () => {
 
   it('runs on nodejs24.x, arm64, 512 MB, 25 s, with X-Ray active', () => {
     // Prepare / Act / Assess
-    template.resourceCountIs('AWS::Lambda::Function', 2); // ingest + finance reports
+    template.resourceCountIs('AWS::Lambda::Function', 3); // ingest, finance reports, fleet evaluator
     template.hasResourceProperties('AWS::Lambda::Function', {
       Runtime: 'nodejs24.x',
       Architectures: ['arm64'],

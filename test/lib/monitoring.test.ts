@@ -75,7 +75,7 @@ describe.each(['athena', 'timestream'] as const)('monitoring, store %s', (store)
 
   it('has an errors and a throttles alarm for every function of the stack', () => {
     // Prepare
-    const functions = store === 'timestream' ? ['Ingest', 'Report'] : ['Ingest'];
+    const functions = ['Ingest', 'Report', 'FleetEvaluator'];
     // Act
     const ids = [...alarms.keys()].sort();
     // Assess
@@ -341,12 +341,12 @@ describe('monitoring props', () => {
     const stack = buildStack({ store: 'timestream' });
     // Act
     stack.alarms.addFunction({
-      name: 'FleetEvaluator',
+      name: 'Extra',
       function: stack.ingest.function,
       errorsTopic: 'critical',
     });
     // Assess
-    expect(alarmsOf(stack).get('FleetEvaluatorErrors')?.AlarmActions).toEqual([
+    expect(alarmsOf(stack).get('ExtraErrors')?.AlarmActions).toEqual([
       ref(stack, stack.topics.critical),
     ]);
     expect(() =>

@@ -7,7 +7,7 @@ import { NOT_JUDGED, type WindowRule } from './window-rule';
 const MODIFIED_Z_CONSTANT = 0.6745;
 
 /** The metrics a straggler is judged on: work (SM active), power and temperature (a cooler GPU works less). */
-const STRAGGLER_METRICS = [
+export const STRAGGLER_METRICS = [
   'sm_active',
   'power_w',
   'gpu_temp_c',

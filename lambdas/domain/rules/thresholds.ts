@@ -226,6 +226,50 @@ export const THRESHOLD_TABLE = {
     max: 1,
     source: 'docs/design.md §6: an instance wastes ≥ 50 % of its price over the horizon',
   },
+  agentSilentAfterS: {
+    value: 300,
+    unit: 's',
+    min: 30,
+    max: 86_400,
+    source:
+      "issue 8: agent_silent when a running GPU instance sent no batch for 5 min (20 flush intervals of 10 s and more than the agent's retry backoff)",
+  },
+  fleetStragglerSpanS: {
+    value: 900,
+    unit: 's',
+    min: 60,
+    max: 86_400,
+    source: "this module: the fleet straggler compares nodes over the agent's horizon, 15 min",
+  },
+  fleetStragglerMinNodes: {
+    value: 3,
+    unit: 'count',
+    min: 3,
+    max: 10_000,
+    source: 'issue 8: a job needs ≥ 3 nodes for a cross-node straggler (a median of two has no majority)',
+  },
+  fleetWasteSpanS: {
+    value: 3600,
+    unit: 's',
+    min: 300,
+    max: 7 * 86_400,
+    source: "issue 8: a team's waste rate is judged over the last hour",
+  },
+  fleetWasteRateAtLeast: {
+    value: 0.5,
+    unit: 'fraction 0..1 of the cost',
+    min: 0,
+    max: 1,
+    source: 'issue 8: a team wasting ≥ 50 % of what its GPUs cost over the span',
+  },
+  fleetWasteMinCostUsdPerHour: {
+    value: 20,
+    unit: 'USD/hour',
+    min: 0,
+    max: 1e6,
+    source:
+      "this module: below $20/h of GPU spend (about 3 p5.4xlarge, or a fifth of a p5.48xlarge) a team's waste is left to the reports, not paged",
+  },
   pcieReplaysPerMinAtLeast: {
     value: 8,
     unit: 'per min',

@@ -1,0 +1,45 @@
+import type { RuleContext } from '../rules/rule-context';
+import type { RuleId } from '../types';
+import { agentSilentRule } from './agent-silent';
+import type { FleetInput } from './fleet-input';
+import type { FleetFinding, FleetRule } from './fleet-rule';
+import { jobStragglerRule } from './job-straggler';
+import { teamWasteRateRule } from './team-waste-rate';
+
+/** The fleet rules (docs/design.md §6, issue 8), in the order their findings come out. */
+export const FLEET_RULES: readonly FleetRule[] = Object.freeze([
+  agentSilentRule,
+  jobStragglerRule,
+  teamWasteRateRule,
+]);
+
+/** What the fleet rules said about the fleet. */
+export interface FleetRulesResult {
+  /** Every finding, in {@link FLEET_RULES} order. */
+  readonly findings: readonly FleetFinding[];
+  /** The rules that could judge: their firing alerts without a finding now resolve. */
+  readonly judged: ReadonlySet<RuleId>;
+}
+
+/**
+ * Runs every fleet rule (docs/design.md §6); without the running instances, only those that do not
+ * need them. Pure and deterministic.
+ *
+ * @param input - running instances, last batch times, recent windows, team waste
+ * @param ctx - thresholds
+ * @param now - the evaluator's clock
+ * @returns findings and the rules that judged
+ * @example
+ * const { findings, judged } = evaluateFleetRules(input, DEFAULT_RULE_CONTEXT, now);
+ */
+export function evaluateFleetRules(input: FleetInput, ctx: RuleContext, now: Date): FleetRulesResult {
+  const findings: FleetFinding[] = [];
+  const judged = new Set<RuleId>();
+  for (const rule of FLEET_RULES) {
+    if (rule.needsInstances && input.instances === undefined) continue;
+    const verdict = rule.judge(input, ctx, now);
+    if (verdict.judged) judged.add(rule.id);
+    findings.push(...verdict.findings);
+  }
+  return { findings, judged };
+}

@@ -1,0 +1,49 @@
+import type { StoredGpuWindow, WasteGroupRow } from '../ports';
+import type { PurchaseOption } from '../pricing';
+
+/**
+ * A GPU instance EC2 says is running (`DescribeInstances`, state `running`, an instance type of a GPU
+ * family gpu-sentinel prices), as the fleet rules need it.
+ */
+export interface RunningInstance {
+  /** EC2 instance id, e.g. `i-0abc12345def67890`. */
+  readonly instance_id: string;
+  /** EC2 instance type, e.g. `p5.48xlarge`. */
+  readonly instance_type: string;
+  /** The region it runs in (the region asked). */
+  readonly region: string;
+  /** Availability Zone, when EC2 gives one. */
+  readonly az?: string;
+  /** When it was launched (EC2 `LaunchTime`), ISO 8601 UTC. */
+  readonly launch_time: string;
+  /** `spot` when EC2 says `InstanceLifecycle: spot`, else `on-demand`. */
+  readonly lifecycle: PurchaseOption;
+  /** EC2 instance tags (key → value): `team`, `job`, … */
+  readonly tags: Readonly<Record<string, string>>;
+  /** The Auto Scaling group (tag `aws:autoscaling:groupName`), when it belongs to one. */
+  readonly asg_name?: string;
+}
+
+/**
+ * Everything the fleet rules read, gathered by the evaluator before it judges (docs/design.md §6):
+ * pure data, no port.
+ */
+export interface FleetInput {
+  /**
+   * GPU instances EC2 says are running, every configured region; absent when EC2 could not be asked
+   * (the rules that need the list then do not judge).
+   */
+  readonly instances?: readonly RunningInstance[];
+  /**
+   * Instance id → end of its latest GPU window in the store (ISO 8601), over the evaluator's
+   * look-back; an instance absent here sent nothing in that span.
+   */
+  readonly lastSeen: ReadonlyMap<string, string>;
+  /**
+   * Instance id → its GPU flush windows over the last `fleetStragglerSpanS`, as stored (each with the
+   * `job` tag it had then). Instances that sent nothing in the span are absent.
+   */
+  readonly windows: ReadonlyMap<string, readonly StoredGpuWindow[]>;
+  /** The ledger summed per team over the last `fleetWasteSpanS` (`queryWasteBy` by `team`). */
+  readonly teams: readonly WasteGroupRow[];
+}

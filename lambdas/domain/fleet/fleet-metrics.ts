@@ -1,0 +1,75 @@
+import { METRIC_DIMENSIONS, METRIC_NAMES, type MetricName, UNTAGGED_TEAM } from '../cloudwatch-metrics';
+import { SECONDS_PER_HOUR } from '../constants';
+import type { Thresholds } from '../rules/thresholds';
+import type { FleetInput } from './fleet-input';
+import type { FleetFinding } from './fleet-rule';
+
+/** A CloudWatch unit the fleet metrics use. */
+export type FleetMetricUnit = 'Count' | 'Percent' | 'None';
+
+/** One fleet metric value, as `PutMetricData` takes it (the adapter adds namespace and timestamp). */
+export interface FleetMetricDatum {
+  readonly name: MetricName;
+  readonly unit: FleetMetricUnit;
+  readonly value: number;
+  /** Dimension name → value; absent for the fleet-wide series. */
+  readonly dimensions?: Readonly<Record<string, string>>;
+}
+
+/**
+ * The fleet evaluator's CloudWatch metrics (names from `cloudwatch-metrics.ts`): `SilentAgents` and
+ * `UnmonitoredUsdPerHour` (sum of the silent instances' on-demand prices; unpriced ones add 0),
+ * `Stragglers`, and over the waste span `FleetWasteRate` (wasted / cost × 100) and
+ * `FleetWastedUsdPerHour` fleet-wide and per `Team` (a team without cost has no waste rate: absent,
+ * not 0). Every evaluation publishes the counts, 0 included, so an alarm sees a series without gaps.
+ *
+ * @param input - what the rules judged
+ * @param findings - what they found
+ * @param thresholds - for the waste span
+ * @returns the data, fleet-wide series first, then per team by name
+ */
+export function fleetMetrics(
+  input: FleetInput,
+  findings: readonly FleetFinding[],
+  thresholds: Thresholds,
+): FleetMetricDatum[] {
+  const silent = findings.filter((f) => f.finding.rule === 'agent_silent');
+  const unmonitored = silent.reduce((sum, f) => {
+    const usd = f.finding.evidence.unmonitored_usd_per_hour;
+    return sum + (typeof usd === 'number' ? usd : 0);
+  }, 0);
+  const stragglers = findings.filter((f) => f.finding.rule === 'straggler').length;
+  const hours = thresholds.fleetWasteSpanS / SECONDS_PER_HOUR;
+  const waste = (cost: number, wasted: number, dimensions?: Record<string, string>): FleetMetricDatum[] => [
+    ...(cost > 0
+      ? [
+          {
+            name: METRIC_NAMES.fleetWasteRate,
+            unit: 'Percent' as const,
+            value: (100 * wasted) / cost,
+            ...(dimensions ? { dimensions } : {}),
+          },
+        ]
+      : []),
+    {
+      name: METRIC_NAMES.fleetWastedUsdPerHour,
+      unit: 'None',
+      value: wasted / hours,
+      ...(dimensions ? { dimensions } : {}),
+    },
+  ];
+  const cost = input.teams.reduce((s, r) => s + r.cost_usd, 0);
+  const wasted = input.teams.reduce((s, r) => s + r.wasted_usd, 0);
+  const teams = [...input.teams].sort((a, b) =>
+    (a.group ?? UNTAGGED_TEAM) < (b.group ?? UNTAGGED_TEAM) ? -1 : 1,
+  );
+  return [
+    { name: METRIC_NAMES.silentAgents, unit: 'Count', value: silent.length },
+    { name: METRIC_NAMES.unmonitoredUsdPerHour, unit: 'None', value: unmonitored },
+    { name: METRIC_NAMES.stragglers, unit: 'Count', value: stragglers },
+    ...waste(cost, wasted),
+    ...teams.flatMap((r) =>
+      waste(r.cost_usd, r.wasted_usd, { [METRIC_DIMENSIONS.team]: r.group ?? UNTAGGED_TEAM }),
+    ),
+  ];
+}

@@ -1,0 +1,162 @@
+import {
+  type Alert,
+  evaluateFleetRules,
+  FLEET_FIRING_SCOPE,
+  FLEET_LAST_SEEN_LOOKBACK_S,
+  FLEET_READ_CONCURRENCY,
+  FLEET_WINDOWS_PER_INSTANCE,
+  FleetListingError,
+  type FleetMetricSink,
+  fleetFiringRecord,
+  fleetMetrics,
+  fleetResolvedAlert,
+  MS_PER_SECOND,
+  type RuleContext,
+  type RunningInstance,
+  type RunningInstances,
+  stragglerCandidates,
+  toFleetAlert,
+} from '../domain';
+import type { AlertSink, StateStore, StoredGpuWindow, TelemetryStore } from '../domain/ports';
+import type { RuleId } from '../domain/types';
+import { AlertPublishError } from './errors';
+import type { Log } from './log';
+import { publishOnce, publishResolve } from './process-batch';
+
+/** Everything `evaluateFleet` needs from the outside, injected. */
+export interface FleetEvaluatorDeps {
+  readonly store: TelemetryStore;
+  readonly state: StateStore;
+  readonly alerts: AlertSink;
+  /** The running GPU instances (EC2 per region; the hosts that reported, locally). */
+  readonly instances: RunningInstances;
+  /** Where the fleet metrics go (CloudWatch). @default undefined (not published; local mode) */
+  readonly metrics?: FleetMetricSink;
+  readonly log: Log;
+  /** Rule thresholds (the fleet rules read theirs from the same table as ingest). */
+  readonly rules: RuleContext;
+  /** An alert that is still firing is sent again after this many seconds. @default 3600 */
+  readonly alertCooldownS?: number;
+}
+
+/** What one evaluation did. */
+export interface FleetEvaluation {
+  /** Running GPU instances listed; undefined when EC2 could not be asked. */
+  readonly instances?: number;
+  /** Every finding's alert (sent now or in cooldown), in rule order. */
+  readonly findings: readonly Alert[];
+  /** Alerts published now, resolve messages included. */
+  readonly sent: readonly Alert[];
+  /** The rules that judged. */
+  readonly judged: readonly RuleId[];
+}
+
+/**
+ * One fleet evaluation (docs/design.md §6): list the running GPU instances, read when each last sent,
+ * the recent windows of the members of jobs with enough running nodes (`stragglerCandidates`, seen
+ * in the straggler span; a few reads at a time) and the team waste from the store, run the pure
+ * fleet rules, then the same alert
+ * lifecycle as ingest (publish-then-record with cooldown; firing records under the fleet scope;
+ * resolve messages when a judging rule no longer finds the condition) and publish the fleet metrics.
+ *
+ * Expected failures are values: when EC2 cannot be asked, the rules that need the instance list do
+ * not judge (no instance is called silent for it, no alert resolves) and the rest still run; a
+ * metrics failure is logged and the alerts stand.
+ *
+ * @param deps - ports and settings
+ * @param now - the evaluator's clock
+ * @returns what was found and sent
+ * @throws whatever the store throws when it cannot be read (the next scheduled run tries again)
+ * @throws {AlertPublishError} after the evaluation when an alert could not be published (the
+ *   Lambda fails, so the failure is visible; the next run sends it)
+ */
+export async function evaluateFleet(deps: FleetEvaluatorDeps, now: Date): Promise<FleetEvaluation> {
+  const t = deps.rules.thresholds;
+  const ago = (s: number) => new Date(now.getTime() - s * MS_PER_SECOND);
+  let instances: RunningInstance[] | undefined;
+  try {
+    instances = await deps.instances.listRunning(now);
+  } catch (error) {
+    if (!(error instanceof FleetListingError)) throw error;
+    deps.log.error('running GPU instances could not be listed; agent_silent and straggler not judged', {
+      region: error.region,
+      error: error.message,
+    });
+  }
+  const to = new Date(now.getTime() + 1);
+  const seen = await deps.store.lastSeen({
+    from: ago(Math.max(FLEET_LAST_SEEN_LOOKBACK_S, t.agentSilentAfterS)),
+    to,
+  });
+  const lastSeen = new Map(seen.map((s) => [s.instance_id, s.last_seen]));
+  const spanFrom = ago(t.fleetStragglerSpanS);
+  const toRead = stragglerCandidates(instances ?? [], t.fleetStragglerMinNodes).filter((i) => {
+    const last = lastSeen.get(i.instance_id);
+    return last !== undefined && Date.parse(last) >= spanFrom.getTime();
+  });
+  const windows = new Map<string, readonly StoredGpuWindow[]>();
+  // A few reads at a time: Athena runs each as a query, and its concurrent-query quota is per account.
+  for (let i = 0; i < toRead.length; i += FLEET_READ_CONCURRENCY) {
+    const chunk = toRead.slice(i, i + FLEET_READ_CONCURRENCY);
+    const read = await Promise.all(
+      chunk.map((instance) =>
+        deps.store.recentWindows({
+          instance_id: instance.instance_id,
+          from: spanFrom,
+          to,
+          limit: FLEET_WINDOWS_PER_INSTANCE,
+        }),
+      ),
+    );
+    chunk.forEach((instance, k) => {
+      windows.set(instance.instance_id, read[k] ?? []);
+    });
+  }
+  const teams = await deps.store.queryWasteBy({ by: 'team', from: ago(t.fleetWasteSpanS), to });
+  const input = { ...(instances === undefined ? {} : { instances }), lastSeen, windows, teams };
+  const { findings, judged } = evaluateFleetRules(input, deps.rules, now);
+
+  const sent: Alert[] = [];
+  const failed: Alert[] = [];
+  const alerts = findings.map(toFleetAlert);
+  for (const alert of alerts) {
+    const outcome = await publishOnce(alert, deps, now);
+    if (outcome === 'failed') failed.push(alert);
+    if (outcome !== 'sent') continue;
+    sent.push(alert);
+    await deps.state.putFiringAlert(fleetFiringRecord(alert));
+  }
+  const firingNow = new Set(alerts.map((a) => a.id));
+  for (const firing of await deps.state.listFiringAlerts(FLEET_FIRING_SCOPE)) {
+    if (firingNow.has(firing.alert_id) || !judged.has(firing.rule)) continue;
+    if (!(await deps.state.takeFiringAlert(FLEET_FIRING_SCOPE, firing.alert_id))) continue;
+    const alert = fleetResolvedAlert(firing, now);
+    if (await publishResolve(firing, alert, deps, now)) sent.push(alert);
+    else failed.push(alert);
+  }
+
+  if (deps.metrics !== undefined) {
+    try {
+      await deps.metrics.publish(fleetMetrics(input, findings, t), now);
+    } catch (err) {
+      deps.log.error('fleet metrics could not be published', { error: (err as Error).message });
+    }
+  }
+  deps.log.info('fleet evaluated', {
+    instances: instances?.length ?? null,
+    findings: findings.length,
+    sent: sent.length,
+  });
+  if (failed.length > 0) {
+    throw new AlertPublishError(
+      failed.map((a) => a.id),
+      `Expected every fleet alert to publish, ${failed.length} failed (${failed.map((a) => a.id).join(', ')}); the next run sends them`,
+    );
+  }
+  return {
+    ...(instances === undefined ? {} : { instances: instances.length }),
+    findings: alerts,
+    sent,
+    judged: [...judged],
+  };
+}

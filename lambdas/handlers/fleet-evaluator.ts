@@ -1,0 +1,78 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { EC2Client } from '@aws-sdk/client-ec2';
+import { SNSClient } from '@aws-sdk/client-sns';
+import { CloudWatchFleetMetrics } from '../adapters/cloudwatch-fleet-metrics';
+import { DynamoDbStateStore } from '../adapters/dynamodb-state-store';
+import { Ec2RunningInstances } from '../adapters/ec2-running-instances';
+import { RegionalClients } from '../adapters/regional-clients';
+import { SnsAlertSink } from '../adapters/sns-alert-sink';
+import { DEFAULT_RULE_CONTEXT, parseRuleThresholds } from '../domain';
+import { requiredEnv as required } from './environment';
+import { evaluateFleet, type FleetEvaluation } from './evaluate-fleet';
+import { storeFromEnvironment } from './store-from-environment';
+
+/**
+ * The fleet evaluator Lambda (EventBridge Scheduler, every 5 minutes; docs/design.md §6). Reads its
+ * settings from the environment the CDK stack sets (lib/fleet-evaluator.ts) once per cold start and
+ * runs {@link evaluateFleet} with the real SDK clients.
+ *
+ * Environment: the store's (`STORE` and its settings, see `storeFromEnvironment`), `STATE_TABLE`,
+ * `TOPIC_CRITICAL_ARN`, `TOPIC_WARNING_ARN`, `TOPIC_INFO_ARN`, `FLEET_REGIONS` (comma-separated
+ * regions whose running GPU instances are listed; default the Lambda's `AWS_REGION`),
+ * `RULE_THRESHOLDS` (JSON over the thresholds table, optional).
+ */
+
+/**
+ * Builds the production evaluator from the environment.
+ * @param env - the environment (the variables above)
+ * @returns a function of the clock's `now` that runs one evaluation
+ * @throws {IngestConfigError} naming the missing variable
+ * @throws {RuleThresholdsError} when `RULE_THRESHOLDS` is malformed
+ */
+export function fleetEvaluatorFromEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+): (now: Date) => Promise<FleetEvaluation> {
+  const logger = new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'gpu-sentinel-fleet' });
+  const regions = (env.FLEET_REGIONS ?? required(env, 'AWS_REGION'))
+    .split(',')
+    .map((r) => r.trim())
+    .filter((r) => r !== '');
+  const deps = {
+    store: storeFromEnvironment(env),
+    state: new DynamoDbStateStore({
+      client: new DynamoDBClient({}),
+      tableName: required(env, 'STATE_TABLE'),
+    }),
+    alerts: new SnsAlertSink({
+      client: new SNSClient({}),
+      topics: {
+        critical: required(env, 'TOPIC_CRITICAL_ARN'),
+        warning: required(env, 'TOPIC_WARNING_ARN'),
+        info: required(env, 'TOPIC_INFO_ARN'),
+      },
+    }),
+    instances: new Ec2RunningInstances({
+      ec2: new RegionalClients((region) => new EC2Client({ region })),
+      regions,
+    }),
+    metrics: new CloudWatchFleetMetrics(new CloudWatchClient({})),
+    log: {
+      info: (message: string, data?: Record<string, unknown>) => logger.info(message, data ?? {}),
+      warn: (message: string, data?: Record<string, unknown>) => logger.warn(message, data ?? {}),
+      error: (message: string, data?: Record<string, unknown>) => logger.error(message, data ?? {}),
+    },
+    rules: { ...DEFAULT_RULE_CONTEXT, thresholds: parseRuleThresholds(env.RULE_THRESHOLDS) },
+  };
+  return (now) => evaluateFleet(deps, now);
+}
+
+let cached: ((now: Date) => Promise<FleetEvaluation>) | undefined;
+
+/** The Lambda entry point (`handler` in the CDK stack); the scheduled event carries nothing it needs. */
+export async function handler(): Promise<{ readonly sent: number; readonly findings: number }> {
+  cached ??= fleetEvaluatorFromEnvironment();
+  const result = await cached(new Date());
+  return { sent: result.sent.length, findings: result.findings.length };
+}

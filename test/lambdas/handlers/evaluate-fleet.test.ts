@@ -1,0 +1,232 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import {
+  DEFAULT_RULE_CONTEXT,
+  FLEET_FIRING_SCOPE,
+  FleetListingError,
+  type FleetMetricDatum,
+  type FleetMetricSink,
+  type RunningInstance,
+  type RunningInstances,
+} from '../../../lambdas/domain';
+import type { LastSeen, StoredGpuWindow, TelemetryStore, WasteGroupRow } from '../../../lambdas/domain/ports';
+import { AlertPublishError } from '../../../lambdas/handlers/errors';
+import { evaluateFleet, type FleetEvaluatorDeps } from '../../../lambdas/handlers/evaluate-fleet';
+import { MemoryStateStore } from '../../chaos/memory-state-store';
+import { ago, NOW, nodeWindows, running, teamRow } from '../domain/fleet/fleet-fixtures';
+import { RecordingAlertSink, recordingLog } from './fakes';
+
+/** A store whose fleet reads answer from fields the test sets. */
+class FleetReadsStore implements Pick<TelemetryStore, 'lastSeen' | 'recentWindows' | 'queryWasteBy'> {
+  seen: LastSeen[] = [];
+  windows = new Map<string, StoredGpuWindow[]>();
+  teams: WasteGroupRow[] = [];
+  async lastSeen() {
+    return this.seen;
+  }
+  async recentWindows(q: { instance_id: string }) {
+    return this.windows.get(q.instance_id) ?? [];
+  }
+  async queryWasteBy() {
+    return this.teams;
+  }
+}
+
+class FakeInstances implements RunningInstances {
+  list: RunningInstance[] | Error = [];
+  async listRunning() {
+    if (this.list instanceof Error) throw this.list;
+    return this.list;
+  }
+}
+
+class RecordingMetrics implements FleetMetricSink {
+  readonly published: FleetMetricDatum[][] = [];
+  failWith: Error | undefined;
+  async publish(data: readonly FleetMetricDatum[]) {
+    if (this.failWith) throw this.failWith;
+    this.published.push([...data]);
+  }
+}
+
+const later = (s: number) => new Date(NOW.getTime() + s * 1000);
+
+describe('evaluateFleet', () => {
+  let store: FleetReadsStore;
+  let state: MemoryStateStore;
+  let alerts: RecordingAlertSink;
+  let instances: FakeInstances;
+  let metrics: RecordingMetrics;
+  let log: ReturnType<typeof recordingLog>;
+  let deps: FleetEvaluatorDeps;
+
+  beforeEach(() => {
+    store = new FleetReadsStore();
+    state = new MemoryStateStore();
+    alerts = new RecordingAlertSink();
+    instances = new FakeInstances();
+    metrics = new RecordingMetrics();
+    log = recordingLog();
+    deps = {
+      store: store as unknown as TelemetryStore,
+      state,
+      alerts,
+      instances,
+      metrics,
+      log,
+      rules: DEFAULT_RULE_CONTEXT,
+    };
+  });
+
+  it('fires agent_silent once, keeps quiet in the cooldown, and resolves when batches come back', async () => {
+    // Prepare
+    instances.list = [running('i-0aaa')];
+    store.seen = [{ instance_id: 'i-0aaa', instance_type: 'p5.48xlarge', last_seen: ago(600) }];
+    // Act
+    const first = await evaluateFleet(deps, NOW);
+    const second = await evaluateFleet(deps, later(300));
+    store.seen = [
+      { instance_id: 'i-0aaa', instance_type: 'p5.48xlarge', last_seen: later(590).toISOString() },
+    ];
+    const third = await evaluateFleet(deps, later(600));
+    // Assess
+    expect(first.sent.map((a) => [a.id, a.status])).toEqual([['agent_silent:i-0aaa', 'firing']]);
+    expect(second.sent).toEqual([]);
+    expect(third.sent.map((a) => [a.id, a.status])).toEqual([['agent_silent:i-0aaa', 'resolved']]);
+    expect(third.sent[0]?.subject).toMatch(/^\[RESOLVED\] agent_silent i-0aaa p5\.48xlarge: /);
+    expect(await state.listFiringAlerts(FLEET_FIRING_SCOPE)).toEqual([]);
+  });
+
+  it('resolves agent_silent when the instance stops running', async () => {
+    // Prepare
+    instances.list = [running('i-0aaa')];
+    await evaluateFleet(deps, NOW);
+    instances.list = [];
+    // Act
+    const after = await evaluateFleet(deps, later(300));
+    // Assess
+    expect(after.sent.map((a) => [a.id, a.status])).toEqual([['agent_silent:i-0aaa', 'resolved']]);
+  });
+
+  it('keeps fleet alerts out of the instance scope ingest reads, so a batch never resolves them', async () => {
+    // Prepare
+    instances.list = [running('i-0aaa')];
+    // Act
+    await evaluateFleet(deps, NOW);
+    // Assess
+    expect(await state.listFiringAlerts('i-0aaa')).toEqual([]);
+    expect((await state.listFiringAlerts(FLEET_FIRING_SCOPE)).map((f) => f.alert_id)).toEqual([
+      'agent_silent:i-0aaa',
+    ]);
+  });
+
+  it('judges no instance rule when EC2 cannot be asked: nothing fires or resolves for it, waste still judged', async () => {
+    // Prepare
+    instances.list = [running('i-0aaa')];
+    await evaluateFleet(deps, NOW);
+    instances.list = new FleetListingError('us-east-1', 'throttled');
+    store.teams = [teamRow('vision', 100, 80)];
+    // Act
+    const after = await evaluateFleet(deps, later(300));
+    // Assess
+    expect(after.instances).toBeUndefined();
+    expect(after.judged).toEqual(['waste_rate']);
+    expect(after.sent.map((a) => a.id)).toEqual(['waste_rate:team:vision']);
+    expect((await state.listFiringAlerts(FLEET_FIRING_SCOPE)).map((f) => f.alert_id)).toContain(
+      'agent_silent:i-0aaa',
+    );
+    expect(log.lines.some((l) => l.level === 'error' && l.message.includes('could not be listed'))).toBe(
+      true,
+    );
+  });
+
+  it('reads the recent windows of instances seen in the straggler span and fires per slow node', async () => {
+    // Prepare
+    const ids = ['i-0n0', 'i-0n1', 'i-0n2', 'i-0n3'];
+    instances.list = ids.map((id) => running(id));
+    store.seen = ids.map((id) => ({ instance_id: id, instance_type: 'p5.48xlarge', last_seen: ago(30) }));
+    ids.forEach((id, i) => {
+      store.windows.set(id, nodeWindows(id, 'train-42', { sm_active: i === 2 ? 0.5 : 0.86 }));
+    });
+    // Act
+    const result = await evaluateFleet(deps, NOW);
+    // Assess
+    expect(result.sent.map((a) => a.id)).toEqual(['straggler:i-0n2#job:train-42']);
+    expect(result.sent[0]?.attributes).toMatchObject({ rule: 'straggler', team: 'vision', job: 'train-42' });
+  });
+
+  it('reads windows only of recently seen members of jobs with enough running nodes', async () => {
+    // Prepare: a 3-node job seen now, a 2-node job, and a 3-node job whose third node is not seen lately
+    const read: string[] = [];
+    const reads = Object.assign(store, {
+      recentWindows: async (q: { instance_id: string }) => {
+        read.push(q.instance_id);
+        return [];
+      },
+    });
+    const node = (id: string, job: string) => running(id, { tags: { job } });
+    instances.list = [
+      node('i-0a1', 'a'),
+      node('i-0a2', 'a'),
+      node('i-0a3', 'a'),
+      node('i-0b1', 'b'),
+      node('i-0b2', 'b'),
+      node('i-0c1', 'c'),
+      node('i-0c2', 'c'),
+      node('i-0c3', 'c'),
+    ];
+    reads.seen = instances.list.map((i) => ({
+      instance_id: i.instance_id,
+      instance_type: 'p5.48xlarge',
+      last_seen: i.instance_id === 'i-0c3' ? ago(3000) : ago(30),
+    }));
+    // Act
+    await evaluateFleet(deps, NOW);
+    // Assess
+    expect(read.sort()).toEqual(['i-0a1', 'i-0a2', 'i-0a3', 'i-0c1', 'i-0c2']);
+  });
+
+  it('publishes the fleet metrics, counts at 0 included, per team with the Team dimension', async () => {
+    // Prepare
+    instances.list = [running('i-0aaa')];
+    store.teams = [teamRow('vision', 100, 25), teamRow(undefined, 50, 0)];
+    // Act
+    await evaluateFleet(deps, NOW);
+    // Assess
+    expect(metrics.published).toEqual([
+      [
+        { name: 'SilentAgents', unit: 'Count', value: 1 },
+        { name: 'UnmonitoredUsdPerHour', unit: 'None', value: 55.04 },
+        { name: 'Stragglers', unit: 'Count', value: 0 },
+        { name: 'FleetWasteRate', unit: 'Percent', value: (100 * 25) / 150 },
+        { name: 'FleetWastedUsdPerHour', unit: 'None', value: 25 },
+        { name: 'FleetWasteRate', unit: 'Percent', value: 0, dimensions: { Team: 'untagged' } },
+        { name: 'FleetWastedUsdPerHour', unit: 'None', value: 0, dimensions: { Team: 'untagged' } },
+        { name: 'FleetWasteRate', unit: 'Percent', value: 25, dimensions: { Team: 'vision' } },
+        { name: 'FleetWastedUsdPerHour', unit: 'None', value: 25, dimensions: { Team: 'vision' } },
+      ],
+    ]);
+  });
+
+  it('logs a metrics failure and still stands by the alerts it sent', async () => {
+    // Prepare
+    instances.list = [running('i-0aaa')];
+    metrics.failWith = new Error('Throttling');
+    // Act
+    const result = await evaluateFleet(deps, NOW);
+    // Assess
+    expect(result.sent).toHaveLength(1);
+    expect(log.lines.some((l) => l.level === 'error' && l.message.includes('metrics'))).toBe(true);
+  });
+
+  it('throws AlertPublishError when SNS fails, and the next run sends the alert (no cooldown swallowed it)', async () => {
+    // Prepare
+    instances.list = [running('i-0aaa')];
+    const failing = { publish: async () => Promise.reject(new Error('SNS down')) };
+    // Act
+    const run = evaluateFleet({ ...deps, alerts: failing }, NOW);
+    // Assess
+    await expect(run).rejects.toBeInstanceOf(AlertPublishError);
+    const retry = await evaluateFleet(deps, later(300));
+    expect(retry.sent.map((a) => a.id)).toEqual(['agent_silent:i-0aaa']);
+  });
+});
