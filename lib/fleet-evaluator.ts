@@ -21,6 +21,7 @@ import {
   INGEST_BUNDLING_TARGET,
   INGEST_EXTERNAL_MODULES,
   INGEST_RUNTIME,
+  validateMetricsTeams,
   validateRuleThresholds,
 } from './ingest-function';
 import { lambdaServiceRole } from './lambda-service-role';
@@ -53,6 +54,12 @@ export interface FleetEvaluatorProps {
    * @default - none (the thresholds table's defaults)
    */
   readonly ruleThresholds?: Readonly<Record<string, number>>;
+  /**
+   * Teams with their own CloudWatch `Team` value on the evaluator's waste metrics (`METRICS_TEAMS`),
+   * the same list as ingest's (`IngestFunctionProps.metricsTeams`); others are summed as `other`.
+   * @default - none
+   */
+  readonly metricsTeams?: readonly string[];
   /**
    * How long the function's logs are kept.
    * @default logs.RetentionDays.ONE_MONTH
@@ -102,6 +109,7 @@ export class FleetEvaluator extends Construct {
     super(scope, id);
     const regions = validateRegions(props.regions);
     const ruleThresholds = validateRuleThresholds(props.ruleThresholds ?? {});
+    const metricsTeams = validateMetricsTeams(props.metricsTeams ?? []);
 
     const logs_ = encryptedLogGroup(this, {
       keyId: 'LogKey',
@@ -160,6 +168,7 @@ export class FleetEvaluator extends Construct {
         STATE_TABLE: props.state.table.tableName,
         FLEET_REGIONS: regions.join(','),
         RULE_THRESHOLDS: JSON.stringify(ruleThresholds),
+        ...(metricsTeams.length === 0 ? {} : { METRICS_TEAMS: metricsTeams.join(',') }),
         POWERTOOLS_SERVICE_NAME: FLEET_SERVICE_NAME,
         NODE_OPTIONS: '--enable-source-maps',
       },

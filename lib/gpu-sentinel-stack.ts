@@ -293,6 +293,7 @@ export class GpuSentinelStack extends Stack {
       state: this.state,
       regions: props.fleetRegions,
       ruleThresholds: props.ruleThresholds,
+      metricsTeams: props.metricsTeams,
       logRetention,
     });
 

@@ -32,6 +32,8 @@ export interface FleetEvaluatorDeps {
   readonly instances: RunningInstances;
   /** Where the fleet metrics go (CloudWatch). @default undefined (not published; local mode) */
   readonly metrics?: FleetMetricSink;
+  /** Teams with their own CloudWatch `Team` value (`METRICS_TEAMS`, as ingest). @default none */
+  readonly metricTeams?: ReadonlySet<string>;
   readonly log: Log;
   /** Rule thresholds (the fleet rules read theirs from the same table as ingest). */
   readonly rules: RuleContext;
@@ -137,7 +139,7 @@ export async function evaluateFleet(deps: FleetEvaluatorDeps, now: Date): Promis
 
   if (deps.metrics !== undefined) {
     try {
-      await deps.metrics.publish(fleetMetrics(input, findings, t), now);
+      await deps.metrics.publish(fleetMetrics(input, findings, t, deps.metricTeams), now);
     } catch (err) {
       deps.log.error('fleet metrics could not be published', { error: (err as Error).message });
     }

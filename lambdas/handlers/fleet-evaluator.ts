@@ -8,7 +8,7 @@ import { DynamoDbStateStore } from '../adapters/dynamodb-state-store';
 import { Ec2RunningInstances } from '../adapters/ec2-running-instances';
 import { RegionalClients } from '../adapters/regional-clients';
 import { SnsAlertSink } from '../adapters/sns-alert-sink';
-import { DEFAULT_RULE_CONTEXT, parseRuleThresholds } from '../domain';
+import { DEFAULT_RULE_CONTEXT, parseMetricsTeams, parseRuleThresholds } from '../domain';
 import { requiredEnv as required } from './environment';
 import { evaluateFleet, type FleetEvaluation } from './evaluate-fleet';
 import { storeFromEnvironment } from './store-from-environment';
@@ -58,6 +58,7 @@ export function fleetEvaluatorFromEnvironment(
       regions,
     }),
     metrics: new CloudWatchFleetMetrics(new CloudWatchClient({})),
+    metricTeams: parseMetricsTeams(env.METRICS_TEAMS),
     log: {
       info: (message: string, data?: Record<string, unknown>) => logger.info(message, data ?? {}),
       warn: (message: string, data?: Record<string, unknown>) => logger.warn(message, data ?? {}),

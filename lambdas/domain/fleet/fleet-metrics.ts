@@ -1,4 +1,5 @@
-import { METRIC_DIMENSIONS, METRIC_NAMES, type MetricName, UNTAGGED_TEAM } from '../cloudwatch-metrics';
+import { teamDimensionValue } from '../batch-metrics';
+import { METRIC_DIMENSIONS, METRIC_NAMES, type MetricName } from '../cloudwatch-metrics';
 import { SECONDS_PER_HOUR } from '../constants';
 import type { Thresholds } from '../rules/thresholds';
 import type { FleetInput } from './fleet-input';
@@ -22,16 +23,21 @@ export interface FleetMetricDatum {
  * `Stragglers`, and over the waste span `FleetWasteRate` (wasted / cost × 100) and
  * `FleetWastedUsdPerHour` fleet-wide and per `Team` (a team without cost has no waste rate: absent,
  * not 0). Every evaluation publishes the counts, 0 included, so an alarm sees a series without gaps.
+ * `Team` values are bounded exactly as ingest bounds them ({@link teamDimensionValue}): a team on
+ * the deployment's list (`METRICS_TEAMS`) keeps its name, every other team is summed into `other`,
+ * spend without a tag is `untagged` — so the evaluator never creates more series than ingest does.
  *
  * @param input - what the rules judged
  * @param findings - what they found
  * @param thresholds - for the waste span
- * @returns the data, fleet-wide series first, then per team by name
+ * @param metricTeams - the deployment's teams with their own `Team` value. @default none (all `other`/`untagged`)
+ * @returns the data, fleet-wide series first, then per team value by name
  */
 export function fleetMetrics(
   input: FleetInput,
   findings: readonly FleetFinding[],
   thresholds: Thresholds,
+  metricTeams: ReadonlySet<string> = new Set(),
 ): FleetMetricDatum[] {
   const silent = findings.filter((f) => f.finding.rule === 'agent_silent');
   const unmonitored = silent.reduce((sum, f) => {
@@ -60,16 +66,20 @@ export function fleetMetrics(
   ];
   const cost = input.teams.reduce((s, r) => s + r.cost_usd, 0);
   const wasted = input.teams.reduce((s, r) => s + r.wasted_usd, 0);
-  const teams = [...input.teams].sort((a, b) =>
-    (a.group ?? UNTAGGED_TEAM) < (b.group ?? UNTAGGED_TEAM) ? -1 : 1,
-  );
+  const byTeam = new Map<string, { cost_usd: number; wasted_usd: number }>();
+  for (const r of input.teams) {
+    const team = teamDimensionValue(r.group, metricTeams);
+    const sum = byTeam.get(team) ?? { cost_usd: 0, wasted_usd: 0 };
+    sum.cost_usd += r.cost_usd;
+    sum.wasted_usd += r.wasted_usd;
+    byTeam.set(team, sum);
+  }
+  const teams = [...byTeam].sort(([a], [b]) => (a < b ? -1 : 1));
   return [
     { name: METRIC_NAMES.silentAgents, unit: 'Count', value: silent.length },
     { name: METRIC_NAMES.unmonitoredUsdPerHour, unit: 'None', value: unmonitored },
     { name: METRIC_NAMES.stragglers, unit: 'Count', value: stragglers },
     ...waste(cost, wasted),
-    ...teams.flatMap((r) =>
-      waste(r.cost_usd, r.wasted_usd, { [METRIC_DIMENSIONS.team]: r.group ?? UNTAGGED_TEAM }),
-    ),
+    ...teams.flatMap(([team, r]) => waste(r.cost_usd, r.wasted_usd, { [METRIC_DIMENSIONS.team]: team })),
   ];
 }

@@ -190,7 +190,7 @@ describe('evaluateFleet', () => {
     instances.list = [running('i-0aaa')];
     store.teams = [teamRow('vision', 100, 25), teamRow(undefined, 50, 0)];
     // Act
-    await evaluateFleet(deps, NOW);
+    await evaluateFleet({ ...deps, metricTeams: new Set(['vision']) }, NOW);
     // Assess
     expect(metrics.published).toEqual([
       [
@@ -204,6 +204,22 @@ describe('evaluateFleet', () => {
         { name: 'FleetWasteRate', unit: 'Percent', value: 25, dimensions: { Team: 'vision' } },
         { name: 'FleetWastedUsdPerHour', unit: 'None', value: 25, dimensions: { Team: 'vision' } },
       ],
+    ]);
+  });
+
+  it('sums the teams not on the METRICS_TEAMS list into one "other" series, as ingest does', async () => {
+    // Prepare
+    instances.list = [];
+    store.teams = [teamRow('vision', 100, 25), teamRow('llm', 60, 30), teamRow('audio', 40, 10)];
+    // Act
+    await evaluateFleet({ ...deps, metricTeams: new Set(['llm']) }, NOW);
+    // Assess
+    const byTeam = metrics.published[0]?.filter((d) => d.dimensions !== undefined);
+    expect(byTeam).toEqual([
+      { name: 'FleetWasteRate', unit: 'Percent', value: 50, dimensions: { Team: 'llm' } },
+      { name: 'FleetWastedUsdPerHour', unit: 'None', value: 30, dimensions: { Team: 'llm' } },
+      { name: 'FleetWasteRate', unit: 'Percent', value: 25, dimensions: { Team: 'other' } },
+      { name: 'FleetWastedUsdPerHour', unit: 'None', value: 35, dimensions: { Team: 'other' } },
     ]);
   });
 
