@@ -1,4 +1,4 @@
-import { Aws, RemovalPolicy, Size, Token, Validations } from 'aws-cdk-lib';
+import { Aws, RemovalPolicy, Size, Stack, Token, Validations } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -131,6 +131,9 @@ export class IngestApi extends Construct {
     }).logGroup;
 
     this.api = new apigw.RestApi(this, 'Api', {
+      // API Gateway keys its CloudWatch metrics by ApiName: a per-stack name keeps two stacks in one
+      // region from sharing their 5XXError/Latency series and so the Ingest5xx alarm.
+      restApiName: `${Stack.of(this).stackName}-ingest`,
       description: 'gpu-sentinel ingest API: agents POST SigV4-signed gzip JSON batches',
       endpointConfiguration: { types: [apigw.EndpointType.REGIONAL] },
       policy: agentResourcePolicy(organizationId, agentRoleArns),

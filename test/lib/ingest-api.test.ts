@@ -30,6 +30,11 @@ describe('IngestApi', () => {
     apiLogicalId = stack.getLogicalId(stack.api.api.node.defaultChild as CfnResource);
   });
 
+  it('names the REST API after its stack, so two stacks in one region keep their API Gateway metrics apart', () => {
+    // Prepare / Act / Assess (API Gateway's metrics and the Ingest5xx alarm are keyed by ApiName)
+    template.hasResourceProperties('AWS::ApiGateway::RestApi', { Name: 'TestStack-ingest' });
+  });
+
   it('exposes POST /v1/batches with AWS_IAM authorization and a Lambda proxy integration', () => {
     // Prepare / Act / Assess
     template.resourceCountIs('AWS::ApiGateway::Method', 1);

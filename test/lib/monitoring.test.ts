@@ -346,9 +346,7 @@ describe('monitoring props', () => {
       errorsTopic: 'critical',
     });
     // Assess
-    expect(alarmsOf(stack).get('ExtraErrors')?.AlarmActions).toEqual([
-      ref(stack, stack.topics.critical),
-    ]);
+    expect(alarmsOf(stack).get('ExtraErrors')?.AlarmActions).toEqual([ref(stack, stack.topics.critical)]);
     expect(() =>
       stack.alarms.addFunction({ name: 'Report', function: stack.ingest.function, errorsTopic: 'warning' }),
     ).toThrow(PropsValidationError);
