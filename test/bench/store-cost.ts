@@ -133,14 +133,14 @@ async function main(): Promise<void> {
     const packed = [...packRecords(gpuJson).records, ...packRecords(efaJson).records];
     const packedBilledPerBatch = packed.reduce((n, r) => n + billed(r.data.length), 0);
     const unpackedBilledPerBatch =
-      gpuJson.reduce((n, r) => n + billed(JSON.stringify(r).length + 1), 0) +
-      efaJson.reduce((n, r) => n + billed(JSON.stringify(r).length + 1), 0);
+      gpuJson.reduce((n, r) => n + billed(r.length + 1), 0) +
+      efaJson.reduce((n, r) => n + billed(r.length + 1), 0);
 
     // Parquet: one GPU-day of windows per file (8,640 rows), and a 5-minute file of one instance (240 rows).
-    const dayGpu = Array.from({ length: 8640 }, (_, w) => gpuWindowJson(busyGpu(w, 0)));
-    const dayEfa = Array.from({ length: 8640 }, (_, w) => efaWindowJson(busyEfa(w, 0)));
+    const dayGpu = Array.from({ length: 8640 }, (_, w) => JSON.parse(gpuWindowJson(busyGpu(w, 0))) as object);
+    const dayEfa = Array.from({ length: 8640 }, (_, w) => JSON.parse(efaWindowJson(busyEfa(w, 0))) as object);
     const fiveMinGpu = Array.from({ length: 30 }, (_, w) =>
-      Array.from({ length: GPUS }, (_, g) => gpuWindowJson(busyGpu(w, g))),
+      Array.from({ length: GPUS }, (_, g) => JSON.parse(gpuWindowJson(busyGpu(w, g))) as object),
     ).flat();
     const parquetGpuDay = await parquetBytesPerRow('gpu_windows', dayGpu, dir);
     const parquetEfaDay = await parquetBytesPerRow('efa_windows', dayEfa, dir);

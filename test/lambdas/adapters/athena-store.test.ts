@@ -88,8 +88,8 @@ describe('AthenaStore.write', () => {
       ['gpu-sentinel-events', 1],
     ]);
     expect(decode(calls[0]?.Records?.[0]?.Data)).toEqual([
-      gpuWindowJson(rows.gpu[0]!),
-      gpuWindowJson(rows.gpu[1]!),
+      JSON.parse(gpuWindowJson(rows.gpu[0]!)),
+      JSON.parse(gpuWindowJson(rows.gpu[1]!)),
     ]);
     expect(decode(calls[1]?.Records?.[0]?.Data)).toEqual([
       {
@@ -146,12 +146,27 @@ describe('AthenaStore.write', () => {
 
   it('keeps every event time to the microsecond', () => {
     // Prepare / Act / Assess
-    expect(eventJson(eventRow({ time: '2026-03-10T12:00:05.123456Z' })).time).toBe(
+    expect(JSON.parse(eventJson(eventRow({ time: '2026-03-10T12:00:05.123456Z' }))).time).toBe(
       '2026-03-10T12:00:05.123456Z',
     );
-    expect(eventJson(eventRow({ time: '2026-03-10T13:00:05+01:00' })).time).toBe(
+    expect(JSON.parse(eventJson(eventRow({ time: '2026-03-10T13:00:05+01:00' }))).time).toBe(
       '2026-03-10T12:00:05.000000Z',
     );
+  });
+
+  it.each([
+    ['quotes and backslashes', 'Xid 79: "fell off the bus" at C:\\gpu'],
+    ['newlines and control characters', 'line one\nline two\t\u0001'],
+    ['non-ASCII and emoji', 'GPU 温度 🔥 überhitzt'],
+    ['lone surrogates', 'bad \ud800 half'],
+  ])('writes a detail with %s as JSON text that reads back exactly', (_, detail) => {
+    // Prepare
+    const row = eventRow({ detail, process_name: detail });
+    // Act
+    const text = eventJson(row);
+    // Assess
+    expect(JSON.parse(text)).toMatchObject({ detail, process_name: detail });
+    expect(text).not.toContain('\n');
   });
 
   it('sends again exactly the records a 200 answer reports as failed, with growing backoff', async () => {
@@ -256,10 +271,9 @@ describe('packRecords', () => {
     'packs $rows rows of $size bytes into records of ≤ $max bytes: $records',
     ({ rows, size, max, records }) => {
       // Prepare: `{"i":N,"pad":"…"}` and its newline are exactly `size` bytes
-      const json = Array.from({ length: rows }, (_, i) => ({
-        i,
-        pad: 'x'.repeat(size - 16 - String(i).length),
-      }));
+      const json = Array.from({ length: rows }, (_, i) =>
+        JSON.stringify({ i, pad: 'x'.repeat(size - 16 - String(i).length) }),
+      );
 
       // Act
       const packed = packRecords(json, max);

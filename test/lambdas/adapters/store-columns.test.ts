@@ -38,7 +38,7 @@ describe('one column list for every store', () => {
       const declared = TELEMETRY_TABLE_COLUMNS[table].map(([n]) => n);
 
       // Act
-      const written = Object.keys(json());
+      const written = Object.keys(JSON.parse(json()) as object);
 
       // Assess
       expect(written).toEqual(declared);
