@@ -106,7 +106,7 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
     });
     const sender = new SpoolingSender({ spool, send: opts.send ?? ((b) => http.send(b)), onWarning: warn });
     const delivery: DeliveryLike = {
-      submit: (b) => spool.append(b),
+      submit: (b) => sender.append(b),
       drain: () => sender.drain(),
       takeDroppedEvent: (now) => sender.takeDroppedEvent(now),
       pending: () => spool.stats().batches,
@@ -132,6 +132,7 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
       xidMerger: new XidMerger({ clock }),
       pollIntervalMs: config.pollIntervalMs,
       flushIntervalS: config.flushIntervalS,
+      sendIntervalS: config.sendIntervalS,
       clock,
       onWarning: warn,
     });
