@@ -1,9 +1,10 @@
 import type { Batch, GpuEvent } from '../../lambdas/contract';
+import { mergeableCount, mergeBatches } from './merge-batches';
 
 /**
  * The tiny in-memory delivery of `--once`, playback and tests: keeps every submitted batch in
  * {@link submitted}, and when given a `send`, {@link drain} hands the undelivered ones to it oldest
- * first, one request each, stopping at the first failure (the batch stays queued). Nothing is
+ * first, merged as the spool's drain merges them, stopping at the first failure (they stay queued). Nothing is
  * durable and nothing is bounded: a host runs the spool (`SpoolingSender`), never this.
  *
  * @example
@@ -27,17 +28,17 @@ export class MemorySink {
   }
 
   /**
-   * Sends the queued batches oldest first.
+   * Sends the queued batches oldest first, consecutive ones merged into one request (`mergeBatches`).
    *
-   * @returns how many were sent
-   * @throws whatever `send` throws; the batch it failed on and those after it stay queued
+   * @returns how many batches were sent
+   * @throws whatever `send` throws; the batches it failed on and those after them stay queued
    */
   async drain(): Promise<number> {
     let sent = 0;
-    for (let next = this.queue[0]; next && this.send; next = this.queue[0]) {
-      await this.send(next);
-      this.queue.shift();
-      sent += 1;
+    for (let n = mergeableCount(this.queue); n > 0 && this.send; n = mergeableCount(this.queue)) {
+      await this.send(mergeBatches(this.queue.slice(0, n)));
+      this.queue.splice(0, n);
+      sent += n;
     }
     return sent;
   }

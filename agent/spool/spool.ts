@@ -543,10 +543,20 @@ export class Spool {
     const dropped = how === 'drop' ? [...removed, ...unwritten] : [];
     const lastRemoved = removed.at(-1);
     const lastIndex = this.lastSegmentIndex();
+    const lastSize = lastIndex === undefined ? undefined : this.segments.get(lastIndex);
+    // Emptied: the cursor goes to the end of the last segment while it has room, so the next append
+    // goes on in it; deleting it and creating the next would cost 3 more fsyncs and 2 opens per send.
+    const keepLast =
+      lastIndex !== undefined &&
+      lastSize !== undefined &&
+      lastSize < this.segmentBytes &&
+      (lastRemoved === undefined || lastRemoved.segment <= lastIndex);
     const position = next
       ? { segment: next.segment, offset: next.offset }
       : lastRemoved
-        ? { segment: (lastIndex ?? this.cursor.segment) + 1, offset: 0 }
+        ? keepLast
+          ? { segment: lastIndex, offset: lastSize }
+          : { segment: (lastIndex ?? this.cursor.segment) + 1, offset: 0 }
         : { segment: this.cursor.segment, offset: this.cursor.offset };
     // The highest seq that left (or, for damaged bytes, may have left): the next seq starts above it.
     const seqs = [

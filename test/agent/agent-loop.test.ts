@@ -197,26 +197,29 @@ describe('AgentLoop', () => {
     { sendIntervalS: 30, flushesBeforeSend: 3 },
     { sendIntervalS: 0, flushesBeforeSend: 1 },
   ])(
-    'keeps each 10 s window as it closes and sends every $sendIntervalS s',
+    'keeps each 10 s window as it closes and sends every $sendIntervalS s, in one request',
     async ({ sendIntervalS, flushesBeforeSend }) => {
       // Prepare
       const clock = manualClock();
-      const delivered: number[] = [];
-      const sink = new MemorySink(async (b) => delivered.push(b.seq));
+      const requests: Batch[] = [];
+      const sink = new MemorySink(async (b) => requests.push(b));
       const loop = manualLoop(clock, { delivery: sink, sendIntervalS });
-      // Act: flush every 10 s; note what was delivered after each flush
+      // Act: flush every 10 s; note how many windows were delivered after each flush
       const seen: number[] = [];
       for (let i = 0; i < flushesBeforeSend; i++) {
         loop.poll();
         clock.advance(10_000);
         await loop.flush();
         await loop.settle();
-        seen.push(delivered.length);
+        seen.push(requests.flatMap((r) => r.windows).length);
       }
-      // Assess: every window kept at once, none sent before the interval, all sent at it
+      // Assess: every window kept at once, none sent before the interval, all sent at it, in order
       expect(sink.submitted).toHaveLength(flushesBeforeSend);
-      expect(seen).toEqual([...Array(flushesBeforeSend - 1).fill(0), flushesBeforeSend]);
-      expect(delivered).toEqual([...Array(flushesBeforeSend).keys()]);
+      expect(seen).toEqual([...Array(flushesBeforeSend - 1).fill(0), flushesBeforeSend * 2]);
+      expect(requests).toHaveLength(1);
+      expect(requests[0]!.windows.map((w) => (Date.parse(w.end) - T0) / 1000)).toEqual(
+        [...Array(flushesBeforeSend).keys()].flatMap((i) => [(i + 1) * 10, (i + 1) * 10]),
+      );
     },
   );
 
@@ -225,32 +228,35 @@ describe('AgentLoop', () => {
     async (kind) => {
       // Prepare
       const clock = manualClock();
-      const delivered: Batch[] = [];
-      const loop = manualLoop(clock, { delivery: new MemorySink(async (b) => delivered.push(b)) });
+      const requests: Batch[] = [];
+      const loop = manualLoop(clock, { delivery: new MemorySink(async (b) => requests.push(b)) });
       loop.poll();
       clock.advance(10_000);
       await loop.flush();
       await loop.settle();
+      const before = requests.length;
       // Act
       loop.pushEvent({ at: clock.now().toISOString(), kind, source: 'agent', gpu_index: 0 });
       clock.advance(1000);
       await loop.flush();
       await loop.settle();
-      // Assess: the earlier window goes with it, in order
-      expect(delivered.map((b) => b.seq)).toEqual([0, 1]);
-      expect(delivered[1]!.events).toEqual([expect.objectContaining({ kind })]);
+      // Assess: the earlier window goes with it
+      expect(before).toBe(0);
+      expect(requests).toHaveLength(1);
+      expect(requests[0]!.windows).toHaveLength(2);
+      expect(requests[0]!.events).toEqual([expect.objectContaining({ kind })]);
     },
   );
 
   it('keeps what delivery could not send and sends it, in order, at the next send interval', async () => {
     // Prepare
     const clock = manualClock();
-    const delivered: number[] = [];
+    const requests: Batch[] = [];
     let down = true;
     const warnings: string[] = [];
     const sink = new MemorySink(async (b) => {
       if (down) throw new SendFailedError(b.batch_id, 1, { lastStatus: 503 });
-      delivered.push(b.seq);
+      requests.push(b);
     });
     const loop = manualLoop(clock, { delivery: sink, sendIntervalS: 10, onWarning: (m) => warnings.push(m) });
     // Act
@@ -268,7 +274,9 @@ describe('AgentLoop', () => {
     await loop.settle();
     // Assess
     expect(whileDown).toBe(3);
-    expect(delivered).toEqual([0, 1, 2, 3]);
+    expect(requests.flatMap((r) => r.windows.map((w) => (Date.parse(w.end) - T0) / 1000))).toEqual([
+      10, 10, 20, 20, 30, 30, 40, 40,
+    ]);
     expect(loop.pendingCount).toBe(0);
     expect(warnings[0]).toMatch(/delivery failed/);
   });
