@@ -113,6 +113,25 @@ describe('Spool', () => {
     });
   });
 
+  it('appends on in the same segment after the queue empties, and a reopen finds only what came after', async () => {
+    // Prepare
+    const spool = await openSpool();
+    for (const seq of [1, 2]) await spool.append(makeBatch(seq));
+
+    // Act: empty the queue, append again, reopen
+    await spool.ackMany((await spool.peekMany(2, 1 << 20)).map((b) => b.batch_id));
+    const afterEmpty = await segmentFiles();
+    await spool.append(makeBatch(3));
+    await spool.close();
+    const reopened = await openSpool();
+
+    // Assess
+    expect(afterEmpty).toEqual(['000000000000.seg']);
+    expect(await segmentFiles()).toEqual(['000000000000.seg']);
+    expect(await drainSeqs(reopened)).toEqual([3]);
+    expect(reopened.stats().last_seq).toBe(3);
+  });
+
   it('keeps stats.bytes equal to the queued records', async () => {
     // Prepare
     const spool = await openSpool();
