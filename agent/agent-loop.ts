@@ -82,7 +82,7 @@ export interface AgentLoopOptions {
   readonly builder: BatchBuilderLike;
   /** Keeps every closed window's batch and delivers them (see {@link DeliveryLike}). */
   readonly delivery: DeliveryLike;
-  /** Trailing-horizon summaries: one `horizon` window per GPU in every batch when given. */
+  /** Trailing-horizon summaries: one `horizon` window per GPU in each batch that goes out at once (send interval or critical event) when given. */
   readonly horizon?: HorizonLike;
   /** EFA counter deltas per flush window when given. */
   readonly efa?: EfaLike;
@@ -212,6 +212,11 @@ export class AgentLoop {
     const end = this.now();
     const start = this.windowStart;
     const identities = new Map(this.options.source.identity().map((g) => [g.index, g]));
+    const dropped = this.options.delivery.takeDroppedEvent(end);
+    const events = dropped ? [...this.events, dropped] : this.events;
+    const sendNow =
+      end.getTime() - this.lastSendMs >= (this.options.sendIntervalS ?? DEFAULT_SEND_INTERVAL_S) * 1000 ||
+      events.some((e) => CRITICAL_EVENT_KINDS.has(e.kind));
     const windows: GpuWindow[] = [];
     let efa: EfaWindow[] = [];
     if (end.getTime() > start.getTime()) {
@@ -219,7 +224,9 @@ export class AgentLoop {
         if (list.length === 0) continue;
         const gpu = identities.get(index) ?? { index };
         windows.push(aggregateWindow(list, start, end, gpu));
-        const horizon = this.options.horizon?.window(gpu, end);
+        // Only the batch that goes out now carries horizons: the rules judge the newest of a request
+        // (mergeBatches keeps no other), so computing one per kept window would be thrown away.
+        const horizon = sendNow ? this.options.horizon?.window(gpu, end) : undefined;
         if (horizon) windows.push(horizon);
       }
       if (this.options.efa) {
@@ -227,14 +234,9 @@ export class AgentLoop {
         efa = this.options.efa.window(start, end);
       }
     }
-    const dropped = this.options.delivery.takeDroppedEvent(end);
-    const events = dropped ? [...this.events, dropped] : this.events;
     this.samples = new Map();
     this.events = [];
     this.windowStart = end;
-    const sendNow =
-      end.getTime() - this.lastSendMs >= (this.options.sendIntervalS ?? DEFAULT_SEND_INTERVAL_S) * 1000 ||
-      events.some((e) => CRITICAL_EVENT_KINDS.has(e.kind));
     if (windows.length === 0 && events.length === 0 && efa.length === 0) {
       if (sendNow) this.kickDrain(end);
       return [];

@@ -6,7 +6,7 @@ import { resolveIdentity } from './identity';
 import { ImdsClient } from './identity/imds';
 import { InstanceEventPoller } from './identity/instance-events';
 import { BatchBuilder } from './send/batcher';
-import { HttpSender } from './send/sender';
+import { DEFAULT_KEEP_ALIVE_MS, HttpSender } from './send/sender';
 import { DcgmProfilingSource } from './sources/dcgm-profiling';
 import { EfaSource } from './sources/efa';
 import { bootTimeFromProcStat, KmsgFollower } from './sources/kmsg-follower';
@@ -103,6 +103,8 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
       // Few in-call retries: the spool is the retry; a dead API must not hold a drain for minutes.
       retries: 2,
       maxTimeoutMs: 5000,
+      // One connection for every send: idle sockets outlive the send interval.
+      keepAliveMs: Math.max(DEFAULT_KEEP_ALIVE_MS, (config.sendIntervalS + config.flushIntervalS) * 1000),
     });
     const sender = new SpoolingSender({ spool, send: opts.send ?? ((b) => http.send(b)), onWarning: warn });
     const delivery: DeliveryLike = {

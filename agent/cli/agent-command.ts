@@ -73,6 +73,8 @@ async function runOnce(
       agent: { version: AGENT_VERSION, ...nvml.versions(), profiling_source: nvml.profilingSource() },
       builder: new BatchBuilder(),
       delivery: sink,
+      // The one batch printed is the one that would go out: with its horizons.
+      sendIntervalS: 0,
       horizon: new HorizonTracker({ horizonS: config.horizonS }),
     });
     loop.poll();

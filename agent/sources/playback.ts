@@ -88,6 +88,8 @@ export async function playBatches(host: PlaybackHost, options: PlaybackOptions):
       ...(options.randomUUID ? { randomUUID: options.randomUUID } : {}),
     }),
     delivery: sink,
+    // Every batch is a request of its own (the caller posts them one by one): each carries its horizons.
+    sendIntervalS: 0,
     horizon: new HorizonTracker({ horizonS }),
     ...(host.efa ? { efa: host.efa } : {}),
     pollIntervalMs: pollMs,

@@ -97,11 +97,12 @@ describe('AgentLoop', () => {
     expect(batch.agent.stats).toMatchObject({ samples: 10, nvml_errors: 0 });
   });
 
-  it('adds a horizon window per GPU and the EFA deltas when given', async () => {
+  it('adds EFA deltas to every window and a horizon window per GPU only to the batch that goes out', async () => {
     // Prepare
     const clock = manualClock();
     const efaCalls: string[] = [];
     const loop = manualLoop(clock, {
+      sendIntervalS: 20,
       horizon: {
         add: () => {},
         window: (gpu, end) => ({
@@ -125,14 +126,19 @@ describe('AgentLoop', () => {
         ],
       },
     });
-    // Act
+    // Act: a kept window at 10 s, the send at 20 s
     loop.poll();
     clock.advance(10_000);
-    const [batch] = await loop.flush();
+    const [kept] = await loop.flush();
+    loop.poll();
+    clock.advance(10_000);
+    const [sent] = await loop.flush();
     // Assess
-    expect(batch!.windows.map((w) => w.kind)).toEqual(['flush', 'horizon', 'flush', 'horizon']);
-    expect(batch!.efa).toEqual([expect.objectContaining({ device: 'rdmap79s0', deltas: { rx_drops: 3 } })]);
-    expect(efaCalls).toHaveLength(2); // once at start, once at the flush: EFA is read per window, not per second
+    expect(kept!.windows.map((w) => w.kind)).toEqual(['flush', 'flush']);
+    expect(sent!.windows.map((w) => w.kind)).toEqual(['flush', 'horizon', 'flush', 'horizon']);
+    for (const batch of [kept, sent])
+      expect(batch!.efa).toEqual([expect.objectContaining({ device: 'rdmap79s0', deltas: { rx_drops: 3 } })]);
+    expect(efaCalls).toHaveLength(3); // once at start, once per flush: EFA is read per window, not per second
   });
 
   it('drops an XID seen by both NVML and the kernel log, keeps every occurrence of one source', async () => {
