@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -7,6 +6,7 @@ import { gunzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Spool } from '../../agent/spool/spool';
 import type { Batch } from '../../lambdas/contract';
+import { killAppendLoop, runThenKill } from './spool/kill-fixture';
 import { makeTempDir } from './spool/spool-fixtures';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -18,7 +18,6 @@ let server: Server;
 let sink: string;
 /** Flush-window ends (ms) the sink received. */
 let received: Set<number>;
-let child: ChildProcess | undefined;
 
 beforeEach(async () => {
   ({ dir, remove } = await makeTempDir());
@@ -38,8 +37,7 @@ beforeEach(async () => {
 });
 
 afterEach(async () => {
-  child?.kill('SIGKILL');
-  child = undefined;
+  killAppendLoop();
   await new Promise((resolve) => server.close(resolve));
   await remove();
 });
@@ -49,35 +47,8 @@ afterEach(async () => {
  * has closed `windows` windows, then SIGKILLs it.
  * @returns the ends of the windows it closed, ms
  */
-async function runThenKill(windows: number): Promise<number[]> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, 'spool', dir, sink, '200', '1200'], {
-    cwd: join(HERE, '..', '..'),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child = proc;
-  const closed: number[] = [];
-  let stderr = '';
-  let buffered = '';
-  proc.stderr?.on('data', (c: Buffer) => {
-    stderr += c.toString();
-  });
-  const exit = new Promise<NodeJS.Signals | null>((resolve) =>
-    proc.on('exit', (_code, signal) => resolve(signal)),
-  );
-  proc.stdout?.on('data', (c: Buffer) => {
-    buffered += c.toString();
-    const lines = buffered.split('\n');
-    buffered = lines.pop() ?? '';
-    for (const line of lines) {
-      const match = /^closed (\d+)$/.exec(line);
-      if (match) closed.push(Number(match[1]));
-    }
-    if (closed.length >= windows) proc.kill('SIGKILL');
-  });
-  const signal = await exit;
-  child = undefined;
-  if (signal !== 'SIGKILL') throw new Error(`agent loop exited on its own (signal ${signal}): ${stderr}`);
-  return closed;
+function runThenKillLoop(windows: number): Promise<number[]> {
+  return runThenKill(CHILD, ['spool', dir, sink, '200', '1200'], /^closed (\d+)$/, windows);
 }
 
 describe('delivery after kill -9 of the agent', () => {
@@ -85,7 +56,7 @@ describe('delivery after kill -9 of the agent', () => {
     'loses at most one closed window when killed after %i windows, sent or not',
     async (windows) => {
       // Act
-      const closed = await runThenKill(windows);
+      const closed = await runThenKillLoop(windows);
       const spool = await Spool.open({ dir });
       const spooled = new Set<number>();
       for (let batch = await spool.peek(); batch; batch = await spool.peek()) {
