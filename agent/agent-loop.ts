@@ -1,14 +1,16 @@
-import type {
-  AgentInfo,
-  Batch,
-  EfaWindow,
-  GpuEvent,
-  GpuIdentity,
-  GpuWindow,
-  Host,
+import {
+  type AgentInfo,
+  type Batch,
+  type EfaWindow,
+  type GpuEvent,
+  type GpuIdentity,
+  type GpuWindow,
+  type Host,
+  MAX_FLUSH_WINDOW_S,
 } from '../lambdas/contract';
-import { aggregateWindow } from './window/aggregate';
 import type { GpuSample } from './window/gpu-sample';
+import { ColumnScratch, SampleRing } from './window/sample-ring';
+import { windowFromColumns } from './window/window-from-columns';
 
 /** One poll of a GPU source: instant readings per GPU, events seen, and call errors (values, not throws). */
 export interface SourceReading {
@@ -106,6 +108,12 @@ export interface AgentLoopOptions {
 }
 
 /**
+ * Most samples one GPU's open window keeps (its ring grows by doubling up to this): the longest
+ * flush window (`MAX_FLUSH_WINDOW_S`, 1 h) at the fastest poll (100 ms), plus one.
+ */
+const MAX_SAMPLES_PER_WINDOW = 10 * MAX_FLUSH_WINDOW_S + 1;
+
+/**
  * Default send interval, s: six 10 s windows per request. API Gateway REST bills per request
  * ($3.50 per million), so one request a minute instead of six costs a sixth; detection does not wait
  * for it (critical events go out at once).
@@ -132,7 +140,13 @@ export const CRITICAL_EVENT_KINDS: ReadonlySet<GpuEvent['kind']> = new Set([
  * Expected failures (a GPU fault, a send failure) are values: the loop never dies of them.
  */
 export class AgentLoop {
-  private samples = new Map<number, GpuSample[]>();
+  /**
+   * The open window's samples per GPU, written into typed-array columns as they arrive (the sample
+   * objects die young instead of living 10 s into the old generation); cleared, not reallocated,
+   * at each flush.
+   */
+  private readonly samples = new Map<number, SampleRing>();
+  private readonly scratch = new ColumnScratch();
   private events: GpuEvent[] = [];
   private windowStart: Date;
   private urgent = false;
@@ -190,9 +204,12 @@ export class AgentLoop {
     this.refreshProfiling();
     for (const raw of reading.gpus) {
       const s = this.withProfiling(raw);
-      const list = this.samples.get(s.gpu_index);
-      if (list) list.push(s);
-      else this.samples.set(s.gpu_index, [s]);
+      let ring = this.samples.get(s.gpu_index);
+      if (!ring) {
+        ring = new SampleRing(MAX_SAMPLES_PER_WINDOW);
+        this.samples.set(s.gpu_index, ring);
+      }
+      ring.push(s);
       this.options.horizon?.add(s);
     }
     for (const e of reading.events) this.pushEvent(e);
@@ -220,10 +237,10 @@ export class AgentLoop {
     const windows: GpuWindow[] = [];
     let efa: EfaWindow[] = [];
     if (end.getTime() > start.getTime()) {
-      for (const [index, list] of [...this.samples.entries()].sort((a, b) => a[0] - b[0])) {
-        if (list.length === 0) continue;
+      for (const [index, ring] of [...this.samples.entries()].sort((a, b) => a[0] - b[0])) {
+        if (ring.length === 0) continue;
         const gpu = identities.get(index) ?? { index };
-        windows.push(aggregateWindow(list, start, end, gpu));
+        windows.push(windowFromColumns('flush', ring.columns(0, ring.length, this.scratch), start, end, gpu));
         // Only the batch that goes out now carries horizons: the rules judge the newest of a request
         // (mergeBatches keeps no other), so computing one per kept window would be thrown away.
         const horizon = sendNow ? this.options.horizon?.window(gpu, end) : undefined;
@@ -234,7 +251,7 @@ export class AgentLoop {
         efa = this.options.efa.window(start, end);
       }
     }
-    this.samples = new Map();
+    for (const ring of this.samples.values()) ring.clear();
     this.events = [];
     this.windowStart = end;
     if (windows.length === 0 && events.length === 0 && efa.length === 0) {
