@@ -207,7 +207,24 @@ const profileDir = mkdtempSync(join(tmpdir(), 'gpu-sentinel-agent-prof-'));
 const [agent, smi] = await Promise.all([
   runChild(entry, nodeFlags, agentArgs, agentEnv),
   runChild(entry, nodeFlags, ['--mode', 'smi', '--smi', SMI, ...common], { PATH: process.env.PATH }),
-  runChild(entry, [...nodeFlags, '--cpu-prof', '--cpu-prof-dir', profileDir], agentArgs, agentEnv),
+  // The profile of a long run outgrows the unit's 64 MB heap when V8 writes it at exit: this child
+  // gets room for it, and a failure costs only the top-functions table.
+  runChild(
+    entry,
+    [
+      ...nodeFlags.filter((f) => !f.startsWith('--max-old-space-size')),
+      '--max-old-space-size=1024',
+      '--cpu-prof',
+      '--cpu-prof-dir',
+      profileDir,
+    ],
+    agentArgs,
+    agentEnv,
+  ).catch((error: unknown) => {
+    process.stderr.write(
+      `profiling child failed; no top functions: ${(error as Error).message.slice(0, 200)}\n`,
+    );
+  }),
 ]);
 sink.close();
 const topFunctions = readTopFunctions(profileDir, TOP_FUNCTIONS);
