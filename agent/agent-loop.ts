@@ -1,15 +1,17 @@
-import type {
-  AgentInfo,
-  Batch,
-  EfaWindow,
-  GpuEvent,
-  GpuIdentity,
-  GpuWindow,
-  Host,
-  K8sWorkload,
+import {
+  type AgentInfo,
+  type Batch,
+  type EfaWindow,
+  type GpuEvent,
+  type GpuIdentity,
+  type GpuWindow,
+  type Host,
+  type K8sWorkload,
+  MAX_FLUSH_WINDOW_S,
 } from '../lambdas/contract';
-import { aggregateWindow } from './window/aggregate';
 import type { GpuSample } from './window/gpu-sample';
+import { ColumnScratch, SampleRing } from './window/sample-ring';
+import { windowFromColumns } from './window/window-from-columns';
 
 /** One poll of a GPU source: instant readings per GPU, events seen, and call errors (values, not throws). */
 export interface SourceReading {
@@ -58,16 +60,16 @@ export interface XidMergerLike {
 }
 
 /**
- * Delivery with durability (agent/spool): `submit` appends a batch to the on-disk spool (fsync),
- * `drain` replays the spool in order, acking each batch after a 2xx. Without one, the loop keeps
- * undelivered batches in memory (bounded).
+ * Where closed windows go (agent/spool's {@link SpoolingSender} on a host; a tiny in-memory sink for
+ * `--once` and tests): `submit` keeps a batch (an fdatasync'd spool append), `drain` delivers what is
+ * kept, oldest first, merged into as few requests as the contract allows.
  */
 export interface DeliveryLike {
   submit(batch: Batch): Promise<unknown>;
   drain(): Promise<unknown>;
-  /** A `data_dropped` event for batches the spool bound dropped since the last call, if any. */
+  /** A `data_dropped` event for batches lost since the last call, if any. */
   takeDroppedEvent(now: Date): GpuEvent | undefined;
-  /** Batches waiting on disk. */
+  /** Batches kept, not delivered yet. */
   pending(): number;
 }
 
@@ -78,14 +80,9 @@ export interface AgentLoopOptions {
   /** Agent description without `stats` (the loop fills them). */
   readonly agent: Omit<AgentInfo, 'stats'>;
   readonly builder: BatchBuilderLike;
-  /**
-   * Sends one batch; throws when it could not be delivered after its own retries. Used when no
-   * `delivery` is given (then undelivered batches wait in a bounded in-memory queue).
-   */
-  readonly send?: (batch: Batch) => Promise<unknown>;
-  /** Durable delivery (spool); preferred over `send`. */
-  readonly delivery?: DeliveryLike;
-  /** Trailing-horizon summaries: one `horizon` window per GPU in every batch when given. */
+  /** Keeps every closed window's batch and delivers them (see {@link DeliveryLike}). */
+  readonly delivery: DeliveryLike;
+  /** Trailing-horizon summaries: one `horizon` window per GPU in each batch that goes out at once (send interval or critical event) when given. */
   readonly horizon?: HorizonLike;
   /** EFA counter deltas per flush window when given. */
   readonly efa?: EfaLike;
@@ -95,13 +92,29 @@ export interface AgentLoopOptions {
   readonly pollIntervalMs?: number;
   /** Flush window, s. @default 10 */
   readonly flushIntervalS?: number;
-  /** Most undelivered batches kept in memory without a spool; past it the oldest are dropped and counted. @default 360 (1 h of 10 s windows) */
-  readonly maxPendingBatches?: number;
+  /**
+   * Kept windows are delivered this often, s, ≥ 0 (0: after every flush); a flush that carries a
+   * critical event ({@link CRITICAL_EVENT_KINDS}) delivers at once. @default {@link DEFAULT_SEND_INTERVAL_S}
+   */
+  readonly sendIntervalS?: number;
   /** The clock. @default () => new Date() */
   readonly clock?: () => Date;
   /** Called once per condition worth an operator's attention (send failure, drops). */
   readonly onWarning?: (message: string, data?: Record<string, unknown>) => void;
 }
+
+/**
+ * Most samples one GPU's open window keeps (its ring grows by doubling up to this): the longest
+ * flush window (`MAX_FLUSH_WINDOW_S`, 1 h) at the fastest poll (100 ms), plus one.
+ */
+const MAX_SAMPLES_PER_WINDOW = 10 * MAX_FLUSH_WINDOW_S + 1;
+
+/**
+ * Default send interval, s: six 10 s windows per request. API Gateway REST bills per request
+ * ($3.50 per million), so one request a minute instead of six costs a sixth; detection does not wait
+ * for it (critical events go out at once).
+ */
+export const DEFAULT_SEND_INTERVAL_S = 60;
 
 /** Event kinds that skip the flush timer and go out at once (docs/design.md §1): hardware faults and loss of data. */
 export const CRITICAL_EVENT_KINDS: ReadonlySet<GpuEvent['kind']> = new Set([
@@ -117,31 +130,41 @@ export const CRITICAL_EVENT_KINDS: ReadonlySet<GpuEvent['kind']> = new Set([
  * with DCGM profiling merged where GPM is absent), feed the horizon, and every `flushIntervalS` close a window: one
  * flush window and one horizon window per GPU, the EFA deltas, and every event since the last
  * flush (XIDs deduplicated across NVML and the kernel log), built into contract batches and handed
- * to durable delivery. Events pushed from other sources (NVML event watcher, kernel log, IMDS) go
+ * to durable delivery as the window closes; every `sendIntervalS` delivery sends what it keeps. Events pushed from other sources (NVML event watcher, kernel log, IMDS) go
  * through {@link pushEvent}; a critical one flushes at once.
  *
  * Expected failures (a GPU fault, a send failure) are values: the loop never dies of them.
  */
 export class AgentLoop {
-  private samples = new Map<number, GpuSample[]>();
+  /**
+   * The open window's samples per GPU, written into typed-array columns as they arrive (the sample
+   * objects die young instead of living 10 s into the old generation); cleared, not reallocated,
+   * at each flush.
+   */
+  private readonly samples = new Map<number, SampleRing>();
+  private readonly scratch = new ColumnScratch();
   private events: GpuEvent[] = [];
-  private pending: Batch[] = [];
   private windowStart: Date;
   private urgent = false;
   private readonly stats = { samples: 0, spooled: 0, dropped: 0, nvml_errors: 0 };
   private wake: (() => void) | undefined;
   private draining: Promise<void> | undefined;
+  /** When delivery was last started, ms since the epoch. */
+  private lastSendMs: number;
 
   /** @param options - see {@link AgentLoopOptions} */
   constructor(private readonly options: AgentLoopOptions) {
-    if (!options.send && !options.delivery) throw new TypeError('Expected `send` or `delivery`, got neither');
+    const sendIntervalS = options.sendIntervalS ?? DEFAULT_SEND_INTERVAL_S;
+    if (!Number.isFinite(sendIntervalS) || sendIntervalS < 0)
+      throw new RangeError(`Expected \`sendIntervalS\` to be a number >= 0, got \`${sendIntervalS}\``);
     this.windowStart = this.now();
+    this.lastSendMs = this.windowStart.getTime();
     options.efa?.sample(this.windowStart);
   }
 
-  /** Batches built but not delivered yet (in memory, or on disk with a spool). */
+  /** Batches built but not delivered yet (on disk with a spool). */
   get pendingCount(): number {
-    return this.options.delivery ? this.options.delivery.pending() : this.pending.length;
+    return this.options.delivery.pending();
   }
 
   /** Counters reported in `agent.stats`. */
@@ -173,9 +196,12 @@ export class AgentLoop {
     this.stats.samples += 1;
     this.stats.nvml_errors += reading.errors.length;
     for (const s of reading.gpus) {
-      const list = this.samples.get(s.gpu_index);
-      if (list) list.push(s);
-      else this.samples.set(s.gpu_index, [s]);
+      let ring = this.samples.get(s.gpu_index);
+      if (!ring) {
+        ring = new SampleRing(MAX_SAMPLES_PER_WINDOW);
+        this.samples.set(s.gpu_index, ring);
+      }
+      ring.push(s);
       this.options.horizon?.add(s);
     }
     for (const e of reading.events) this.pushEvent(e);
@@ -184,8 +210,9 @@ export class AgentLoop {
 
   /**
    * Closes the current window: aggregates every GPU with samples (flush + horizon windows), the
-   * EFA deltas and the pending events into batches, and hands them to delivery, oldest first.
-   * Never throws: an undelivered batch stays spooled (or queued in memory).
+   * EFA deltas and the pending events into batches and hands them to delivery, oldest first; starts
+   * a background send when the send interval has passed or a critical event is among them.
+   * Never throws: an undelivered batch stays spooled.
    * @returns the batches built for this window
    */
   async flush(): Promise<Batch[]> {
@@ -194,16 +221,29 @@ export class AgentLoop {
     const end = this.now();
     const start = this.windowStart;
     const identities = new Map(this.options.source.identity().map((g) => [g.index, g]));
+    const dropped = this.options.delivery.takeDroppedEvent(end);
+    const events = dropped ? [...this.events, dropped] : this.events;
+    const sendNow =
+      end.getTime() - this.lastSendMs >= (this.options.sendIntervalS ?? DEFAULT_SEND_INTERVAL_S) * 1000 ||
+      events.some((e) => CRITICAL_EVENT_KINDS.has(e.kind));
     const windows: GpuWindow[] = [];
     let efa: EfaWindow[] = [];
     if (end.getTime() > start.getTime()) {
-      for (const [index, list] of [...this.samples.entries()].sort((a, b) => a[0] - b[0])) {
-        if (list.length === 0) continue;
+      for (const [index, ring] of [...this.samples.entries()].sort((a, b) => a[0] - b[0])) {
+        if (ring.length === 0) continue;
         const gpu = identities.get(index) ?? { index };
-        const window = aggregateWindow(list, start, end, gpu);
+        const window = windowFromColumns(
+          'flush',
+          ring.columns(0, ring.length, this.scratch),
+          start,
+          end,
+          gpu,
+        );
         const k8s = this.options.source.workload?.(gpu);
         windows.push(k8s === undefined ? window : { ...window, k8s });
-        const horizon = this.options.horizon?.window(gpu, end);
+        // Only the batch that goes out now carries horizons: the rules judge the newest of a request
+        // (mergeBatches keeps no other), so computing one per kept window would be thrown away.
+        const horizon = sendNow ? this.options.horizon?.window(gpu, end) : undefined;
         if (horizon) windows.push(horizon);
       }
       if (this.options.efa) {
@@ -211,13 +251,11 @@ export class AgentLoop {
         efa = this.options.efa.window(start, end);
       }
     }
-    const dropped = this.options.delivery?.takeDroppedEvent(end);
-    const events = dropped ? [...this.events, dropped] : this.events;
-    this.samples = new Map();
+    for (const ring of this.samples.values()) ring.clear();
     this.events = [];
     this.windowStart = end;
     if (windows.length === 0 && events.length === 0 && efa.length === 0) {
-      this.kickDrain();
+      if (sendNow) this.kickDrain(end);
       return [];
     }
     const batches = this.options.builder.build({
@@ -228,6 +266,7 @@ export class AgentLoop {
       events,
     });
     await this.deliver(batches);
+    if (sendNow) this.kickDrain(end);
     return batches;
   }
 
@@ -251,37 +290,33 @@ export class AgentLoop {
       }
     }
     await this.flush();
+    this.kickDrain(this.now());
     await this.settle();
   }
 
   private async deliver(batches: Batch[]): Promise<void> {
     const delivery = this.options.delivery;
-    if (delivery) {
-      // Durable first (an fsync'd append, milliseconds), then replay in the background so a slow or
-      // absent API never stalls sampling; the drain sends oldest first and acks after each 2xx.
-      for (const b of batches) {
-        try {
-          await delivery.submit(b);
-        } catch (err) {
-          this.stats.dropped += 1;
-          this.options.onWarning?.('spool append failed; batch lost', {
-            seq: b.seq,
-            error: (err as Error).message,
-          });
-        }
+    // Kept first (an fdatasync'd append, milliseconds): a kill -9 loses at most the open window, and
+    // a slow or absent API never stalls sampling (the drain runs in the background).
+    for (const b of batches) {
+      try {
+        await delivery.submit(b);
+      } catch (err) {
+        this.stats.dropped += 1;
+        this.options.onWarning?.('spool append failed; batch lost', {
+          seq: b.seq,
+          error: (err as Error).message,
+        });
       }
-      this.kickDrain();
-      this.stats.spooled = delivery.pending();
-      return;
     }
-    this.enqueue(batches);
-    await this.drainMemory();
+    this.stats.spooled = delivery.pending();
   }
 
-  /** Starts a background drain of durable delivery unless one runs. */
-  private kickDrain(): void {
+  /** Starts a background drain of delivery unless one runs; `at` starts the next send interval. */
+  private kickDrain(at: Date): void {
     const delivery = this.options.delivery;
-    if (!delivery || this.draining) return;
+    this.lastSendMs = at.getTime();
+    if (this.draining) return;
     this.draining = delivery
       .drain()
       .then(() => undefined)
@@ -304,48 +339,6 @@ export class AgentLoop {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([draining, new Promise<void>((r) => (timer = setTimeout(r, timeoutMs)))]);
     clearTimeout(timer);
-  }
-
-  private enqueue(batches: Batch[]): void {
-    this.pending.push(...batches);
-    const max = this.options.maxPendingBatches ?? 360;
-    if (this.pending.length > max) {
-      const lost = this.pending.length - max;
-      this.pending.splice(0, lost);
-      this.stats.dropped += lost;
-      this.options.onWarning?.('in-memory send queue full: dropped oldest batches', { dropped: lost });
-    }
-    this.stats.spooled = this.pending.length;
-  }
-
-  private async drainMemory(): Promise<void> {
-    const send = this.options.send;
-    if (!send) return;
-    while (this.pending.length > 0) {
-      const next = this.pending[0]!;
-      try {
-        await send(next);
-      } catch (err) {
-        if ((err as Error).name === 'SendRejectedError') {
-          // The API refused the batch as invalid: retrying cannot help. Say so and move on.
-          this.options.onWarning?.('batch refused by the API; dropped', {
-            seq: next.seq,
-            error: (err as Error).message,
-          });
-          this.stats.dropped += 1;
-          this.pending.shift();
-          continue;
-        }
-        this.options.onWarning?.('send failed; batch kept for the next flush', {
-          seq: next.seq,
-          pending: this.pending.length,
-          error: (err as Error).message,
-        });
-        break;
-      }
-      this.pending.shift();
-    }
-    this.stats.spooled = this.pending.length;
   }
 
   /** Sleeps `ms`; resolves true when woken early by a critical event, false on time-out or abort. */

@@ -5,7 +5,7 @@ import { resolveIdentity } from './identity';
 import { ImdsClient } from './identity/imds';
 import { InstanceEventSource } from './identity/instance-event-source';
 import { BatchBuilder } from './send/batcher';
-import { HttpSender } from './send/sender';
+import { DEFAULT_KEEP_ALIVE_MS, HttpSender } from './send/sender';
 import { DcgmProfilingSource } from './sources/dcgm-profiling';
 import { EfaWindowSource } from './sources/efa-window-source';
 import { KmsgSource } from './sources/kmsg-source';
@@ -128,10 +128,12 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
       // Few in-call retries: the spool is the retry; a dead API must not hold a drain for minutes.
       retries: 2,
       maxTimeoutMs: 5000,
+      // One connection for every send: idle sockets outlive the send interval.
+      keepAliveMs: Math.max(DEFAULT_KEEP_ALIVE_MS, (config.sendIntervalS + config.flushIntervalS) * 1000),
     });
     const sender = new SpoolingSender({ spool, send: opts.send ?? ((b) => http.send(b)), onWarning: warn });
     const delivery: DeliveryLike = {
-      submit: (b) => spool.append(b),
+      submit: (b) => sender.append(b),
       drain: () => sender.drain(),
       takeDroppedEvent: (now) => sender.takeDroppedEvent(now),
       pending: () => spool.stats().batches,
@@ -158,6 +160,7 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
       xidMerger: new XidMerger({ clock }),
       pollIntervalMs: config.pollIntervalMs,
       flushIntervalS: config.flushIntervalS,
+      sendIntervalS: config.sendIntervalS,
       clock,
       onWarning: warn,
     });

@@ -4,6 +4,7 @@ import { AgentLoop } from '../agent-loop';
 import { type AgentLog, resolveAgentIdentity, startAgentRuntime } from '../agent-runtime';
 import type { AgentConfig } from '../config';
 import { BatchBuilder } from '../send/batcher';
+import { MemorySink } from '../send/memory-sink';
 import { NvmlSource } from '../sources/nvml';
 import { AGENT_VERSION } from '../version';
 import { HorizonTracker } from '../window/horizon';
@@ -65,19 +66,22 @@ async function runOnce(
   const nvml = NvmlSource.open({ libraryPath: config.nvmlLibraryPath, logger: log });
   try {
     const host = await resolveAgentIdentity({ config, log, fallbackHost: DIAGNOSIS_HOST });
-    const printed: unknown[] = [];
+    const sink = new MemorySink();
     const loop = new AgentLoop({
       source: nvml,
       host,
       agent: { version: AGENT_VERSION, ...nvml.versions(), profiling_source: nvml.profilingSource() },
       builder: new BatchBuilder(),
-      send: async (batch) => printed.push(batch),
+      delivery: sink,
+      // The one batch printed is the one that would go out: with its horizons.
+      sendIntervalS: 0,
       horizon: new HorizonTracker({ horizonS: config.horizonS }),
     });
     loop.poll();
     await new Promise((r) => setTimeout(r, Math.max(config.pollIntervalMs, 200)));
     loop.poll();
     await loop.flush();
+    const printed = sink.submitted;
     if (mode.print) write(`${JSON.stringify(printed.length === 1 ? printed[0] : printed, null, 2)}\n`);
     return 0;
   } finally {

@@ -84,7 +84,15 @@ export const AGENT_CONFIG_OPTIONS: readonly AgentConfigOption[] = Object.freeze(
     unit: 's',
     expected: 'an integer in 1..3600',
     kind: 'integer',
-    description: 'Flush window: samples are aggregated and sent this often; critical events go at once.',
+    description:
+      'Flush window: samples are aggregated into windows this often, each kept in the spool as it closes.',
+  }),
+  row('sendIntervalS', {
+    unit: 's',
+    expected: 'an integer in 0..3600',
+    kind: 'integer',
+    description:
+      'Kept windows are sent this often, merged into as few requests as the API allows (0: after every flush); critical events go at once.',
   }),
   row('horizonS', {
     unit: 's',

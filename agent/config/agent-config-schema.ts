@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { HostSchema } from '../../lambdas/contract';
+import { DEFAULT_SEND_INTERVAL_S } from '../agent-loop';
 import { GIB, MIB, OFF } from './constants';
 
 /** True for an absolute http(s) URL. */
@@ -54,6 +55,8 @@ export const AgentConfigSchema = z.strictObject({
   pollIntervalMs: z.int().min(100).max(60_000).default(1000),
   /** Flush window, s, integer 1..3600. @default 10 */
   flushIntervalS: z.int().min(1).max(3600).default(10),
+  /** Kept windows are sent this often, s, integer 0..3600 (0: after every flush); critical events go at once. @default 60 */
+  sendIntervalS: z.int().min(0).max(3600).default(DEFAULT_SEND_INTERVAL_S),
   /** Long horizon window (attribution, slopes), s, integer 60..3600. @default 900 */
   horizonS: z.int().min(60).max(3600).default(900),
   /** NVML library, a soname or an absolute path. @default 'libnvidia-ml.so.1' */

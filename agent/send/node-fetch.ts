@@ -1,5 +1,10 @@
-import { request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import {
+  Agent as HttpAgent,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+} from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 
 /**
@@ -147,7 +152,17 @@ function decode(bytes: Buffer, encoding: string | null): Buffer {
   }
 }
 
-function nodeFetchImpl(input: string | URL, init: RequestInit = {}): Promise<BufferedResponse> {
+/** The connection pools of one fetch: Node's global agents unless a caller brings its own. */
+interface Agents {
+  readonly http?: HttpAgent;
+  readonly https?: HttpsAgent;
+}
+
+function nodeFetchImpl(
+  input: string | URL,
+  init: RequestInit = {},
+  agents: Agents = {},
+): Promise<BufferedResponse> {
   return new Promise((resolve, reject) => {
     const signal = init.signal ?? undefined;
     if (signal?.aborted) {
@@ -217,7 +232,14 @@ function nodeFetchImpl(input: string | URL, init: RequestInit = {}): Promise<Buf
     };
 
     try {
-      req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { method, headers }, onResponse);
+      req =
+        url.protocol === 'https:'
+          ? httpsRequest(
+              url,
+              { method, headers, ...(agents.https ? { agent: agents.https } : {}) },
+              onResponse,
+            )
+          : httpRequest(url, { method, headers, ...(agents.http ? { agent: agents.http } : {}) }, onResponse);
     } catch (error) {
       // Invalid header names or values: fetch rejects these with a TypeError that is no network error.
       reject(new TypeError(error instanceof Error ? error.message : String(error), { cause: error }));
@@ -239,7 +261,7 @@ function nodeFetchImpl(input: string | URL, init: RequestInit = {}): Promise<Buf
  * body is read before the promise resolves; the response has `status`, `statusText`, `ok`,
  * `url`, `headers.get/has/forEach/entries`, `text()`, `json()`, `arrayBuffer()`, `bodyUsed`, and
  * `body` is `null`. Gzip, deflate and br response bodies are decoded. Keep-alive follows Node's
- * global agents. Differences from fetch: redirects are not followed (a 3xx resolves as is), no
+ * global agents ({@link keepAliveFetch} keeps sockets longer). Differences from fetch: redirects are not followed (a 3xx resolves as is), no
  * default `Accept`, `Accept-Encoding` or `User-Agent` is sent, a `Request` input is not supported,
  * and a body cut off mid-way rejects the call itself (fetch rejects the later `text()`/`json()`).
  *
@@ -257,4 +279,31 @@ function nodeFetchImpl(input: string | URL, init: RequestInit = {}): Promise<Buf
  * const response = await nodeFetch('http://127.0.0.1:9400/metrics', { signal: AbortSignal.timeout(500) });
  * if (response.ok) console.log(await response.text());
  */
-export const nodeFetch = nodeFetchImpl as unknown as typeof fetch;
+export const nodeFetch = ((input: string | URL, init?: RequestInit) =>
+  nodeFetchImpl(input, init)) as unknown as typeof fetch;
+
+/**
+ * A {@link nodeFetch} with its own keep-alive pools whose idle sockets stay open `idleMs` (Node's
+ * global agents close them after 5 s): with a batch every 60 s, each send would otherwise open a
+ * new TCP (and TLS) connection. One socket per origin is enough for one request at a time. A
+ * server that closes an idle socket first only costs a new connection (a reset on reuse is a
+ * network error the sender retries).
+ *
+ * @param idleMs - how long an idle socket is kept, ms, > 0
+ * @returns a fetch with the same contract as {@link nodeFetch}
+ * @throws {RangeError} when `idleMs` is not a positive finite number
+ */
+export function keepAliveFetch(idleMs: number): typeof fetch {
+  if (!Number.isFinite(idleMs) || idleMs <= 0)
+    throw new RangeError(`Expected \`idleMs\` to be a number > 0, got \`${idleMs}\``);
+  const options = {
+    keepAlive: true,
+    timeout: idleMs,
+    maxSockets: 1,
+    maxFreeSockets: 1,
+    scheduling: 'lifo' as const,
+  };
+  const agents = { http: new HttpAgent(options), https: new HttpsAgent(options) };
+  return ((input: string | URL, init?: RequestInit) =>
+    nodeFetchImpl(input, init, agents)) as unknown as typeof fetch;
+}

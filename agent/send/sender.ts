@@ -8,7 +8,13 @@ import pRetry, { AbortError } from 'p-retry';
 import type { Batch } from '../../lambdas/contract';
 import { type ApiErrorBody, SendFailedError, SendRejectedError } from '../errors';
 import { isLoopbackHost } from './loopback-host';
-import { nodeFetch } from './node-fetch';
+import { keepAliveFetch } from './node-fetch';
+
+/**
+ * Default idle time of the sender's keep-alive socket, ms: longer than the default 60 s send
+ * interval, so a batch a minute reuses one TCP/TLS connection.
+ */
+export const DEFAULT_KEEP_ALIVE_MS = 90_000;
 
 /** How requests are authenticated: `sigv4` (API Gateway IAM auth) or `none` (loopback local mode). */
 export const SENDER_AUTH_MODES = ['sigv4', 'none'] as const;
@@ -25,8 +31,10 @@ export interface HttpSenderOptions {
   readonly region?: string;
   /** Credentials or a provider. @default defaultProvider() of @aws-sdk/credential-provider-node (the instance role on EC2) */
   readonly credentials?: AwsCredentialIdentity | AwsCredentialIdentityProvider;
-  /** The fetch to use. @default {@link nodeFetch} (node:http, not undici: less RSS) */
+  /** The fetch to use. @default `keepAliveFetch(keepAliveMs)` (node:http, not undici: less RSS) */
   readonly fetch?: typeof fetch;
+  /** Idle time of the keep-alive socket, ms, > 0; set it above the send interval. Ignored with `fetch`. @default {@link DEFAULT_KEEP_ALIVE_MS} */
+  readonly keepAliveMs?: number;
   /** The clock used as the SigV4 signing date. @default () => new Date() */
   readonly clock?: () => Date;
   /** Retries after the first attempt on 429, 5xx and network errors, 0..20. @default 5 */
@@ -106,7 +114,7 @@ export class HttpSender {
       throw new RangeError(`Expected \`endpoint\` to be an http(s) URL, got \`${opts.endpoint}\``);
     this.url = new URL(`${base.pathname.replace(/\/+$/, '')}/v1/batches`, base);
     this.auth = opts.auth ?? 'sigv4';
-    this.doFetch = opts.fetch ?? nodeFetch;
+    this.doFetch = opts.fetch ?? keepAliveFetch(opts.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS);
     this.clock = opts.clock ?? (() => new Date());
     this.retries = checkRange('retries', opts.retries ?? 5, 0, 20);
     this.authRetries = checkRange('authRetries', opts.authRetries ?? 3, 0, 20);

@@ -2,6 +2,7 @@ import { type AgentInfo, type Batch, type Host, MAX_FLUSH_WINDOW_S } from '../..
 import { AgentLoop, type EfaLike, type SampleSource } from '../agent-loop';
 import { PlaybackOptionsError } from '../errors';
 import { BatchBuilder } from '../send/batcher';
+import { MemorySink } from '../send/memory-sink';
 import { DEFAULT_HORIZON_S, HorizonTracker } from '../window/horizon';
 
 /**
@@ -76,7 +77,7 @@ export async function playBatches(host: PlaybackHost, options: PlaybackOptions):
     throw new PlaybackOptionsError('to', `at most ${MAX_PLAYBACK_POLLS} polls after \`from\``, options.to);
 
   const clock = new VirtualClock(fromMs);
-  const batches: Batch[] = [];
+  const sink = new MemorySink();
   const loop = new AgentLoop({
     source: host.source,
     host: host.host,
@@ -86,9 +87,9 @@ export async function playBatches(host: PlaybackHost, options: PlaybackOptions):
       startSeq: options.startSeq ?? 0,
       ...(options.randomUUID ? { randomUUID: options.randomUUID } : {}),
     }),
-    send: async (batch) => {
-      batches.push(batch);
-    },
+    delivery: sink,
+    // Every batch is a request of its own (the caller posts them one by one): each carries its horizons.
+    sendIntervalS: 0,
     horizon: new HorizonTracker({ horizonS }),
     ...(host.efa ? { efa: host.efa } : {}),
     pollIntervalMs: pollMs,
@@ -96,7 +97,7 @@ export async function playBatches(host: PlaybackHost, options: PlaybackOptions):
     clock: clock.now,
   });
   await driveLoop(loop, clock, { fromMs, toMs, pollIntervalMs: pollMs, flushIntervalS: flushS });
-  return batches;
+  return sink.submitted;
 }
 
 /** A clock that stands still until moved: the time of a played-back agent. */

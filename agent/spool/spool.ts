@@ -294,6 +294,60 @@ export class Spool {
   }
 
   /**
+   * The oldest queued batches, read back from disk, for one merged request: up to `maxCount` of them
+   * and up to `maxBytes` of records (the first is returned whatever its size). Batches past
+   * `maxAgeS` are dropped first, and a head that no longer reads back is dropped (counted, warned)
+   * as in {@link peek}; a later record that does not read back ends the list (it becomes the head
+   * of a later call).
+   *
+   * @param maxCount - most batches, ≥ 1
+   * @param maxBytes - most record bytes (payload + framing) after the first batch
+   * @returns oldest first; empty when the spool is empty
+   * @throws {SpoolClosedError} after `close()`
+   */
+  peekMany(maxCount: number, maxBytes: number): Promise<Batch[]> {
+    return this.exclusive(async () => {
+      await this.enforceLimits(0);
+      const head = await this.readHead();
+      if (!head) return [];
+      const out = [head];
+      let bytes = this.entries[0]?.bytes ?? 0;
+      for (let i = 1; i < Math.min(maxCount, this.entries.length); i++) {
+        const entry = this.entries[i] as Entry;
+        if (bytes + entry.bytes > maxBytes) break;
+        try {
+          out.push(await this.readEntry(entry));
+        } catch {
+          break;
+        }
+        bytes += entry.bytes;
+      }
+      return out;
+    });
+  }
+
+  /**
+   * Removes the oldest batches durably, with one cursor write, after the API took them in one
+   * request (2xx).
+   *
+   * @param batchIds - `batch_id`s of the oldest batches, oldest first (those {@link peekMany} returned)
+   * @returns how many were removed: the leading ids still queued in that order (0 when the first was dropped meanwhile)
+   * @throws {SpoolOrderError} when the first is queued but is not the oldest
+   * @throws {SpoolClosedError} after `close()`
+   * @throws {Error} the fs error; the batches then stay queued
+   */
+  ackMany(batchIds: readonly string[]): Promise<number> {
+    return this.exclusive(async () => {
+      const first = batchIds[0];
+      if (first === undefined || !this.isHead(first)) return 0;
+      let n = 0;
+      while (n < batchIds.length && this.entries[n]?.batchId === batchIds[n]) n += 1;
+      await this.remove(n, 'ack');
+      return n;
+    });
+  }
+
+  /**
    * Moves the oldest batch, which the API refused (4xx), to `rejected/<seq>-<batch_id>.json` with the
    * refusal, for inspection; it is not retried. The file is written durably before the batch leaves
    * the queue.
@@ -489,10 +543,20 @@ export class Spool {
     const dropped = how === 'drop' ? [...removed, ...unwritten] : [];
     const lastRemoved = removed.at(-1);
     const lastIndex = this.lastSegmentIndex();
+    const lastSize = lastIndex === undefined ? undefined : this.segments.get(lastIndex);
+    // Emptied: the cursor goes to the end of the last segment while it has room, so the next append
+    // goes on in it; deleting it and creating the next would cost 3 more fsyncs and 2 opens per send.
+    const keepLast =
+      lastIndex !== undefined &&
+      lastSize !== undefined &&
+      lastSize < this.segmentBytes &&
+      (lastRemoved === undefined || lastRemoved.segment <= lastIndex);
     const position = next
       ? { segment: next.segment, offset: next.offset }
       : lastRemoved
-        ? { segment: (lastIndex ?? this.cursor.segment) + 1, offset: 0 }
+        ? keepLast
+          ? { segment: lastIndex, offset: lastSize }
+          : { segment: (lastIndex ?? this.cursor.segment) + 1, offset: 0 }
         : { segment: this.cursor.segment, offset: this.cursor.offset };
     // The highest seq that left (or, for damaged bytes, may have left): the next seq starts above it.
     const seqs = [

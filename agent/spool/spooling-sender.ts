@@ -1,12 +1,14 @@
 import { type Batch, type GpuEvent, MAX_DETAIL_CHARS } from '../../lambdas/contract';
 import { SendRejectedError } from '../errors';
+import { DEFAULT_MAX_BATCH_BYTES } from '../send/batcher';
+import { MAX_MERGED_BATCHES, mergeableCount, mergeBatches } from '../send/merge-batches';
 import type { QuarantineReason, Spool } from './spool';
 import type { DroppedReport } from './spool-cursor';
 
-/** What became of a submitted batch: delivered now, queued on disk, refused by the API (quarantined), or lost (the spool could not take it; counted). */
-export const SUBMIT_OUTCOMES = ['sent', 'spooled', 'rejected', 'dropped'] as const;
-/** Union of {@link SUBMIT_OUTCOMES}. */
-export type SubmitOutcome = (typeof SUBMIT_OUTCOMES)[number];
+/** What became of an appended batch: queued on disk, or lost (the spool could not take it; counted). */
+export const APPEND_OUTCOMES = ['spooled', 'dropped'] as const;
+/** Union of {@link APPEND_OUTCOMES}. */
+export type AppendOutcome = (typeof APPEND_OUTCOMES)[number];
 
 /** Options of {@link SpoolingSender}. */
 export interface SpoolingSenderOptions {
@@ -15,7 +17,7 @@ export interface SpoolingSenderOptions {
   /**
    * Sends one batch (`HttpSender.send`, after its own retries). Resolves on a 2xx; throws
    * `SendRejectedError` when the API refused the batch (4xx: quarantined, not retried), anything
-   * else when it could not be delivered now (spooled, retried by {@link SpoolingSender.drain}).
+   * else when it could not be delivered now (it stays spooled; a later {@link SpoolingSender.drain} retries).
    */
   readonly send: (batch: Batch) => Promise<unknown>;
   /** Called once per condition worth an operator's attention (API unreachable, refusals, spool errors). @default none */
@@ -24,7 +26,7 @@ export interface SpoolingSenderOptions {
 
 /** Counters of a {@link SpoolingSender} since it was made (`dropped`: since the spool directory was created). */
 export interface SpoolingSenderCounters {
-  /** Batches delivered (2xx), directly or from the spool. */
+  /** Batches delivered (2xx); several spooled batches may have gone in one request. */
   readonly sent: number;
   /** Batches written to the spool. */
   readonly spooled: number;
@@ -38,6 +40,8 @@ export interface SpoolingSenderCounters {
 export interface DrainResult {
   /** Spooled batches delivered and removed, ≥ 0. */
   readonly sent: number;
+  /** HTTP requests that delivered them (merged batches), ≥ 0. */
+  readonly requests: number;
   /** Spooled batches refused by the API and quarantined, ≥ 0. */
   readonly rejected: number;
   /** Batches still spooled when the drain stopped, ≥ 0. */
@@ -47,25 +51,26 @@ export interface DrainResult {
 }
 
 /**
- * Delivers batches in order without losing any silently: a batch that cannot be sent now goes to the
- * on-disk {@link Spool} and is replayed, oldest first, by {@link drain}. Nothing overtakes a spooled
- * batch: while the spool holds anything (or a drain runs), {@link submit} appends instead of sending.
- * A batch the API refuses (4xx, or a 401/403 that outlived the sender's credential refreshes) is
- * quarantined, never retried. Every loss (spool bounds, damaged records, write errors, refusals)
- * becomes one `data_dropped` event through {@link takeDroppedEvent}.
+ * The agent's one delivery path, spool first (docs/design.md §10, chosen by measurement: see
+ * BENCHMARKS.md): every closed flush window is appended to the on-disk {@link Spool} as it closes,
+ * so a `kill -9` loses at most the window still open; {@link drain}, called every send interval (or
+ * at once for a critical event), replays the spool oldest first, merging consecutive batches into one
+ * request (`mergeBatches`: ≤ 64 batches, ≤ 1 MiB, the contract's counts) and acking them together
+ * after the 2xx. A merged request the API refuses is retried batch by batch, so only the refused
+ * batch is quarantined, never retried. Every loss (spool bounds, damaged records, write errors,
+ * refusals) becomes one `data_dropped` event through {@link takeDroppedEvent}.
  *
  * Neither method throws: failures are outcomes, counters and warnings.
  *
  * @example
  * const sender = new SpoolingSender({ spool, send: (b) => http.send(b) });
- * for (const batch of batches) await sender.submit(batch);
- * await sender.drain(); // after every flush: replays the spool once the API is back
+ * await sender.append(batch); // every flush
+ * await sender.drain(); // every send interval: replays the spool once the API answers
  */
 export class SpoolingSender {
   private readonly spool: Spool;
   private readonly send: (batch: Batch) => Promise<unknown>;
   private readonly warn: (message: string, data?: Record<string, unknown>) => void;
-  private directChain: Promise<unknown> = Promise.resolve();
   private draining: Promise<DrainResult> | undefined;
   private failing = false;
   private sent = 0;
@@ -95,22 +100,21 @@ export class SpoolingSender {
   }
 
   /**
-   * Sends a batch now when the spool is empty and no drain runs; otherwise, or when the send fails
-   * with anything but a refusal, appends it to the spool. Submits run one after another in call order.
+   * Appends a batch to the spool (fdatasync'd); appends run one after another in call order (the
+   * spool serialises them). A batch the spool cannot take is counted and reported, never thrown.
    *
-   * @param batch - a contract batch, `seq` higher than every batch submitted before
-   * @returns what became of it (see {@link SUBMIT_OUTCOMES})
+   * @param batch - a contract batch, `seq` higher than every batch appended before
+   * @returns what became of it (see {@link APPEND_OUTCOMES})
    */
-  submit(batch: Batch): Promise<SubmitOutcome> {
-    const run = this.directChain.then(() => this.submitNow(batch));
-    this.directChain = run.catch(() => undefined);
-    return run;
+  append(batch: Batch): Promise<AppendOutcome> {
+    return this.spoolIt(batch);
   }
 
   /**
-   * Replays the spool oldest first: sends each batch, acks it after the 2xx, quarantines a refused
-   * one, and stops at the first other failure (the batch stays; call again later). A call while a
-   * drain runs returns that drain's result.
+   * Replays the spool oldest first: sends consecutive batches merged into one request, acks them
+   * after the 2xx, retries a refused merge batch by batch and quarantines the refused one, and stops
+   * at the first other failure (the batches stay; call again later). A call while a drain runs
+   * returns that drain's result.
    *
    * @returns what this drain did
    */
@@ -153,24 +157,7 @@ export class SpoolingSender {
     };
   }
 
-  private async submitNow(batch: Batch): Promise<SubmitOutcome> {
-    if (this.draining || this.spool.stats().batches > 0) return this.spoolIt(batch);
-    try {
-      await this.send(batch);
-    } catch (error) {
-      if (isRejection(error)) {
-        await this.reject(batch, error, undefined);
-        return 'rejected';
-      }
-      this.noteFailure(batch, error);
-      return this.spoolIt(batch);
-    }
-    this.sent += 1;
-    this.failing = false;
-    return 'sent';
-  }
-
-  private async spoolIt(batch: Batch): Promise<SubmitOutcome> {
+  private async spoolIt(batch: Batch): Promise<AppendOutcome> {
     try {
       await this.spool.append(batch);
     } catch (error) {
@@ -184,57 +171,65 @@ export class SpoolingSender {
   }
 
   private async runDrain(): Promise<DrainResult> {
-    // A direct send in flight may still fail and append: let it, so the drain sees it in order.
-    await this.directChain;
     let sent = 0;
+    let requests = 0;
     let rejected = 0;
+    /** Batches still to send one by one: the members of a merged request the API refused. */
+    let singles = 0;
     const stop = (error: unknown): DrainResult => ({
       sent,
+      requests,
       rejected,
       remaining: this.spool.stats().batches,
       error,
     });
     for (;;) {
-      let batch: Batch | undefined;
+      let batches: Batch[];
       try {
-        batch = await this.spool.peek();
+        batches = await this.spool.peekMany(singles > 0 ? 1 : MAX_MERGED_BATCHES, DEFAULT_MAX_BATCH_BYTES);
       } catch (error) {
         this.warn('spool read failed; drain stopped', { error: (error as Error).message });
         return stop(error);
       }
-      if (!batch) break;
+      const group = batches.slice(0, mergeableCount(batches));
+      const request = group.length > 0 ? mergeBatches(group) : undefined;
+      if (!request) break;
       try {
-        await this.send(batch);
+        await this.send(request);
       } catch (error) {
-        if (isRejection(error)) {
-          const ok = await this.reject(batch, error, batch.batch_id);
-          if (!ok) return stop(error);
-          rejected += 1;
+        if (isRejection(error) && group.length > 1) {
+          singles = group.length;
           continue;
         }
-        this.noteFailure(batch, error);
+        if (isRejection(error)) {
+          const head = group[0] as Batch;
+          const ok = await this.reject(head, error, head.batch_id);
+          if (!ok) return stop(error);
+          rejected += 1;
+          singles = Math.max(0, singles - 1);
+          continue;
+        }
+        this.noteFailure(request, error);
         return stop(error);
       }
-      this.sent += 1;
-      sent += 1;
+      this.sent += group.length;
+      sent += group.length;
+      requests += 1;
+      singles = Math.max(0, singles - group.length);
       this.failing = false;
       try {
-        await this.spool.ack(batch.batch_id);
+        await this.spool.ackMany(group.map((b) => b.batch_id));
       } catch (error) {
-        // Delivered but still spooled: it is sent again later and the API stores it once.
-        this.warn('spool ack failed; drain stopped', { seq: batch.seq, error: (error as Error).message });
+        // Delivered but still spooled: sent again later; the store keeps one row per window (`seq` is its version).
+        this.warn('spool ack failed; drain stopped', { seq: request.seq, error: (error as Error).message });
         return stop(error);
       }
     }
-    return { sent, rejected, remaining: 0 };
+    return { sent, requests, rejected, remaining: 0 };
   }
 
-  /** Quarantines a refused batch (from the spool's head when `spooledId` is given). False when the spool could not. */
-  private async reject(
-    batch: Batch,
-    error: SendRejectedError,
-    spooledId: string | undefined,
-  ): Promise<boolean> {
+  /** Quarantines a refused batch, the spool's head. False when the spool could not. */
+  private async reject(batch: Batch, error: SendRejectedError, spooledId: string): Promise<boolean> {
     const reason = reasonOf(error);
     this.warn('batch refused by the API; quarantined, not retried', {
       seq: batch.seq,
@@ -243,11 +238,10 @@ export class SpoolingSender {
       error: reason.message,
     });
     try {
-      if (spooledId === undefined) await this.spool.saveRejected(batch, reason);
-      else await this.spool.quarantine(spooledId, reason);
+      await this.spool.quarantine(spooledId, reason);
     } catch (writeError) {
       this.warn('quarantine write failed', { seq: batch.seq, error: (writeError as Error).message });
-      if (spooledId !== undefined) return false;
+      return false;
     }
     this.rejected += 1;
     this.refusedUnreported = addLoss(this.refusedUnreported, batch);

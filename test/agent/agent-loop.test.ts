@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { AgentLoop, type DeliveryLike, type SampleSource } from '../../agent/agent-loop';
-import { SendFailedError, SendRejectedError } from '../../agent/errors';
+import { SendFailedError } from '../../agent/errors';
 import { BatchBuilder } from '../../agent/send/batcher';
+import { MemorySink } from '../../agent/send/memory-sink';
 import type { GpuSample } from '../../agent/window/gpu-sample';
 import { type Batch, type GpuEvent, type GpuIdentity, parseBatch } from '../../lambdas/contract';
 
@@ -61,6 +62,7 @@ function manualLoop(
     host: HOST,
     agent: AGENT,
     builder: new BatchBuilder({ clock: clock.now }),
+    delivery: new MemorySink(),
     clock: clock.now,
     ...options,
   });
@@ -74,10 +76,9 @@ describe('AgentLoop', () => {
   it('aggregates each GPU into one flush window per flush, in contract-valid batches', async () => {
     // Prepare
     const clock = manualClock();
-    const sent: Batch[] = [];
-    const loop = manualLoop(clock, {
-      send: async (b) => sent.push(b),
-    });
+    const sink = new MemorySink();
+    const sent = sink.submitted;
+    const loop = manualLoop(clock, { delivery: sink });
     // Act: 10 polls 1 s apart, then a flush
     for (let i = 0; i < 10; i++) {
       loop.poll();
@@ -96,13 +97,12 @@ describe('AgentLoop', () => {
     expect(batch.agent.stats).toMatchObject({ samples: 10, nvml_errors: 0 });
   });
 
-  it('adds a horizon window per GPU and the EFA deltas when given', async () => {
+  it('adds EFA deltas to every window and a horizon window per GPU only to the batch that goes out', async () => {
     // Prepare
     const clock = manualClock();
-    const sent: Batch[] = [];
     const efaCalls: string[] = [];
     const loop = manualLoop(clock, {
-      send: async (b) => sent.push(b),
+      sendIntervalS: 20,
       horizon: {
         add: () => {},
         window: (gpu, end) => ({
@@ -126,23 +126,26 @@ describe('AgentLoop', () => {
         ],
       },
     });
-    // Act
+    // Act: a kept window at 10 s, the send at 20 s
     loop.poll();
     clock.advance(10_000);
-    const [batch] = await loop.flush();
+    const [kept] = await loop.flush();
+    loop.poll();
+    clock.advance(10_000);
+    const [sent] = await loop.flush();
     // Assess
-    expect(batch!.windows.map((w) => w.kind)).toEqual(['flush', 'horizon', 'flush', 'horizon']);
-    expect(batch!.efa).toEqual([expect.objectContaining({ device: 'rdmap79s0', deltas: { rx_drops: 3 } })]);
-    expect(efaCalls).toHaveLength(2); // once at start, once at the flush: EFA is read per window, not per second
+    expect(kept!.windows.map((w) => w.kind)).toEqual(['flush', 'flush']);
+    expect(sent!.windows.map((w) => w.kind)).toEqual(['flush', 'horizon', 'flush', 'horizon']);
+    for (const batch of [kept, sent])
+      expect(batch!.efa).toEqual([expect.objectContaining({ device: 'rdmap79s0', deltas: { rx_drops: 3 } })]);
+    expect(efaCalls).toHaveLength(3); // once at start, once per flush: EFA is read per window, not per second
   });
 
   it('drops an XID seen by both NVML and the kernel log, keeps every occurrence of one source', async () => {
     // Prepare
     const clock = manualClock();
     const { XidMerger } = await import('../../agent/sources/xid-merge');
-    const sent: Batch[] = [];
     const loop = manualLoop(clock, {
-      send: async (b) => sent.push(b),
       xidMerger: new XidMerger({ clock: clock.now }),
     });
     // Act
@@ -165,9 +168,7 @@ describe('AgentLoop', () => {
       host: HOST,
       agent: AGENT,
       builder: new BatchBuilder(),
-      send: async (b) => {
-        sent.push(b);
-      },
+      delivery: new MemorySink(async (b) => sent.push(b)),
       pollIntervalMs: 20,
       flushIntervalS: 3600,
     });
@@ -185,7 +186,7 @@ describe('AgentLoop', () => {
   it('reports a critical event from poll() until a flush sends it, for a caller driving the loop by hand', async () => {
     // Prepare
     const clock = manualClock();
-    const loop = manualLoop(clock, { send: async () => {} });
+    const loop = manualLoop(clock, {});
     // Act
     loop.pushEvent(xid(79, 'nvml', T0));
     clock.advance(1000);
@@ -197,49 +198,97 @@ describe('AgentLoop', () => {
     expect([before, after]).toEqual([true, false]);
   });
 
-  it('keeps undelivered batches in memory and sends them in order once the API answers', async () => {
+  it.each([
+    { sendIntervalS: 60, flushesBeforeSend: 6 },
+    { sendIntervalS: 30, flushesBeforeSend: 3 },
+    { sendIntervalS: 0, flushesBeforeSend: 1 },
+  ])(
+    'keeps each 10 s window as it closes and sends every $sendIntervalS s, in one request',
+    async ({ sendIntervalS, flushesBeforeSend }) => {
+      // Prepare
+      const clock = manualClock();
+      const requests: Batch[] = [];
+      const sink = new MemorySink(async (b) => requests.push(b));
+      const loop = manualLoop(clock, { delivery: sink, sendIntervalS });
+      // Act: flush every 10 s; note how many windows were delivered after each flush
+      const seen: number[] = [];
+      for (let i = 0; i < flushesBeforeSend; i++) {
+        loop.poll();
+        clock.advance(10_000);
+        await loop.flush();
+        await loop.settle();
+        seen.push(requests.flatMap((r) => r.windows).length);
+      }
+      // Assess: every window kept at once, none sent before the interval, all sent at it, in order
+      expect(sink.submitted).toHaveLength(flushesBeforeSend);
+      expect(seen).toEqual([...Array(flushesBeforeSend - 1).fill(0), flushesBeforeSend * 2]);
+      expect(requests).toHaveLength(1);
+      expect(requests[0]!.windows.map((w) => (Date.parse(w.end) - T0) / 1000)).toEqual(
+        [...Array(flushesBeforeSend).keys()].flatMap((i) => [(i + 1) * 10, (i + 1) * 10]),
+      );
+    },
+  );
+
+  it.each(['xid', 'ecc_dbe', 'gpu_lost', 'remap_failure', 'spot_interruption'] as const)(
+    'sends at once, before the send interval, a flush that carries a critical %s event',
+    async (kind) => {
+      // Prepare
+      const clock = manualClock();
+      const requests: Batch[] = [];
+      const loop = manualLoop(clock, { delivery: new MemorySink(async (b) => requests.push(b)) });
+      loop.poll();
+      clock.advance(10_000);
+      await loop.flush();
+      await loop.settle();
+      const before = requests.length;
+      // Act
+      loop.pushEvent({ at: clock.now().toISOString(), kind, source: 'agent', gpu_index: 0 });
+      clock.advance(1000);
+      await loop.flush();
+      await loop.settle();
+      // Assess: the earlier window goes with it
+      expect(before).toBe(0);
+      expect(requests).toHaveLength(1);
+      expect(requests[0]!.windows).toHaveLength(2);
+      expect(requests[0]!.events).toEqual([expect.objectContaining({ kind })]);
+    },
+  );
+
+  it('keeps what delivery could not send and sends it, in order, at the next send interval', async () => {
     // Prepare
     const clock = manualClock();
-    const delivered: number[] = [];
+    const requests: Batch[] = [];
     let down = true;
     const warnings: string[] = [];
-    const loop = manualLoop(clock, {
-      send: async (b) => {
-        if (down) throw new SendFailedError(b.batch_id, 1, { lastStatus: 503 });
-        delivered.push(b.seq);
-      },
-      onWarning: (m) => warnings.push(m),
+    const sink = new MemorySink(async (b) => {
+      if (down) throw new SendFailedError(b.batch_id, 1, { lastStatus: 503 });
+      requests.push(b);
     });
+    const loop = manualLoop(clock, { delivery: sink, sendIntervalS: 10, onWarning: (m) => warnings.push(m) });
     // Act
     for (let i = 0; i < 3; i++) {
       loop.poll();
       clock.advance(10_000);
       await loop.flush();
+      await loop.settle();
     }
     const whileDown = loop.pendingCount;
     down = false;
     loop.poll();
     clock.advance(10_000);
     await loop.flush();
+    await loop.settle();
     // Assess
     expect(whileDown).toBe(3);
-    expect(delivered).toEqual([0, 1, 2, 3]);
+    expect(requests.flatMap((r) => r.windows.map((w) => (Date.parse(w.end) - T0) / 1000))).toEqual([
+      10, 10, 20, 20, 30, 30, 40, 40,
+    ]);
     expect(loop.pendingCount).toBe(0);
-    expect(warnings[0]).toMatch(/send failed/);
+    expect(warnings[0]).toMatch(/delivery failed/);
   });
 
-  it('drops and counts a batch the API refuses as invalid instead of retrying it forever', async () => {
-    const clock = manualClock();
-    const loop = manualLoop(clock, {
-      send: async (b) => {
-        throw new SendRejectedError(b.batch_id, 400, { error: 'x', path: 'seq' });
-      },
-    });
-    loop.poll();
-    clock.advance(10_000);
-    await loop.flush();
-    expect(loop.pendingCount).toBe(0);
-    expect(loop.counters.dropped).toBe(1);
+  it.each([-1, Number.NaN])('refuses a sendIntervalS of %s, naming it', (sendIntervalS) => {
+    expect(() => manualLoop(manualClock(), { sendIntervalS })).toThrow(/sendIntervalS/);
   });
 
   it('appends batches to durable delivery, then drains it in the background, and reports spool drops as a data_dropped event', async () => {
@@ -258,6 +307,7 @@ describe('AgentLoop', () => {
     };
     const loop = manualLoop(clock, {
       delivery,
+      sendIntervalS: 10,
     });
     // Act
     loop.poll();
@@ -272,15 +322,14 @@ describe('AgentLoop', () => {
   it('copies the pod holding a GPU at the window end into its flush window, and only there', async () => {
     // Prepare
     const clock = manualClock();
-    const sent: Batch[] = [];
     const source = fakeSource(clock.now);
     const loop = manualLoop(clock, {
       source: {
         ...source,
         workload: (gpu) => (gpu.uuid === 'GPU-aaaa' ? { namespace: 'ml', pod: 'train-0' } : undefined),
       },
+      sendIntervalS: 0, // this flush goes out, so it carries horizons too
       horizon: { add: () => {}, window: (gpu, end) => ({ ...horizonOf(gpu, end) }) },
-      send: async (b) => sent.push(b),
     });
     loop.poll();
     clock.advance(1000);

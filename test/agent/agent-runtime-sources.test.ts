@@ -57,6 +57,7 @@ describe('startAgentRuntime sources', () => {
         kmsgPath: 'off',
         efaRoot: 'off',
         spoolDir: join(dir, 'spool'),
+        sendIntervalS: 0, // every flush goes out: the test reads what one flush sends
       }),
       version: 'test',
       log: { info() {}, warn() {}, error() {} },

@@ -11,7 +11,7 @@ import { Spool } from '../../agent/spool/spool';
 import { SpoolingSender } from '../../agent/spool/spooling-sender';
 import type { Batch } from '../../lambdas/contract';
 import { appendThenKill, killAppendLoop } from '../agent/spool/kill-fixture';
-import { FakeClock, makeBatch, makeTempDir } from '../agent/spool/spool-fixtures';
+import { FakeClock, makeBatch, makeTempDir, T0 } from '../agent/spool/spool-fixtures';
 
 /** GPUs per test batch: each batch carries this many flush windows. */
 const GPUS = 8;
@@ -49,14 +49,16 @@ describe('chaos: agent faults', () => {
       spool,
       send: async (b) => {
         if (down) throw new SendFailedError(b.batch_id, 3, { lastStatus: 503 });
-        delivered.push(b.seq);
+        // A merged request carries several spooled batches: batch `seq` ends at T0 + seq × 10 s.
+        for (const end of new Set(b.windows.map((w) => Date.parse(w.end))))
+          delivered.push((end - T0.getTime()) / 10_000);
       },
     });
 
     // Act
     for (let seq = 0; seq < 60; seq += 1) {
       if (seq === 30) down = false;
-      await sender.submit(makeBatch(seq, clock.now(), GPUS));
+      await sender.append(makeBatch(seq, clock.now(), GPUS));
       await sender.drain();
       clock.advance(10_000);
     }
@@ -121,19 +123,21 @@ describe('chaos: agent faults', () => {
         maxTimeoutMs: 2,
       });
       const sender = new SpoolingSender({ spool, send: (b) => http.send(b) });
-      const outcomes: string[] = [];
+      let sent = 0;
+      let setAside = 0;
 
       // Act
       for (let seq = 0; seq < 15; seq += 1) {
         script = seq < 10 ? [403] : [403, 403, 403, 403];
-        outcomes.push(await sender.submit(makeBatch(seq, new Date(), GPUS)));
+        await sender.append(makeBatch(seq, new Date(), GPUS));
+        const result = await sender.drain();
+        sent += result.sent;
+        setAside += result.rejected;
       }
       const dropped = sender.takeDroppedEvent(new Date());
       await spool.close();
 
       // Assess
-      const sent = outcomes.filter((o) => o === 'sent').length;
-      const setAside = outcomes.filter((o) => o === 'rejected').length;
       console.log(
         `chaos agent 403: ${requests} requests; delivered ${sent}, credential refreshes ${refreshes}, set aside ${setAside}; windows reported lost ${dropped?.count ?? 0}`,
       );

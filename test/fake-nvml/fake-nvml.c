@@ -17,7 +17,9 @@
  *   FAKE_NVML_PRESET          p5 (default: 8x H100 80GB HBM3, values from the real capture
  *                             test/fixtures/real/nvidia-smi-query.535.161.08.out.0.valid.txt)
  *                             or p4d (8x A100-SXM4-40GB, 400 W)
- *   FAKE_NVML_GPU_COUNT       GPUs to expose, 0..8 (default 8)
+ *   FAKE_NVML_GPU_COUNT       GPUs to expose, 0..64 (default 8); GPU i beyond the preset's 8 repeats
+ *                             row i % 8 with its own UUID and serial (last two digits: i) and
+ *                             PCI domain i / 8 (benchmarks of large hosts)
  *   FAKE_NVML_LOST_GPU        index of a GPU whose device calls answer GPU_IS_LOST (15)
  *   FAKE_NVML_NOT_SUPPORTED   comma-separated function names answering NOT_SUPPORTED (3)
  *   FAKE_NVML_FAIL_CALL       comma-separated function names answering UNKNOWN (999)
@@ -79,7 +81,9 @@ typedef int nvmlReturn_t;
 #define NVML_ERROR_GPU_IS_LOST 15
 #define NVML_ERROR_UNKNOWN 999
 
-#define MAX_GPUS 8
+#define MAX_GPUS 64
+/* Rows per preset: a real 8-GPU server; GPUs past it repeat them (see FAKE_NVML_GPU_COUNT). */
+#define PRESET_GPUS 8
 
 typedef struct {
   char busIdLegacy[16];
@@ -226,7 +230,7 @@ typedef struct {
   unsigned long long clocks_event_reasons;
   unsigned int threshold_c[4]; /* SHUTDOWN, SLOWDOWN, MEM_MAX, GPU_MAX */
   unsigned int nvlink_links;
-  gpu_row gpus[MAX_GPUS];
+  gpu_row gpus[PRESET_GPUS];
 } preset;
 
 /* p5.48xlarge: every per-GPU value is from the real nvidia-smi -q capture (driver 535.161.08). */
@@ -269,7 +273,7 @@ static const preset P4D = {
 static struct fake_device devices[MAX_GPUS];
 static const preset *active = &P5;
 static int initialized = 0;
-static unsigned int gpu_count = MAX_GPUS;
+static unsigned int gpu_count = PRESET_GPUS;
 static int lost_gpu = -1;
 static char not_supported[512];
 static char fail_call[512];
@@ -394,8 +398,14 @@ static void env_str(const char *name, char *out, size_t size) {
   snprintf(out, size, "%s", v ? v : "");
 }
 
+/* The preset row GPU i repeats. */
+static const gpu_row *row_of(unsigned int i) { return &active->gpus[i % PRESET_GPUS]; }
+
+/* A row's string with its last two characters replaced by GPU i's number past the preset's GPUs. */
+static nvmlReturn_t copy_numbered(const char *src, unsigned int i, const char *format, char *dst, unsigned int length);
+
 static unsigned int power_mw(int i) {
-  const gpu_row *g = &active->gpus[i];
+  const gpu_row *g = row_of((unsigned int)i);
   /* Idle draw plus a share of the headroom proportional to utilization. */
   unsigned int busy = active->limit_mw * 9 / 10;
   return g->power_idle_mw + (busy - g->power_idle_mw) * util_gpu / 100;
@@ -406,6 +416,15 @@ static nvmlReturn_t copy_string(const char *src, char *dst, unsigned int length)
   if (strlen(src) + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
   memcpy(dst, src, strlen(src) + 1);
   return NVML_SUCCESS;
+}
+
+static nvmlReturn_t copy_numbered(const char *src, unsigned int i, const char *format, char *dst, unsigned int length) {
+  if (i < PRESET_GPUS) return copy_string(src, dst, length);
+  char buf[96];
+  size_t n = strlen(src);
+  snprintf(buf, sizeof buf, "%s", src);
+  if (n >= 2 && n < sizeof buf) snprintf(buf + n - 2, 3, format, i % 100);
+  return copy_string(buf, dst, length);
 }
 
 /* ---------------------------------------------------------------- lifecycle, system */
@@ -429,7 +448,7 @@ nvmlReturn_t nvmlInit_v2(void) {
   if (fail != NULL && *fail != '\0') return NVML_ERROR_DRIVER_NOT_LOADED;
   const char *p = getenv("FAKE_NVML_PRESET");
   active = (p != NULL && strcmp(p, "p4d") == 0) ? &P4D : &P5;
-  gpu_count = (unsigned int)env_ull("FAKE_NVML_GPU_COUNT", MAX_GPUS);
+  gpu_count = (unsigned int)env_ull("FAKE_NVML_GPU_COUNT", PRESET_GPUS);
   if (gpu_count > MAX_GPUS) gpu_count = MAX_GPUS;
   const char *lost = getenv("FAKE_NVML_LOST_GPU");
   lost_gpu = (lost != NULL && *lost != '\0') ? atoi(lost) : -1;
@@ -531,22 +550,23 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int len
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length) {
   ENTER_DEVICE("nvmlDeviceGetUUID", device);
-  return copy_string(active->gpus[device->index].uuid, uuid, length);
+  return copy_numbered(row_of(device->index)->uuid, device->index, "%02x", uuid, length);
 }
 
 nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char *serial, unsigned int length) {
   ENTER_DEVICE("nvmlDeviceGetSerial", device);
-  return copy_string(active->gpus[device->index].serial, serial, length);
+  return copy_numbered(row_of(device->index)->serial, device->index, "%02u", serial, length);
 }
 
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci) {
   ENTER_DEVICE("nvmlDeviceGetPciInfo_v3", device);
   if (pci == NULL) return NVML_ERROR_INVALID_ARGUMENT;
-  const gpu_row *g = &active->gpus[device->index];
+  const gpu_row *g = row_of(device->index);
+  unsigned int domain = device->index / PRESET_GPUS;
   memset(pci, 0, sizeof *pci);
-  snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "0000:%02X:%02X.0", g->bus, g->dev);
-  snprintf(pci->busId, sizeof pci->busId, "00000000:%02X:%02X.0", g->bus, g->dev);
-  pci->domain = 0;
+  snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.0", domain, g->bus, g->dev);
+  snprintf(pci->busId, sizeof pci->busId, "%08X:%02X:%02X.0", domain, g->bus, g->dev);
+  pci->domain = domain;
   pci->bus = g->bus;
   pci->device = g->dev;
   pci->pciDeviceId = active->pci_device_id;
@@ -593,7 +613,7 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, unsigned int sensorType, unsigned int *temp) {
   ENTER_DEVICE("nvmlDeviceGetTemperature", device);
   if (temp == NULL || sensorType != 0) return NVML_ERROR_INVALID_ARGUMENT;
-  *temp = active->gpus[device->index].temp_c + util_gpu / 4;
+  *temp = row_of(device->index)->temp_c + util_gpu / 4;
   return NVML_SUCCESS;
 }
 
@@ -692,7 +712,7 @@ nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsi
 nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int *value) {
   ENTER_DEVICE("nvmlDeviceGetPcieReplayCounter", device);
   if (value == NULL) return NVML_ERROR_INVALID_ARGUMENT;
-  *value = pcie_replay >= 0 ? (unsigned int)pcie_replay : active->gpus[device->index].pcie_replay;
+  *value = pcie_replay >= 0 ? (unsigned int)pcie_replay : row_of(device->index)->pcie_replay;
   return NVML_SUCCESS;
 }
 
@@ -740,7 +760,7 @@ static unsigned long long grows(unsigned long long base, double per_s) {
 nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values) {
   ENTER_DEVICE("nvmlDeviceGetFieldValues", device);
   if (values == NULL || valuesCount < 0) return NVML_ERROR_INVALID_ARGUMENT;
-  const gpu_row *g = &active->gpus[device->index];
+  const gpu_row *g = row_of(device->index);
   int i = device->index;
   for (int k = 0; k < valuesCount; k++) {
     nvmlFieldValue_t *v = &values[k];

@@ -91,7 +91,7 @@ describe('agent config options table', () => {
     // Assess
     expect(lines).toHaveLength(AGENT_CONFIG_OPTIONS.length + 2);
     expect(lines).toContain(
-      '| `flushIntervalS` | `GPU_SENTINEL_FLUSH_INTERVAL_S` | `--flush-interval-s` | s | `10` | Flush window: samples are aggregated and sent this often; critical events go at once. |',
+      '| `flushIntervalS` | `GPU_SENTINEL_FLUSH_INTERVAL_S` | `--flush-interval-s` | s | `10` | Flush window: samples are aggregated into windows this often, each kept in the spool as it closes. |',
     );
   });
 });

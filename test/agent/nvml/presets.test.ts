@@ -197,6 +197,20 @@ describe('NvmlSource under load', () => {
     expect(sample?.power_w).toBeGreaterThan(600);
   });
 
+  it('exposes up to 64 GPUs with distinct UUIDs and PCI addresses, for benchmarks of large hosts', () => {
+    // Prepare
+    setFakeNvmlEnv({ GPU_COUNT: 64 });
+    source = NvmlSource.open({ libraryPath: fakeNvmlPath() });
+    // Act
+    const { gpus } = source.sample(AT);
+    const ids = source.identity();
+    // Assess
+    expect(gpus.map((g) => g.gpu_index)).toEqual([...Array(64).keys()]);
+    expect(new Set(ids.map((g) => g.uuid)).size).toBe(64);
+    expect(new Set(ids.map((g) => g.pci_bus_id)).size).toBe(64);
+    expect(ids[9]?.pci_bus_id).toMatch(/^0001:/);
+  });
+
   it('limits the GPUs to what NVML counts', () => {
     // Prepare
     setFakeNvmlEnv({ GPU_COUNT: 2 });

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { gzipSync } from 'node:zlib';
 import pRetry from 'p-retry';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { nodeFetch } from '../../../agent/send/node-fetch';
+import { keepAliveFetch, nodeFetch } from '../../../agent/send/node-fetch';
 
 interface Received {
   method: string;
@@ -263,5 +263,28 @@ describe('nodeFetch', () => {
     // Assess
     expect(JSON.parse(stdout.trim())).toEqual([]);
     expect(received).toHaveLength(1);
+  });
+});
+
+describe('keepAliveFetch', () => {
+  it('sends every request over one kept-alive connection', async () => {
+    // Prepare
+    const fetchKept = keepAliveFetch(90_000);
+    const sockets = new Set<unknown>();
+    handler = (req, _body, res) => {
+      sockets.add(req.socket);
+      res.end('ok');
+    };
+
+    // Act
+    for (let i = 0; i < 3; i++) await (await fetchKept(`${base}/kept`, { method: 'POST', body: 'x' })).text();
+
+    // Assess
+    expect(received).toHaveLength(3);
+    expect(sockets.size).toBe(1);
+  });
+
+  it.each([0, -1, Number.NaN])('refuses an idle time of %s, naming it', (idleMs) => {
+    expect(() => keepAliveFetch(idleMs)).toThrow(/idleMs/);
   });
 });

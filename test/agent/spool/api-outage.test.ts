@@ -6,7 +6,7 @@ import { HttpSender } from '../../../agent/send/sender';
 import { Spool } from '../../../agent/spool/spool';
 import { SpoolingSender } from '../../../agent/spool/spooling-sender';
 import type { Batch } from '../../../lambdas/contract';
-import { FakeClock, makeBatch, makeTempDir } from './spool-fixtures';
+import { FakeClock, makeBatch, makeTempDir, T0 } from './spool-fixtures';
 
 /** Flush interval of the simulated agent, ms. */
 const FLUSH_MS = 10_000;
@@ -14,8 +14,10 @@ const FLUSH_MS = 10_000;
 let server: Server;
 let endpoint: string;
 let down = false;
-/** Seqs the API accepted (answered 202), in arrival order. */
+/** Seqs of the batches the API accepted (answered 202), in arrival order; batch `seq` ends at T0 + (seq + 1) flushes. */
 let accepted: number[] = [];
+/** Requests the API accepted. */
+let requests = 0;
 /** Attempts refused with 503. */
 let refused = 0;
 let dir: string;
@@ -33,7 +35,9 @@ beforeAll(async () => {
         return;
       }
       const batch = JSON.parse(gunzipSync(Buffer.concat(chunks)).toString('utf8')) as Batch;
-      accepted.push(batch.seq);
+      requests += 1;
+      const ends = new Set(batch.windows.map((w) => Date.parse(w.end)));
+      for (const end of ends) accepted.push((end - T0.getTime()) / FLUSH_MS - 1);
       res.writeHead(202, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ accepted: batch.windows.length }));
     });
@@ -50,6 +54,7 @@ beforeEach(async () => {
   ({ dir, remove } = await makeTempDir());
   down = false;
   accepted = [];
+  requests = 0;
   refused = 0;
 });
 
@@ -58,7 +63,7 @@ afterEach(async () => {
 });
 
 describe('SpoolingSender with HttpSender against an API that goes down', () => {
-  it('delivers every batch exactly once and in seq order after a 10-minute outage', async () => {
+  it('delivers every batch exactly once and in seq order after a 10-minute outage, the backlog in one merged request', async () => {
     // Prepare
     const clock = new FakeClock();
     const spool = await Spool.open({ dir, clock: clock.now });
@@ -73,7 +78,7 @@ describe('SpoolingSender with HttpSender against an API that goes down', () => {
     for (let seq = 0; seq < total; seq++) {
       down = seq >= downFrom && seq < downUntil;
       clock.advance(FLUSH_MS);
-      await sender.submit(makeBatch(seq, clock.now(), 8));
+      await sender.append(makeBatch(seq, clock.now(), 8));
       await sender.drain();
       maxSpooled = Math.max(maxSpooled, spool.stats().batches);
     }
@@ -84,9 +89,10 @@ describe('SpoolingSender with HttpSender against an API that goes down', () => {
     expect(accepted).toEqual(Array.from({ length: total }, (_, seq) => seq));
     expect(refused).toBeGreaterThanOrEqual(60);
     expect(maxSpooled).toBe(60);
-    expect(stats).toEqual({ batches: 0, bytes: 0, dropped_total: 0, last_seq: downUntil });
-    // The first batch after the outage queues behind the 60 spooled ones instead of overtaking them.
-    expect(sender.counters).toEqual({ sent: total, spooled: 61, rejected: 0, dropped: 0 });
+    expect(stats).toEqual({ batches: 0, bytes: 0, dropped_total: 0, last_seq: total - 1 });
+    // The first batch after the outage goes out behind the 60 spooled ones, all in one request.
+    expect(requests).toBe(total - 60);
+    expect(sender.counters).toEqual({ sent: total, spooled: total, rejected: 0, dropped: 0 });
     expect(sender.takeDroppedEvent(clock.now())).toBeUndefined();
   });
 });

@@ -66,6 +66,72 @@ describe('Spool', () => {
     });
   });
 
+  describe('several at once (one merged request)', () => {
+    it.each([
+      { maxCount: 2, maxBytes: 1 << 20, seqs: [10, 11] },
+      { maxCount: 10, maxBytes: 1 << 20, seqs: [10, 11, 12, 13] },
+      { maxCount: 10, maxBytes: 0, seqs: [10] }, // the first batch comes whatever its size
+    ])('peekMany($maxCount, $maxBytes) returns $seqs, oldest first', async ({ maxCount, maxBytes, seqs }) => {
+      // Prepare
+      const spool = await openSpool();
+      for (const seq of [10, 11, 12, 13]) await spool.append(makeBatch(seq));
+
+      // Act
+      const batches = await spool.peekMany(maxCount, maxBytes);
+
+      // Assess
+      expect(batches.map((b) => b.seq)).toEqual(seqs);
+      expect(spool.stats().batches).toBe(4);
+    });
+
+    it('acks the leading batches with one cursor write, durably across a reopen', async () => {
+      // Prepare
+      const spool = await openSpool();
+      for (const seq of [10, 11, 12]) await spool.append(makeBatch(seq));
+      const ids = (await spool.peekMany(2, 1 << 20)).map((b) => b.batch_id);
+
+      // Act
+      const removed = await spool.ackMany(ids);
+      await spool.close();
+      const reopened = await openSpool();
+
+      // Assess
+      expect(removed).toBe(2);
+      expect(await drainSeqs(reopened)).toEqual([12]);
+    });
+
+    it('acks none when the first id is gone, and throws SpoolOrderError when it is queued but not the oldest', async () => {
+      // Prepare
+      const spool = await openSpool();
+      for (const seq of [10, 11]) await spool.append(makeBatch(seq));
+      const [first, second] = await spool.peekMany(2, 1 << 20);
+
+      // Act / Assess
+      expect(await spool.ackMany(['00000000-0000-4000-8000-999999999999'])).toBe(0);
+      await expect(spool.ackMany([second?.batch_id ?? ''])).rejects.toBeInstanceOf(SpoolOrderError);
+      expect(await spool.ackMany([first?.batch_id ?? '', 'not-queued'])).toBe(1);
+    });
+  });
+
+  it('appends on in the same segment after the queue empties, and a reopen finds only what came after', async () => {
+    // Prepare
+    const spool = await openSpool();
+    for (const seq of [1, 2]) await spool.append(makeBatch(seq));
+
+    // Act: empty the queue, append again, reopen
+    await spool.ackMany((await spool.peekMany(2, 1 << 20)).map((b) => b.batch_id));
+    const afterEmpty = await segmentFiles();
+    await spool.append(makeBatch(3));
+    await spool.close();
+    const reopened = await openSpool();
+
+    // Assess
+    expect(afterEmpty).toEqual(['000000000000.seg']);
+    expect(await segmentFiles()).toEqual(['000000000000.seg']);
+    expect(await drainSeqs(reopened)).toEqual([3]);
+    expect(reopened.stats().last_seq).toBe(3);
+  });
+
   it('keeps stats.bytes equal to the queued records', async () => {
     // Prepare
     const spool = await openSpool();

@@ -3,27 +3,41 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SendFailedError, SendRejectedError } from '../../../agent/errors';
 import { Spool, type SpoolOptions } from '../../../agent/spool/spool';
-import { SpoolingSender, type SubmitOutcome } from '../../../agent/spool/spooling-sender';
-import { type Batch, EventSchema } from '../../../lambdas/contract';
-import { FakeClock, makeBatch, makeTempDir } from './spool-fixtures';
+import { SpoolingSender } from '../../../agent/spool/spooling-sender';
+import { type Batch, EventSchema, parseBatch } from '../../../lambdas/contract';
+import { FakeClock, makeBatch, makeTempDir, T0 } from './spool-fixtures';
 
 let dir: string;
 let remove: () => Promise<void>;
 let clock: FakeClock;
 let spool: Spool;
 
-/** A send that fails or refuses the seqs it is told to, and records what it delivered. */
+/** Spooled batch `seq`: its flush windows end at T0 + seq × 10 s, so a merged request still names its members. */
+function batchAt(seq: number, gpus = 1, horizons = false): Batch {
+  return makeBatch(seq, new Date(T0.getTime() + seq * 10_000), gpus, horizons);
+}
+
+/** The seqs of the spooled batches a (merged) request carries, from its flush windows' ends. */
+function membersOf(request: Batch): number[] {
+  const ends = request.windows.filter((w) => w.kind === 'flush').map((w) => Date.parse(w.end));
+  return [...new Set(ends)].map((ms) => (ms - T0.getTime()) / 10_000);
+}
+
+/** An API that is down or refuses requests carrying the seqs it is told to; records what it got. */
 class FakeApi {
   readonly delivered: number[] = [];
-  readonly attempts: number[] = [];
+  /** Per request, the seqs it carried. */
+  readonly requests: number[][] = [];
   down = false;
   readonly refuse = new Set<number>();
   readonly send = async (batch: Batch): Promise<unknown> => {
-    this.attempts.push(batch.seq);
+    parseBatch(JSON.parse(JSON.stringify(batch)), new Date(T0.getTime() + 3600_000));
+    const members = membersOf(batch);
+    this.requests.push(members);
     if (this.down) throw new SendFailedError(batch.batch_id, 1, { lastStatus: 503 });
-    if (this.refuse.has(batch.seq))
+    if (members.some((seq) => this.refuse.has(seq)))
       throw new SendRejectedError(batch.batch_id, 400, { error: 'expected a number', path: 'windows[0]' });
-    this.delivered.push(batch.seq);
+    this.delivered.push(...members);
     return { status: 202, accepted: batch.windows.length };
   };
 }
@@ -45,46 +59,64 @@ afterEach(async () => {
 });
 
 describe('SpoolingSender', () => {
-  it('sends directly while the spool is empty', async () => {
+  it('keeps an appended batch on disk and sends nothing until a drain', async () => {
     // Prepare
     const api = new FakeApi();
     const sender = new SpoolingSender({ spool, send: api.send });
 
     // Act
-    const outcomes = [await sender.submit(makeBatch(0)), await sender.submit(makeBatch(1))];
+    const outcomes = [await sender.append(batchAt(0)), await sender.append(batchAt(1))];
 
     // Assess
-    expect(outcomes).toEqual(['sent', 'sent']);
-    expect(api.delivered).toEqual([0, 1]);
-    expect(spool.stats().batches).toBe(0);
-    expect(sender.counters).toEqual({ sent: 2, spooled: 0, rejected: 0, dropped: 0 });
+    expect(outcomes).toEqual(['spooled', 'spooled']);
+    expect(api.requests).toEqual([]);
+    expect(spool.stats().batches).toBe(2);
+    expect(sender.counters).toEqual({ sent: 0, spooled: 2, rejected: 0, dropped: 0 });
   });
 
-  it('spools a batch that fails, and every later one without trying to send it', async () => {
+  it('drains the spool in one merged request, oldest first, and acks every batch it carried', async () => {
     // Prepare
     const api = new FakeApi();
-    const warnings: string[] = [];
-    const sender = new SpoolingSender({ spool, send: api.send, onWarning: (m) => warnings.push(m) });
-    api.down = true;
+    const sender = new SpoolingSender({ spool, send: api.send });
+    for (let seq = 0; seq < 6; seq++) await sender.append(batchAt(seq, 8, true));
 
     // Act
-    const first = await sender.submit(makeBatch(0));
-    api.down = false;
-    const second = await sender.submit(makeBatch(1));
+    const result = await sender.drain();
 
     // Assess
-    expect([first, second]).toEqual(['spooled', 'spooled']);
-    expect(api.attempts).toEqual([0]);
-    expect(spool.stats().batches).toBe(2);
-    expect(warnings).toHaveLength(1);
+    expect(result).toEqual({ sent: 6, requests: 1, rejected: 0, remaining: 0 });
+    expect(api.requests).toEqual([[0, 1, 2, 3, 4, 5]]);
+    expect(spool.stats().batches).toBe(0);
   });
+
+  it.each([
+    { gpus: 15, batches: 40, requests: [33, 7] }, // 15 × 33 flush + 15 horizon = 510 ≤ 512 windows
+    { gpus: 8, batches: 70, requests: [63, 7] }, // 8 × 63 flush + 8 horizon = 512 windows
+    { gpus: 1, batches: 70, requests: [64, 6] }, // at most 64 batches per request
+  ])(
+    'splits $batches spooled batches of $gpus GPUs at the contract limits: $requests',
+    async ({ gpus, batches, requests }) => {
+      // Prepare
+      const api = new FakeApi();
+      const sender = new SpoolingSender({ spool, send: api.send });
+      for (let seq = 0; seq < batches; seq++) await spool.append(batchAt(seq, gpus, true));
+
+      // Act
+      const result = await sender.drain();
+
+      // Assess
+      expect(api.requests.map((r) => r.length)).toEqual(requests);
+      expect(api.delivered).toEqual([...Array(batches).keys()]);
+      expect(result).toMatchObject({ sent: batches, requests: requests.length, remaining: 0 });
+    },
+  );
 
   it('drains oldest first, stops at the first failure and resumes where it stopped', async () => {
     // Prepare
     const api = new FakeApi();
     const sender = new SpoolingSender({ spool, send: api.send });
+    for (let seq = 0; seq < 4; seq++) await sender.append(batchAt(seq));
     api.down = true;
-    for (let seq = 0; seq < 4; seq++) await sender.submit(makeBatch(seq));
 
     // Act
     const whileDown = await sender.drain();
@@ -94,32 +126,27 @@ describe('SpoolingSender', () => {
     // Assess
     expect(whileDown).toMatchObject({ sent: 0, rejected: 0, remaining: 4 });
     expect(whileDown.error).toBeInstanceOf(SendFailedError);
-    expect(afterRecovery).toEqual({ sent: 4, rejected: 0, remaining: 0 });
+    expect(afterRecovery).toEqual({ sent: 4, requests: 1, rejected: 0, remaining: 0 });
     expect(api.delivered).toEqual([0, 1, 2, 3]);
     expect(sender.counters).toEqual({ sent: 4, spooled: 4, rejected: 0, dropped: 0 });
   });
 
-  it.each<{ name: string; spoolFirst: boolean; outcome: SubmitOutcome }>([
-    { name: 'a direct send', spoolFirst: false, outcome: 'rejected' },
-    { name: 'a drain', spoolFirst: true, outcome: 'spooled' },
-  ])('quarantines a batch refused on $name and never retries it', async ({ spoolFirst, outcome }) => {
+  it('retries a refused merged request batch by batch, quarantines only the refused batch and never retries it', async () => {
     // Prepare
     const api = new FakeApi();
     const sender = new SpoolingSender({ spool, send: api.send });
-    api.down = spoolFirst;
+    for (let seq = 4; seq < 8; seq++) await sender.append(batchAt(seq));
     api.refuse.add(5);
 
     // Act
-    const result = await sender.submit(makeBatch(5));
-    api.down = false;
-    await sender.submit(makeBatch(6));
-    await sender.drain();
+    const first = await sender.drain();
+    await sender.append(batchAt(8));
     await sender.drain();
 
     // Assess
-    expect(result).toBe(outcome);
-    expect(api.attempts.filter((s) => s === 5)).toHaveLength(spoolFirst ? 2 : 1);
-    expect(api.delivered).toEqual([6]);
+    expect(first).toEqual({ sent: 3, requests: 3, rejected: 1, remaining: 0 });
+    expect(api.requests).toEqual([[4, 5, 6, 7], [4], [5], [6], [7], [8]]);
+    expect(api.delivered).toEqual([4, 6, 7, 8]);
     const [file] = await readdir(join(dir, 'rejected'));
     const saved = JSON.parse(await readFile(join(dir, 'rejected', file ?? ''), 'utf8'));
     expect(saved.reason).toMatchObject({ status: 400, error: 'expected a number', path: 'windows[0]' });
@@ -128,44 +155,45 @@ describe('SpoolingSender', () => {
     expect(spool.stats().batches).toBe(0);
   });
 
-  it('runs one drain at a time and spools what is submitted meanwhile after it', async () => {
+  it('runs one drain at a time; a batch appended meanwhile goes out after it', async () => {
     // Prepare
     const api = new FakeApi();
     let release: () => void = () => undefined;
     const gate = new Promise<void>((resolve) => {
       release = resolve;
     });
+    let first = true;
     const send = async (batch: Batch): Promise<unknown> => {
-      if (batch.seq === 0) await gate;
+      if (first) {
+        first = false;
+        await gate;
+      }
       return api.send(batch);
     };
     const sender = new SpoolingSender({ spool, send });
-    await spool.append(makeBatch(0));
-    await spool.append(makeBatch(1));
+    await sender.append(batchAt(0));
+    await sender.append(batchAt(1));
 
     // Act
-    const first = sender.drain();
-    const second = sender.drain();
-    const during = sender.submit(makeBatch(2));
+    const one = sender.drain();
+    const two = sender.drain();
+    const during = sender.append(batchAt(2));
     release();
-    const results = await Promise.all([first, second, during]);
+    const results = await Promise.all([one, two, during]);
 
     // Assess
     expect(results[0]).toBe(results[1]);
     expect(results[2]).toBe('spooled');
-    expect(api.delivered).toEqual([0, 1, 2]);
-    expect(api.attempts).toEqual([0, 1, 2]);
+    expect(api.requests).toEqual([[0, 1], [2]]);
   });
 
   it('builds one data_dropped event from the spool drops, valid against the contract', async () => {
     // Prepare
     await spool.close();
-    const recordBytes = JSON.stringify(makeBatch(0, clock.now(), 2)).length + 8;
+    const recordBytes = JSON.stringify(batchAt(0, 2)).length + 8;
     await openSpool({ maxBytes: recordBytes * 2 });
-    const api = new FakeApi();
-    api.down = true;
-    const sender = new SpoolingSender({ spool, send: api.send });
-    for (let seq = 0; seq < 5; seq++) await sender.submit(makeBatch(seq, clock.now(), 2));
+    const sender = new SpoolingSender({ spool, send: new FakeApi().send });
+    for (let seq = 0; seq < 5; seq++) await sender.append(batchAt(seq, 2));
 
     // Act
     const event = sender.takeDroppedEvent(clock.now());
@@ -186,13 +214,11 @@ describe('SpoolingSender', () => {
 
   it('counts a batch the spool cannot write as dropped and reports it', async () => {
     // Prepare
-    const api = new FakeApi();
-    api.down = true;
-    const sender = new SpoolingSender({ spool, send: api.send });
+    const sender = new SpoolingSender({ spool, send: new FakeApi().send });
     await spool.close();
 
     // Act
-    const outcome = await sender.submit(makeBatch(3));
+    const outcome = await sender.append(batchAt(3));
     const event = sender.takeDroppedEvent(clock.now());
 
     // Assess
@@ -207,16 +233,15 @@ describe('SpoolingSender', () => {
     const api = new FakeApi();
     api.refuse.add(1);
     const sender = new SpoolingSender({ spool, send: api.send });
+    await sender.append(batchAt(0, 8));
+    await sender.append(batchAt(1, 8));
 
     // Act
-    const outcomes = [
-      await sender.submit(makeBatch(0, undefined, 8)),
-      await sender.submit(makeBatch(1, undefined, 8)),
-    ];
+    const result = await sender.drain();
     const event = sender.takeDroppedEvent(clock.now());
 
     // Assess
-    expect(outcomes).toEqual(['sent', 'rejected']);
+    expect(result).toMatchObject({ sent: 1, rejected: 1 });
     expect(event).toMatchObject({ kind: 'data_dropped', count: 8 });
     expect(event?.detail).toMatch(/1 batches \(8 flush windows, seq 1\.\.1\) refused by the API/);
     expect(EventSchema.safeParse(event).success).toBe(true);
