@@ -200,3 +200,21 @@ describe('the repository stands alone', () => {
     expect(AGENT_VERSION).toBe(pkg.version);
   });
 });
+
+describe('tests leave nothing behind', () => {
+  it('every CDK app a test builds synthesizes into a temp folder the test removes (an outdir)', () => {
+    // Prepare: an App without `outdir` makes a `cdk.out*` folder in the system temp dir that nothing removes
+    const files = sourceFiles('test').filter((f) => f.endsWith('.ts'));
+
+    // Act
+    const bare = files.flatMap((f) => {
+      const text = readFileSync(join(ROOT, f), 'utf8');
+      return [...text.matchAll(/new (?:cdk\.)?App\(([^)]*)\)/g)]
+        .filter((m) => !/\boutdir\b/.test(m[1] ?? ''))
+        .map((m) => `${f}: ${m[0]}`);
+    });
+
+    // Assess
+    expect(bare).toEqual([]);
+  });
+});

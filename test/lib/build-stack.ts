@@ -1,6 +1,9 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App } from 'aws-cdk-lib';
+import { afterAll } from 'vitest';
 import { GpuSentinelStack, type GpuSentinelStackProps } from '../../lib/gpu-sentinel-stack';
 
 /** Entry file used by the template tests instead of the real handler. */
@@ -17,6 +20,23 @@ export const CDK_JSON_CONTEXT: Readonly<Record<string, unknown>> = (
 ).context;
 
 /**
+ * Where this test file's apps synthesize: one temp folder per test file, removed when its tests
+ * end. Without an `outdir` the CDK makes a `cdk.out*` folder in the system temp dir for every app
+ * and never removes it (hundreds per test run).
+ */
+const OUTDIR_ROOT = mkdtempSync(join(tmpdir(), 'gpu-sentinel-synth-'));
+afterAll(() => rmSync(OUTDIR_ROOT, { recursive: true, force: true }));
+
+/**
+ * A fresh synth folder for one app, under this test file's temp folder (removed after its tests).
+ *
+ * @returns an absolute path to a new, empty folder
+ */
+export function testOutdir(): string {
+  return mkdtempSync(join(OUTDIR_ROOT, 'cdk.out-'));
+}
+
+/**
  * Builds a {@link GpuSentinelStack} in a fresh app with `cdk.json`'s feature flags that skips
  * esbuild bundling (fast, and independent of the handler being written elsewhere).
  *
@@ -24,7 +44,10 @@ export const CDK_JSON_CONTEXT: Readonly<Record<string, unknown>> = (
  * @returns the stack
  */
 export function buildStack(props: GpuSentinelStackProps = {}): GpuSentinelStack {
-  const app = new App({ context: { ...CDK_JSON_CONTEXT, 'aws:cdk:bundling-stacks': [] } });
+  const app = new App({
+    outdir: testOutdir(),
+    context: { ...CDK_JSON_CONTEXT, 'aws:cdk:bundling-stacks': [] },
+  });
   return new GpuSentinelStack(app, 'TestStack', { ingestEntry: STUB_INGEST_ENTRY, ...props });
 }
 
