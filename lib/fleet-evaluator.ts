@@ -18,9 +18,8 @@ import {
 } from './constants';
 import { encryptedLogGroup } from './encrypted-log-group';
 import {
-  INGEST_BUNDLING_TARGET,
-  INGEST_EXTERNAL_MODULES,
   INGEST_RUNTIME,
+  LAMBDA_BUNDLING,
   validateMetricsTeams,
   validateRuleThresholds,
 } from './ingest-function';
@@ -154,11 +153,9 @@ export class FleetEvaluator extends Construct {
       description:
         'gpu-sentinel: fleet rules every 5 minutes (agent_silent, straggler per job, waste_rate per team)',
       bundling: {
-        format: nodejs.OutputFormat.CJS,
-        target: INGEST_BUNDLING_TARGET,
-        minify: true,
-        sourceMap: true,
-        externalModules: [...INGEST_EXTERNAL_MODULES],
+        ...LAMBDA_BUNDLING,
+        mainFields: [...LAMBDA_BUNDLING.mainFields],
+        externalModules: [...LAMBDA_BUNDLING.externalModules],
       },
       environment: {
         ...props.store.environment(),

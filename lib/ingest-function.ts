@@ -72,20 +72,30 @@ export const INGEST_SPLIT_MODULES: ReadonlyArray<{
 ];
 
 /**
- * How the ingest Lambda is bundled (esbuild through `NodejsFunction`): CommonJS for `node24`,
- * minified with a source map that maps to file and line without embedding the sources (Node
- * reads the map at load under `--enable-source-maps`: 1.6 MB instead of 4.2 MB parsed at every
- * cold start); packages' ES module builds first (`mainFields`), so esbuild keeps
- * only the SDK commands the code imports (the CommonJS builds cannot be tree-shaken); the
- * {@link INGEST_SPLIT_MODULES} and {@link INGEST_EXTERNAL_MODULES} left out of `index.js`.
+ * How the pipeline's CommonJS Lambdas are bundled (esbuild through `NodejsFunction`): CommonJS for
+ * `node24`, minified with a source map that maps to file and line without embedding the sources
+ * (Node reads the map at load under `--enable-source-maps`: 1.6 MB instead of 4.2 MB parsed at
+ * every cold start); packages' ES module builds first (`mainFields`), so esbuild keeps only the
+ * SDK commands the code imports (the CommonJS builds cannot be tree-shaken); the
+ * {@link INGEST_EXTERNAL_MODULES} left out. The fleet evaluator uses it as is; ingest adds its
+ * split modules ({@link INGEST_BUNDLING}).
  */
-export const INGEST_BUNDLING = {
+export const LAMBDA_BUNDLING = {
   format: nodejs.OutputFormat.CJS,
   target: INGEST_BUNDLING_TARGET,
   mainFields: ['module', 'main'],
   minify: true,
   sourceMap: true,
   sourcesContent: false,
+  externalModules: INGEST_EXTERNAL_MODULES,
+} as const;
+
+/**
+ * How the ingest Lambda is bundled: {@link LAMBDA_BUNDLING}, with the {@link INGEST_SPLIT_MODULES}
+ * also left out of `index.js` (built next to it by the `afterBundling` hook).
+ */
+export const INGEST_BUNDLING = {
+  ...LAMBDA_BUNDLING,
   externalModules: [...INGEST_EXTERNAL_MODULES, ...INGEST_SPLIT_MODULES.map((m) => m.specifier)],
 } as const;
 

@@ -11,6 +11,7 @@ import { SnsAlertSink } from '../adapters/sns-alert-sink';
 import { DEFAULT_RULE_CONTEXT, parseMetricsTeams, parseRuleThresholds } from '../domain';
 import { requiredEnv as required } from './environment';
 import { evaluateFleet, type FleetEvaluation } from './evaluate-fleet';
+import { powertoolsLog } from './log';
 import { storeFromEnvironment } from './store-from-environment';
 
 /**
@@ -59,11 +60,7 @@ export function fleetEvaluatorFromEnvironment(
     }),
     metrics: new CloudWatchFleetMetrics(new CloudWatchClient({})),
     metricTeams: parseMetricsTeams(env.METRICS_TEAMS),
-    log: {
-      info: (message: string, data?: Record<string, unknown>) => logger.info(message, data ?? {}),
-      warn: (message: string, data?: Record<string, unknown>) => logger.warn(message, data ?? {}),
-      error: (message: string, data?: Record<string, unknown>) => logger.error(message, data ?? {}),
-    },
+    log: powertoolsLog(logger),
     rules: { ...DEFAULT_RULE_CONTEXT, thresholds: parseRuleThresholds(env.RULE_THRESHOLDS) },
   };
   return (now) => evaluateFleet(deps, now);

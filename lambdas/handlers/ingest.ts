@@ -14,6 +14,7 @@ import {
 import { IngestConfigError, requiredEnv as required } from './environment';
 import { createIngestHandler, type IngestHandler } from './ingest-handler';
 import { lazily } from './lazy';
+import { powertoolsLog } from './log';
 import { leanClient, type SdkClientConfig } from './sdk-client-config';
 import { storeFromEnvironment } from './store-from-environment';
 
@@ -60,11 +61,7 @@ export function handlerFromEnvironment(
     warning: required(env, 'TOPIC_WARNING_ARN'),
     info: required(env, 'TOPIC_INFO_ARN'),
   };
-  const log = {
-    info: (message: string, data?: Record<string, unknown>) => logger.info(message, data ?? {}),
-    warn: (message: string, data?: Record<string, unknown>) => logger.warn(message, data ?? {}),
-    error: (message: string, data?: Record<string, unknown>) => logger.error(message, data ?? {}),
-  };
+  const log = powertoolsLog(logger);
   // Loaded on first use: SNS on the first alert or decision, EC2/Auto Scaling/IAM on the first lookup.
   const sinks = lazily(async () => (await import('./make-sns-sinks')).makeSnsSinks(topics, sdk));
   // The bundle ships this module as its own file (INGEST_SPLIT_MODULES in lib/ingest-function.ts), so

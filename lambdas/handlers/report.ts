@@ -4,6 +4,7 @@ import { SNSClient } from '@aws-sdk/client-sns';
 import { S3ReportFiles } from '../adapters/s3-report-files';
 import { SnsReportNotifier } from '../adapters/sns-report-notifier';
 import { requiredEnv as required } from './environment';
+import { powertoolsLog } from './log';
 import { createReportHandler, type ReportRunResult } from './report-handler';
 import { storeFromEnvironment } from './store-from-environment';
 
@@ -35,11 +36,7 @@ export function reportHandlerFromEnvironment(
       client: new SNSClient({}),
       topicArn: required(env, 'TOPIC_REPORTS_ARN'),
     }),
-    log: {
-      info: (message, data) => logger.info(message, data ?? {}),
-      warn: (message, data) => logger.warn(message, data ?? {}),
-      error: (message, data) => logger.error(message, data ?? {}),
-    },
+    log: powertoolsLog(logger),
   });
 }
 

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_FLEET_ENTRY } from '../../lib/gpu-sentinel-stack';
-import { INGEST_BUNDLING_TARGET, INGEST_EXTERNAL_MODULES } from '../../lib/ingest-function';
+import { LAMBDA_BUNDLING } from '../../lib/ingest-function';
+import { ingestEsbuildOptions } from './ingest-esbuild';
 
 describe('the fleet evaluator Lambda bundle', () => {
   let dir: string;
@@ -23,14 +24,9 @@ describe('the fleet evaluator Lambda bundle', () => {
     const outfile = join(dir, 'index.js');
     // Act
     const result = await build({
+      ...ingestEsbuildOptions(LAMBDA_BUNDLING.externalModules),
       entryPoints: [DEFAULT_FLEET_ENTRY],
-      bundle: true,
-      platform: 'node',
-      format: 'cjs',
-      target: INGEST_BUNDLING_TARGET,
-      external: [...INGEST_EXTERNAL_MODULES],
       outfile,
-      logLevel: 'silent',
     });
     const mod = createRequire(import.meta.url)(outfile) as { handler?: unknown };
     // Assess

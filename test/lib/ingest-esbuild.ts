@@ -3,7 +3,8 @@ import { INGEST_BUNDLING } from '../../lib/ingest-function';
 
 /**
  * esbuild options equal to the stack's `INGEST_BUNDLING` (what `NodejsFunction` passes to esbuild),
- * for tests and benchmarks that bundle the ingest handler themselves.
+ * for tests and benchmarks that bundle the ingest handler (or, with `LAMBDA_BUNDLING`'s externals,
+ * the fleet evaluator: same settings) themselves.
  *
  * @param external - modules left out of the output
  * @default external `INGEST_BUNDLING.externalModules`
