@@ -61,8 +61,9 @@ export interface AgentRuntimeOptions {
 }
 
 /**
- * Longest wait of one NVML event-set call, and the kernel-log poll interval, ms: 1 s, the top of the
- * 0.5–1 s the reference advises (a pool thread is held at most this long; fewer wake-ups per second).
+ * Longest wait of one NVML event-set call, ms: 1 s, the top of the 0.5–1 s the reference advises (a
+ * pool thread is held at most this long; fewer wake-ups per second). The kernel log is read at each
+ * poll instead (see `KmsgSource`).
  */
 export const EVENT_WAIT_MS = 1000;
 
@@ -261,7 +262,6 @@ function agentSources(
     sources.push(
       new KmsgSource({
         path: config.kmsgPath,
-        pollIntervalMs: EVENT_WAIT_MS,
         ...(opts.procStatPath ? { procStatPath: opts.procStatPath } : {}),
       }),
     );

@@ -1,5 +1,4 @@
-import { constants } from 'node:fs';
-import { open as openFile } from 'node:fs/promises';
+import { closeSync, constants, openSync, readSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import type { GpuEvent } from '../../lambdas/contract';
 import { type KernelLogOptions, parseXidLine, toXidEvent } from './kmsg';
@@ -16,12 +15,17 @@ import { type KernelLogOptions, parseXidLine, toXidEvent } from './kmsg';
 /** The kernel log device. */
 export const KMSG_DEFAULT_PATH = '/dev/kmsg';
 
-/** What the follower needs of an open file (a `fs/promises` `FileHandle` fits; tests inject fakes). */
+/** What the follower needs of an open file, synchronous and non-blocking (tests inject fakes). */
 export interface KmsgHandle {
-  /** Reads at the current position (`position` null); `bytesRead` 0 = nothing now (EOF, no writer). */
-  read(buffer: Buffer, offset: number, length: number, position: null): Promise<{ bytesRead: number }>;
+  /**
+   * Reads at the current position into `buffer`, never blocking.
+   * @returns the bytes read; 0 = nothing now (EOF of a file or a FIFO without a writer)
+   * @throws an error with `code` `EAGAIN` (nothing buffered on `/dev/kmsg`) or `EPIPE` (records
+   *   overwritten before they were read), as `fs.readSync` does
+   */
+  read(buffer: Buffer): number;
   /** Closes the file. */
-  close(): Promise<void>;
+  close(): void;
 }
 
 /** Options of {@link KmsgFollower}. */
@@ -34,12 +38,12 @@ export interface KmsgFollowerOptions {
   readonly onXid: (event: GpuEvent) => void;
   /** Called once per condition: the log cannot be opened, records were lost, a read failed. @default no-op */
   readonly onWarning?: (message: string, data?: Record<string, unknown>) => void;
-  /** Wait between reads when nothing is buffered (EAGAIN or EOF), ms, 1..60000. @default 500 */
-  readonly pollIntervalMs?: number;
+  /** Most reads of one {@link KmsgFollower.pump}, 1..1,000,000 (a history longer than that goes on at the next pump). @default 4096 */
+  readonly maxReadsPerPump?: number;
   /** Time zone and year for text formats that lack them (dmesg -T, journalctl); raw kmsg needs none. */
   readonly logOptions?: KernelLogOptions;
-  /** Opens `path` non-blocking for reading. @default `fs/promises` `open(path, O_RDONLY | O_NONBLOCK)` */
-  readonly open?: (path: string) => Promise<KmsgHandle>;
+  /** Opens `path` non-blocking for reading. @default `fs.openSync(path, O_RDONLY | O_NONBLOCK)` with `fs.readSync` */
+  readonly open?: (path: string) => KmsgHandle;
 }
 
 /** Counters of a {@link KmsgFollower}. */
@@ -56,104 +60,88 @@ export interface KmsgFollowerStats {
 const MAX_PENDING_CHARS = 64 * 1024;
 /** Read buffer, bytes: larger than the kernel's largest record (`CONSOLE_EXT_LOG_MAX` 8 KiB), else EINVAL. */
 const READ_BUFFER_BYTES = 16 * 1024;
+/** Default {@link KmsgFollowerOptions.maxReadsPerPump}: a full default kernel ring (≈ 1 MiB of records) in a few polls. */
+const DEFAULT_MAX_READS_PER_PUMP = 4096;
 
 /**
- * Reads the kernel log as records arrive, from the oldest buffered record on.
- *
- * Opens the file non-blocking and drains it; when nothing is left (EAGAIN on `/dev/kmsg`, EOF on a
- * FIFO or regular file) it waits `pollIntervalMs` and reads again, so it holds no libuv thread
- * while idle and `stop()` returns promptly. Lines are split on newlines (a FIFO may deliver
- * several or half a record per read); kmsg continuation lines (starting with a space) are
- * skipped. Never throws while running: failures are warned once per kind.
+ * Reads the kernel log as records arrive, from the oldest buffered record on, **when asked**:
+ * the owner calls {@link pump} on its own cadence (the agent: every poll, 1 s), and the follower
+ * reads what is buffered now with non-blocking `read()`s on the calling thread and returns when
+ * nothing is left (EAGAIN on `/dev/kmsg`, EOF on a FIFO or regular file). No timer, no libuv pool
+ * request, no promise per poll: an idle log costs one `read()` a second. Lines are split on newlines
+ * (a FIFO may deliver several or half a record per read); kmsg continuation lines (starting with
+ * a space) are skipped. Never throws while running: failures are warned once per kind.
  *
  * @example
  * const follower = new KmsgFollower({ bootTime, onXid: (e) => { if (merger.add(e)) queue.push(e); } });
- * await follower.start();
+ * follower.start();
+ * setInterval(() => follower.pump(), 1000);
  * // … at exit
- * await follower.stop();
+ * follower.stop();
  */
 export class KmsgFollower {
   private readonly path: string;
   private readonly opts: KmsgFollowerOptions;
-  private readonly pollIntervalMs: number;
+  private readonly maxReads: number;
   private readonly onWarning: (message: string, data?: Record<string, unknown>) => void;
   private readonly warned = new Set<string>();
   private readonly counts = { lines: 0, xids: 0, overruns: 0 };
+  private readonly buffer = Buffer.alloc(READ_BUFFER_BYTES);
   private handle: KmsgHandle | undefined;
-  private loop: Promise<void> | undefined;
-  private stopped = false;
-  private wake: (() => void) | undefined;
-  private timer: NodeJS.Timeout | undefined;
   private pending = '';
   private readonly decoder = new StringDecoder('utf8');
 
-  /**
-   * @param opts - see {@link KmsgFollowerOptions}
-   * @throws {RangeError} when `pollIntervalMs` is outside 1..60000 or `bootTime` is not a valid date
-   */
+  /** @throws {RangeError} when `maxReadsPerPump` is out of range or `bootTime` is invalid */
   constructor(opts: KmsgFollowerOptions) {
     this.opts = opts;
     this.path = opts.path ?? KMSG_DEFAULT_PATH;
-    this.pollIntervalMs = opts.pollIntervalMs ?? 500;
+    this.maxReads = opts.maxReadsPerPump ?? DEFAULT_MAX_READS_PER_PUMP;
     this.onWarning = opts.onWarning ?? (() => {});
-    if (!Number.isInteger(this.pollIntervalMs) || this.pollIntervalMs < 1 || this.pollIntervalMs > 60_000)
+    if (!Number.isInteger(this.maxReads) || this.maxReads < 1 || this.maxReads > 1_000_000)
       throw new RangeError(
-        `Expected \`pollIntervalMs\` to be an integer in 1..60000, got \`${this.pollIntervalMs}\``,
+        `Expected \`maxReadsPerPump\` to be an integer in 1..1000000, got \`${this.maxReads}\``,
       );
     if (Number.isNaN(opts.bootTime.getTime()))
       throw new RangeError('Expected `bootTime` to be a valid date, got an invalid Date');
   }
 
-  /** Lines read, Xids reported, overruns seen so far. */
+  /** Running counters (a copy). */
   get stats(): KmsgFollowerStats {
     return { ...this.counts };
   }
 
   /**
-   * Opens the log and starts following it in the background.
-   *
-   * @returns `true` when following; `false` when the log cannot be opened (e.g. EACCES without
-   *   CAP_SYSLOG, or no such file), warned once; calling it again while following returns `true`
+   * Opens the log (non-blocking). Idempotent.
+   * @returns false (warned once) when it cannot be opened
    */
-  async start(): Promise<boolean> {
-    if (this.loop) return true;
-    this.stopped = false;
+  start(): boolean {
+    if (this.handle) return true;
     try {
-      this.handle = await (this.opts.open ?? defaultOpen)(this.path);
+      this.handle = (this.opts.open ?? defaultOpen)(this.path);
     } catch (cause) {
       this.warnOnce(
         'open',
         'cannot open the kernel log; kernel-log XIDs are off (NVML events still report XIDs)',
-        {
-          path: this.path,
-          error: String(cause),
-        },
+        { path: this.path, error: String(cause) },
       );
       return false;
     }
-    this.loop = this.run(this.handle);
     return true;
   }
 
-  /** Stops following and closes the file; resolves when both are done. Safe to call twice. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.wake?.();
-    const loop = this.loop;
-    this.loop = undefined;
-    await loop;
+  /**
+   * Reads every record buffered now (at most `maxReadsPerPump` reads) and reports its Xid lines
+   * through `onXid`, in log order. Does nothing before {@link start} or after {@link stop}.
+   * @returns the number of reads that returned data
+   */
+  pump(): number {
     const handle = this.handle;
-    this.handle = undefined;
-    await handle?.close().catch(() => {});
-  }
-
-  private async run(handle: KmsgHandle): Promise<void> {
-    const buffer = Buffer.alloc(READ_BUFFER_BYTES);
-    while (!this.stopped) {
-      let bytesRead = 0;
+    if (handle === undefined) return 0;
+    let reads = 0;
+    for (let i = 0; i < this.maxReads; i++) {
+      let bytesRead: number;
       try {
-        ({ bytesRead } = await handle.read(buffer, 0, buffer.length, null));
+        bytesRead = handle.read(this.buffer);
       } catch (cause) {
         const code = (cause as NodeJS.ErrnoException).code;
         if (code === 'EPIPE') {
@@ -168,17 +156,31 @@ export class KmsgFollower {
           continue;
         }
         if (code !== 'EAGAIN' && code !== 'EWOULDBLOCK')
-          this.warnOnce(`read:${code ?? String(cause)}`, 'reading the kernel log failed; retrying', {
-            path: this.path,
-            error: String(cause),
-          });
+          this.warnOnce(
+            `read:${code ?? String(cause)}`,
+            'reading the kernel log failed; retrying at the next poll',
+            {
+              path: this.path,
+              error: String(cause),
+            },
+          );
+        break;
       }
-      if (this.stopped) break;
-      if (bytesRead > 0) {
-        this.consume(this.decoder.write(buffer.subarray(0, bytesRead)));
-        continue;
-      }
-      await this.sleep();
+      if (bytesRead <= 0) break;
+      reads++;
+      this.consume(this.decoder.write(this.buffer.subarray(0, bytesRead)));
+    }
+    return reads;
+  }
+
+  /** Closes the log. Idempotent; never throws. */
+  stop(): void {
+    const handle = this.handle;
+    this.handle = undefined;
+    try {
+      handle?.close();
+    } catch {
+      // Already closed: nothing to free.
     }
   }
 
@@ -204,16 +206,6 @@ export class KmsgFollower {
     }
   }
 
-  private sleep(): Promise<void> {
-    return new Promise((resolve) => {
-      this.wake = () => {
-        this.wake = undefined;
-        resolve();
-      };
-      this.timer = setTimeout(() => this.wake?.(), this.pollIntervalMs);
-    });
-  }
-
   private warnOnce(key: string, message: string, data: Record<string, unknown>): void {
     if (this.warned.has(key)) return;
     this.warned.add(key);
@@ -221,8 +213,12 @@ export class KmsgFollower {
   }
 }
 
-function defaultOpen(path: string): Promise<KmsgHandle> {
-  return openFile(path, constants.O_RDONLY | constants.O_NONBLOCK);
+function defaultOpen(path: string): KmsgHandle {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  return {
+    read: (buffer) => readSync(fd, buffer, 0, buffer.length, null),
+    close: () => closeSync(fd),
+  };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { bootTimeFromProcStat, KmsgFollower, type KmsgFollowerOptions } from './kmsg-follower';
-import type { AgentSource, SourceContext, SourceSupport } from './source';
+import type { AgentSource, SampleSink, SourceContext, SourceSupport } from './source';
 
 /** Options of {@link KmsgSource}. */
 export interface KmsgSourceOptions extends Omit<KmsgFollowerOptions, 'bootTime' | 'onXid' | 'onWarning'> {
@@ -9,8 +9,10 @@ export interface KmsgSourceOptions extends Omit<KmsgFollowerOptions, 'bootTime' 
 }
 
 /**
- * XIDs from the kernel log ({@link KmsgFollower}) as an event-only {@link AgentSource}: each Xid
- * record goes to `context.emit`. Unsupported when the boot time is unknown (no `btime` in
+ * XIDs from the kernel log ({@link KmsgFollower}) as an {@link AgentSource}: the history at open,
+ * then, at every poll (`sample`), the records logged since the last one, read without blocking on
+ * the poll's own thread and tick (no timer or libuv request of its own); each Xid record goes to
+ * `context.emit`, so a kernel-log XID waits at most one poll interval. Unsupported when the boot time is unknown (no `btime` in
  * `/proc/stat`) or the log cannot be opened (no CAP_SYSLOG, no such file).
  */
 export class KmsgSource implements AgentSource {
@@ -24,8 +26,8 @@ export class KmsgSource implements AgentSource {
     this.#options = options;
   }
 
-  /** Opens the log and follows it in the background. @returns unsupported with the reason when it cannot */
-  async open(context: SourceContext): Promise<SourceSupport> {
+  /** Opens the log and reads its history. @returns unsupported with the reason when it cannot */
+  open(context: SourceContext): SourceSupport {
     const { procStatPath = '/proc/stat', ...follower } = this.#options;
     const bootTime = readBootTime(procStatPath);
     if (bootTime === undefined)
@@ -39,16 +41,28 @@ export class KmsgSource implements AgentSource {
       onXid: context.emit,
       onWarning: context.warn,
     });
-    if (await this.#follower.start()) return { supported: true };
+    if (this.#follower.start()) {
+      // The history still buffered (XIDs logged before the agent started) comes first.
+      this.#follower.pump();
+      return { supported: true };
+    }
     this.#follower = undefined;
     return { supported: false, reason: `cannot open ${follower.path ?? '/dev/kmsg'}; kernel-log XIDs off` };
   }
 
-  /** Stops following and closes the log. Idempotent. */
-  async close(): Promise<void> {
+  /**
+   * One poll: reads the records logged since the last poll (non-blocking, on the calling thread)
+   * and emits their Xid lines through the context's `emit`. Writes nothing into `into`.
+   */
+  sample(_into: SampleSink, _now: Date): void {
+    this.#follower?.pump();
+  }
+
+  /** Closes the log. Idempotent. */
+  close(): void {
     const follower = this.#follower;
     this.#follower = undefined;
-    await follower?.stop();
+    follower?.stop();
   }
 }
 

@@ -25,11 +25,6 @@ const XID94 = 'NVRM: Xid (PCI:0000:19:00): 94, pid=1248209, name=python3.10, Ch 
 const record = (seq: number, usec: number, message: string): string =>
   `4,${seq},${usec},-;${message}\n SUBSYSTEM=pci\n DEVICE=+pci:0000:19:00.0\n`;
 
-/** Waits until `check` holds (bounded by the test timeout); no timing is asserted. */
-const until = async (check: () => boolean): Promise<void> => {
-  while (!check()) await new Promise((r) => setTimeout(r, 5));
-};
-
 let dir: string;
 let followers: KmsgFollower[];
 
@@ -38,8 +33,8 @@ beforeEach(() => {
   followers = [];
 });
 
-afterEach(async () => {
-  for (const f of followers) await f.stop();
+afterEach(() => {
+  for (const f of followers) f.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -47,7 +42,6 @@ const follow = (path: string, events: GpuEvent[], warnings: string[] = [], extra
   const f = new KmsgFollower({
     path,
     bootTime: BOOT,
-    pollIntervalMs: 5,
     onXid: (e) => events.push(e),
     onWarning: (m) => warnings.push(m),
     ...extra,
@@ -57,26 +51,31 @@ const follow = (path: string, events: GpuEvent[], warnings: string[] = [], extra
 };
 
 describe('KmsgFollower', () => {
-  it('reports raw kmsg records written to a FIFO as they arrive, with boot-relative times', async () => {
+  it('reports raw kmsg records written to a FIFO at the pump after they arrive, with boot-relative times', () => {
     // Prepare
     const fifo = join(dir, 'kmsg');
     execFileSync('mkfifo', [fifo]);
     const events: GpuEvent[] = [];
     const follower = follow(fifo, events);
-    expect(await follower.start()).toBe(true);
+    expect(follower.start()).toBe(true);
     const fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
 
     // Act
+    const idle = follower.pump();
     writeSync(fd, record(1, 5_000_000, 'nvidia-peermem: module loaded'));
     writeSync(fd, record(2, 3_600_123_456, XID79));
-    await until(() => events.length === 1);
+    follower.pump();
+    const afterFirst = events.length;
     const half = record(3, 3_601_000_000, XID94);
     writeSync(fd, half.slice(0, 30));
+    follower.pump();
+    const afterHalf = events.length;
     writeSync(fd, half.slice(30));
-    await until(() => events.length === 2);
+    follower.pump();
     closeSync(fd);
 
     // Assess
+    expect([idle, afterFirst, afterHalf]).toEqual([0, 1, 1]);
     expect(events).toEqual([
       {
         at: '2026-11-21T10:00:00.123456Z',
@@ -101,7 +100,7 @@ describe('KmsgFollower', () => {
     for (const e of events) expect(EventSchema.safeParse(e).error).toBeUndefined();
   });
 
-  it('reads the history of a file first, then lines appended to it', async () => {
+  it('reads the history of a file first, then lines appended to it', () => {
     // Prepare
     const file = join(dir, 'kern.log');
     // The capture has no final newline; a log being written always ends its lines.
@@ -110,18 +109,22 @@ describe('KmsgFollower', () => {
     const follower = follow(file, events);
 
     // Act
-    await follower.start();
-    await until(() => events.length === 11);
+    follower.start();
+    follower.pump();
+    const history = events.length;
+    follower.pump();
+    const idle = events.length;
     appendFileSync(file, `2024-11-15T12:05:00,000001+00:00 ${XID79}\n`);
-    await until(() => events.length === 12);
+    follower.pump();
 
     // Assess
+    expect([history, idle]).toEqual([11, 11]);
     expect(events.map((e) => e.xid)).toEqual([48, 63, 94, 94, 94, 94, 94, 94, 94, 94, 94, 79]);
     expect(events.at(-1)?.at).toBe('2024-11-15T12:05:00.000001Z');
     for (const e of events) expect(EventSchema.safeParse(e).error).toBeUndefined();
   });
 
-  it('goes on after EPIPE (records overwritten) and warns once', async () => {
+  it('goes on after EPIPE (records overwritten), stops at EAGAIN until the next pump, and warns once', () => {
     // Prepare
     const reads: (string | 'EPIPE' | 'EAGAIN')[] = [
       'EPIPE',
@@ -131,42 +134,69 @@ describe('KmsgFollower', () => {
       record(11, 2_000_000, XID94),
     ];
     const handle: KmsgHandle = {
-      read: async (buffer) => {
+      read: (buffer) => {
         const next = reads.shift() ?? 'EAGAIN';
         if (next === 'EPIPE' || next === 'EAGAIN') throw Object.assign(new Error(next), { code: next });
-        return { bytesRead: buffer.write(next) };
+        return buffer.write(next);
       },
-      close: async () => {},
+      close: () => {},
     };
     const events: GpuEvent[] = [];
     const warnings: string[] = [];
-    const follower = follow('/dev/kmsg', events, warnings, { open: async () => handle });
+    const follower = follow('/dev/kmsg', events, warnings, { open: () => handle });
 
     // Act
-    await follower.start();
-    await until(() => events.length === 2);
+    follower.start();
+    follower.pump();
+    const beforeEagain = events.map((e) => e.xid);
+    follower.pump();
 
     // Assess
+    expect(beforeEagain).toEqual([79]);
     expect(events.map((e) => e.xid)).toEqual([79, 94]);
     expect(follower.stats.overruns).toBe(2);
     expect(warnings).toHaveLength(1);
   });
 
-  it('returns false and warns once when the log cannot be opened', async () => {
+  it('reads at most maxReadsPerPump records per pump and goes on at the next', () => {
+    // Prepare
+    const reads = [record(20, 1_000_000, XID79), record(21, 2_000_000, XID94), record(22, 3_000_000, XID79)];
+    const handle: KmsgHandle = {
+      read: (buffer) => {
+        const next = reads.shift();
+        if (next === undefined) throw Object.assign(new Error('EAGAIN'), { code: 'EAGAIN' });
+        return buffer.write(next);
+      },
+      close: () => {},
+    };
+    const events: GpuEvent[] = [];
+    const follower = follow('/dev/kmsg', events, [], { open: () => handle, maxReadsPerPump: 2 });
+    follower.start();
+
+    // Act
+    const counts = [follower.pump(), follower.pump(), follower.pump()];
+
+    // Assess
+    expect(counts).toEqual([2, 1, 0]);
+    expect(events.map((e) => e.xid)).toEqual([79, 94, 79]);
+  });
+
+  it('returns false and warns once when the log cannot be opened, and its pump reads nothing', () => {
     // Prepare
     const warnings: string[] = [];
     const follower = follow(join(dir, 'no-such-kmsg'), [], warnings);
 
     // Act
-    const started = [await follower.start(), await follower.start()];
+    const started = [follower.start(), follower.start()];
 
     // Assess
     expect(started).toEqual([false, false]);
+    expect(follower.pump()).toBe(0);
     expect(warnings).toHaveLength(1);
   });
 
   it.each([
-    ['pollIntervalMs 0', { pollIntervalMs: 0 }],
+    ['maxReadsPerPump 0', { maxReadsPerPump: 0 }],
     ['an invalid boot time', { bootTime: new Date(Number.NaN) }],
   ])('throws a RangeError for %s', (_name, bad) => {
     // Prepare / Act
