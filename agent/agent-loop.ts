@@ -9,13 +9,17 @@ import {
   type K8sWorkload,
   MAX_FLUSH_WINDOW_S,
 } from '../lambdas/contract';
+import { GpuRow, rowFromSample } from './window/gpu-row';
 import type { GpuSample } from './window/gpu-sample';
 import { ColumnScratch, SampleRing } from './window/sample-ring';
 import { windowFromColumns } from './window/window-from-columns';
 
 /** One poll of a GPU source: instant readings per GPU, events seen, and call errors (values, not throws). */
 export interface SourceReading {
+  /** Readings as objects (simulations, replays, test sources). */
   readonly gpus: readonly GpuSample[];
+  /** Readings as rows (NVML: no object per reading); each valid until its source's next poll. */
+  readonly rows?: readonly GpuRow[];
   readonly events: readonly GpuEvent[];
   readonly errors: readonly unknown[];
 }
@@ -44,6 +48,8 @@ export interface BatchBuilderLike {
 /** The trailing-horizon store (agent/window/horizon.ts). */
 export interface HorizonLike {
   add(sample: GpuSample): void;
+  /** {@link add} for a row (copied; the caller may reuse it). */
+  addRow(row: GpuRow): void;
   window(gpu: GpuIdentity, end: Date): GpuWindow | undefined;
 }
 
@@ -143,6 +149,8 @@ export class AgentLoop {
    */
   private readonly samples = new Map<number, SampleRing>();
   private readonly scratch = new ColumnScratch();
+  /** The row a sample object is encoded into on its way to the rings. */
+  private readonly scratchRow = new GpuRow(0);
   private events: GpuEvent[] = [];
   private windowStart: Date;
   private urgent = false;
@@ -195,17 +203,21 @@ export class AgentLoop {
     const reading = this.options.source.sample(now);
     this.stats.samples += 1;
     this.stats.nvml_errors += reading.errors.length;
-    for (const s of reading.gpus) {
-      let ring = this.samples.get(s.gpu_index);
-      if (!ring) {
-        ring = new SampleRing(MAX_SAMPLES_PER_WINDOW);
-        this.samples.set(s.gpu_index, ring);
-      }
-      ring.push(s);
-      this.options.horizon?.add(s);
-    }
+    for (const s of reading.gpus) this.addRow(rowFromSample(s, this.scratchRow));
+    if (reading.rows !== undefined) for (const row of reading.rows) this.addRow(row);
     for (const e of reading.events) this.pushEvent(e);
     return this.urgent;
+  }
+
+  /** Copies one reading into its GPU's open-window ring and the horizon. */
+  private addRow(row: GpuRow): void {
+    let ring = this.samples.get(row.gpuIndex);
+    if (!ring) {
+      ring = new SampleRing(MAX_SAMPLES_PER_WINDOW);
+      this.samples.set(row.gpuIndex, ring);
+    }
+    ring.pushRow(row);
+    this.options.horizon?.addRow(row);
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { EfaWindow, GpuEvent, GpuIdentity, K8sWorkload } from '../../lambdas/contract';
 import type { EfaLike, SampleSource, SourceReading } from '../agent-loop';
+import { COLUMN_INDEX, type GpuRow } from '../window/gpu-row';
 import type { GpuSample } from '../window/gpu-sample';
 import { type AgentSource, NODE_TIMERS, type SourceContext, type SourceSupport } from './source';
 
@@ -70,19 +71,22 @@ export class SourceRegistry implements SampleSource {
   }
 
   /**
-   * One poll of every open source into one reading: the GPU readings, then each overlay merged
-   * into a reading that lacks profiling counters (`sm_active` absent), filling only absent fields.
+   * One poll of every open source into one reading: the GPU readings (objects and rows), then
+   * each overlay merged into a reading that lacks profiling counters (`sm_active` absent),
+   * filling only absent fields.
    *
    * @param now - the poll time
-   * @returns `{ gpus, events, errors }`
+   * @returns `{ gpus, rows, events, errors }`; `rows` belong to their source (valid until its next poll)
    */
   sample(now: Date): SourceReading {
     const gpus: GpuSample[] = [];
+    const rows: GpuRow[] = [];
     let overlays: Map<number, Partial<GpuSample>> | undefined;
     const events: GpuEvent[] = [];
     const errors: unknown[] = [];
     const sink = {
       gpu: (s: GpuSample) => void gpus.push(s),
+      row: (r: GpuRow) => void rows.push(r),
       overlay: (index: number, fields: Partial<GpuSample>) => {
         overlays ??= new Map();
         overlays.set(index, { ...overlays.get(index), ...fields });
@@ -97,8 +101,12 @@ export class SourceRegistry implements SampleSource {
         const extra = overlays.get(sample.gpu_index);
         if (extra !== undefined && sample.sm_active === undefined) gpus[i] = withOverlay(sample, extra);
       }
+      for (const row of rows) {
+        const extra = overlays.get(row.gpuIndex);
+        if (extra !== undefined && Number.isNaN(row.values[COLUMN_INDEX.sm_active])) overlayRow(row, extra);
+      }
     }
-    return { gpus, events, errors };
+    return { gpus, rows, events, errors };
   }
 
   /** The GPU inventory: `identity()` of the first open source that has one; empty when none does. */
@@ -150,6 +158,16 @@ export class SourceRegistry implements SampleSource {
         onError?.(source.name, err);
       }
     }
+  }
+}
+
+/** Writes `extra`'s fields into the row's absent (`NaN`) columns: numbers as they are, booleans as 1/0. */
+function overlayRow(row: GpuRow, extra: Partial<GpuSample>): void {
+  for (const [key, value] of Object.entries(extra)) {
+    const column = (COLUMN_INDEX as Record<string, number | undefined>)[key];
+    if (column === undefined || !Number.isNaN(row.values[column])) continue;
+    if (typeof value === 'number') row.values[column] = value;
+    else if (typeof value === 'boolean') row.values[column] = value ? 1 : 0;
   }
 }
 

@@ -1,4 +1,5 @@
 import type { EfaWindow, GpuEvent, GpuIdentity, K8sWorkload } from '../../lambdas/contract';
+import type { GpuRow } from '../window/gpu-row';
 import type { GpuSample } from '../window/gpu-sample';
 
 /**
@@ -25,8 +26,13 @@ export type SourceSupport =
 
 /** Where one poll's readings go: every poll source writes into the same sink. */
 export interface SampleSink {
-  /** A full instant reading of one GPU, from the GPU inventory source (NVML, a simulation, a replay). */
+  /** A full instant reading of one GPU, from the GPU inventory source (a simulation, a replay). */
   gpu(sample: GpuSample): void;
+  /**
+   * {@link gpu} as a row (NVML: no object per reading). The row belongs to the source and is
+   * overwritten at its next poll: the sink copies what it keeps before then.
+   */
+  row(row: GpuRow): void;
   /**
    * Fields another source adds to a GPU's reading of this poll (DCGM profiling ratios on a GPU
    * without GPM). They fill only a reading that has no profiling counters of its own; a GPU with

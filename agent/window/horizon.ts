@@ -1,8 +1,12 @@
 import { type GpuIdentity, type GpuWindow, MAX_HORIZON_WINDOW_S } from '../../lambdas/contract';
 import { WindowAggregationError, WindowOptionsError } from './errors';
+import { GpuRow, rowFromSample } from './gpu-row';
 import type { GpuSample } from './gpu-sample';
 import { ColumnScratch, SampleRing } from './sample-ring';
 import { windowFromColumns } from './window-from-columns';
+
+/** The row {@link HorizonTracker.add} encodes a sample object into (used synchronously, then overwritten). */
+const ADD_SCRATCH = new GpuRow(0);
 
 /** Default horizon, seconds: the trailing 15 minutes the window rules judge (docs/design.md §1, §6). */
 export const DEFAULT_HORIZON_S = 900;
@@ -88,15 +92,25 @@ export class HorizonTracker {
    * @throws {WindowAggregationError} when `gpu_index` is not an integer 0..63 or `at_ms` is not finite
    */
   add(sample: GpuSample): void {
-    const index = sample.gpu_index;
+    this.addRow(rowFromSample(sample, ADD_SCRATCH));
+  }
+
+  /**
+   * {@link add} for a source's row (`GpuRow`, the allocation-free form of a sample): the same
+   * checks and eviction; the row is copied, the caller may reuse it.
+   *
+   * @throws {WindowAggregationError} when `gpuIndex` is not an integer 0..63 or `atMs` is not finite
+   */
+  addRow(row: GpuRow): void {
+    const index = row.gpuIndex;
     if (!Number.isInteger(index) || index < 0 || index > MAX_GPU_INDEX) {
       throw new WindowAggregationError(
         `Expected a sample with gpu_index an integer in 0..${MAX_GPU_INDEX}, got ${String(index)}. Fix the source that produced it.`,
       );
     }
-    if (!Number.isFinite(sample.at_ms)) {
+    if (!Number.isFinite(row.atMs)) {
       throw new WindowAggregationError(
-        `Expected a sample with a finite at_ms, got ${String(sample.at_ms)}. Take times from the injected clock.`,
+        `Expected a sample with a finite at_ms, got ${String(row.atMs)}. Take times from the injected clock.`,
       );
     }
     let ring = this.#rings.get(index);
@@ -104,9 +118,9 @@ export class HorizonTracker {
       ring = new SampleRing(this.maxSamplesPerGpu);
       this.#rings.set(index, ring);
     }
-    if (ring.length > 0 && sample.at_ms < ring.atMs(ring.length - 1)) ring.clear();
-    ring.push(sample);
-    ring.dropOldest(ring.lowerBound(sample.at_ms - this.horizonS * 1000));
+    if (ring.length > 0 && row.atMs < ring.atMs(ring.length - 1)) ring.clear();
+    ring.pushRow(row);
+    ring.dropOldest(ring.lowerBound(row.atMs - this.horizonS * 1000));
   }
 
   /**

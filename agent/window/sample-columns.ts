@@ -96,6 +96,24 @@ export interface SampleColumns {
   readonly processesSeen: boolean;
 }
 
+/** Numeric code of each {@link FieldCheck}, so a per-value check is a switch on a small integer. */
+export const FIELD_CHECK_CODE: { readonly [C in FieldCheck]: number } = {
+  ratio: 0,
+  celsius: 1,
+  watts: 2,
+  mhz: 3,
+  count: 4,
+  processCount: 5,
+  rate: 6,
+  flag: 7,
+};
+
+/** The {@link FIELD_CHECK_CODE} of every column, in column order. */
+export const COLUMN_CHECK_CODES: Uint8Array = Uint8Array.from(
+  COLUMN_FIELDS,
+  (field) => FIELD_CHECK_CODE[COLUMN_CHECKS[field]],
+);
+
 /**
  * Checks one field value and encodes it for a column.
  *
@@ -106,22 +124,38 @@ export interface SampleColumns {
 export function encodeField(check: FieldCheck, value: number | boolean | undefined): number {
   if (value === undefined) return Number.NaN;
   if (check === 'flag') return typeof value === 'boolean' ? (value ? 1 : 0) : Number.NaN;
-  if (typeof value !== 'number' || !Number.isFinite(value)) return Number.NaN;
-  switch (check) {
-    case 'ratio':
+  if (typeof value !== 'number') return Number.NaN;
+  return checkColumnValue(FIELD_CHECK_CODE[check], value);
+}
+
+/**
+ * Checks a number for a column (the {@link FieldCheck} ranges in one place): ratio finite
+ * 0..1 + {@link RATIO_ROUNDING_TOLERANCE}, °C −40..150, W 0..5000, MHz 0..10,000, counts safe
+ * integers ≥ 0 (process counts ≤ `MAX_COMPUTE_PROCESSES`), rates finite ≥ 0, flags exactly 1 or 0.
+ *
+ * @param code - the column's {@link FIELD_CHECK_CODE} (see {@link COLUMN_CHECK_CODES})
+ * @param value - a raw reading; `NaN` = absent
+ * @returns the value, or `NaN` when absent or failing the check
+ */
+export function checkColumnValue(code: number, value: number): number {
+  if (!Number.isFinite(value)) return Number.NaN;
+  switch (code) {
+    case 0:
       return inRange(value, 0, 1 + RATIO_ROUNDING_TOLERANCE);
-    case 'celsius':
+    case 1:
       return inRange(value, -40, 150);
-    case 'watts':
+    case 2:
       return inRange(value, 0, 5000);
-    case 'mhz':
+    case 3:
       return inRange(value, 0, 10_000);
-    case 'count':
+    case 4:
       return Number.isSafeInteger(value) && value >= 0 ? value : Number.NaN;
-    case 'processCount':
+    case 5:
       return Number.isSafeInteger(value) && value >= 0 && value <= MAX_COMPUTE_PROCESSES ? value : Number.NaN;
-    case 'rate':
+    case 6:
       return value >= 0 ? value : Number.NaN;
+    default:
+      return value === 0 || value === 1 ? value : Number.NaN;
   }
 }
 

@@ -1,13 +1,17 @@
+import { COLUMN_COUNT, GpuRow, rowFromSample } from './gpu-row';
 import type { GpuSample } from './gpu-sample';
 import {
-  COLUMN_CHECKS,
+  COLUMN_CHECK_CODES,
   COLUMN_FIELDS,
   type ColumnField,
-  encodeField,
+  checkColumnValue,
   encodeProcess,
   MAX_PROCESSES_PER_SAMPLE,
   type SampleColumns,
 } from './sample-columns';
+
+/** The row {@link SampleRing.push} encodes a sample object into (used synchronously, then overwritten). */
+const PUSH_SCRATCH = new GpuRow(0);
 
 /** Rows a ring starts with; it doubles when full, up to its `maxSamples`. */
 const INITIAL_ROWS = 64;
@@ -68,29 +72,44 @@ export class SampleRing {
 
   /** Appends a sample (checked and encoded as `columnsFromSamples` does), dropping the oldest row when full. */
   push(sample: GpuSample): void {
+    this.pushRow(rowFromSample(sample, PUSH_SCRATCH));
+  }
+
+  /**
+   * Appends a source's row (its raw values checked per column as `encodeField` checks sample
+   * fields; at most {@link MAX_PROCESSES_PER_SAMPLE} processes, an entry without a valid pid
+   * dropped), dropping the oldest row when full. The row is copied; the caller may reuse it.
+   */
+  pushRow(row: GpuRow): void {
     if (this.#length === this.maxSamples) this.dropOldest(1);
     if (this.#length === this.#capacity) this.#grow();
-    const row = this.#physical(this.#length);
-    this.#atMs[row] = sample.at_ms;
-    COLUMN_FIELDS.forEach((field: ColumnField, i) => {
-      this.#fields[i]![row] = encodeField(COLUMN_CHECKS[field], sample[field]);
-    });
-    this.#processStart[row] = this.#processEnd;
-    this.#processCount[row] = -1;
+    const at = this.#physical(this.#length);
+    this.#atMs[at] = row.atMs;
+    const values = row.values;
+    const fields = this.#fields;
+    for (let c = 0; c < COLUMN_COUNT; c++)
+      (fields[c] as Float64Array)[at] = checkColumnValue(
+        COLUMN_CHECK_CODES[c] as number,
+        values[c] as number,
+      );
+    this.#processStart[at] = this.#processEnd;
+    this.#processCount[at] = -1;
     this.#length++;
-    if (sample.processes === undefined) return;
-    const entries = sample.processes
-      .slice(0, MAX_PROCESSES_PER_SAMPLE)
-      .map(encodeProcess)
-      .filter((entry) => entry !== undefined);
-    this.#reserveProcesses(entries.length);
-    for (const [pid, memory] of entries) {
-      const at = this.#processEnd % this.#pids.length;
-      this.#pids[at] = pid;
-      this.#memories[at] = memory;
+    const processes = row.processes;
+    if (processes === undefined) return;
+    const count = Math.min(processes.length, MAX_PROCESSES_PER_SAMPLE);
+    this.#reserveProcesses(count);
+    let kept = 0;
+    for (let i = 0; i < count; i++) {
+      const entry = encodeProcess(processes[i] as NonNullable<GpuSample['processes']>[number]);
+      if (entry === undefined) continue;
+      const slot = this.#processEnd % this.#pids.length;
+      this.#pids[slot] = entry[0];
+      this.#memories[slot] = entry[1];
       this.#processEnd++;
+      kept++;
     }
-    this.#processCount[row] = entries.length;
+    this.#processCount[at] = kept;
   }
 
   /** Drops the `count` oldest rows (all when `count` ≥ length). */

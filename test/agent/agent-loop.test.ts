@@ -105,6 +105,7 @@ describe('AgentLoop', () => {
       sendIntervalS: 20,
       horizon: {
         add: () => {},
+        addRow: () => {},
         window: (gpu, end) => ({
           kind: 'horizon',
           start: new Date(end.getTime() - 900_000).toISOString(),
@@ -329,7 +330,7 @@ describe('AgentLoop', () => {
         workload: (gpu) => (gpu.uuid === 'GPU-aaaa' ? { namespace: 'ml', pod: 'train-0' } : undefined),
       },
       sendIntervalS: 0, // this flush goes out, so it carries horizons too
-      horizon: { add: () => {}, window: (gpu, end) => ({ ...horizonOf(gpu, end) }) },
+      horizon: { add: () => {}, addRow: () => {}, window: (gpu, end) => ({ ...horizonOf(gpu, end) }) },
     });
     loop.poll();
     clock.advance(1000);

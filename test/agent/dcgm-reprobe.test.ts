@@ -71,6 +71,7 @@ function harness() {
   const overlays = new Map<number, unknown>();
   const sink: SampleSink = {
     gpu: () => {},
+    row: () => {},
     overlay: (i, f) => void overlays.set(i, f),
     event: () => {},
     error: () => {},

@@ -11,6 +11,7 @@ const XID94 = 'NVRM: Xid (PCI:0000:19:00): 94, pid=1248209, name=python3.10, Ch 
 /** A sink that must stay untouched: the kernel log writes no readings. */
 const NO_READINGS: SampleSink = {
   gpu: () => expect.unreachable('no GPU reading'),
+  row: () => expect.unreachable('no GPU row'),
   overlay: () => expect.unreachable('no overlay'),
   event: () => expect.unreachable('events go through emit'),
   error: () => expect.unreachable('no error'),

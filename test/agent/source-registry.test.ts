@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentSource, SampleSink, SourceContext } from '../../agent/sources/source';
 import { SourceRegistry } from '../../agent/sources/source-registry';
+import { COLUMN_INDEX, GpuRow, sampleFromRow } from '../../agent/window/gpu-row';
 import type { GpuEvent, GpuIdentity } from '../../lambdas/contract';
 
 const T0 = new Date('2026-11-21T10:00:00.000Z');
@@ -116,6 +117,57 @@ describe('SourceRegistry', () => {
     expect(reading.gpus[1]).toEqual({ gpu_index: 1, at_ms: T0.getTime(), gpu_util: 1, ...extra });
   });
 
+  it('fills a row without profiling counters from the overlay, only where the row has nothing', async () => {
+    // Prepare
+    const rows = [new GpuRow(0), new GpuRow(1)];
+    const nvmlLike: AgentSource = {
+      name: 'nvml',
+      open: () => ({ supported: true }),
+      sample: (into, now) => {
+        for (const row of rows) {
+          row.reset(now.getTime());
+          row.values[COLUMN_INDEX.gpu_util] = 1;
+          into.row(row);
+        }
+        (rows[1] as GpuRow).values[COLUMN_INDEX.sm_active] = 0.9;
+      },
+      identity: () => IDS,
+      close: () => {},
+    };
+    const overlay: AgentSource = {
+      name: 'dcgm',
+      open: () => ({ supported: true }),
+      sample: (into) => {
+        for (const index of [0, 1])
+          into.overlay(index, {
+            sm_active: 0.02,
+            tensor_active: 0,
+            gpu_util: 0.1,
+            remapped_rows_pending: true,
+          });
+      },
+      close: () => {},
+    };
+    const registry = new SourceRegistry([nvmlLike, overlay]);
+    await registry.open(context());
+
+    // Act
+    const reading = registry.sample(T0);
+
+    // Assess
+    expect(reading.rows?.map(sampleFromRow)).toEqual([
+      {
+        gpu_index: 0,
+        at_ms: T0.getTime(),
+        gpu_util: 1,
+        sm_active: 0.02,
+        tensor_active: 0,
+        remapped_rows_pending: true,
+      },
+      { gpu_index: 1, at_ms: T0.getTime(), gpu_util: 1, sm_active: 0.9 },
+    ]);
+  });
+
   it('gathers events and errors of a poll, the inventory, the pod of a GPU and the window values', async () => {
     // Prepare
     const lost: GpuEvent = { at: T0.toISOString(), kind: 'gpu_lost', source: 'nvml', gpu_index: 1 };
@@ -160,6 +212,6 @@ describe('SourceRegistry', () => {
 
     // Act / Assess
     expect(registry.identity()).toEqual([]);
-    expect(registry.sample(T0)).toEqual({ gpus: [], events: [], errors: [] });
+    expect(registry.sample(T0)).toEqual({ gpus: [], rows: [], events: [], errors: [] });
   });
 });

@@ -1,5 +1,6 @@
 import koffi from 'koffi';
 import { type GpuIdentity, normalizePciBusId } from '../../../lambdas/contract';
+import { GpuRow } from '../../window/gpu-row';
 import type { NvmlBinding } from './binding';
 import { formatCudaVersion } from './cuda-version';
 import { NvmlUnavailableError } from './errors';
@@ -112,6 +113,7 @@ function discoverGpu(context: NvmlDiscoveryContext, index: number): NvmlGpuState
     loggedErrors: new Set(),
     thresholds: {},
     fields: new NvmlFieldValueRequest(),
+    row: new GpuRow(index),
     gpm: undefined,
   };
   const at = new Date();

@@ -1,23 +1,24 @@
+import { COLUMN_INDEX } from '../../window/gpu-row';
 import type { NvmlBinding } from './binding';
 import { NVML_FIELD } from './field-values';
 import type { NvmlCallRecorder } from './nvml-call-recorder';
 import type { NvmlGpuState } from './nvml-gpu-state';
 import { NVML_CALL_SLOTS } from './nvml-metric-table';
 import { NVML_RETURN } from './nvml-return';
-import type { MutableSample, NvmlLogger } from './nvml-types';
+import type { NvmlLogger } from './nvml-types';
 
 const KIB = 1024;
 /** Per-value answers of a driver that lacks a field id: the field is dropped and not requested again. */
 const FIELD_LACKING = new Set<number>([NVML_RETURN.ERROR_NOT_SUPPORTED, NVML_RETURN.ERROR_INVALID_ARGUMENT]);
 
-/** Field id → the sample field it fills and its unit conversion. NVLink CRC counts are summed apart. */
-const FIELD_TARGETS: ReadonlyMap<number, { field: keyof MutableSample; scale: number }> = new Map([
-  [NVML_FIELD.MEMORY_TEMP, { field: 'mem_temp_c', scale: 1 }],
-  [NVML_FIELD.PCIE_COUNT_TX_BYTES, { field: 'pcie_tx_bytes_total', scale: 1 }],
-  [NVML_FIELD.PCIE_COUNT_RX_BYTES, { field: 'pcie_rx_bytes_total', scale: 1 }],
+/** Field id → the row column (`COLUMN_INDEX`) it fills and its unit conversion. NVLink CRC counts are summed apart. */
+const FIELD_TARGETS: ReadonlyMap<number, { column: number; scale: number }> = new Map([
+  [NVML_FIELD.MEMORY_TEMP, { column: COLUMN_INDEX.mem_temp_c, scale: 1 }],
+  [NVML_FIELD.PCIE_COUNT_TX_BYTES, { column: COLUMN_INDEX.pcie_tx_bytes_total, scale: 1 }],
+  [NVML_FIELD.PCIE_COUNT_RX_BYTES, { column: COLUMN_INDEX.pcie_rx_bytes_total, scale: 1 }],
   // NVLink throughput is in KiB.
-  [NVML_FIELD.NVLINK_THROUGHPUT_DATA_TX, { field: 'nvlink_tx_bytes_total', scale: KIB }],
-  [NVML_FIELD.NVLINK_THROUGHPUT_DATA_RX, { field: 'nvlink_rx_bytes_total', scale: KIB }],
+  [NVML_FIELD.NVLINK_THROUGHPUT_DATA_TX, { column: COLUMN_INDEX.nvlink_tx_bytes_total, scale: KIB }],
+  [NVML_FIELD.NVLINK_THROUGHPUT_DATA_RX, { column: COLUMN_INDEX.nvlink_rx_bytes_total, scale: KIB }],
 ]);
 const CRC_FIELDS = new Set<number>([
   NVML_FIELD.NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL,
@@ -42,8 +43,11 @@ export class NvmlFieldReader {
     this.#logger = logger;
   }
 
-  /** @returns false when the call or a value failed */
-  read(gpu: NvmlGpuState, handle: bigint, s: MutableSample, at: Date): boolean {
+  /**
+   * Reads the fields into `values` (a `GpuRow`'s columns).
+   * @returns false when the call or a value failed
+   */
+  read(gpu: NvmlGpuState, handle: bigint, values: Float64Array, at: Date): boolean {
     const fn = this.#nvml.fieldValues;
     const request = gpu.fields;
     if (fn === undefined) return false;
@@ -54,7 +58,6 @@ export class NvmlFieldReader {
     let ok = true;
     let lacking: number[] | undefined;
     let crc: number | undefined;
-    const out = s as Record<string, unknown>;
     for (let i = 0; i < request.count; i++) {
       const fieldId = request.fieldIdAt(i);
       const rc = request.returnAt(i);
@@ -73,10 +76,10 @@ export class NvmlFieldReader {
       const value = request.valueAt(i);
       if (value === undefined || !Number.isFinite(value) || value < 0) continue;
       const target = FIELD_TARGETS.get(fieldId);
-      if (target !== undefined) out[target.field] = value * target.scale;
+      if (target !== undefined) values[target.column] = value * target.scale;
       else if (CRC_FIELDS.has(fieldId)) crc = (crc ?? 0) + value;
     }
-    if (crc !== undefined) s.nvlink_crc_errors = crc;
+    if (crc !== undefined) values[COLUMN_INDEX.nvlink_crc_errors] = crc;
     if (lacking !== undefined) {
       request.drop(lacking);
       this.#logger.info(

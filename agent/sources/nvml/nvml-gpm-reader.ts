@@ -1,3 +1,4 @@
+import { COLUMN_INDEX } from '../../window/gpu-row';
 import type { NvmlBinding } from './binding';
 import { NVML_FIELD } from './field-values';
 import {
@@ -12,7 +13,7 @@ import type { NvmlCallRecorder } from './nvml-call-recorder';
 import type { GpmState, NvmlGpuState } from './nvml-gpu-state';
 import { NVML_CALL_SLOTS } from './nvml-metric-table';
 import { NVML_RETURN } from './nvml-return';
-import type { MutableSample, NvmlLogger } from './nvml-types';
+import type { NvmlLogger } from './nvml-types';
 import { NVML_GPM_VERSION } from './structs';
 
 /**
@@ -22,6 +23,9 @@ import { NVML_GPM_VERSION } from './structs';
  * samples; `read` takes a sample once ≥ `GPM_MIN_INTERVAL_MS` have passed since the last (by the
  * injected clock) and computes the metrics over the two.
  */
+/** The row column of each GPM request, in request order. */
+const GPM_COLUMNS: readonly number[] = GPM_REQUESTS.map((metric) => COLUMN_INDEX[metric.field]);
+
 export class NvmlGpmReader {
   readonly #nvml: NvmlBinding;
   readonly #recorder: NvmlCallRecorder;
@@ -70,7 +74,14 @@ export class NvmlGpmReader {
   }
 
   /** @returns false when a call failed */
-  read(gpu: NvmlGpuState, gpm: GpmState, handle: bigint, s: MutableSample, atMs: number, at: Date): boolean {
+  read(
+    gpu: NvmlGpuState,
+    gpm: GpmState,
+    handle: bigint,
+    values: Float64Array,
+    atMs: number,
+    at: Date,
+  ): boolean {
     const { gpmSampleGet: sampleGet, gpmMetricsGet: metricsGet } = this.#nvml;
     if (sampleGet === undefined || metricsGet === undefined) return false;
     const previousAtMs = gpm.previousAtMs;
@@ -98,7 +109,7 @@ export class NvmlGpmReader {
       if (request.returnAt(i) !== NVML_RETURN.SUCCESS) continue;
       const metric = GPM_REQUESTS[i] as GpmMetricRequest;
       const value = gpmValue(request.valueAt(i), metric.unit);
-      if (value !== undefined) s[metric.field] = value;
+      if (value !== undefined) values[GPM_COLUMNS[i] as number] = value;
     }
     return true;
   }

@@ -48,8 +48,8 @@ export class NvmlGpuSource implements AgentSource {
 
   /** One reading of every GPU into `into`: readings, `gpu_lost` events, failed calls. */
   sample(into: SampleSink, now: Date): void {
-    const reading = this.source.sample(now);
-    for (const gpu of reading.gpus) into.gpu(gpu);
+    const reading = this.source.sampleRows(now);
+    for (const row of reading.rows) into.row(row);
     for (const event of reading.events) into.event(event);
     for (const error of reading.errors) into.error(error);
   }

@@ -1,4 +1,5 @@
 import type { GpuIdentity } from '../../../lambdas/contract';
+import type { GpuRow } from '../../window/gpu-row';
 import type { NvmlFieldValueRequest } from './field-values';
 import type { NvmlTemperatureThresholds } from './nvml-types';
 
@@ -33,4 +34,6 @@ export interface NvmlGpuState {
   readonly fields: NvmlFieldValueRequest;
   /** GPM state; undefined where GPM is unsupported or failed at open. */
   gpm: GpmState | undefined;
+  /** This GPU's reading, overwritten at every `sample()` (no object per reading). */
+  readonly row: GpuRow;
 }

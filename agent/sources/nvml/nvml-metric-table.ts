@@ -1,7 +1,7 @@
 import koffi from 'koffi';
+import { COLUMN_INDEX as C } from '../../window/gpu-row';
 import type { GpuSample } from '../../window/gpu-sample';
 import type { NvmlBinding, NvmlOptionalCall } from './binding';
-import type { MutableSample } from './nvml-types';
 import { NVML_MEMORY_V2_VERSION, nvmlMemory, nvmlMemoryV2 } from './structs';
 
 /** NVML constants of the table. Source: docs/nvml.md §3. */
@@ -65,8 +65,8 @@ export interface NvmlMetricRow {
    * @returns the `nvmlReturn_t`; `NVML_ERROR_FUNCTION_NOT_FOUND` (13) if the binding lacks the call
    */
   readonly invoke: (nvml: NvmlBinding, handle: bigint, out: NvmlMetricBuffers) => number;
-  /** After SUCCESS: writes the converted value(s) from `out` into `s`. */
-  readonly store: (out: NvmlMetricBuffers, s: MutableSample) => void;
+  /** After SUCCESS: writes the converted value(s) from `out` into the row's `values` (columns of `COLUMN_INDEX`; flags 1/0). */
+  readonly store: (out: NvmlMetricBuffers, v: Float64Array) => void;
 }
 
 /** `NVML_ERROR_FUNCTION_NOT_FOUND`: what a row answers when the binding lacks its call. */
@@ -79,28 +79,30 @@ function eccRow(
   errorType: number,
   counterType: number,
 ): NvmlMetricRow {
+  const column = C[field];
   return {
     id,
     call: 'totalEccErrors',
     fields: [field],
     notSupported: 'ECC is off or the board has no ECC memory (consumer and some inference GPUs)',
     invoke: (nvml, h, out) => nvml.totalEccErrors?.(h, errorType, counterType, out.u64) ?? NOT_BOUND,
-    store: (out, s) => {
-      s[field] = word64(out.u64, 0);
+    store: (out, v) => {
+      v[column] = word64(out.u64, 0);
     },
   };
 }
 
 /** Clock row: one `nvmlDeviceGetClockInfo(type)`, MHz. */
 function clockRow(id: string, field: 'sm_clock_mhz' | 'mem_clock_mhz', type: number): NvmlMetricRow {
+  const column = C[field];
   return {
     id,
     call: 'clockInfo',
     fields: [field],
     notSupported: 'the driver does not report this clock domain',
     invoke: (nvml, h, out) => nvml.clockInfo?.(h, type, out.u32) ?? NOT_BOUND,
-    store: (out, s) => {
-      s[field] = out.u32[0];
+    store: (out, v) => {
+      v[column] = out.u32[0] as number;
     },
   };
 }
@@ -119,9 +121,9 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     fields: ['gpu_util', 'mem_copy_util'],
     notSupported: 'utilization is not sampled (MIG mode on A100/H100: per-instance only)',
     invoke: (nvml, h, out) => nvml.utilization?.(h, out.util) ?? NOT_BOUND,
-    store: (out, s) => {
-      s.gpu_util = (out.util[0] ?? 0) / 100;
-      s.mem_copy_util = (out.util[1] ?? 0) / 100;
+    store: (out, v) => {
+      v[C.gpu_util] = (out.util[0] ?? 0) / 100;
+      v[C.mem_copy_util] = (out.util[1] ?? 0) / 100;
     },
   },
   {
@@ -134,9 +136,9 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
       if (out.memoryVersion === 2) out.mem[0] = NVML_MEMORY_V2_VERSION;
       return nvml.memoryInfo?.(h, out.mem) ?? NOT_BOUND;
     },
-    store: (out, s) => {
-      s.fb_total_bytes = word64(out.mem, out.memTotalWord);
-      s.fb_used_bytes = word64(out.mem, out.memUsedWord);
+    store: (out, v) => {
+      v[C.fb_total_bytes] = word64(out.mem, out.memTotalWord);
+      v[C.fb_used_bytes] = word64(out.mem, out.memUsedWord);
     },
   },
   {
@@ -145,8 +147,8 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     fields: ['gpu_temp_c'],
     notSupported: 'no core temperature sensor exposed',
     invoke: (nvml, h, out) => nvml.temperature?.(h, NVML_TEMPERATURE_GPU, out.u32) ?? NOT_BOUND,
-    store: (out, s) => {
-      s.gpu_temp_c = out.u32[0];
+    store: (out, v) => {
+      v[C.gpu_temp_c] = out.u32[0] as number;
     },
   },
   {
@@ -155,8 +157,8 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     fields: ['power_w'],
     notSupported: 'the board reports no power reading',
     invoke: (nvml, h, out) => nvml.powerUsage?.(h, out.u32) ?? NOT_BOUND,
-    store: (out, s) => {
-      s.power_w = (out.u32[0] ?? 0) / 1000;
+    store: (out, v) => {
+      v[C.power_w] = (out.u32[0] ?? 0) / 1000;
     },
   },
   {
@@ -165,8 +167,8 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     fields: ['power_limit_w'],
     notSupported: 'power management is not exposed',
     invoke: (nvml, h, out) => nvml.enforcedPowerLimit?.(h, out.u32) ?? NOT_BOUND,
-    store: (out, s) => {
-      s.power_limit_w = (out.u32[0] ?? 0) / 1000;
+    store: (out, v) => {
+      v[C.power_limit_w] = (out.u32[0] ?? 0) / 1000;
     },
   },
   {
@@ -175,8 +177,8 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     fields: ['energy_mj_total'],
     notSupported: 'no energy counter (before Volta)',
     invoke: (nvml, h, out) => nvml.totalEnergy?.(h, out.u64) ?? NOT_BOUND,
-    store: (out, s) => {
-      s.energy_mj_total = word64(out.u64, 0);
+    store: (out, v) => {
+      v[C.energy_mj_total] = word64(out.u64, 0);
     },
   },
   clockRow('smClock', 'sm_clock_mhz', NVML_CLOCK_SM),
@@ -194,9 +196,9 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
       const [corr, unc, pending, failure] = out.rows;
       return nvml.remappedRows?.(h, corr, unc, pending, failure) ?? NOT_BOUND;
     },
-    store: (out, s) => {
-      s.remapped_rows_pending = out.rows[2][0] !== 0;
-      s.remapped_rows_failure = out.rows[3][0] !== 0;
+    store: (out, v) => {
+      v[C.remapped_rows_pending] = out.rows[2][0] !== 0 ? 1 : 0;
+      v[C.remapped_rows_failure] = out.rows[3][0] !== 0 ? 1 : 0;
     },
   },
   {
@@ -205,8 +207,8 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     fields: ['clocks_event_reasons'],
     notSupported: 'throttle reasons are not reported',
     invoke: (nvml, h, out) => nvml.clocksEventReasons?.(h, out.u64) ?? NOT_BOUND,
-    store: (out, s) => {
-      s.clocks_event_reasons = word64(out.u64, 0);
+    store: (out, v) => {
+      v[C.clocks_event_reasons] = word64(out.u64, 0);
     },
   },
   {
@@ -215,8 +217,8 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     fields: ['pcie_replay_count'],
     notSupported: 'the driver does not expose the PCIe replay counter',
     invoke: (nvml, h, out) => nvml.pcieReplayCounter?.(h, out.u32) ?? NOT_BOUND,
-    store: (out, s) => {
-      s.pcie_replay_count = out.u32[0];
+    store: (out, v) => {
+      v[C.pcie_replay_count] = out.u32[0] as number;
     },
   },
   {
@@ -225,8 +227,8 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     fields: ['retired_pages_pending'],
     notSupported: 'no page retirement (Ampere and newer remap rows instead)',
     invoke: (nvml, h, out) => nvml.retiredPagesPending?.(h, out.u32) ?? NOT_BOUND,
-    store: (out, s) => {
-      s.retired_pages_pending = out.u32[0] !== 0;
+    store: (out, v) => {
+      v[C.retired_pages_pending] = out.u32[0] !== 0 ? 1 : 0;
     },
   },
 ];

@@ -1,11 +1,11 @@
 import koffi from 'koffi';
+import { COLUMN_INDEX, type GpuRow } from '../../window/gpu-row';
 import type { GpuSample } from '../../window/gpu-sample';
 import type { NvmlBinding } from './binding';
 import type { NvmlCallRecorder } from './nvml-call-recorder';
 import type { NvmlGpuState } from './nvml-gpu-state';
 import { NVML_CALL_SLOTS } from './nvml-metric-table';
 import { NVML_RETURN } from './nvml-return';
-import type { MutableSample } from './nvml-types';
 import { nvmlProcessInfo } from './structs';
 
 /** Most processes kept per GPU sample (the contract's `processes` limit). */
@@ -18,6 +18,8 @@ const PROCESS_STRIDE = koffi.sizeof(nvmlProcessInfo);
 const PROCESS_MEMORY_OFFSET = koffi.offsetof(nvmlProcessInfo, 'usedGpuMemory');
 const TWO_POW_32 = 4_294_967_296;
 type GpuProcessReading = NonNullable<GpuSample['processes']>[number];
+/** Column of `compute_processes` in a row. */
+const COMPUTE_PROCESSES = COLUMN_INDEX.compute_processes;
 const NO_PROCESSES: readonly GpuProcessReading[] = Object.freeze([]);
 
 /**
@@ -43,7 +45,7 @@ export class NvmlProcessReader {
    * Reads `compute_processes` and `processes` into `s`.
    * @returns false when a call failed (the GPU may be lost)
    */
-  read(gpu: NvmlGpuState, handle: bigint, s: MutableSample, at: Date): boolean {
+  read(gpu: NvmlGpuState, handle: bigint, row: GpuRow, at: Date): boolean {
     const fn = this.#nvml.computeProcesses;
     const call = this.#nvml.symbols.computeProcesses ?? '';
     const judge = (code: number) => this.#recorder.judge(gpu, NVML_CALL_SLOTS.processes, call, code, at);
@@ -53,8 +55,8 @@ export class NvmlProcessReader {
     const probe = fn(handle, count, null);
     if (probe === NVML_RETURN.SUCCESS) {
       judge(probe);
-      s.compute_processes = 0;
-      s.processes = NO_PROCESSES;
+      row.values[COMPUTE_PROCESSES] = 0;
+      row.processes = NO_PROCESSES;
       return true;
     }
     if (probe !== NVML_RETURN.ERROR_INSUFFICIENT_SIZE) return judge(probe);
@@ -68,12 +70,12 @@ export class NvmlProcessReader {
     if (code === NVML_RETURN.ERROR_INSUFFICIENT_SIZE) {
       // Grew past the slack between the two calls: the count is known, the list is not.
       judge(NVML_RETURN.SUCCESS);
-      s.compute_processes = count[0] ?? probed;
+      row.values[COMPUTE_PROCESSES] = count[0] ?? probed;
       return true;
     }
     if (!judge(code)) return false;
     const n = count[0] ?? 0;
-    s.compute_processes = n;
+    row.values[COMPUTE_PROCESSES] = n;
     const list: GpuProcessReading[] = [];
     for (let i = 0; i < n; i++) {
       const offset = i * PROCESS_STRIDE;
@@ -87,7 +89,7 @@ export class NvmlProcessReader {
       );
     }
     list.sort((a, b) => (b.fb_used_bytes ?? -1) - (a.fb_used_bytes ?? -1) || a.pid - b.pid);
-    s.processes = list.length > MAX_PROCESSES ? list.slice(0, MAX_PROCESSES) : list;
+    row.processes = list.length > MAX_PROCESSES ? list.slice(0, MAX_PROCESSES) : list;
     return true;
   }
 }

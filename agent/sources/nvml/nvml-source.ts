@@ -1,5 +1,5 @@
 import type { GpuIdentity } from '../../../lambdas/contract';
-import type { GpuSample } from '../../window/gpu-sample';
+import { type GpuRow, sampleFromRow } from '../../window/gpu-row';
 import { loadNvmlBinding, type NvmlBinding } from './binding';
 import { NvmlClosedError, NvmlUnavailableError } from './errors';
 import { NvmlCallRecorder } from './nvml-call-recorder';
@@ -17,9 +17,9 @@ import {
 import { NvmlProcessReader } from './nvml-process-reader';
 import { NVML_RETURN } from './nvml-return';
 import type {
-  MutableSample,
   NvmlLogger,
   NvmlProfilingSource,
+  NvmlRowSampleResult,
   NvmlSampleResult,
   NvmlSourceStats,
   NvmlTemperatureThresholds,
@@ -52,8 +52,8 @@ const SILENT_LOGGER: NvmlLogger = { info: () => {}, warn: () => {} };
  * fallback symbols, how it is invoked, the fields it fills and their unit conversion), then the
  * readers with variable-length buffers (processes, field values, GPM). Discovery (versions,
  * handles, identity, thresholds) is `nvml-discovery.ts`; return codes are judged in one place,
- * `NvmlCallRecorder`. `sample()` reuses preallocated out-buffers; per call it allocates one object
- * per GPU and the result, nothing else unless something fails.
+ * `NvmlCallRecorder`. `sampleRows()` reuses preallocated out-buffers and one row per GPU: it
+ * allocates nothing but process lists unless something fails; `sample()` adds one object per GPU.
  *
  * @example
  * const nvml = NvmlSource.open({ libraryPath: resolveNvmlLibraryPath(flags.nvmlLib), logger });
@@ -74,6 +74,8 @@ export class NvmlSource {
   /** The rows of the metric table this library binds, with their slot and symbol, resolved once. */
   readonly #rows: readonly { readonly row: NvmlMetricRow; readonly slot: number; readonly symbol: string }[];
   #gpus: NvmlGpuState[] = [];
+  /** The rows `sampleRows` returns, refilled at every call. */
+  readonly #rowsOut: GpuRow[] = [];
   #versions: NvmlVersions = {};
   #closed = false;
 
@@ -129,20 +131,35 @@ export class NvmlSource {
    * `gpu_lost` events and `NvmlCallError` values.
    *
    * @param now - the sample time, from the injected clock; copied into each sample as `at_ms`
-   * @returns `{ at, gpus, events, errors }`
+   * @returns `{ at, gpus, events, errors }`: one sample object per GPU that answered (made from
+   *   its row, see {@link sampleRows})
    * @throws {NvmlClosedError} when called after `close()`
    */
   sample(now: Date): NvmlSampleResult {
+    const { at, rows, events, errors } = this.sampleRows(now);
+    return { at, gpus: rows.map(sampleFromRow), events, errors };
+  }
+
+  /**
+   * {@link sample} without an object per reading, for the agent's poll: each GPU that answered is
+   * its `GpuRow`, owned by the source and overwritten at the next call (copy what must live on).
+   *
+   * @param now - the sample time, from the injected clock
+   * @returns `{ at, rows, events, errors }`; `rows` is valid until the next call
+   * @throws {NvmlClosedError} when called after `close()`
+   */
+  sampleRows(now: Date): NvmlRowSampleResult {
     if (this.#closed) throw new NvmlClosedError('sample');
     this.stats.samples++;
     const atMs = now.getTime();
-    const gpus: GpuSample[] = [];
+    const rows = this.#rowsOut;
+    rows.length = 0;
     for (const gpu of this.#gpus) {
       const reading = this.#readGpu(gpu, atMs, now);
-      if (reading !== undefined) gpus.push(reading);
+      if (reading !== undefined) rows.push(reading);
     }
     const { events, errors } = this.#recorder.take();
-    return { at: now, gpus, events, errors };
+    return { at: now, rows, events, errors };
   }
 
   /**
@@ -216,29 +233,31 @@ export class NvmlSource {
    * Reads one GPU: every row of the metric table it supports, then processes, field values and
    * GPM. Undefined when it has no handle or is lost; stops at the first lost answer.
    */
-  #readGpu(gpu: NvmlGpuState, atMs: number, at: Date): GpuSample | undefined {
+  #readGpu(gpu: NvmlGpuState, atMs: number, at: Date): GpuRow | undefined {
     const handle = gpu.handle;
     if (handle === undefined) return undefined;
     const nvml = this.#nvml;
     const off = gpu.unsupported;
     const out = this.#buffers;
     const recorder = this.#recorder;
-    const s: MutableSample = { gpu_index: gpu.index, at_ms: atMs };
-    for (const { row, slot, symbol } of this.#rows) {
+    const row = gpu.row;
+    row.reset(atMs);
+    const values = row.values;
+    for (const { row: metric, slot, symbol } of this.#rows) {
       if (off[slot] !== 0) continue;
-      if (recorder.judge(gpu, slot, symbol, row.invoke(nvml, handle, out), at)) row.store(out, s);
+      if (recorder.judge(gpu, slot, symbol, metric.invoke(nvml, handle, out), at)) metric.store(out, values);
       else if (gpu.lost) return undefined;
     }
     if (nvml.computeProcesses !== undefined && off[NVML_CALL_SLOTS.processes] === 0) {
-      if (!this.#processes.read(gpu, handle, s, at) && gpu.lost) return undefined;
+      if (!this.#processes.read(gpu, handle, row, at) && gpu.lost) return undefined;
     }
     if (nvml.fieldValues !== undefined && off[NVML_CALL_SLOTS.fieldValues] === 0 && gpu.fields.count > 0) {
-      if (!this.#fields.read(gpu, handle, s, at) && gpu.lost) return undefined;
+      if (!this.#fields.read(gpu, handle, values, at) && gpu.lost) return undefined;
     }
     if (gpu.gpm !== undefined && off[NVML_CALL_SLOTS.gpm] === 0) {
-      if (!this.#gpm.read(gpu, gpu.gpm, handle, s, atMs, at) && gpu.lost) return undefined;
+      if (!this.#gpm.read(gpu, gpu.gpm, handle, values, atMs, at) && gpu.lost) return undefined;
     }
     // A GPU that was lost and answered nothing at all stays out of the sample.
-    return gpu.lost ? undefined : s;
+    return gpu.lost ? undefined : row;
   }
 }

@@ -1,4 +1,5 @@
 import type { GpuEvent } from '../../../lambdas/contract';
+import type { GpuRow } from '../../window/gpu-row';
 import type { GpuSample } from '../../window/gpu-sample';
 import type { NvmlCallError } from './errors';
 
@@ -22,6 +23,18 @@ export interface NvmlSampleResult {
   /** `gpu_lost` events, one per loss (not repeated while the GPU stays lost). */
   readonly events: readonly GpuEvent[];
   /** Failed calls of this sample (and of `open()`, reported with the first sample); each also counted in `stats.nvml_errors`. */
+  readonly errors: readonly NvmlCallError[];
+}
+
+/** What one `sampleRows(now)` read: {@link NvmlSampleResult} with the source's rows instead of objects. */
+export interface NvmlRowSampleResult {
+  /** The `now` the caller passed. */
+  readonly at: Date;
+  /** One row per GPU that answered, owned by the source: valid until its next `sampleRows()`. */
+  readonly rows: readonly GpuRow[];
+  /** `gpu_lost` events, one per loss. */
+  readonly events: readonly GpuEvent[];
+  /** Failed calls of this sample. */
   readonly errors: readonly NvmlCallError[];
 }
 
@@ -59,6 +72,3 @@ export interface NvmlTemperatureThresholds {
 
 /** Where the profiling ratios (`sm_active`…) come from: NVML GPM (Hopper+) or nowhere. */
 export type NvmlProfilingSource = 'gpm' | 'none';
-
-/** A {@link GpuSample} being filled by the readers. */
-export type MutableSample = { -readonly [K in keyof GpuSample]: GpuSample[K] };
