@@ -1,12 +1,12 @@
 import * as v from 'valibot';
 import {
   AZ_RULE,
-  type FieldPattern,
   INSTANCE_ID_RULE,
   INSTANCE_TYPE_RULE,
   REGION_RULE,
 } from '../../lambdas/contract/field-rules';
 import { DEFAULT_SEND_INTERVAL_S } from '../agent-loop';
+import { matchingRule } from '../contract-rule-schema';
 import { GIB, MIB, OFF } from './constants';
 
 /** True for an absolute http(s) URL. */
@@ -27,8 +27,6 @@ const absolutePath = v.pipe(v.string(), v.regex(/^\/\S*$/));
 const pathOrOff = v.union([v.literal(OFF), absolutePath]);
 /** An http(s) URL, or `off` to disable the source. */
 const urlOrOff = v.union([v.literal(OFF), httpUrl]);
-/** A string matching one of the contract's field patterns (the rule the API's zod schema uses). */
-const matching = (rule: FieldPattern) => v.pipe(v.string(), v.regex(rule.pattern, rule.message));
 /** An integer in `min..max`. */
 const intIn = (min: number, max: number) => v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max));
 
@@ -59,7 +57,7 @@ const schema = v.strictObject({
   /** API stage URL; batches go to `<endpoint>/v1/batches`. No default. */
   endpoint: v.optional(httpUrl),
   /** AWS region of the API, for SigV4. @default the instance's region (IMDS) */
-  region: v.optional(matching(REGION_RULE)),
+  region: v.optional(matchingRule(REGION_RULE)),
   /** Request signing. @default 'sigv4' */
   auth: v.optional(v.picklist(AGENT_AUTH_MODES), 'sigv4'),
   /** NVML poll interval, ms, integer 100..60000. @default 1000 */
@@ -81,11 +79,11 @@ const schema = v.strictObject({
   /** Ask IMDSv2 for identity, tags and spot notices. @default 'on' */
   imds: v.optional(v.picklist(AGENT_SWITCH_VALUES), 'on'),
   /** Identity override: EC2 instance id. @default from IMDS */
-  instanceId: v.optional(matching(INSTANCE_ID_RULE)),
+  instanceId: v.optional(matchingRule(INSTANCE_ID_RULE)),
   /** Identity override: EC2 instance type. @default from IMDS */
-  instanceType: v.optional(matching(INSTANCE_TYPE_RULE)),
+  instanceType: v.optional(matchingRule(INSTANCE_TYPE_RULE)),
   /** Identity override: availability zone. @default from IMDS */
-  az: v.optional(matching(AZ_RULE)),
+  az: v.optional(matchingRule(AZ_RULE)),
   /** On-disk spool of undelivered batches, absolute path. @default '/var/lib/gpu-sentinel/spool' */
   spoolDir: v.optional(absolutePath, '/var/lib/gpu-sentinel/spool'),
   /** Spool bound, bytes, integer 1 MiB..64 GiB; past it the oldest batches are dropped and counted. @default 268435456 (256 MiB) */

@@ -3,7 +3,6 @@ import { MAX_TAGS } from '../../lambdas/contract/constants';
 import {
   AMI_ID_RULE,
   AZ_RULE,
-  type FieldPattern,
   INSTANCE_ID_RULE,
   INSTANCE_TYPE_RULE,
   MAX_ASG_NAME_CHARS,
@@ -12,9 +11,7 @@ import {
   REGION_RULE,
 } from '../../lambdas/contract/field-rules';
 import type { Host } from '../../lambdas/contract/schema';
-
-/** A string matching one of the contract's field patterns, with the contract's message. */
-const matching = (rule: FieldPattern) => v.pipe(v.string(), v.regex(rule.pattern, rule.message));
+import { matchingRule } from '../contract-rule-schema';
 
 /**
  * The contract's `host` (EC2 identity and placement) as the agent checks it before it sends
@@ -23,13 +20,13 @@ const matching = (rule: FieldPattern) => v.pipe(v.string(), v.regex(rule.pattern
  * same verdicts.
  */
 export const AgentHostSchema = v.strictObject({
-  instance_id: matching(INSTANCE_ID_RULE),
-  instance_type: matching(INSTANCE_TYPE_RULE),
-  region: matching(REGION_RULE),
-  az: v.optional(matching(AZ_RULE)),
+  instance_id: matchingRule(INSTANCE_ID_RULE),
+  instance_type: matchingRule(INSTANCE_TYPE_RULE),
+  region: matchingRule(REGION_RULE),
+  az: v.optional(matchingRule(AZ_RULE)),
   lifecycle: v.optional(v.picklist(['on-demand', 'spot'])),
   asg_name: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(MAX_ASG_NAME_CHARS))),
-  ami_id: v.optional(matching(AMI_ID_RULE)),
+  ami_id: v.optional(matchingRule(AMI_ID_RULE)),
   tags: v.optional(
     v.pipe(
       v.record(
