@@ -1,4 +1,5 @@
-import { type Batch, type GpuEvent, type Host, MAX_FUTURE_S, MAX_PAST_S } from '../lambdas/contract';
+import { MAX_FUTURE_S, MAX_PAST_S } from '../lambdas/contract/constants';
+import type { Batch, GpuEvent, Host } from '../lambdas/contract/schema';
 import { AgentLoop, type DeliveryLike } from './agent-loop';
 import type { AgentConfig } from './config';
 import { resolveIdentity } from './identity';

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import * as v from 'valibot';
 import { isLoopbackHost } from '../send/loopback-host';
 import { AGENT_CONFIG_OPTIONS, type AgentConfigOption } from './agent-config-options';
 import {
@@ -196,15 +197,15 @@ function checkValue(name: AgentConfigName, value: unknown, source: AgentConfigSo
         ? 'on'
         : 'off'
       : value;
-  const result = AgentConfigSchema.shape[name].safeParse(normalized);
-  if (result.success) return result.data;
+  const result = v.safeParse(AgentConfigSchema.entries[name], normalized);
+  if (result.success) return result.output;
   const expected = OPTIONS_BY_NAME.get(name)?.expected ?? 'valid';
   throw new AgentConfigError(
     source,
     name,
     value,
     `Expected \`${name}\` to be ${expected}, got \`${render(value)}\` (${typeOf(value)})`,
-    { cause: result.error },
+    { cause: new v.ValiError(result.issues) },
   );
 }
 

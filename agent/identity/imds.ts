@@ -1,6 +1,7 @@
-import { type Host, HostSchema } from '../../lambdas/contract';
+import type { Host } from '../../lambdas/contract/schema';
 import { ImdsUnavailableError } from '../errors';
 import { nodeFetch } from '../send/node-fetch';
+import { checkHost } from './host-schema';
 
 /**
  * IMDSv2 client: a session token from `PUT /latest/api/token`, then GETs under
@@ -129,16 +130,14 @@ export class ImdsClient {
       ...(ami ? { ami_id: ami } : {}),
       ...(Object.keys(tags).length > 0 ? { tags } : {}),
     };
-    const checked = HostSchema.safeParse(host);
-    if (!checked.success) {
-      const issue = checked.error.issues[0];
+    const checked = checkHost(host);
+    if (!checked.success)
       throw new ImdsUnavailableError(
         '/latest/meta-data/',
-        `answered an identity that breaks the contract at ${issue?.path.join('.') ?? '?'}: ${issue?.message ?? ''}`,
-        { cause: checked.error },
+        `answered an identity that breaks the contract at ${checked.field}: ${checked.message}`,
+        { cause: checked.cause },
       );
-    }
-    return checked.data;
+    return checked.host;
   }
 
   /** One token for all concurrent reads; a 401 with token `stale` replaces it once (single flight). */

@@ -1,4 +1,6 @@
-import { EventSchema, formatIsoMicros, type GpuEvent, MAX_DETAIL_CHARS } from '../../lambdas/contract';
+import { MAX_DETAIL_CHARS } from '../../lambdas/contract/constants';
+import type { GpuEvent } from '../../lambdas/contract/schema';
+import { formatIsoMicros } from '../../lambdas/contract/timestamps';
 import type { ImdsClient } from './imds';
 
 /**
@@ -67,18 +69,12 @@ export class InstanceEventPoller {
       this.read(REBALANCE_RECOMMENDATION_PATH),
     ]);
     const events: GpuEvent[] = [];
-    const add = (key: string, event: GpuEvent | undefined, path: string): void => {
-      if (event === undefined || this.emitted.has(key)) return;
-      const checked = EventSchema.safeParse(event);
-      if (!checked.success) {
-        this.warnOnce(`schema:${path}`, 'IMDS notice breaks the contract; not reported', {
-          path,
-          error: checked.error.issues[0]?.message,
-        });
-        return;
-      }
+    const add = (key: string, event: GpuEvent): void => {
+      // The agent's own output, built from fields checked above: no runtime schema here (the API
+      // enforces the contract, and the tests hold these events to EventSchema).
+      if (this.emitted.has(key)) return;
       this.emitted.add(key);
-      events.push(checked.data);
+      events.push(event);
     };
     if (spot !== undefined) {
       const notice = spot as { action?: unknown; time?: unknown };
@@ -86,32 +82,24 @@ export class InstanceEventPoller {
       if (typeof notice.action !== 'string' || !/^[a-z]{1,32}$/.test(notice.action) || time === undefined)
         this.malformed(SPOT_INSTANCE_ACTION_PATH, spot);
       else
-        add(
-          `spot:${notice.action}:${time}`,
-          {
-            at: formatIsoMicros(this.clock().getTime()),
-            kind: 'spot_interruption',
-            source: 'imds',
-            detail: `action=${notice.action} time=${time}`.slice(0, MAX_DETAIL_CHARS),
-          },
-          SPOT_INSTANCE_ACTION_PATH,
-        );
+        add(`spot:${notice.action}:${time}`, {
+          at: formatIsoMicros(this.clock().getTime()),
+          kind: 'spot_interruption',
+          source: 'imds',
+          detail: `action=${notice.action} time=${time}`.slice(0, MAX_DETAIL_CHARS),
+        });
     }
     if (rebalance !== undefined) {
       const raw = (rebalance as { noticeTime?: unknown }).noticeTime;
       const noticeTime = typeof raw === 'string' ? isoOf(raw) : undefined;
       if (noticeTime === undefined) this.malformed(REBALANCE_RECOMMENDATION_PATH, rebalance);
       else
-        add(
-          `rebalance:${noticeTime}`,
-          {
-            at: formatIsoMicros(Date.parse(noticeTime)),
-            kind: 'rebalance_recommendation',
-            source: 'imds',
-            detail: `noticeTime=${noticeTime}`,
-          },
-          REBALANCE_RECOMMENDATION_PATH,
-        );
+        add(`rebalance:${noticeTime}`, {
+          at: formatIsoMicros(Date.parse(noticeTime)),
+          kind: 'rebalance_recommendation',
+          source: 'imds',
+          detail: `noticeTime=${noticeTime}`,
+        });
     }
     for (const e of events) this.onEvent(e);
     return events;

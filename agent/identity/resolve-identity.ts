@@ -1,4 +1,5 @@
-import { type Host, HostSchema } from '../../lambdas/contract';
+import type { Host } from '../../lambdas/contract/schema';
+import { checkHost } from './host-schema';
 import { ImdsClient } from './imds';
 
 /** Options of {@link resolveIdentity}. */
@@ -37,14 +38,13 @@ export async function resolveIdentity(opts: ResolveIdentityOptions = {}): Promis
     const tags = imds.tags || override.tags ? { ...imds.tags, ...override.tags } : undefined;
     host = { ...imds, ...override, ...(tags ? { tags } : {}) };
   }
-  const checked = HostSchema.safeParse(host);
+  const checked = checkHost(host);
   if (!checked.success) {
-    const issue = checked.error.issues[0];
-    const field = issue?.path.join('.') ?? '?';
+    const top = checked.field.split('.')[0] ?? '';
     throw new RangeError(
-      `Expected a valid identity, got \`${field}\` = \`${JSON.stringify((host as Record<string, unknown>)[String(issue?.path[0])])}\`: ${issue?.message ?? ''}`,
-      { cause: checked.error },
+      `Expected a valid identity, got \`${checked.field}\` = \`${JSON.stringify((host as Record<string, unknown>)[top])}\`: ${checked.message}`,
+      { cause: checked.cause },
     );
   }
-  return checked.data;
+  return checked.host;
 }

@@ -12,7 +12,7 @@ import {
 import { createRequire } from 'node:module';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, type Metafile } from 'esbuild';
 import { AgentError } from '../errors';
 import { AGENT_VERSION } from '../version';
 
@@ -49,6 +49,8 @@ export interface BuildAgentBundleOptions {
   readonly tarball?: boolean;
   /** Minify the bundle (smaller, unreadable stack traces). @default false */
   readonly minify?: boolean;
+  /** Also return esbuild's metafile (every input file bundled, with its bytes), for checks of what the bundle loads. @default false */
+  readonly metafile?: boolean;
 }
 
 /** What {@link buildAgentBundle} wrote. */
@@ -61,6 +63,8 @@ export interface AgentBundle {
   readonly bundleBytes: number;
   /** The tarball, when asked for. */
   readonly tarball: string | undefined;
+  /** esbuild's metafile (`inputs` keyed by path relative to the repository root), when asked for. */
+  readonly metafile: Metafile | undefined;
 }
 
 /**
@@ -70,7 +74,7 @@ export interface AgentBundle {
  * under `node_modules/`, plus install.sh, the systemd unit and the sample config. The folder runs
  * on any Linux host with Node.js ≥ 20: `node gpu-sentinel-agent.mjs agent --help`.
  *
- * @param options - output folder, architecture, tarball, minify
+ * @param options - output folder, architecture, tarball, minify, metafile
  * @returns the paths and the bundle's size
  * @throws {AgentError} when koffi's native package for `arch` is not installed
  * @throws {Error} when esbuild or tar fails
@@ -103,6 +107,7 @@ export async function buildAgentBundle(options: BuildAgentBundleOptions = {}): P
       ].join('\n'),
     },
     logLevel: 'silent',
+    metafile: options.metafile ?? false,
   });
   if (result.errors.length > 0) throw new Error(`esbuild: ${result.errors.map((e) => e.text).join('; ')}`);
   chmodSync(entry, 0o755);
@@ -118,7 +123,7 @@ export async function buildAgentBundle(options: BuildAgentBundleOptions = {}): P
     tarball = join(dirname(outDir), `gpu-sentinel-agent-${AGENT_VERSION}-linux-${arch}.tar.gz`);
     execFileSync('tar', ['-czf', tarball, '-C', dirname(outDir), basename(outDir)]);
   }
-  return { outDir, entry, bundleBytes: readFileSync(entry).length, tarball };
+  return { outDir, entry, bundleBytes: readFileSync(entry).length, tarball, metafile: result.metafile };
 }
 
 /**

@@ -1,10 +1,12 @@
 import {
-  type GpuIdentity,
-  GpuIdentitySchema,
-  type GpuMetrics,
-  GpuMetricsSchema,
-  normalizePciBusId,
-} from '../../lambdas/contract';
+  GPU_UUID_RULE,
+  isInRange,
+  MAX_GPU_NAME_CHARS,
+  METRIC_RANGES,
+  type MetricRangeKind,
+} from '../../lambdas/contract/field-rules';
+import { normalizePciBusId } from '../../lambdas/contract/pci-bus-id';
+import type { GpuIdentity, GpuMetrics } from '../../lambdas/contract/schema';
 import { DcgmScrapeError } from '../errors';
 import { nodeFetch } from '../send/node-fetch';
 
@@ -42,9 +44,13 @@ export interface DcgmExporterParse {
 type MetricKey = keyof GpuMetrics;
 
 /** A DCGM field mapped 1:1 onto a contract metric, with its conversion to contract units. */
-interface DirectField {
+export interface DirectField {
+  /** The contract metric the field becomes. */
   readonly metric: MetricKey;
+  /** DCGM units → contract units (percent → 0..1 ratio, MiB → bytes, non-zero → true). */
   readonly convert: (value: number) => number | boolean;
+  /** The contract's range of `metric` (field-rules.ts; a test holds it to `GpuMetricsSchema`), or `boolean`. */
+  readonly range: MetricRangeKind | 'boolean';
 }
 
 const asIs = (v: number): number => v;
@@ -54,57 +60,58 @@ const nonZero = (v: number): boolean => v !== 0;
 
 /**
  * DCGM field name → contract metric. Ratios of `DCGM_FI_PROF_*` are already 0..1; both the legacy
- * names and the newer `*_RATIO` names (DCGM 4) map to the same metric.
+ * names and the newer `*_RATIO` names (DCGM 4) map to the same metric. Each value is checked
+ * against its metric's contract range before it is kept.
  */
-const DIRECT: Readonly<Record<string, DirectField>> = {
+export const DCGM_DIRECT_FIELDS: Readonly<Record<string, DirectField>> = {
   /** 203, percent. */
-  DCGM_FI_DEV_GPU_UTIL: { metric: 'gpu_util', convert: percentToRatio },
+  DCGM_FI_DEV_GPU_UTIL: { metric: 'gpu_util', convert: percentToRatio, range: 'ratio' },
   /** 204, percent. */
-  DCGM_FI_DEV_MEM_COPY_UTIL: { metric: 'mem_copy_util', convert: percentToRatio },
+  DCGM_FI_DEV_MEM_COPY_UTIL: { metric: 'mem_copy_util', convert: percentToRatio, range: 'ratio' },
   /** 1002. */
-  DCGM_FI_PROF_SM_ACTIVE: { metric: 'sm_active', convert: asIs },
-  DCGM_FI_PROF_SM_UTIL_RATIO: { metric: 'sm_active', convert: asIs },
+  DCGM_FI_PROF_SM_ACTIVE: { metric: 'sm_active', convert: asIs, range: 'ratio' },
+  DCGM_FI_PROF_SM_UTIL_RATIO: { metric: 'sm_active', convert: asIs, range: 'ratio' },
   /** 1003. */
-  DCGM_FI_PROF_SM_OCCUPANCY: { metric: 'sm_occupancy', convert: asIs },
-  DCGM_FI_PROF_SM_OCCUPANCY_RATIO: { metric: 'sm_occupancy', convert: asIs },
+  DCGM_FI_PROF_SM_OCCUPANCY: { metric: 'sm_occupancy', convert: asIs, range: 'ratio' },
+  DCGM_FI_PROF_SM_OCCUPANCY_RATIO: { metric: 'sm_occupancy', convert: asIs, range: 'ratio' },
   /** 1004. */
-  DCGM_FI_PROF_PIPE_TENSOR_ACTIVE: { metric: 'tensor_active', convert: asIs },
-  DCGM_FI_PROF_TENSOR_UTIL_RATIO: { metric: 'tensor_active', convert: asIs },
+  DCGM_FI_PROF_PIPE_TENSOR_ACTIVE: { metric: 'tensor_active', convert: asIs, range: 'ratio' },
+  DCGM_FI_PROF_TENSOR_UTIL_RATIO: { metric: 'tensor_active', convert: asIs, range: 'ratio' },
   /** 1005. */
-  DCGM_FI_PROF_DRAM_ACTIVE: { metric: 'dram_active', convert: asIs },
-  DCGM_FI_PROF_DRAM_UTIL_RATIO: { metric: 'dram_active', convert: asIs },
+  DCGM_FI_PROF_DRAM_ACTIVE: { metric: 'dram_active', convert: asIs, range: 'ratio' },
+  DCGM_FI_PROF_DRAM_UTIL_RATIO: { metric: 'dram_active', convert: asIs, range: 'ratio' },
   /** 1006 / 1007 / 1008. */
-  DCGM_FI_PROF_PIPE_FP64_ACTIVE: { metric: 'fp64_active', convert: asIs },
-  DCGM_FI_PROF_FP64_UTIL_RATIO: { metric: 'fp64_active', convert: asIs },
-  DCGM_FI_PROF_PIPE_FP32_ACTIVE: { metric: 'fp32_active', convert: asIs },
-  DCGM_FI_PROF_FP32_UTIL_RATIO: { metric: 'fp32_active', convert: asIs },
-  DCGM_FI_PROF_PIPE_FP16_ACTIVE: { metric: 'fp16_active', convert: asIs },
-  DCGM_FI_PROF_FP16_UTIL_RATIO: { metric: 'fp16_active', convert: asIs },
+  DCGM_FI_PROF_PIPE_FP64_ACTIVE: { metric: 'fp64_active', convert: asIs, range: 'ratio' },
+  DCGM_FI_PROF_FP64_UTIL_RATIO: { metric: 'fp64_active', convert: asIs, range: 'ratio' },
+  DCGM_FI_PROF_PIPE_FP32_ACTIVE: { metric: 'fp32_active', convert: asIs, range: 'ratio' },
+  DCGM_FI_PROF_FP32_UTIL_RATIO: { metric: 'fp32_active', convert: asIs, range: 'ratio' },
+  DCGM_FI_PROF_PIPE_FP16_ACTIVE: { metric: 'fp16_active', convert: asIs, range: 'ratio' },
+  DCGM_FI_PROF_FP16_UTIL_RATIO: { metric: 'fp16_active', convert: asIs, range: 'ratio' },
   /** 1009 / 1010 / 1011 / 1012, bytes/s. */
-  DCGM_FI_PROF_PCIE_TX_BYTES: { metric: 'pcie_tx_bytes_per_s', convert: asIs },
-  DCGM_FI_PROF_PCIE_RX_BYTES: { metric: 'pcie_rx_bytes_per_s', convert: asIs },
-  DCGM_FI_PROF_NVLINK_TX_BYTES: { metric: 'nvlink_tx_bytes_per_s', convert: asIs },
-  DCGM_FI_PROF_NVLINK_RX_BYTES: { metric: 'nvlink_rx_bytes_per_s', convert: asIs },
+  DCGM_FI_PROF_PCIE_TX_BYTES: { metric: 'pcie_tx_bytes_per_s', convert: asIs, range: 'nonNegative' },
+  DCGM_FI_PROF_PCIE_RX_BYTES: { metric: 'pcie_rx_bytes_per_s', convert: asIs, range: 'nonNegative' },
+  DCGM_FI_PROF_NVLINK_TX_BYTES: { metric: 'nvlink_tx_bytes_per_s', convert: asIs, range: 'nonNegative' },
+  DCGM_FI_PROF_NVLINK_RX_BYTES: { metric: 'nvlink_rx_bytes_per_s', convert: asIs, range: 'nonNegative' },
   /** 155, W. */
-  DCGM_FI_DEV_POWER_USAGE: { metric: 'power_w', convert: asIs },
+  DCGM_FI_DEV_POWER_USAGE: { metric: 'power_w', convert: asIs, range: 'watts' },
   /** 252, MiB. */
-  DCGM_FI_DEV_FB_USED: { metric: 'fb_used_bytes', convert: mibToBytes },
+  DCGM_FI_DEV_FB_USED: { metric: 'fb_used_bytes', convert: mibToBytes, range: 'count' },
   /** 150 / 140, °C. */
-  DCGM_FI_DEV_GPU_TEMP: { metric: 'gpu_temp_c', convert: asIs },
-  DCGM_FI_DEV_MEMORY_TEMP: { metric: 'mem_temp_c', convert: asIs },
+  DCGM_FI_DEV_GPU_TEMP: { metric: 'gpu_temp_c', convert: asIs, range: 'celsius' },
+  DCGM_FI_DEV_MEMORY_TEMP: { metric: 'mem_temp_c', convert: asIs, range: 'celsius' },
   /** 100 / 101, MHz. */
-  DCGM_FI_DEV_SM_CLOCK: { metric: 'sm_clock_mhz', convert: asIs },
-  DCGM_FI_DEV_MEM_CLOCK: { metric: 'mem_clock_mhz', convert: asIs },
+  DCGM_FI_DEV_SM_CLOCK: { metric: 'sm_clock_mhz', convert: asIs, range: 'mhz' },
+  DCGM_FI_DEV_MEM_CLOCK: { metric: 'mem_clock_mhz', convert: asIs, range: 'mhz' },
   /** 310–313: volatile = since driver load, aggregate = board lifetime. */
-  DCGM_FI_DEV_ECC_SBE_VOL_TOTAL: { metric: 'ecc_sbe_volatile', convert: asIs },
-  DCGM_FI_DEV_ECC_DBE_VOL_TOTAL: { metric: 'ecc_dbe_volatile', convert: asIs },
-  DCGM_FI_DEV_ECC_SBE_AGG_TOTAL: { metric: 'ecc_sbe_aggregate', convert: asIs },
-  DCGM_FI_DEV_ECC_DBE_AGG_TOTAL: { metric: 'ecc_dbe_aggregate', convert: asIs },
+  DCGM_FI_DEV_ECC_SBE_VOL_TOTAL: { metric: 'ecc_sbe_volatile', convert: asIs, range: 'count' },
+  DCGM_FI_DEV_ECC_DBE_VOL_TOTAL: { metric: 'ecc_dbe_volatile', convert: asIs, range: 'count' },
+  DCGM_FI_DEV_ECC_SBE_AGG_TOTAL: { metric: 'ecc_sbe_aggregate', convert: asIs, range: 'count' },
+  DCGM_FI_DEV_ECC_DBE_AGG_TOTAL: { metric: 'ecc_dbe_aggregate', convert: asIs, range: 'count' },
   /** 202. */
-  DCGM_FI_DEV_PCIE_REPLAY_COUNTER: { metric: 'pcie_replay_count', convert: asIs },
+  DCGM_FI_DEV_PCIE_REPLAY_COUNTER: { metric: 'pcie_replay_count', convert: asIs, range: 'count' },
   /** 393–396: booleans in the contract. */
-  DCGM_FI_DEV_ROW_REMAP_FAILURE: { metric: 'remapped_rows_failure', convert: nonZero },
-  DCGM_FI_DEV_ROW_REMAP_PENDING: { metric: 'remapped_rows_pending', convert: nonZero },
+  DCGM_FI_DEV_ROW_REMAP_FAILURE: { metric: 'remapped_rows_failure', convert: nonZero, range: 'boolean' },
+  DCGM_FI_DEV_ROW_REMAP_PENDING: { metric: 'remapped_rows_pending', convert: nonZero, range: 'boolean' },
 };
 
 /** Fields combined with others (summed or OR-ed) before they become a metric. */
@@ -169,7 +176,7 @@ export function parseDcgmExporterText(text: string): DcgmExporterParse {
       malformed.push({ line: lineNo, reason: parsed });
       return;
     }
-    const known = parsed.name in DIRECT || COMBINED.has(parsed.name);
+    const known = parsed.name in DCGM_DIRECT_FIELDS || COMBINED.has(parsed.name);
     if (!known) {
       ignored.add(parsed.name);
       return;
@@ -215,31 +222,37 @@ function toReading(
   malformed: { line: number; reason: string }[],
 ): DcgmGpuReading {
   const metrics: Record<string, number | boolean> = {};
-  const set = (metric: MetricKey, value: number | boolean, line: number, field: string): void => {
-    const check = GpuMetricsSchema.shape[metric].safeParse(value);
-    if (check.success) metrics[metric] = value;
+  const set = (
+    metric: MetricKey,
+    value: number | boolean,
+    line: number,
+    field: string,
+    range: DirectField['range'],
+  ): void => {
+    if (isMetricValue(range, value)) metrics[metric] = value;
     else
       malformed.push({
         line,
-        reason: `${field} gives ${metric} = ${value}, outside the contract's range (${check.error.issues[0]?.message ?? 'invalid'}); field left absent`,
+        reason: `${field} gives ${metric} = ${value}, outside the contract's range (${describeRange(range)}); field left absent`,
       });
   };
   for (const [field, { value, line }] of acc.values) {
-    const direct = DIRECT[field];
-    if (direct) set(direct.metric, direct.convert(value), line, field);
+    const direct = DCGM_DIRECT_FIELDS[field];
+    if (direct) set(direct.metric, direct.convert(value), line, field, direct.range);
   }
   const v = (f: string) => acc.values.get(f);
   const total = v('DCGM_FI_DEV_FB_TOTAL');
   const used = v('DCGM_FI_DEV_FB_USED');
   const free = v('DCGM_FI_DEV_FB_FREE');
   const reserved = v('DCGM_FI_DEV_FB_RESERVED');
-  if (total) set('fb_total_bytes', mibToBytes(total.value), total.line, 'DCGM_FI_DEV_FB_TOTAL');
+  if (total) set('fb_total_bytes', mibToBytes(total.value), total.line, 'DCGM_FI_DEV_FB_TOTAL', 'count');
   else if (used && free)
     set(
       'fb_total_bytes',
       mibToBytes(used.value + free.value + (reserved?.value ?? 0)),
       free.line,
       'DCGM_FI_DEV_FB_USED + FB_FREE',
+      'count',
     );
   if (
     typeof metrics.fb_used_bytes === 'number' &&
@@ -261,19 +274,21 @@ function toReading(
       (flit?.value ?? 0) + (data?.value ?? 0),
       (flit ?? data)?.line ?? 0,
       'DCGM_FI_DEV_NVLINK_CRC_*_ERROR_COUNT_TOTAL',
+      'count',
     );
   const reasons = [v('DCGM_FI_DEV_CLOCKS_EVENT_REASONS'), v('DCGM_FI_DEV_CLOCK_THROTTLE_REASONS')].filter(
     (r): r is { value: number; line: number } => r !== undefined,
   );
   if (reasons.length > 0) {
     const bad = reasons.find((r) => !Number.isSafeInteger(r.value) || r.value < 0);
-    if (bad) set('clocks_event_reasons', bad.value, bad.line, 'DCGM_FI_DEV_CLOCKS_EVENT_REASONS');
+    if (bad) set('clocks_event_reasons', bad.value, bad.line, 'DCGM_FI_DEV_CLOCKS_EVENT_REASONS', 'count');
     else
       set(
         'clocks_event_reasons',
         Number(reasons.reduce((mask, r) => mask | BigInt(r.value), 0n)),
         reasons[0]?.line ?? 0,
         'DCGM_FI_DEV_CLOCKS_EVENT_REASONS',
+        'count',
       );
   }
   const gpu = toIdentity(index, acc.identity);
@@ -286,12 +301,22 @@ function toReading(
   };
 }
 
+/** True when `value` fits the contract's range of its metric (a boolean for `boolean` metrics). */
+function isMetricValue(range: DirectField['range'], value: number | boolean): boolean {
+  return range === 'boolean' ? typeof value === 'boolean' : isInRange(METRIC_RANGES[range], value);
+}
+
+/** A range as an error message shows it: `0..1`, `>= 0, integer`. */
+function describeRange(range: DirectField['range']): string {
+  if (range === 'boolean') return 'a boolean';
+  const r: { min: number; max?: number; integer?: boolean } = METRIC_RANGES[range];
+  return `${r.max === undefined ? `>= ${r.min}` : `${r.min}..${r.max}`}${r.integer ? ', integer' : ''}`;
+}
+
 function toIdentity(index: number, labels: Record<string, string>): GpuIdentity {
-  const shape = GpuIdentitySchema.shape;
-  const uuid =
-    labels.UUID !== undefined && shape.uuid.safeParse(labels.UUID).success ? labels.UUID : undefined;
+  const uuid = labels.UUID !== undefined && GPU_UUID_RULE.pattern.test(labels.UUID) ? labels.UUID : undefined;
   const name =
-    labels.modelName !== undefined && shape.name.safeParse(labels.modelName).success
+    labels.modelName !== undefined && labels.modelName.length <= MAX_GPU_NAME_CHARS
       ? labels.modelName
       : undefined;
   const pci = labels.pci_bus_id !== undefined ? normalizePciBusId(labels.pci_bus_id) : undefined;

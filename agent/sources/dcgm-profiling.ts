@@ -1,9 +1,5 @@
-import {
-  type GpuEvent,
-  type GpuIdentity,
-  type K8sWorkload,
-  PROFILING_METRIC_NAMES,
-} from '../../lambdas/contract';
+import { PROFILING_METRIC_NAMES } from '../../lambdas/contract/constants';
+import type { GpuEvent, GpuIdentity, K8sWorkload } from '../../lambdas/contract/schema';
 import { nodeFetch } from '../send/node-fetch';
 import type { GpuSample } from '../window/gpu-sample';
 import {

@@ -1,5 +1,7 @@
-import { type GpuIdentity, type K8sWorkload, K8sWorkloadSchema } from '../../lambdas/contract';
+import * as v from 'valibot';
+import type { GpuIdentity, K8sWorkload } from '../../lambdas/contract/schema';
 import type { DcgmGpuReading } from './dcgm-exporter';
+import { AgentK8sWorkloadSchema } from './k8s-workload-schema';
 
 /**
  * The Kubernetes pod holding each GPU, from dcgm-exporter's pod-resources mapping: run with
@@ -38,7 +40,7 @@ const FIELDS = Object.keys(DCGM_WORKLOAD_LABELS) as (keyof K8sWorkload)[];
 
 /**
  * Maps each GPU's workload labels into a contract `K8sWorkload`, validated field by field against
- * `K8sWorkloadSchema`: a bad `container` is dropped alone; a bad or missing `namespace` or `pod`
+ * the contract's rules ({@link AgentK8sWorkloadSchema}): a bad `container` is dropped alone; a bad or missing `namespace` or `pod`
  * drops the workload (both are required; half a workload would charge the wrong pod). Label
  * values are never trimmed or lower-cased: what the contract refuses is dropped, not repaired.
  *
@@ -58,13 +60,13 @@ export function workloadsFromDcgm(gpus: readonly DcgmGpuReading[]): DcgmWorkload
       const label = DCGM_WORKLOAD_LABELS[field].find((name) => labels[name] !== undefined);
       if (label === undefined) continue;
       any = true;
-      const check = K8sWorkloadSchema.shape[field].safeParse(labels[label]);
-      if (check.success && check.data !== undefined) k8s[field] = check.data;
-      else dropped.push({ gpu, label, reason: check.error?.issues[0]?.message ?? 'invalid' });
+      const check = v.safeParse(AgentK8sWorkloadSchema.entries[field], labels[label]);
+      if (check.success && check.output !== undefined) k8s[field] = check.output;
+      else dropped.push({ gpu, label, reason: check.issues?.[0]?.message ?? 'invalid' });
     }
     if (!any) continue;
-    const workload = K8sWorkloadSchema.safeParse(k8s);
-    if (workload.success) held.push({ gpu, k8s: workload.data });
+    const workload = v.safeParse(AgentK8sWorkloadSchema, k8s);
+    if (workload.success) held.push({ gpu, k8s: workload.output });
     else if (k8s.namespace !== undefined || k8s.pod !== undefined)
       // Only one of namespace/pod came valid: the other is missing (a bad one is already counted).
       for (const field of ['namespace', 'pod'] as const)

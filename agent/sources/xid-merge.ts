@@ -1,4 +1,6 @@
-import { epochMicros, type GpuEvent, normalizePciBusId } from '../../lambdas/contract';
+import { normalizePciBusId } from '../../lambdas/contract/pci-bus-id';
+import type { GpuEvent } from '../../lambdas/contract/schema';
+import { epochMicros } from '../../lambdas/contract/timestamps';
 
 /**
  * Merges the two views of the same XID: NVML's event set (`source: 'nvml'`, with `gpu_index`

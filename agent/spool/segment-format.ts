@@ -1,4 +1,4 @@
-import { MAX_BODY_DECOMPRESSED_BYTES } from '../../lambdas/contract';
+import { MAX_BODY_DECOMPRESSED_BYTES } from '../../lambdas/contract/constants';
 import { crc32 } from './crc32';
 import { SpoolCorruptError } from './errors';
 

@@ -1,4 +1,5 @@
-import { type Batch, type GpuEvent, MAX_DETAIL_CHARS } from '../../lambdas/contract';
+import { MAX_DETAIL_CHARS } from '../../lambdas/contract/constants';
+import type { Batch, GpuEvent } from '../../lambdas/contract/schema';
 import { SendRejectedError } from '../errors';
 import { DEFAULT_MAX_BATCH_BYTES } from '../send/batcher';
 import { MAX_MERGED_BATCHES, mergeableCount, mergeBatches } from '../send/merge-batches';

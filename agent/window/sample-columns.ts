@@ -1,4 +1,4 @@
-import { MAX_COMPUTE_PROCESSES } from '../../lambdas/contract';
+import { MAX_COMPUTE_PROCESSES } from '../../lambdas/contract/constants';
 import type { GpuSample } from './gpu-sample';
 
 /**

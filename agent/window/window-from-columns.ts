@@ -1,5 +1,5 @@
-import type { GpuIdentity, GpuMetrics, GpuWindow } from '../../lambdas/contract';
-import { GpuMetricsSchema } from '../../lambdas/contract';
+import { GPU_METRIC_NAMES, METRIC_RANGES } from '../../lambdas/contract/field-rules';
+import type { GpuIdentity, GpuMetrics, GpuWindow } from '../../lambdas/contract/schema';
 import { unionProcesses } from './process-union';
 import type { SampleColumns } from './sample-columns';
 import {
@@ -25,12 +25,12 @@ import {
 export const THERMAL_THROTTLE_REASONS_MASK = 0x8 | 0x20 | 0x40;
 
 /** Contract bounds the aggregates are checked against before they go out. */
-const POWER_MAX_W = 5000;
+const POWER_MAX_W = METRIC_RANGES.watts.max;
 const CV_MAX = 100;
 const GROWTH_MAX_BYTES_PER_S = 1e12;
 
 /** The contract's metric order (JSON keeps insertion order, so windows read the same in every batch). */
-const METRIC_ORDER = Object.keys(GpuMetricsSchema.shape) as readonly (keyof GpuMetrics)[];
+const METRIC_ORDER: readonly (keyof GpuMetrics)[] = GPU_METRIC_NAMES;
 
 /**
  * Builds a contract `GpuWindow` from one GPU's {@link SampleColumns}: the one place where each

@@ -1,5 +1,6 @@
 export * from './constants';
 export * from './errors';
+export * from './field-rules';
 export * from './parse-batch';
 export * from './pci-bus-id';
 export * from './schema';

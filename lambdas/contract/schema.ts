@@ -11,6 +11,24 @@ import {
   PROFILING_SOURCES,
   SCHEMA_V1,
 } from './constants';
+import {
+  AMI_ID_RULE,
+  AZ_RULE,
+  type FieldPattern,
+  GPU_UUID_RULE,
+  INSTANCE_ID_RULE,
+  INSTANCE_TYPE_RULE,
+  K8S_LABEL_RULE,
+  K8S_POD_RULE,
+  MAX_ASG_NAME_CHARS,
+  MAX_GPU_NAME_CHARS,
+  MAX_K8S_POD_CHARS,
+  MAX_TAG_KEY_CHARS,
+  MAX_TAG_VALUE_CHARS,
+  METRIC_RANGES,
+  type NumberRange,
+  REGION_RULE,
+} from './field-rules';
 
 /**
  * The wire contract v1 as zod schemas. Every wire and domain type derives from these
@@ -19,45 +37,45 @@ import {
  * clock live in `parseBatch` (parse-batch.ts), not here.
  */
 
+/** A number schema of one contract range (field-rules.ts), the same rule the agent checks with `isInRange`. */
+function inRange(range: NumberRange): z.ZodNumber {
+  const base = range.integer === true ? z.int().min(range.min) : z.number().min(range.min);
+  return range.max === undefined ? base : base.max(range.max);
+}
+/** A string schema of one contract pattern (field-rules.ts), with its message. */
+function matching(rule: FieldPattern): z.ZodString {
+  return z.string().regex(rule.pattern, rule.message);
+}
+
 /** A 0..1 fraction (NVML utilization / 100, DCGM `*_RATIO` fields, GPM metric / 100). */
-const ratio = z.number().min(0).max(1);
+const ratio = inRange(METRIC_RANGES.ratio);
 /** A non-negative integer count or byte total (safe integer). */
-const count = z.int().min(0);
+const count = inRange(METRIC_RANGES.count);
 /** A non-negative finite rate or quantity. */
-const nonNegative = z.number().min(0);
+const nonNegative = inRange(METRIC_RANGES.nonNegative);
 /** A temperature, °C. Sensors read −40..150 at the extremes. */
-const celsius = z.number().min(-40).max(150);
+const celsius = inRange(METRIC_RANGES.celsius);
 /** A power, W. The largest board power in NVIDIA's lineup is ~1.2 kW; 5 kW leaves room. */
-const watts = z.number().min(0).max(5000);
+const watts = inRange(METRIC_RANGES.watts);
 /** A clock, MHz. */
-const mhz = z.number().min(0).max(10_000);
+const mhz = inRange(METRIC_RANGES.mhz);
 /** RFC 3339 timestamp with offset, e.g. `2026-11-21T10:00:10Z`. */
 const timestamp = z.iso.datetime({ offset: true });
 
 /** EC2 instance id: `i-` then 8 or 17 hex digits. */
-export const InstanceIdSchema = z
-  .string()
-  .regex(/^i-[0-9a-f]{8}([0-9a-f]{9})?$/, 'expected an EC2 instance id like i-0abc12345def67890');
+export const InstanceIdSchema = matching(INSTANCE_ID_RULE);
 
 /** EC2 instance identity and placement, from IMDSv2 (or a local override). */
 export const HostSchema = z.strictObject({
   instance_id: InstanceIdSchema,
-  instance_type: z
-    .string()
-    .regex(/^[a-z0-9-]+\.[a-z0-9-]+$/, 'expected an EC2 instance type like p5.48xlarge'),
-  region: z.string().regex(/^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$/, 'expected an AWS region like us-east-1'),
-  az: z
-    .string()
-    .regex(/^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d[a-z]$/, 'expected an availability zone like us-east-1a')
-    .optional(),
+  instance_type: matching(INSTANCE_TYPE_RULE),
+  region: matching(REGION_RULE),
+  az: matching(AZ_RULE).optional(),
   lifecycle: z.enum(['on-demand', 'spot']).optional(),
-  asg_name: z.string().min(1).max(255).optional(),
-  ami_id: z
-    .string()
-    .regex(/^ami-[0-9a-f]{8,17}$/)
-    .optional(),
+  asg_name: z.string().min(1).max(MAX_ASG_NAME_CHARS).optional(),
+  ami_id: matching(AMI_ID_RULE).optional(),
   tags: z
-    .record(z.string().min(1).max(128), z.string().max(256))
+    .record(z.string().min(1).max(MAX_TAG_KEY_CHARS), z.string().max(MAX_TAG_VALUE_CHARS))
     .refine((t) => Object.keys(t).length <= MAX_TAGS, `expected at most ${MAX_TAGS} tags`)
     .optional(),
 });
@@ -82,11 +100,8 @@ export const AgentInfoSchema = z.strictObject({
 /** GPU identity, from NVML (`nvmlDeviceGetIndex/UUID/Name/PciInfo_v3/Serial`) or dcgm-exporter labels. */
 export const GpuIdentitySchema = z.strictObject({
   index: z.int().min(0).max(63),
-  uuid: z
-    .string()
-    .regex(/^(GPU|MIG)-[0-9A-Za-z-]+$/, 'expected an NVML UUID like GPU-c4529c8d-…')
-    .optional(),
-  name: z.string().max(96).optional(),
+  uuid: matching(GPU_UUID_RULE).optional(),
+  name: z.string().max(MAX_GPU_NAME_CHARS).optional(),
   pci_bus_id: z
     .string()
     .regex(/^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]$/)
@@ -226,9 +241,7 @@ export const GpuProcessSchema = z.strictObject({
 });
 
 /** A Kubernetes DNS label (RFC 1123): lowercase alphanumerics and `-`, 1..63 characters. */
-const k8sLabel = z
-  .string()
-  .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'expected a Kubernetes DNS label (RFC 1123, 1..63 chars)');
+const k8sLabel = matching(K8S_LABEL_RULE);
 
 /**
  * The Kubernetes workload that holds a GPU, as dcgm-exporter's pod-resources mapping labels it
@@ -239,10 +252,7 @@ export const K8sWorkloadSchema = z.strictObject({
   /** Kubernetes namespace (a DNS label, ≤ 63 chars). */
   namespace: k8sLabel,
   /** Pod name (a DNS subdomain, ≤ 253 chars). */
-  pod: z
-    .string()
-    .max(253)
-    .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'expected a Kubernetes pod name (RFC 1123 subdomain)'),
+  pod: matching(K8S_POD_RULE).max(MAX_K8S_POD_CHARS),
   /** Container name within the pod (a DNS label), when the exporter gives it. */
   container: k8sLabel.optional(),
 });

@@ -15,7 +15,7 @@ const SAMPLE = join(import.meta.dirname, '..', '..', '..', 'agent', 'packaging',
 describe('agent config options table', () => {
   it('lists every option of the schema once, in no other order than the schema', () => {
     // Prepare
-    const schemaKeys = Object.keys(AgentConfigSchema.shape);
+    const schemaKeys = Object.keys(AgentConfigSchema.entries);
 
     // Act
     const tableKeys = AGENT_CONFIG_OPTIONS.map((o) => o.name);

@@ -4,7 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_CONFIG_DEFAULTS, AGENT_CONFIG_OPTIONS } from '../../../agent/config';
-import { type AgentBundle, buildAgentBundle } from '../../../agent/packaging/build-agent-bundle';
+import {
+  AGENT_BUNDLE_FILE,
+  type AgentBundle,
+  buildAgentBundle,
+} from '../../../agent/packaging/build-agent-bundle';
 import { fakeNvmlPath } from '../../setup/fake-nvml';
 
 let dir: string;
@@ -12,7 +16,7 @@ let bundle: AgentBundle;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gpu-sentinel-bundle-'));
-  bundle = await buildAgentBundle({ outDir: join(dir, 'agent') });
+  bundle = await buildAgentBundle({ outDir: join(dir, 'agent'), metafile: true });
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -48,6 +52,23 @@ describe('agent bundle', () => {
 
     // Assess
     expect(present).toBe(true);
+  });
+
+  it("carries no zod: the agent checks with valibot and the contract's zod-free rules", () => {
+    // Prepare
+    const output = Object.entries(bundle.metafile?.outputs ?? {}).find(([path]) =>
+      path.endsWith(AGENT_BUNDLE_FILE),
+    );
+    const bundled = Object.entries(output?.[1].inputs ?? {}).filter(([, input]) => input.bytesInOutput > 0);
+
+    // Act
+    const paths = bundled.map(([path]) => path);
+
+    // Assess
+    expect(paths.length).toBeGreaterThan(50);
+    expect(paths.filter((path) => path.includes('node_modules/zod/'))).toEqual([]);
+    expect(paths.filter((path) => /lambdas\/contract\/(schema|parse-batch)\.ts$/.test(path))).toEqual([]);
+    expect(paths).toContain('lambdas/contract/field-rules.ts');
   });
 
   it('bundles into one file with koffi left external and no DuckDB nor CDK', () => {
