@@ -1,12 +1,13 @@
-import type { AgentSource, SourceContext, SourceSupport } from '../source';
+import type { AgentSource, SampleSink, SourceContext, SourceSupport } from '../source';
 import { NvmlEventWatcher, type NvmlEventWatcherOptions } from './xid-events';
 
 /** Options of {@link NvmlEventSource}: the watcher's, less what the context gives. */
 export type NvmlEventSourceOptions = Omit<NvmlEventWatcherOptions, 'onEvent' | 'clock'>;
 
 /**
- * NVML XID and double-bit ECC events ({@link NvmlEventWatcher}) as an {@link AgentSource}: an
- * event-only source whose events go to `context.emit` as the driver reports them. Unsupported
+ * NVML XID and double-bit ECC events ({@link NvmlEventWatcher}) as an {@link AgentSource}: its
+ * events go to `context.emit`, either as a background wait returns them (`waitTimeoutMs` > 0) or,
+ * with `waitTimeoutMs: 0`, when each poll drains what the driver holds. Unsupported
  * (the kernel log stays the only XID source) when the event set cannot be created or no GPU
  * registers.
  */
@@ -43,6 +44,14 @@ export class NvmlEventSource implements AgentSource {
         level: 'warn',
       };
     return { supported: true };
+  }
+
+  /**
+   * One poll: with `waitTimeoutMs: 0` (no background wait), takes the events the driver holds now
+   * (`NvmlEventWatcher.drain`) and emits them; with a background wait, nothing to do.
+   */
+  sample(_into: SampleSink, _now: Date): void {
+    this.#watcher?.drain();
   }
 
   /** Stops the wait loop; resolves when the thread is done. Idempotent. */

@@ -23,6 +23,8 @@ export const DEFAULT_EVENT_WAIT_TIMEOUT_MS = 500;
 export const MAX_EVENT_WAIT_TIMEOUT_MS = 5_000;
 /** NVML's code for an Xid it cannot name. */
 const UNKNOWN_XID = 999;
+/** Most events one {@link NvmlEventWatcher.drain} takes; the rest wait for the next drain. */
+const MAX_EVENTS_PER_DRAIN = 64;
 const TWO_POW_32 = 4_294_967_296;
 const SILENT_LOGGER: NvmlLogger = { info: () => {}, warn: () => {} };
 const OFFSET_DEVICE = koffi.offsetof(nvmlEventData, 'device');
@@ -40,8 +42,11 @@ export interface NvmlEventWatcherOptions {
   /** Where once-per-condition log lines go. @default a logger that drops everything */
   readonly logger?: NvmlLogger;
   /**
-   * `nvmlEventSetWait_v2` timeout, ms, 1..5000: how long one call may hold a libuv pool thread,
-   * and about the longest `stop()` waits. @default 500
+   * `nvmlEventSetWait_v2` timeout, ms, 0..5000: how long one call may hold a libuv pool thread,
+   * and about the longest `stop()` waits. **0: no background wait at all**: the owner calls
+   * {@link NvmlEventWatcher.drain} on its own cadence (the agent: every poll), which asks with a
+   * zero timeout on the calling thread; an event then waits at most one cadence, and `stop()` is
+   * immediate. @default 500
    */
   readonly waitTimeoutMs?: number;
 }
@@ -112,15 +117,15 @@ export class NvmlEventWatcher {
    *
    * @param options - `libraryPath`, `onEvent`, `clock`, `logger`, `waitTimeoutMs`
    * @returns a running watcher (if no GPU could be registered it holds nothing and `running` is false)
-   * @throws {RangeError} when `waitTimeoutMs` is not an integer in 1..5000
+   * @throws {RangeError} when `waitTimeoutMs` is not an integer in 0..5000
    * @throws {NvmlUnavailableError} when the library cannot be loaded, lacks the event calls
    *   (`step: 'symbol'`), or `nvmlInit_v2` / `nvmlDeviceGetCount_v2` / `nvmlEventSetCreate` fails
    */
   static start(options: NvmlEventWatcherOptions): NvmlEventWatcher {
     const timeoutMs = options.waitTimeoutMs ?? DEFAULT_EVENT_WAIT_TIMEOUT_MS;
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_EVENT_WAIT_TIMEOUT_MS) {
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 0 || timeoutMs > MAX_EVENT_WAIT_TIMEOUT_MS) {
       throw new RangeError(
-        `Expected \`waitTimeoutMs\` to be an integer in 1..${MAX_EVENT_WAIT_TIMEOUT_MS}, got \`${timeoutMs}\` (${typeof timeoutMs})`,
+        `Expected \`waitTimeoutMs\` to be an integer in 0..${MAX_EVENT_WAIT_TIMEOUT_MS}, got \`${timeoutMs}\` (${typeof timeoutMs})`,
       );
     }
     assertNvmlAbi();
@@ -201,7 +206,7 @@ export class NvmlEventWatcher {
         'No GPU accepted NVML event registration; Xid events come from the kernel log only',
       );
       watcher.#finish();
-    } else {
+    } else if (timeoutMs > 0) {
       watcher.#wait();
     }
     return watcher;
@@ -215,6 +220,40 @@ export class NvmlEventWatcher {
   /** Indices of the GPUs registered for events, ascending. */
   get registeredGpus(): readonly number[] {
     return [...this.#gpus.values()].map((g) => g.index).sort((a, b) => a - b);
+  }
+
+  /**
+   * Takes the events the driver holds now, without blocking: `nvmlEventSetWait_v2` with a zero
+   * timeout on the calling thread, repeated while it answers an event (at most 64 per call), each
+   * delivered through `onEvent` as {@link start}'s background wait would. For a watcher started
+   * with `waitTimeoutMs: 0`; does nothing while a background wait is in flight or after `stop()`.
+   * A lost GPU or another error ends this drain (logged once per code); the next drain asks again.
+   *
+   * @returns the events delivered
+   */
+  drain(): number {
+    const wait = this.#nvml.eventSetWait;
+    if (wait === undefined || this.#finished || this.#stopping || this.#waiting) return 0;
+    let delivered = 0;
+    for (let i = 0; i < MAX_EVENTS_PER_DRAIN; i++) {
+      let code: number;
+      try {
+        code = wait(this.#set, this.#data, 0);
+      } catch (error) {
+        this.#logOnce(-1, `nvmlEventSetWait_v2 could not be called: ${String(error)}`);
+        return delivered;
+      }
+      if (code === NVML_RETURN.SUCCESS) {
+        this.#deliver();
+        delivered++;
+        continue;
+      }
+      if (code === NVML_RETURN.ERROR_GPU_IS_LOST) this.#lost();
+      else if (code !== NVML_RETURN.ERROR_TIMEOUT)
+        this.#logOnce(code, `nvmlEventSetWait_v2 returned ${code} (${this.#nvml.errorString(code)})`);
+      return delivered;
+    }
+    return delivered;
   }
 
   /**
@@ -343,7 +382,9 @@ export class NvmlEventWatcher {
     this.#loggedCodes.add(code);
     this.#logger.warn(
       { call: 'nvmlEventSetWait_v2', code },
-      `${message}; retrying every ${this.#timeoutMs} ms`,
+      this.#timeoutMs > 0
+        ? `${message}; retrying every ${this.#timeoutMs} ms`
+        : `${message}; retrying at every poll`,
     );
   }
 }

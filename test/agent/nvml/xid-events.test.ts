@@ -20,13 +20,13 @@ afterEach(async () => {
   watcher = undefined;
 });
 
-function startWatcher(logger?: NvmlLogger) {
+function startWatcher(logger?: NvmlLogger, waitTimeoutMs = WAIT_MS) {
   const events: GpuEvent[] = [];
   watcher = NvmlEventWatcher.start({
     libraryPath: fakeNvmlPath(),
     onEvent: (event) => events.push(event),
     clock: () => NOW,
-    waitTimeoutMs: WAIT_MS,
+    waitTimeoutMs,
     ...(logger === undefined ? {} : { logger }),
   });
   return { watcher, events };
@@ -111,6 +111,37 @@ describe('NvmlEventWatcher', () => {
     expect(fakeNvmlCallCount('nvmlEventSetWait_v2')).toBe(waits);
   });
 
+  it('waits in no thread with waitTimeoutMs 0: each drain takes what the driver holds, and stop is immediate', async () => {
+    // Prepare
+    setFakeNvmlEnv({ PRESET: 'p5', XID_EVENTS: ['3:48'] });
+    const { watcher: polled, events } = startWatcher(undefined, 0);
+    const waitsAtStart = fakeNvmlCallCount('nvmlEventSetWait_v2');
+
+    // Act
+    const first = polled.drain();
+    const idle = polled.drain();
+    injectFakeNvmlEvent(5, 0x8, 79);
+    injectFakeNvmlEvent(6, 0x2, 0);
+    const second = polled.drain();
+    setFakeNvmlLostGpu(4);
+    polled.drain();
+    polled.drain();
+    await polled.stop();
+    const afterStop = polled.drain();
+
+    // Assess
+    expect(waitsAtStart).toBe(0);
+    expect([first, idle, second, afterStop]).toEqual([1, 0, 2, 0]);
+    expect(events.map((e) => `${e.kind}:${e.gpu_index}:${e.xid ?? ''}`)).toEqual([
+      'xid:3:48',
+      'xid:5:79',
+      'ecc_dbe:6:',
+      'gpu_lost:4:',
+    ]);
+    expect(polled.running).toBe(false);
+    expect(fakeNvmlCallCount('nvmlEventSetFree')).toBe(1);
+  });
+
   it('registers the supported XID and DBE events on every GPU', () => {
     // Prepare
     setFakeNvmlEnv({ PRESET: 'p5' });
@@ -158,7 +189,7 @@ describe('NvmlEventWatcher', () => {
     expect(events[0]).toMatchObject({ kind: 'xid', gpu_index: 2, xid: 31 });
   });
 
-  it.each([0, 5001, 1.5])('throws RangeError for waitTimeoutMs %s', (waitTimeoutMs) => {
+  it.each([-1, 5001, 1.5])('throws RangeError for waitTimeoutMs %s', (waitTimeoutMs) => {
     // Prepare
     setFakeNvmlEnv({});
     // Act
