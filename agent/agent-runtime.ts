@@ -159,7 +159,7 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
       },
       builder,
       delivery,
-      horizon: new HorizonTracker({ horizonS: config.horizonS }),
+      horizon: new HorizonTracker({ horizonS: config.horizonS, sampleIntervalMs: config.pollIntervalMs }),
       efa: sources.efa,
       xidMerger: new XidMerger({ clock }),
       pollIntervalMs: config.pollIntervalMs,

@@ -75,7 +75,7 @@ async function runOnce(
       delivery: sink,
       // The one batch printed is the one that would go out: with its horizons.
       sendIntervalS: 0,
-      horizon: new HorizonTracker({ horizonS: config.horizonS }),
+      horizon: new HorizonTracker({ horizonS: config.horizonS, sampleIntervalMs: config.pollIntervalMs }),
     });
     loop.poll();
     await new Promise((r) => setTimeout(r, Math.max(config.pollIntervalMs, 200)));

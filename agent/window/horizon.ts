@@ -30,6 +30,14 @@ export interface HorizonTrackerOptions {
    * @default 2 × ceil(horizonS) + 1 (1801: the whole horizon at one sample per 0.5 s)
    */
   readonly maxSamplesPerGpu?: number;
+  /**
+   * The expected time between two samples of a GPU, ms (the poll interval), 1..3,600,000: each
+   * GPU's ring is sized at its first sample for the whole horizon at this rate (`horizonS × 1000 /
+   * sampleIntervalMs + 2` rows, at most `maxSamplesPerGpu`), so it never grows, and never holds an
+   * old and a new set of arrays at once, while the horizon fills. Without it a ring starts at 64
+   * rows and doubles. Faster samples still fit: the ring then doubles up to `maxSamplesPerGpu`.
+   */
+  readonly sampleIntervalMs?: number;
 }
 
 /**
@@ -64,6 +72,8 @@ export class HorizonTracker {
   readonly maxSamplesPerGpu: number;
   readonly #rings = new Map<number, SampleRing>();
   readonly #scratch = new ColumnScratch();
+  /** Rows a GPU's ring is given at its first sample (from `sampleIntervalMs`); undefined: the ring's default. */
+  readonly #initialRows: number | undefined;
 
   /** @throws {WindowOptionsError} when an option is outside its documented range */
   constructor(options: HorizonTrackerOptions = {}) {
@@ -79,8 +89,14 @@ export class HorizonTracker {
         maxSamples,
       );
     }
+    const interval = options.sampleIntervalMs;
+    if (interval !== undefined && !(Number.isFinite(interval) && interval >= 1 && interval <= 3_600_000)) {
+      throw new WindowOptionsError('sampleIntervalMs', 'a number in 1..3600000', interval);
+    }
     this.horizonS = horizonS;
     this.maxSamplesPerGpu = maxSamples;
+    this.#initialRows =
+      interval === undefined ? undefined : Math.min(maxSamples, Math.ceil((horizonS * 1000) / interval) + 2);
   }
 
   /**
@@ -115,7 +131,7 @@ export class HorizonTracker {
     }
     let ring = this.#rings.get(index);
     if (ring === undefined) {
-      ring = new SampleRing(this.maxSamplesPerGpu);
+      ring = new SampleRing(this.maxSamplesPerGpu, this.#initialRows);
       this.#rings.set(index, ring);
     }
     if (ring.length > 0 && row.atMs < ring.atMs(ring.length - 1)) ring.clear();

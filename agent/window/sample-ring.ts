@@ -49,9 +49,17 @@ export class SampleRing {
   /** Logical index the next process entry is written at. */
   #processEnd = 0;
 
-  /** @param maxSamples - most rows kept, an integer ≥ 1 (the caller validates it) */
-  constructor(maxSamples: number) {
+  #initialRows: number;
+
+  /**
+   * @param maxSamples - most rows kept, an integer ≥ 1 (the caller validates it)
+   * @param initialRows - rows allocated at the first push, 1..`maxSamples` (the rows the caller
+   *   expects to keep: the ring then never grows in steady state, so it never holds an old and a
+   *   new set of arrays at once); it doubles from there when short. @default min(64, maxSamples)
+   */
+  constructor(maxSamples: number, initialRows = INITIAL_ROWS) {
     this.maxSamples = maxSamples;
+    this.#initialRows = Math.max(1, Math.min(maxSamples, Math.floor(initialRows)));
   }
 
   /** Rows kept, 0..`maxSamples`. */
@@ -187,7 +195,7 @@ export class SampleRing {
   }
 
   #grow(): void {
-    const capacity = Math.min(this.maxSamples, Math.max(INITIAL_ROWS, this.#capacity * 2));
+    const capacity = Math.min(this.maxSamples, Math.max(this.#initialRows, this.#capacity * 2));
     const move = <T extends Float64Array | Int8Array>(old: T, fresh: T): T => {
       for (let row = 0; row < this.#length; row++) fresh[row] = old[this.#physical(row)]!;
       return fresh;

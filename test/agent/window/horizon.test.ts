@@ -61,6 +61,27 @@ describe('HorizonTracker', () => {
     expect(tracker.bytes()).toBeLessThan(8 * 2 ** 20);
   });
 
+  it('sizes each ring for the whole horizon at the expected sample interval, so it never grows while the horizon fills', () => {
+    // Prepare
+    const sized = new HorizonTracker({ sampleIntervalMs: 1000 });
+    const doubling = new HorizonTracker();
+    const bytes: number[] = [];
+
+    // Act
+    for (let s = 0; s < 2_000; s++) {
+      const sample = at(s, { gpu_util: (s % 10) / 10, power_w: 300 + (s % 7) });
+      sized.add(sample);
+      doubling.add(sample);
+      if (s === 0 || s === 899 || s === 1_999) bytes.push(sized.bytes());
+    }
+
+    // Assess: 900 s at 1 Hz + 2 rows from the first sample on; the doubling ring ends at 1,024 rows
+    expect(new Set(bytes).size).toBe(1);
+    expect(sized.bytes()).toBeLessThan(doubling.bytes());
+    expect(sized.sampleCount(0)).toBe(901);
+    expect(sized.window(GPU, dateAt(1_999))).toEqual(doubling.window(GPU, dateAt(1_999)));
+  });
+
   it('drops the oldest beyond maxSamplesPerGpu and starts the window at the oldest kept', () => {
     // Prepare
     const tracker = new HorizonTracker({ horizonS: 60, maxSamplesPerGpu: 100 });
@@ -186,6 +207,8 @@ describe('HorizonTracker', () => {
     { options: { maxSamplesPerGpu: 1 }, option: 'maxSamplesPerGpu' },
     { options: { maxSamplesPerGpu: 10.5 }, option: 'maxSamplesPerGpu' },
     { options: { maxSamplesPerGpu: 1e9 }, option: 'maxSamplesPerGpu' },
+    { options: { sampleIntervalMs: 0 }, option: 'sampleIntervalMs' },
+    { options: { sampleIntervalMs: Number.POSITIVE_INFINITY }, option: 'sampleIntervalMs' },
   ])('throws WindowOptionsError naming $option for $options', ({ options, option }) => {
     // Prepare / Act / Assess
     expect(() => new HorizonTracker(options)).toThrow(
