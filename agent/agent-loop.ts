@@ -26,8 +26,12 @@ export interface SourceReading {
 
 /** What the loop needs of a GPU source (NVML in production; a fake in tests). */
 export interface SampleSource {
-  /** One instant reading of every GPU. Never throws for a GPU fault. */
-  sample(now: Date): SourceReading;
+  /**
+   * One instant reading of every GPU. Never throws for a GPU fault. `full` is true at a flush
+   * window's edges (its first poll, the last before it closes) and false between them, where a
+   * source may leave out what only the edges need (cumulative counters, slow-changing state).
+   */
+  sample(now: Date, full?: boolean): SourceReading;
   /** Identity of each GPU, by index. */
   identity(): readonly GpuIdentity[];
   /** The Kubernetes pod holding a GPU at the window's end, copied into its flush window's `k8s`. */
@@ -156,6 +160,10 @@ export class AgentLoop {
   private urgent = false;
   private readonly stats = { samples: 0, spooled: 0, dropped: 0, nvml_errors: 0 };
   private wake: (() => void) | undefined;
+  /** Polls taken in the open window. */
+  private pollsInWindow = 0;
+  /** Whether the last poll was the open window's last (its time reached the flush interval). */
+  private lastPollClosesWindow = false;
   private draining: Promise<void> | undefined;
   /** When delivery was last started, ms since the epoch. */
   private lastSendMs: number;
@@ -200,7 +208,12 @@ export class AgentLoop {
    */
   poll(): boolean {
     const now = this.now();
-    const reading = this.options.source.sample(now);
+    // A window's edges (its first poll and the one that closes it) read everything; the polls in
+    // between may skip edge-only counters (their window delta needs only the edges).
+    this.lastPollClosesWindow =
+      now.getTime() - this.windowStart.getTime() >= (this.options.flushIntervalS ?? 10) * 1000;
+    const reading = this.options.source.sample(now, this.pollsInWindow === 0 || this.lastPollClosesWindow);
+    this.pollsInWindow += 1;
     this.stats.samples += 1;
     this.stats.nvml_errors += reading.errors.length;
     for (const s of reading.gpus) this.addRow(rowFromSample(s, this.scratchRow));
@@ -264,6 +277,8 @@ export class AgentLoop {
       }
     }
     for (const ring of this.samples.values()) ring.clear();
+    this.pollsInWindow = 0;
+    this.lastPollClosesWindow = false;
     this.events = [];
     this.windowStart = end;
     if (windows.length === 0 && events.length === 0 && efa.length === 0) {
@@ -296,7 +311,11 @@ export class AgentLoop {
       const woken = await this.sleep(pollMs, signal);
       if (signal.aborted) break;
       if (!woken) this.poll();
-      if (this.urgent || this.now().getTime() - this.windowStart.getTime() >= flushMs) {
+      if (
+        this.urgent ||
+        this.lastPollClosesWindow ||
+        this.now().getTime() - this.windowStart.getTime() >= flushMs
+      ) {
         this.urgent = false;
         await this.flush();
       }

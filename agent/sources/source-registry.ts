@@ -76,9 +76,10 @@ export class SourceRegistry implements SampleSource {
    * filling only absent fields.
    *
    * @param now - the poll time
+   * @param full - false on a poll inside a flush window (see `AgentSource.sample`). @default true
    * @returns `{ gpus, rows, events, errors }`; `rows` belong to their source (valid until its next poll)
    */
-  sample(now: Date): SourceReading {
+  sample(now: Date, full = true): SourceReading {
     const gpus: GpuSample[] = [];
     const rows: GpuRow[] = [];
     let overlays: Map<number, Partial<GpuSample>> | undefined;
@@ -94,7 +95,7 @@ export class SourceRegistry implements SampleSource {
       event: (e: GpuEvent) => void events.push(e),
       error: (e: unknown) => void errors.push(e),
     };
-    for (const source of this.#open) source.sample?.(sink, now);
+    for (const source of this.#open) source.sample?.(sink, now, full);
     if (overlays !== undefined) {
       for (let i = 0; i < gpus.length; i++) {
         const sample = gpus[i] as GpuSample;

@@ -96,8 +96,13 @@ export interface AgentSource {
    * @throws only when the agent cannot run at all without it (NVML unavailable)
    */
   open(context: SourceContext): Promise<SourceSupport> | SourceSupport;
-  /** One poll: write readings, events and errors into `into`. `now` is the poll time from the clock. */
-  sample?(into: SampleSink, now: Date): void;
+  /**
+   * One poll: write readings, events and errors into `into`. `now` is the poll time from the clock.
+   * `full` is true at a flush window's edges (its first poll and the last before it closes) and
+   * false on the polls between: a source may skip there what only a window's edges need
+   * (cumulative counters, slow-changing state). Absent means true.
+   */
+  sample?(into: SampleSink, now: Date, full?: boolean): void;
   /** Window close: write this window's values into `into`; `end` is after `start`. */
   window?(into: WindowSink, start: Date, end: Date): void;
   /** The GPUs this source inventories, by index (the GPU inventory source only: NVML, simulation, replay). */

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AgentLoop, type DeliveryLike, type SampleSource } from '../../agent/agent-loop';
 import { SendFailedError } from '../../agent/errors';
 import { BatchBuilder } from '../../agent/send/batcher';
@@ -72,7 +72,43 @@ function xid(code: number, source: 'nvml' | 'kmsg', atMs: number): GpuEvent {
   return { at: new Date(atMs).toISOString(), kind: 'xid', xid: code, source, pci_bus_id: '0000:53:00.0' };
 }
 
+afterEach(() => {
+  vi.useRealTimers();
+});
+
 describe('AgentLoop', () => {
+  it('asks for a full reading at each window edge (its first poll, the one that closes it) and a partial one between', async () => {
+    // Prepare
+    const clock = manualClock();
+    const base = fakeSource(clock.now);
+    const asked: boolean[] = [];
+    const loop = manualLoop(clock, {
+      flushIntervalS: 5,
+      source: {
+        ...base,
+        sample: (now: Date, full?: boolean) => {
+          asked.push(full ?? true);
+          return base.sample(now);
+        },
+      },
+    });
+    const controller = new AbortController();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+
+    // Act: 1 s polls over two 5 s windows, driven by the loop itself
+    const running = loop.run(controller.signal);
+    for (let i = 0; i < 10; i++) {
+      clock.advance(1000);
+      await vi.advanceTimersByTimeAsync(1000);
+    }
+    controller.abort();
+    await vi.advanceTimersByTimeAsync(1000);
+    await running;
+
+    // Assess
+    expect(asked).toEqual([true, false, false, false, true, true, false, false, false, true]);
+  });
+
   it('aggregates each GPU into one flush window per flush, in contract-valid batches', async () => {
     // Prepare
     const clock = manualClock();

@@ -46,9 +46,12 @@ export class NvmlGpuSource implements AgentSource {
     return { supported: true, detail: `${nvml.identity().length} GPUs, profiling ${nvml.profilingSource()}` };
   }
 
-  /** One reading of every GPU into `into`: readings, `gpu_lost` events, failed calls. */
-  sample(into: SampleSink, now: Date): void {
-    const reading = this.source.sampleRows(now);
+  /**
+   * One reading of every GPU into `into`: readings, `gpu_lost` events, failed calls; with `full`
+   * false (a poll inside a window) the edge-only counters are skipped (see `NvmlMetricRow.cadence`).
+   */
+  sample(into: SampleSink, now: Date, full = true): void {
+    const reading = this.source.sampleRows(now, full);
     for (const row of reading.rows) into.row(row);
     for (const event of reading.events) into.event(event);
     for (const error of reading.errors) into.error(error);

@@ -58,6 +58,14 @@ export interface NvmlMetricRow {
   readonly call: NvmlOptionalCall;
   /** The sample fields it fills. */
   readonly fields: readonly (keyof GpuSample)[];
+  /**
+   * `poll`: read at every poll (instant readings the window averages or takes extremes of);
+   * `edge`: read only at a window's edges (its first poll and the last before it closes):
+   * cumulative counters, whose window delta needs only those two readings, and slow-changing
+   * state (power limit, ECC, remapped rows, retired pages, PCIe replays), which a flag or the last
+   * value reports. Skipping them inside a window saves 9 of the 14 calls per GPU on 8 of 10 polls.
+   */
+  readonly cadence: 'poll' | 'edge';
   /** What NOT_SUPPORTED means for this call on real hardware. */
   readonly notSupported: string;
   /**
@@ -84,6 +92,7 @@ function eccRow(
     id,
     call: 'totalEccErrors',
     fields: [field],
+    cadence: 'edge',
     notSupported: 'ECC is off or the board has no ECC memory (consumer and some inference GPUs)',
     invoke: (nvml, h, out) => nvml.totalEccErrors?.(h, errorType, counterType, out.u64) ?? NOT_BOUND,
     store: (out, v) => {
@@ -99,6 +108,7 @@ function clockRow(id: string, field: 'sm_clock_mhz' | 'mem_clock_mhz', type: num
     id,
     call: 'clockInfo',
     fields: [field],
+    cadence: 'poll',
     notSupported: 'the driver does not report this clock domain',
     invoke: (nvml, h, out) => nvml.clockInfo?.(h, type, out.u32) ?? NOT_BOUND,
     store: (out, v) => {
@@ -119,6 +129,7 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     id: 'utilization',
     call: 'utilization',
     fields: ['gpu_util', 'mem_copy_util'],
+    cadence: 'poll',
     notSupported: 'utilization is not sampled (MIG mode on A100/H100: per-instance only)',
     invoke: (nvml, h, out) => nvml.utilization?.(h, out.util) ?? NOT_BOUND,
     store: (out, v) => {
@@ -130,6 +141,7 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     id: 'memory',
     call: 'memoryInfo',
     fields: ['fb_total_bytes', 'fb_used_bytes'],
+    cadence: 'poll',
     notSupported: 'the driver does not report framebuffer usage for this device',
     invoke: (nvml, h, out) => {
       out.mem.fill(0);
@@ -145,6 +157,7 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     id: 'temperature',
     call: 'temperature',
     fields: ['gpu_temp_c'],
+    cadence: 'poll',
     notSupported: 'no core temperature sensor exposed',
     invoke: (nvml, h, out) => nvml.temperature?.(h, NVML_TEMPERATURE_GPU, out.u32) ?? NOT_BOUND,
     store: (out, v) => {
@@ -155,6 +168,7 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     id: 'power',
     call: 'powerUsage',
     fields: ['power_w'],
+    cadence: 'poll',
     notSupported: 'the board reports no power reading',
     invoke: (nvml, h, out) => nvml.powerUsage?.(h, out.u32) ?? NOT_BOUND,
     store: (out, v) => {
@@ -165,6 +179,7 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     id: 'powerLimit',
     call: 'enforcedPowerLimit',
     fields: ['power_limit_w'],
+    cadence: 'edge',
     notSupported: 'power management is not exposed',
     invoke: (nvml, h, out) => nvml.enforcedPowerLimit?.(h, out.u32) ?? NOT_BOUND,
     store: (out, v) => {
@@ -175,6 +190,7 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     id: 'energy',
     call: 'totalEnergy',
     fields: ['energy_mj_total'],
+    cadence: 'edge',
     notSupported: 'no energy counter (before Volta)',
     invoke: (nvml, h, out) => nvml.totalEnergy?.(h, out.u64) ?? NOT_BOUND,
     store: (out, v) => {
@@ -191,6 +207,7 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     id: 'remappedRows',
     call: 'remappedRows',
     fields: ['remapped_rows_pending', 'remapped_rows_failure'],
+    cadence: 'edge',
     notSupported: 'no row remapping (before Ampere: retired pages instead)',
     invoke: (nvml, h, out) => {
       const [corr, unc, pending, failure] = out.rows;
@@ -205,6 +222,7 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     id: 'clocksEventReasons',
     call: 'clocksEventReasons',
     fields: ['clocks_event_reasons'],
+    cadence: 'poll',
     notSupported: 'throttle reasons are not reported',
     invoke: (nvml, h, out) => nvml.clocksEventReasons?.(h, out.u64) ?? NOT_BOUND,
     store: (out, v) => {
@@ -215,6 +233,7 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     id: 'pcieReplay',
     call: 'pcieReplayCounter',
     fields: ['pcie_replay_count'],
+    cadence: 'edge',
     notSupported: 'the driver does not expose the PCIe replay counter',
     invoke: (nvml, h, out) => nvml.pcieReplayCounter?.(h, out.u32) ?? NOT_BOUND,
     store: (out, v) => {
@@ -225,6 +244,7 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     id: 'retiredPages',
     call: 'retiredPagesPending',
     fields: ['retired_pages_pending'],
+    cadence: 'edge',
     notSupported: 'no page retirement (Ampere and newer remap rows instead)',
     invoke: (nvml, h, out) => nvml.retiredPagesPending?.(h, out.u32) ?? NOT_BOUND,
     store: (out, v) => {

@@ -145,17 +145,19 @@ export class NvmlSource {
    * its `GpuRow`, owned by the source and overwritten at the next call (copy what must live on).
    *
    * @param now - the sample time, from the injected clock
+   * @param full - false on a poll inside a window: the table's `edge` rows (cumulative counters,
+   *   slow-changing state) are skipped and stay absent in this reading. @default true
    * @returns `{ at, rows, events, errors }`; `rows` is valid until the next call
    * @throws {NvmlClosedError} when called after `close()`
    */
-  sampleRows(now: Date): NvmlRowSampleResult {
+  sampleRows(now: Date, full = true): NvmlRowSampleResult {
     if (this.#closed) throw new NvmlClosedError('sample');
     this.stats.samples++;
     const atMs = now.getTime();
     const rows = this.#rowsOut;
     rows.length = 0;
     for (const gpu of this.#gpus) {
-      const reading = this.#readGpu(gpu, atMs, now);
+      const reading = this.#readGpu(gpu, atMs, now, full);
       if (reading !== undefined) rows.push(reading);
     }
     const { events, errors } = this.#recorder.take();
@@ -233,7 +235,7 @@ export class NvmlSource {
    * Reads one GPU: every row of the metric table it supports, then processes, field values and
    * GPM. Undefined when it has no handle or is lost; stops at the first lost answer.
    */
-  #readGpu(gpu: NvmlGpuState, atMs: number, at: Date): GpuRow | undefined {
+  #readGpu(gpu: NvmlGpuState, atMs: number, at: Date, full: boolean): GpuRow | undefined {
     const handle = gpu.handle;
     if (handle === undefined) return undefined;
     const nvml = this.#nvml;
@@ -244,7 +246,7 @@ export class NvmlSource {
     row.reset(atMs);
     const values = row.values;
     for (const { row: metric, slot, symbol } of this.#rows) {
-      if (off[slot] !== 0) continue;
+      if (off[slot] !== 0 || (!full && metric.cadence === 'edge')) continue;
       if (recorder.judge(gpu, slot, symbol, metric.invoke(nvml, handle, out), at)) metric.store(out, values);
       else if (gpu.lost) return undefined;
     }
