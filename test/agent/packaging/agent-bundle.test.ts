@@ -31,6 +31,7 @@ function runBundle(args: readonly string[], env: Record<string, string> = {}) {
 describe('agent bundle', () => {
   it.each([
     'gpu-sentinel-agent.mjs',
+    'gpu-sentinel-agent.mjs.map',
     'node_modules/koffi/package.json',
     'node_modules/koffi/index.js',
     `node_modules/@koromix/koffi-linux-${process.arch === 'arm64' ? 'arm64' : 'x64'}/package.json`,
@@ -50,15 +51,63 @@ describe('agent bundle', () => {
     expect(present).toBe(true);
   });
 
-  it('bundles into one file with koffi left external and no DuckDB nor CDK', () => {
+  it('bundles with koffi left external and no DuckDB nor CDK', () => {
     // Prepare / Act
-    const code = readFileSync(bundle.entry, 'utf8');
+    const code = [bundle.entry, ...bundle.chunks.map((c) => join(bundle.outDir, c))]
+      .map((f) => readFileSync(f, 'utf8'))
+      .join('\n');
 
     // Assess
-    expect(code).toMatch(/from "koffi"|from 'koffi'/);
+    expect(code).toMatch(/from ?["']koffi["']/);
     expect(code).not.toContain('@duckdb/');
     expect(code).not.toContain('aws-cdk-lib');
     expect(bundle.bundleBytes).toBeGreaterThan(0);
+  });
+
+  it('ships every chunk the entry imports, statically or lazily', () => {
+    // Prepare
+    const code = readFileSync(bundle.entry, 'utf8');
+
+    // Act
+    const imported = [...code.matchAll(/(?:from ?|import\()["']\.\/(chunks\/[^"']+\.mjs)["']/g)].map(
+      (m) => m[1],
+    );
+
+    // Assess
+    expect(imported.length).toBeGreaterThan(0);
+    for (const chunk of imported) expect(bundle.chunks).toContain(chunk);
+    for (const chunk of bundle.chunks) expect(existsSync(join(bundle.outDir, chunk))).toBe(true);
+  });
+
+  it("keeps the SDK's STS and SSO clients out of the entry, in chunks read only when a profile or web identity needs them", () => {
+    // Prepare
+    const entryCode = readFileSync(bundle.entry, 'utf8');
+
+    // Act
+    const chunkWithSts = bundle.chunks.find((c) =>
+      readFileSync(join(bundle.outDir, c), 'utf8').includes('AssumeRoleWithWebIdentity'),
+    );
+
+    // Assess
+    expect(entryCode).not.toContain('AssumeRoleWithWebIdentity');
+    expect(chunkWithSts).toBeDefined();
+  });
+
+  it('is minified with a linked source map next to it, not inlined', () => {
+    // Prepare / Act
+    const code = readFileSync(bundle.entry, 'utf8');
+    const map = JSON.parse(readFileSync(`${bundle.entry}.map`, 'utf8')) as {
+      version: number;
+      sources: string[];
+    };
+
+    // Assess
+    expect(code.trimEnd().endsWith('//# sourceMappingURL=gpu-sentinel-agent.mjs.map')).toBe(true);
+    expect(code).not.toContain('sourceMappingURL=data:');
+    expect(map.version).toBe(3);
+    expect(map.sources.some((s) => s.endsWith('agent/packaging/agent-main.ts'))).toBe(true);
+    // Unminified, the entry alone was 2.2 MiB.
+    expect(bundle.bundleBytes).toBeLessThan(1024 * 1024);
   });
 
   it('answers `agent --help` with exit 0 and lists every option', () => {
