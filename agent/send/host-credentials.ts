@@ -1,7 +1,6 @@
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { CredentialsProviderError, memoize } from '@smithy/core/config';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
 
 /**
@@ -137,8 +136,11 @@ export function hostCredentialProvider(options: HostCredentialOptions = {}): {
     options.homeDir ?? env.HOME ?? homedir(),
   );
   const loaders = { ...DEFAULT_LOADERS, ...options.loaders };
+  // `@smithy/core/config` is imported only when used too: a static import of that barrel would pull
+  // everything the lazy STS/SSO chunks use from it into the entry's shared chunk.
   if (source === 'imds-disabled') {
     const provider: AwsCredentialIdentityProvider = async () => {
+      const { CredentialsProviderError } = await import('@smithy/core/config');
       throw new CredentialsProviderError(
         'Expected credentials from the EC2 instance metadata service, got AWS_EC2_METADATA_DISABLED set; set env keys, a profile or unset it',
         { tryNextLink: false },
@@ -151,12 +153,15 @@ export function hostCredentialProvider(options: HostCredentialOptions = {}): {
   const load =
     source === 'env' ? loaders.env : source === 'container' ? loaders.container : loaders.instanceMetadata;
   const now = options.now ?? Date.now;
-  const provider = memoize(
-    lazily(load),
-    (c: AwsCredentialIdentity) =>
-      c.expiration !== undefined && c.expiration.getTime() - now() < CREDENTIALS_REFRESH_BEFORE_EXPIRY_MS,
-    (c: AwsCredentialIdentity) => c.expiration !== undefined,
-  );
+  const provider = lazily(async () => {
+    const [{ memoize }, inner] = await Promise.all([import('@smithy/core/config'), load()]);
+    return memoize(
+      inner,
+      (c: AwsCredentialIdentity) =>
+        c.expiration !== undefined && c.expiration.getTime() - now() < CREDENTIALS_REFRESH_BEFORE_EXPIRY_MS,
+      (c: AwsCredentialIdentity) => c.expiration !== undefined,
+    );
+  });
   return { provider, source };
 }
 
