@@ -10,7 +10,7 @@ import {
   pickHostCredentialSource,
 } from '../../../agent/send/host-credentials';
 
-const HOME = '/home/gpu';
+const HOME = '/var/lib/gpu-sentinel';
 const KEYS = { AWS_ACCESS_KEY_ID: 'AKIDEXAMPLE', AWS_SECRET_ACCESS_KEY: 'secret' };
 const NOW_MS = Date.parse('2026-03-10T12:00:00Z');
 
