@@ -111,6 +111,9 @@ export async function buildAgentBundle(options: BuildAgentBundleOptions = {}): P
     platform: 'node',
     target: 'node20',
     format: 'esm',
+    // ESM builds first: a CommonJS package reached through a dynamic import() would come back as
+    // `{ default }` only (no named exports), and ESM is tree-shaken where CommonJS is kept whole.
+    mainFields: ['module', 'main'],
     minify,
     sourcemap: minify ? 'linked' : false,
     legalComments: 'linked',

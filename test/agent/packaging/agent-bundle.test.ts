@@ -1,7 +1,12 @@
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Sha256 } from '@aws-crypto/sha256-js';
+import { HttpRequest } from '@smithy/protocol-http';
+import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_CONFIG_DEFAULTS, AGENT_CONFIG_OPTIONS } from '../../../agent/config';
 import { type AgentBundle, buildAgentBundle } from '../../../agent/packaging/build-agent-bundle';
@@ -186,5 +191,204 @@ describe('agent bundle', () => {
     const batch = JSON.parse(result.stdout);
     expect(batch.host.instance_id).toBe('i-0abc12345def67890');
     expect(batch.windows.filter((w: { kind: string }) => w.kind === 'flush')).toHaveLength(8);
+  });
+});
+
+/** A request one of the loopback servers received. */
+interface Seen {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer;
+}
+
+/** A loopback HTTP server answering with `answer` and keeping every request. */
+async function loopback(
+  answer: (req: Seen) => { status: number; body: string },
+): Promise<{ server: Server; url: string; seen: Seen[] }> {
+  const seen: Seen[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const r = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: Buffer.concat(chunks),
+      };
+      seen.push(r);
+      const { status, body } = answer(r);
+      res.writeHead(status, { 'content-type': 'application/json' }).end(body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen };
+}
+
+const ROLE_CREDENTIALS = {
+  accessKeyId: 'ASIAROLEEXAMPLE',
+  secretAccessKey: 'role-secret',
+  sessionToken: 'role-token',
+};
+
+/** IMDSv2 as EC2 answers it: a token on PUT, then the role name and its credentials only with that token. */
+function imdsAnswer(req: Seen): { status: number; body: string } {
+  if (req.method === 'PUT' && req.url === '/latest/api/token')
+    return req.headers['x-aws-ec2-metadata-token-ttl-seconds']
+      ? { status: 200, body: 'imds-token' }
+      : { status: 400, body: '' };
+  if (req.headers['x-aws-ec2-metadata-token'] !== 'imds-token') return { status: 401, body: '' };
+  if (req.url === '/latest/meta-data/iam/security-credentials/')
+    return { status: 200, body: 'gpu-sentinel-agent' };
+  if (req.url === '/latest/meta-data/iam/security-credentials/gpu-sentinel-agent')
+    return {
+      status: 200,
+      body: JSON.stringify({
+        Code: 'Success',
+        Type: 'AWS-HMAC',
+        AccessKeyId: ROLE_CREDENTIALS.accessKeyId,
+        SecretAccessKey: ROLE_CREDENTIALS.secretAccessKey,
+        Token: ROLE_CREDENTIALS.sessionToken,
+        Expiration: new Date(Date.now() + 6 * 3_600_000).toISOString(),
+        LastUpdated: new Date().toISOString(),
+      }),
+    };
+  return { status: 404, body: '' };
+}
+
+/** Runs the bundled agent (auth sigv4, loopback API) until the API saw a batch, then SIGTERMs it; resolves its exit code. */
+async function runSigningAgent(
+  api: { url: string; seen: Seen[] },
+  env: Record<string, string>,
+  home: string,
+): Promise<number | null> {
+  mkdirSync(home, { recursive: true });
+  const child = spawn(process.execPath, [bundle.entry, 'agent'], {
+    cwd: dir,
+    stdio: 'ignore',
+    env: {
+      PATH: '/usr/bin:/bin',
+      HOME: home,
+      GPU_SENTINEL_NVML_LIB: fakeNvmlPath(),
+      FAKE_NVML_PRESET: 'p5',
+      GPU_SENTINEL_ENDPOINT: api.url,
+      GPU_SENTINEL_AUTH: 'sigv4',
+      GPU_SENTINEL_IMDS: 'off',
+      GPU_SENTINEL_INSTANCE_ID: 'i-0abc12345def67890',
+      GPU_SENTINEL_INSTANCE_TYPE: 'p5.48xlarge',
+      GPU_SENTINEL_REGION: 'us-east-1',
+      GPU_SENTINEL_FLUSH_INTERVAL_S: '1',
+      GPU_SENTINEL_SEND_INTERVAL_S: '0',
+      GPU_SENTINEL_KMSG_PATH: 'off',
+      GPU_SENTINEL_DCGM_EXPORTER_URL: 'off',
+      GPU_SENTINEL_SPOOL_DIR: join(home, 'spool'),
+      GPU_SENTINEL_LOG_LEVEL: 'error',
+      ...env,
+    },
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  for (let i = 0; i < 300 && api.seen.length === 0 && child.exitCode === null; i++)
+    await new Promise((r) => setTimeout(r, 50));
+  child.kill('SIGTERM');
+  return exited;
+}
+
+/** Re-signs a received request with `credentials` at its own `x-amz-date`: the Authorization the API would compute. */
+async function expectedAuthorization(
+  req: Seen,
+  apiUrl: string,
+  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string },
+): Promise<string | undefined> {
+  const authorization = String(req.headers.authorization);
+  const signedHeaders = /SignedHeaders=([^,]+)/.exec(authorization)?.[1]?.split(';') ?? [];
+  const headers: Record<string, string> = {};
+  for (const name of signedHeaders) headers[name] = String(req.headers[name]);
+  const amzDate = String(req.headers['x-amz-date']);
+  const signingDate = new Date(
+    `${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`,
+  );
+  const url = new URL(apiUrl);
+  const signer = new SignatureV4({
+    service: 'execute-api',
+    region: 'us-east-1',
+    credentials,
+    sha256: Sha256,
+  });
+  const signed = await signer.sign(
+    new HttpRequest({
+      method: 'POST',
+      protocol: 'http:',
+      hostname: url.hostname,
+      port: Number(url.port),
+      path: req.url,
+      headers,
+      body: req.body,
+    }),
+    { signingDate },
+  );
+  return signed.headers.authorization;
+}
+
+describe('agent bundle credentials', () => {
+  let api: Awaited<ReturnType<typeof loopback>>;
+  let imds: Awaited<ReturnType<typeof loopback>>;
+  beforeAll(async () => {
+    api = await loopback(() => ({ status: 202, body: '{"accepted":8}' }));
+    imds = await loopback(imdsAnswer);
+  });
+  afterAll(async () => {
+    await Promise.all([api, imds].map(({ server }) => new Promise((r) => server.close(r))));
+  });
+
+  it('signs its batches with the instance role from IMDSv2, loaded from its chunk', async () => {
+    // Prepare
+    api.seen.length = 0;
+    imds.seen.length = 0;
+
+    // Act
+    const code = await runSigningAgent(
+      api,
+      { AWS_EC2_METADATA_SERVICE_ENDPOINT: imds.url },
+      join(dir, 'home-imds'),
+    );
+
+    // Assess
+    expect(code).toBe(0);
+    const batch = api.seen[0] as Seen;
+    expect(batch).toBeDefined();
+    expect(imds.seen.map((r) => `${r.method} ${r.url}`)).toEqual([
+      'PUT /latest/api/token',
+      'GET /latest/meta-data/iam/security-credentials/',
+      'GET /latest/meta-data/iam/security-credentials/gpu-sentinel-agent',
+    ]);
+    expect(batch.headers['x-amz-security-token']).toBe(ROLE_CREDENTIALS.sessionToken);
+    expect(String(batch.headers.authorization)).toContain(`Credential=${ROLE_CREDENTIALS.accessKeyId}/`);
+    expect(await expectedAuthorization(batch, api.url, ROLE_CREDENTIALS)).toBe(batch.headers.authorization);
+  });
+
+  it('signs with env keys when AWS_ACCESS_KEY_ID is set, without asking IMDS', async () => {
+    // Prepare
+    api.seen.length = 0;
+    imds.seen.length = 0;
+    const keys = { accessKeyId: 'AKIDENVEXAMPLE', secretAccessKey: 'env-secret' };
+
+    // Act
+    const code = await runSigningAgent(
+      api,
+      {
+        AWS_ACCESS_KEY_ID: keys.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: keys.secretAccessKey,
+        AWS_EC2_METADATA_SERVICE_ENDPOINT: imds.url,
+      },
+      join(dir, 'home-env'),
+    );
+
+    // Assess
+    expect(code).toBe(0);
+    const batch = api.seen[0] as Seen;
+    expect(batch).toBeDefined();
+    expect(imds.seen).toEqual([]);
+    expect(await expectedAuthorization(batch, api.url, keys)).toBe(batch.headers.authorization);
   });
 });
