@@ -348,7 +348,7 @@ try {
 
   // Every second: VmRSS (the interval's peak); at the warm-up's end and each interval's end: CPU and threads.
   const start = snapshot(agent.pid, t0);
-  let warm: Snapshot | undefined;
+  let warm: Snapshot | undefined = warmupS === 0 ? start : undefined;
   const intervals: { from: Snapshot; to: Snapshot; rssEndKb: number; rssMaxKb: number; batches: number }[] =
     [];
   let intervalStart = start;
