@@ -4,13 +4,11 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { HttpRequest } from '@smithy/protocol-http';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_CONFIG_DEFAULTS, AGENT_CONFIG_OPTIONS } from '../../../agent/config';
 import { type AgentBundle, buildAgentBundle } from '../../../agent/packaging/build-agent-bundle';
 import { fakeNvmlPath } from '../../setup/fake-nvml';
+import { expectedAuthorization } from '../../setup/sigv4-check';
 
 let dir: string;
 let bundle: AgentBundle;
@@ -292,42 +290,6 @@ async function runSigningAgent(
     await new Promise((r) => setTimeout(r, 50));
   child.kill('SIGTERM');
   return exited;
-}
-
-/** Re-signs a received request with `credentials` at its own `x-amz-date`: the Authorization the API would compute. */
-async function expectedAuthorization(
-  req: Seen,
-  apiUrl: string,
-  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string },
-): Promise<string | undefined> {
-  const authorization = String(req.headers.authorization);
-  const signedHeaders = /SignedHeaders=([^,]+)/.exec(authorization)?.[1]?.split(';') ?? [];
-  const headers: Record<string, string> = {};
-  for (const name of signedHeaders) headers[name] = String(req.headers[name]);
-  const amzDate = String(req.headers['x-amz-date']);
-  const signingDate = new Date(
-    `${amzDate.slice(0, 4)}-${amzDate.slice(4, 6)}-${amzDate.slice(6, 11)}:${amzDate.slice(11, 13)}:${amzDate.slice(13, 15)}Z`,
-  );
-  const url = new URL(apiUrl);
-  const signer = new SignatureV4({
-    service: 'execute-api',
-    region: 'us-east-1',
-    credentials,
-    sha256: Sha256,
-  });
-  const signed = await signer.sign(
-    new HttpRequest({
-      method: 'POST',
-      protocol: 'http:',
-      hostname: url.hostname,
-      port: Number(url.port),
-      path: req.url,
-      headers,
-      body: req.body,
-    }),
-    { signingDate },
-  );
-  return signed.headers.authorization;
 }
 
 describe('agent bundle credentials', () => {
