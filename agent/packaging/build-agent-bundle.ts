@@ -27,6 +27,12 @@ export type AgentBundleArch = (typeof AGENT_BUNDLE_ARCHES)[number];
 /** Name of the bundled agent file inside the output folder. */
 export const AGENT_BUNDLE_FILE = 'gpu-sentinel-agent.mjs';
 
+/**
+ * Folder of the ESM chunks next to {@link AGENT_BUNDLE_FILE}: code reached only through a dynamic
+ * `import()` (the credential sources but the one a host uses) lives there and is read only when used.
+ */
+export const AGENT_BUNDLE_CHUNKS_DIR = 'chunks';
+
 /** Files of `agent/packaging/` shipped next to the bundle, for install.sh to lay down. */
 const SHIPPED_FILES = [
   'install.sh',
@@ -47,10 +53,12 @@ export interface BuildAgentBundleOptions {
   readonly arch?: AgentBundleArch;
   /** Also write `<outDir>/../gpu-sentinel-agent-<version>-linux-<arch>.tar.gz` (system `tar`). @default false */
   readonly tarball?: boolean;
-  /** Minify the bundle (smaller, unreadable stack traces). @default false */
+  /**
+   * Minify the bundle, with a linked source map (`<file>.map` next to each file, read only under
+   * `node --enable-source-maps`) for stack traces. Less code to parse and keep: lower RSS.
+   * @default true
+   */
   readonly minify?: boolean;
-  /** Also return esbuild's metafile (every input file bundled, with its bytes), for checks of what the bundle loads. @default false */
-  readonly metafile?: boolean;
 }
 
 /** What {@link buildAgentBundle} wrote. */
@@ -59,22 +67,26 @@ export interface AgentBundle {
   readonly outDir: string;
   /** Absolute path of `gpu-sentinel-agent.mjs`. */
   readonly entry: string;
-  /** Size of the bundled `.mjs`, bytes. */
+  /** Size of the bundled entry `.mjs`, bytes (the chunks not counted). */
   readonly bundleBytes: number;
+  /** The chunk files, relative to `outDir` (e.g. `chunks/credential-provider-node-AB12CD34.mjs`). */
+  readonly chunks: readonly string[];
   /** The tarball, when asked for. */
   readonly tarball: string | undefined;
-  /** esbuild's metafile (`inputs` keyed by path relative to the repository root), when asked for. */
-  readonly metafile: Metafile | undefined;
+  /** esbuild's metafile (`inputs` keyed by path relative to the repository root), for checks of what the bundle loads. */
+  readonly metafile: Metafile;
 }
 
 /**
- * Builds the host agent's deliverable: one ESM file bundled by esbuild from
+ * Builds the host agent's deliverable: an ESM entry bundled by esbuild from
  * `agent/packaging/agent-main.ts` (platform node, target node20, a `createRequire` banner for
- * bundled CommonJS, `koffi` external), koffi's runtime files and its native platform package
- * under `node_modules/`, plus install.sh, the systemd unit and the sample config. The folder runs
- * on any Linux host with Node.js ≥ 20: `node gpu-sentinel-agent.mjs agent --help`.
+ * bundled CommonJS, `koffi` external, minified with linked source maps, licence comments in
+ * `<file>.LEGAL.txt`) and its ESM chunks under `chunks/` (code split off at dynamic `import()`s,
+ * parsed only when the agent uses it), koffi's runtime files and its native platform package under
+ * `node_modules/`, plus install.sh, the systemd unit and the sample config. The folder runs on any
+ * Linux host with Node.js ≥ 20: `node gpu-sentinel-agent.mjs agent --help`.
  *
- * @param options - output folder, architecture, tarball, minify, metafile
+ * @param options - output folder, architecture, tarball, minify
  * @returns the paths and the bundle's size
  * @throws {AgentError} when koffi's native package for `arch` is not installed
  * @throws {Error} when esbuild or tar fails
@@ -88,15 +100,26 @@ export async function buildAgentBundle(options: BuildAgentBundleOptions = {}): P
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
 
+  const minify = options.minify ?? true;
   const result = await build({
-    entryPoints: [join(ROOT, 'agent', 'packaging', 'agent-main.ts')],
-    outfile: entry,
+    entryPoints: {
+      [AGENT_BUNDLE_FILE.replace(/\.mjs$/, '')]: join(ROOT, 'agent', 'packaging', 'agent-main.ts'),
+    },
+    outdir: outDir,
+    outExtension: { '.js': '.mjs' },
+    splitting: true,
+    chunkNames: `${AGENT_BUNDLE_CHUNKS_DIR}/[name]-[hash]`,
     bundle: true,
     platform: 'node',
     target: 'node20',
     format: 'esm',
-    minify: options.minify ?? false,
+    // ESM builds first: a CommonJS package reached through a dynamic import() would come back as
+    // `{ default }` only (no named exports), and ESM is tree-shaken where CommonJS is kept whole.
+    mainFields: ['module', 'main'],
+    minify,
+    sourcemap: minify ? 'linked' : false,
     legalComments: 'linked',
+    metafile: true,
     external: ['koffi'],
     banner: {
       js: [
@@ -107,10 +130,13 @@ export async function buildAgentBundle(options: BuildAgentBundleOptions = {}): P
       ].join('\n'),
     },
     logLevel: 'silent',
-    metafile: options.metafile ?? false,
   });
   if (result.errors.length > 0) throw new Error(`esbuild: ${result.errors.map((e) => e.text).join('; ')}`);
   chmodSync(entry, 0o755);
+  const chunks = Object.keys(result.metafile.outputs)
+    .map((out) => relative(outDir, out))
+    .filter((out) => out.startsWith(`${AGENT_BUNDLE_CHUNKS_DIR}/`) && out.endsWith('.mjs'))
+    .sort();
 
   copyKoffi(join(outDir, 'node_modules'), arch);
   for (const file of SHIPPED_FILES) copyFileSync(join(ROOT, 'agent', 'packaging', file), join(outDir, file));
@@ -123,7 +149,14 @@ export async function buildAgentBundle(options: BuildAgentBundleOptions = {}): P
     tarball = join(dirname(outDir), `gpu-sentinel-agent-${AGENT_VERSION}-linux-${arch}.tar.gz`);
     execFileSync('tar', ['-czf', tarball, '-C', dirname(outDir), basename(outDir)]);
   }
-  return { outDir, entry, bundleBytes: readFileSync(entry).length, tarball, metafile: result.metafile };
+  return {
+    outDir,
+    entry,
+    bundleBytes: readFileSync(entry).length,
+    chunks,
+    tarball,
+    metafile: result.metafile,
+  };
 }
 
 /**

@@ -3,14 +3,15 @@ import { AGENT_BUNDLE_ARCHES, type AgentBundleArch, buildAgentBundle } from './b
 
 /**
  * Builds the agent bundle: `npx tsx agent/packaging/build.ts [--out dist/agent] [--arch x64|arm64]
- * [--tarball] [--minify]`. Prints the folder, the bundle size and the tarball.
+ * [--tarball] [--no-minify]`. Prints the folder, the bundle size and the tarball.
  */
 const { values } = parseArgs({
   options: {
     out: { type: 'string' },
     arch: { type: 'string' },
     tarball: { type: 'boolean', default: false },
-    minify: { type: 'boolean', default: false },
+    /** Readable output without source maps (minified with `.map` files by default). */
+    'no-minify': { type: 'boolean', default: false },
   },
 });
 if (values.arch !== undefined && !(AGENT_BUNDLE_ARCHES as readonly string[]).includes(values.arch)) {
@@ -21,8 +22,8 @@ const bundle = await buildAgentBundle({
   ...(values.out ? { outDir: values.out } : {}),
   ...(values.arch ? { arch: values.arch as AgentBundleArch } : {}),
   tarball: values.tarball,
-  minify: values.minify,
+  minify: !values['no-minify'],
 });
 process.stdout.write(
-  `agent bundle: ${bundle.outDir} (${(bundle.bundleBytes / 1024 / 1024).toFixed(1)} MiB .mjs)${bundle.tarball ? `\ntarball: ${bundle.tarball}` : ''}\n`,
+  `agent bundle: ${bundle.outDir} (${(bundle.bundleBytes / 1024 / 1024).toFixed(2)} MiB .mjs, ${bundle.chunks.length} chunks)${bundle.tarball ? `\ntarball: ${bundle.tarball}` : ''}\n`,
 );

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the gpu-sentinel host agent from an unpacked bundle (this script's folder):
-#   /opt/gpu-sentinel/lib/        gpu-sentinel-agent.mjs + node_modules/ (koffi)
+#   /opt/gpu-sentinel/lib/        gpu-sentinel-agent.mjs + chunks/ + source maps + node_modules/ (koffi)
 #   /opt/gpu-sentinel/bin/gpu-sentinel-agent   launcher; linked from /usr/local/bin
 #   /etc/gpu-sentinel/agent.json  config, from agent.sample.json; an existing one is kept
 #   /var/lib/gpu-sentinel/        spool (the unit's StateDirectory)
@@ -82,6 +82,10 @@ run mkdir -p "$ROOT$PREFIX/bin" "$ROOT/usr/local/bin" "$ROOT/etc/gpu-sentinel" "
 run rm -rf "$lib.new"
 run mkdir -p "$lib.new"
 run cp -R "$SRC/gpu-sentinel-agent.mjs" "$SRC/node_modules" "$lib.new/"
+# The entry's ESM chunks (imported from it), its source map and licence notices, when built with them.
+for extra in "$SRC/chunks" "$SRC"/gpu-sentinel-agent.mjs.*; do
+  if [[ -e $extra ]]; then run cp -R "$extra" "$lib.new/"; fi
+done
 if [[ -e $SRC/VERSION ]]; then run cp "$SRC/VERSION" "$lib.new/"; fi
 run rm -rf "$lib"
 run mv "$lib.new" "$lib"

@@ -1,12 +1,12 @@
 import { gzipSync } from 'node:zlib';
 import { Sha256 } from '@aws-crypto/sha256-js';
-import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
 import pRetry, { AbortError } from 'p-retry';
 import type { Batch } from '../../lambdas/contract';
 import { type ApiErrorBody, SendFailedError, SendRejectedError } from '../errors';
+import { hostCredentialProvider } from './host-credentials';
 import { isLoopbackHost } from './loopback-host';
 import { keepAliveFetch } from './node-fetch';
 
@@ -29,7 +29,10 @@ export interface HttpSenderOptions {
   readonly auth?: SenderAuthMode;
   /** AWS region of the API, for SigV4 (service `execute-api`). Required when `auth` is `sigv4`. */
   readonly region?: string;
-  /** Credentials or a provider. @default defaultProvider() of @aws-sdk/credential-provider-node (the instance role on EC2) */
+  /**
+   * Credentials or a provider.
+   * @default hostCredentialProvider() — the SDK default chain's precedence, loading only the source this host uses (the instance role through IMDSv2 on EC2)
+   */
   readonly credentials?: AwsCredentialIdentity | AwsCredentialIdentityProvider;
   /** The fetch to use. @default `keepAliveFetch(keepAliveMs)` (node:http, not undici: less RSS) */
   readonly fetch?: typeof fetch;
@@ -128,7 +131,7 @@ export class HttpSender {
         throw new RangeError(
           `Expected an https:// \`endpoint\` for SigV4 (plain http only to a loopback host), got \`${opts.endpoint}\``,
         );
-      const provider = opts.credentials ?? defaultProvider();
+      const provider = opts.credentials ?? hostCredentialProvider().provider;
       this.signer = new SignatureV4({
         service: 'execute-api',
         region: opts.region,

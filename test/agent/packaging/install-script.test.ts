@@ -31,6 +31,9 @@ beforeAll(() => {
     copyFileSync(join(PACKAGING, f), join(bundle, f));
   chmodSync(join(bundle, 'install.sh'), 0o755);
   writeFileSync(join(bundle, 'gpu-sentinel-agent.mjs'), "console.log('stub agent');\n");
+  writeFileSync(join(bundle, 'gpu-sentinel-agent.mjs.map'), '{"version":3}\n');
+  mkdirSync(join(bundle, 'chunks'));
+  writeFileSync(join(bundle, 'chunks', 'chunk-STUB1234.mjs'), 'export const stub = 1;\n');
   writeFileSync(join(bundle, 'node_modules', 'koffi', 'package.json'), '{"name":"koffi"}\n');
   writeFileSync(join(bundle, 'VERSION'), '0.0.0-test linux-x64\n');
 });
@@ -67,6 +70,8 @@ describe('install.sh into a temporary root', () => {
 
   it.each([
     { path: 'opt/gpu-sentinel/lib/gpu-sentinel-agent.mjs', mode: 0o644 },
+    { path: 'opt/gpu-sentinel/lib/chunks/chunk-STUB1234.mjs', mode: 0o644 },
+    { path: 'opt/gpu-sentinel/lib/gpu-sentinel-agent.mjs.map', mode: 0o644 },
     { path: 'opt/gpu-sentinel/lib/node_modules/koffi/package.json', mode: 0o644 },
     { path: 'opt/gpu-sentinel/lib/VERSION', mode: 0o644 },
     { path: 'opt/gpu-sentinel/bin/gpu-sentinel-agent', mode: 0o755 },

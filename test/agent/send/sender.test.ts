@@ -1,13 +1,11 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { HttpRequest } from '@smithy/protocol-http';
-import { SignatureV4 } from '@smithy/signature-v4';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { SendFailedError, SendRejectedError } from '../../../agent/errors';
 import { HttpSender } from '../../../agent/send/sender';
 import type { Batch } from '../../../lambdas/contract';
+import { expectedAuthorization } from '../../setup/sigv4-check';
 
 const NOW = new Date('2026-03-10T12:00:00Z');
 const CREDENTIALS = {
@@ -120,28 +118,7 @@ describe('HttpSender', () => {
     expect(signedHeaders).toEqual(
       expect.arrayContaining(['content-encoding', 'content-type', 'host', 'x-amz-date']),
     );
-    const headers: Record<string, string> = {};
-    for (const name of signedHeaders) headers[name] = String(req.headers[name]);
-    const url = new URL(endpoint);
-    const verifier = new SignatureV4({
-      service: 'execute-api',
-      region: 'us-east-1',
-      credentials: CREDENTIALS,
-      sha256: Sha256,
-    });
-    const resigned = await verifier.sign(
-      new HttpRequest({
-        method: 'POST',
-        protocol: 'http:',
-        hostname: url.hostname,
-        port: Number(url.port),
-        path: req.url,
-        headers,
-        body: req.body,
-      }),
-      { signingDate: NOW },
-    );
-    expect(resigned.headers.authorization).toBe(authorization);
+    expect(await expectedAuthorization(req, endpoint, CREDENTIALS, NOW)).toBe(authorization);
   });
 
   it('retries 503 twice and succeeds on the third attempt', async () => {
