@@ -160,6 +160,8 @@ export class AgentLoop {
   private urgent = false;
   private readonly stats = { samples: 0, spooled: 0, dropped: 0, nvml_errors: 0 };
   private wake: (() => void) | undefined;
+  /** Ends the current sleep at once (the abort listener `run` registers once, not per sleep). */
+  private stopSleep: (() => void) | undefined;
   /** Polls taken in the open window. */
   private pollsInWindow = 0;
   /** Whether the last poll was the open window's last (its time reached the flush interval). */
@@ -305,6 +307,9 @@ export class AgentLoop {
   async run(signal: AbortSignal): Promise<void> {
     const pollMs = this.options.pollIntervalMs ?? 1000;
     const flushMs = (this.options.flushIntervalS ?? 10) * 1000;
+    // One abort listener for the whole run (not one added and removed per poll).
+    const onAbort = (): void => this.stopSleep?.();
+    signal.addEventListener('abort', onAbort, { once: true });
     // Sleep first: the source's own baseline (GPM needs two samples ≥ 100 ms apart) is taken at open.
     // A critical event wakes the loop to flush at once, without an off-cadence sample.
     while (!signal.aborted) {
@@ -320,6 +325,7 @@ export class AgentLoop {
         await this.flush();
       }
     }
+    signal.removeEventListener('abort', onAbort);
     await this.flush();
     this.kickDrain(this.now());
     await this.settle();
@@ -377,16 +383,20 @@ export class AgentLoop {
     return new Promise((resolve) => {
       if (signal.aborted) return resolve(false);
       if (this.urgent) return resolve(true);
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        this.stopSleep = undefined;
+        resolve(false);
+      }, ms);
+      // Woken early by a critical event (true) or by the abort listener `run` holds (false).
       const finish = (woken: boolean): void => {
         clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
         this.wake = undefined;
+        this.stopSleep = undefined;
         resolve(woken);
       };
-      const onAbort = (): void => finish(false);
-      const timer = setTimeout(() => finish(false), ms);
       this.wake = () => finish(true);
-      signal.addEventListener('abort', onAbort, { once: true });
+      this.stopSleep = () => finish(false);
     });
   }
 

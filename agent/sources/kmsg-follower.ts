@@ -1,5 +1,7 @@
 import { closeSync, constants, openSync, readSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
+import koffi from 'koffi';
 import type { GpuEvent } from '../../lambdas/contract';
 import { type KernelLogOptions, parseXidLine, toXidEvent } from './kmsg';
 
@@ -213,10 +215,52 @@ export class KmsgFollower {
   }
 }
 
+/** `read(2)` of libc through koffi, or undefined where libc cannot be bound (then `fs.readSync`). */
+type LibcRead = (fd: number, buffer: Buffer, length: number) => number;
+let libcRead: LibcRead | null | undefined;
+
+/** Binds libc's `read` once: `-1` with errno instead of an exception per empty read. */
+function bindLibcRead(): LibcRead | undefined {
+  if (libcRead === undefined) {
+    try {
+      libcRead = koffi
+        .load('libc.so.6')
+        .func('long read(int fd, void *buf, unsigned long count)') as LibcRead;
+    } catch {
+      libcRead = null;
+    }
+  }
+  return libcRead ?? undefined;
+}
+
+/** The `code` Node gives an errno (`EPIPE` for 32), from `os.constants.errno`. */
+function errnoCode(errno: number): string {
+  for (const [name, value] of Object.entries(osConstants.errno)) if (value === errno) return name;
+  return `errno ${errno}`;
+}
+
+/**
+ * Opens `path` with `O_RDONLY | O_NONBLOCK`. Reads go through libc's `read(2)` (koffi): an empty
+ * `/dev/kmsg` answers -1/EAGAIN, returned as 0 here, where `fs.readSync` throws an Error (with its
+ * stack) every idle poll: 0.7 µs a read instead of 9 µs. Other errors throw with Node's `code`
+ * (`EPIPE`: records overwritten). Without a bindable libc it falls back to `fs.readSync`.
+ */
 function defaultOpen(path: string): KmsgHandle {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  const read = bindLibcRead();
+  if (read === undefined)
+    return {
+      read: (buffer) => readSync(fd, buffer, 0, buffer.length, null),
+      close: () => closeSync(fd),
+    };
   return {
-    read: (buffer) => readSync(fd, buffer, 0, buffer.length, null),
+    read: (buffer) => {
+      const n = read(fd, buffer, buffer.length);
+      if (n >= 0) return n;
+      const errno = koffi.errno();
+      if (errno === osConstants.errno.EAGAIN || errno === osConstants.errno.EINTR) return 0;
+      throw Object.assign(new Error(`read(${path}) failed: ${errnoCode(errno)}`), { code: errnoCode(errno) });
+    },
     close: () => closeSync(fd),
   };
 }

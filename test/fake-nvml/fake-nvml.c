@@ -987,7 +987,7 @@ static int pop_event_locked(nvmlEventSet_t set, nvmlEventData_t *data) {
 }
 
 /* Blocks up to `timeoutms` on a condition variable (no CPU while idle, like the driver's wait);
- * GPU_IS_LOST at once when a registered GPU is lost. */
+ * 0 answers at once; GPU_IS_LOST at once when a registered GPU is lost. */
 nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
   ENTER("nvmlEventSetWait_v2");
   if (set == NULL || data == NULL) return NVML_ERROR_INVALID_ARGUMENT;
@@ -1013,6 +1013,9 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
       result = NVML_SUCCESS;
       break;
     }
+    /* A zero timeout polls, as the driver's poll() with 0 does: no sleep (a timed wait on an
+     * expired deadline still sleeps for the timer slack, ~50-100 us). */
+    if (timeoutms == 0) break;
     if (pthread_cond_timedwait(&event_cond, &lock, &deadline) == ETIMEDOUT) {
       if (pop_event_locked(set, data)) result = NVML_SUCCESS;
       break;
