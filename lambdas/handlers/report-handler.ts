@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { reportCsv } from '../adapters/report-csv';
 import { renderReportHtml } from '../adapters/report-html';
 import {

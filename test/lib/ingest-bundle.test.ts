@@ -14,14 +14,21 @@ const ROOT = join(import.meta.dirname, '..', '..');
 
 describe('the ingest Lambda bundle', () => {
   let dir: string;
+  let bundled: string[];
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gpu-sentinel-ingest-bundle-'));
-    await build({
+    const result = await build({
       ...ingestEsbuildOptions(),
       entryPoints: [DEFAULT_INGEST_ENTRY],
       outfile: join(dir, 'index.js'),
+      metafile: true,
     });
+    bundled = Object.values(result.metafile.outputs).flatMap((o) =>
+      Object.entries(o.inputs)
+        .filter(([, input]) => input.bytesInOutput > 0)
+        .map(([path]) => path),
+    );
     for (const command of splitModuleCommands(ROOT, dir)) execSync(command, { cwd: ROOT, stdio: 'pipe' });
   }, 120_000);
 
@@ -47,6 +54,36 @@ describe('the ingest Lambda bundle', () => {
     );
     // Assess
     expect(loaded.map((m) => Object.keys(m).filter((k) => k !== 'default'))).toEqual([['makeInstanceApis']]);
+  });
+
+  it('is pure ASCII, index.js and every split module, so V8 keeps each source one byte a character', async () => {
+    // Prepare: a single non-ASCII character (a regex literal with a ≥ in it) stored the whole
+    // 1.1 MB index.js two bytes a character: +1.1 MB of heap at every cold start
+    const files = ['index.js', ...INGEST_SPLIT_MODULES.map((m) => m.outfile)];
+
+    // Act
+    const nonAscii = await Promise.all(
+      files.map(async (f) => ({
+        f,
+        count: ((await readFile(join(dir, f), 'latin1')).match(/[^\x00-\x7f]/g) ?? []).length,
+      })),
+    );
+
+    // Assess
+    expect(nonAscii.filter((n) => n.count > 0)).toEqual([]);
+  });
+
+  it("carries zod's English messages only, not its forty locales", () => {
+    // Prepare: `import { z } from 'zod'` made esbuild build the whole namespace, locales included
+    // (448 of the bundle's 1,131 KB); `import * as z` lets it keep what the schemas use
+    const locales = bundled.filter((path) => /node_modules\/zod\/.*\/locales\//.test(path));
+
+    // Act
+    const names = locales.map((path) => path.split('/').pop()).filter((name) => name !== 'index.js');
+
+    // Assess
+    expect(bundled.some((path) => path.includes('node_modules/zod/'))).toBe(true);
+    expect(names).toEqual(['en.js']);
   });
 
   it('loads and exports the Lambda handler', () => {
