@@ -23,11 +23,13 @@ const COMPUTE_PROCESSES = COLUMN_INDEX.compute_processes;
 const NO_PROCESSES: readonly GpuProcessReading[] = Object.freeze([]);
 
 /**
- * The compute processes of a GPU, `nvmlDeviceGetComputeRunningProcesses_v3`: probed with count 0
- * (SUCCESS: none run; INSUFFICIENT_SIZE: the count), then read into a reused buffer
- * over-allocated by {@link PROCESS_SLACK} entries. Kept: pid and GPU memory (absent when NVML
- * answers NOT_AVAILABLE, e.g. without the rights to see another container's process), largest
- * memory first, at most 64.
+ * The compute processes of a GPU, `nvmlDeviceGetComputeRunningProcesses_v3`: one call into a reused
+ * buffer (16 entries, grown as needed), which NVML answers with the count and the list; only when
+ * it answers INSUFFICIENT_SIZE (more processes than the buffer holds) is the buffer grown to the
+ * count plus {@link PROCESS_SLACK} and the call made again. A probe with count 0 before every read
+ * cost a second call per GPU per poll. Kept: pid and GPU memory (absent when NVML answers
+ * NOT_AVAILABLE, e.g. without the rights to see another container's process), largest memory
+ * first, at most 64.
  */
 export class NvmlProcessReader {
   readonly #nvml: NvmlBinding;
@@ -42,7 +44,7 @@ export class NvmlProcessReader {
   }
 
   /**
-   * Reads `compute_processes` and `processes` into `s`.
+   * Reads `compute_processes` and `processes` into the row.
    * @returns false when a call failed (the GPU may be lost)
    */
   read(gpu: NvmlGpuState, handle: bigint, row: GpuRow, at: Date): boolean {
@@ -51,31 +53,30 @@ export class NvmlProcessReader {
     const judge = (code: number) => this.#recorder.judge(gpu, NVML_CALL_SLOTS.processes, call, code, at);
     const count = this.#count;
     if (fn === undefined) return false;
-    count[0] = 0;
-    const probe = fn(handle, count, null);
-    if (probe === NVML_RETURN.SUCCESS) {
-      judge(probe);
-      row.values[COMPUTE_PROCESSES] = 0;
-      row.processes = NO_PROCESSES;
-      return true;
-    }
-    if (probe !== NVML_RETURN.ERROR_INSUFFICIENT_SIZE) return judge(probe);
-    const probed = count[0] ?? 0;
-    const capacity = probed + PROCESS_SLACK;
-    if (this.#buffer.length < capacity * PROCESS_STRIDE)
-      this.#buffer = Buffer.alloc(capacity * 2 * PROCESS_STRIDE);
-    const buffer = this.#buffer;
-    count[0] = buffer.length / PROCESS_STRIDE;
-    const code = fn(handle, count, buffer);
+    count[0] = this.#buffer.length / PROCESS_STRIDE;
+    let code = fn(handle, count, this.#buffer);
     if (code === NVML_RETURN.ERROR_INSUFFICIENT_SIZE) {
-      // Grew past the slack between the two calls: the count is known, the list is not.
-      judge(NVML_RETURN.SUCCESS);
-      row.values[COMPUTE_PROCESSES] = count[0] ?? probed;
-      return true;
+      const needed = count[0] ?? 0;
+      const capacity = needed + PROCESS_SLACK;
+      if (this.#buffer.length < capacity * PROCESS_STRIDE)
+        this.#buffer = Buffer.alloc(capacity * 2 * PROCESS_STRIDE);
+      count[0] = this.#buffer.length / PROCESS_STRIDE;
+      code = fn(handle, count, this.#buffer);
+      if (code === NVML_RETURN.ERROR_INSUFFICIENT_SIZE) {
+        // Grew past the slack between the two calls: the count is known, the list is not.
+        judge(NVML_RETURN.SUCCESS);
+        row.values[COMPUTE_PROCESSES] = count[0] ?? needed;
+        return true;
+      }
     }
     if (!judge(code)) return false;
     const n = count[0] ?? 0;
     row.values[COMPUTE_PROCESSES] = n;
+    if (n === 0) {
+      row.processes = NO_PROCESSES;
+      return true;
+    }
+    const buffer = this.#buffer;
     const list: GpuProcessReading[] = [];
     for (let i = 0; i < n; i++) {
       const offset = i * PROCESS_STRIDE;

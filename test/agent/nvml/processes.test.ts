@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { NvmlSource } from '../../../agent/sources/nvml';
 import { GpuProcessSchema } from '../../../lambdas/contract';
-import { fakeNvmlPath, setFakeNvmlEnv } from '../../setup/fake-nvml';
+import { fakeNvmlCallCount, fakeNvmlPath, setFakeNvmlEnv } from '../../setup/fake-nvml';
 
 const MIB = 1024 * 1024;
 const AT = new Date('2026-11-21T10:00:00Z');
@@ -55,5 +55,29 @@ describe('NvmlSource process list', () => {
     expect(gpu?.processes).toHaveLength(64);
     expect(gpu?.processes?.[0]).toEqual({ pid: 4069, fb_used_bytes: (256 + 128 * 69) * MIB });
     expect(gpu?.processes?.[63]?.pid).toBe(4006);
+  });
+
+  it.each([
+    { case: 'processes that fit the buffer', processes: 3, extraFirst: 0 },
+    // The buffer is shared by the GPUs: the first GPU grows it (a second call), the others fit.
+    { case: 'more processes than the buffer holds (grown once)', processes: 40, extraFirst: 1 },
+  ])('makes one call per GPU and sample for $case', ({ processes, extraFirst }) => {
+    // Prepare
+    setFakeNvmlEnv({ PROCESSES: processes });
+    source = NvmlSource.open({ libraryPath: fakeNvmlPath() });
+    const gpus = source.identity().length;
+    const perSample = (): number => {
+      const before = fakeNvmlCallCount('nvmlDeviceGetComputeRunningProcesses_v3');
+      source?.sample(AT);
+      return fakeNvmlCallCount('nvmlDeviceGetComputeRunningProcesses_v3') - before;
+    };
+
+    // Act
+    const first = perSample();
+    const second = perSample();
+
+    // Assess
+    expect([first, second]).toEqual([gpus + extraFirst, gpus]);
+    expect(source.sample(AT).gpus[0]?.processes).toHaveLength(processes);
   });
 });
