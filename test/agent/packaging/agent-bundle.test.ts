@@ -81,7 +81,7 @@ describe('agent bundle', () => {
 
     // Act
     const nonAscii = files.filter((file) =>
-      /[^\x00-\x7f]/.test(readFileSync(join(bundle.outDir, file), 'latin1')),
+      readFileSync(join(bundle.outDir, file)).some((byte) => byte > 0x7f),
     );
 
     // Assess
