@@ -162,6 +162,8 @@ export class AgentLoop {
   private wake: (() => void) | undefined;
   /** Ends the current sleep at once (the abort listener `run` registers once, not per sleep). */
   private stopSleep: (() => void) | undefined;
+  /** Flush window, ms (`flushIntervalS`, default 10 s). */
+  private readonly flushMs: number;
   /** Polls taken in the open window. */
   private pollsInWindow = 0;
   /** Whether the last poll was the open window's last (its time reached the flush interval). */
@@ -175,6 +177,7 @@ export class AgentLoop {
     const sendIntervalS = options.sendIntervalS ?? DEFAULT_SEND_INTERVAL_S;
     if (!Number.isFinite(sendIntervalS) || sendIntervalS < 0)
       throw new RangeError(`Expected \`sendIntervalS\` to be a number >= 0, got \`${sendIntervalS}\``);
+    this.flushMs = (options.flushIntervalS ?? 10) * 1000;
     this.windowStart = this.now();
     this.lastSendMs = this.windowStart.getTime();
     options.efa?.sample(this.windowStart);
@@ -212,8 +215,7 @@ export class AgentLoop {
     const now = this.now();
     // A window's edges (its first poll and the one that closes it) read everything; the polls in
     // between may skip edge-only counters (their window delta needs only the edges).
-    this.lastPollClosesWindow =
-      now.getTime() - this.windowStart.getTime() >= (this.options.flushIntervalS ?? 10) * 1000;
+    this.lastPollClosesWindow = now.getTime() - this.windowStart.getTime() >= this.flushMs;
     const reading = this.options.source.sample(now, this.pollsInWindow === 0 || this.lastPollClosesWindow);
     this.pollsInWindow += 1;
     this.stats.samples += 1;
@@ -306,7 +308,6 @@ export class AgentLoop {
    */
   async run(signal: AbortSignal): Promise<void> {
     const pollMs = this.options.pollIntervalMs ?? 1000;
-    const flushMs = (this.options.flushIntervalS ?? 10) * 1000;
     // One abort listener for the whole run (not one added and removed per poll).
     const onAbort = (): void => this.stopSleep?.();
     signal.addEventListener('abort', onAbort, { once: true });
@@ -316,11 +317,9 @@ export class AgentLoop {
       const woken = await this.sleep(pollMs, signal);
       if (signal.aborted) break;
       if (!woken) this.poll();
-      if (
-        this.urgent ||
-        this.lastPollClosesWindow ||
-        this.now().getTime() - this.windowStart.getTime() >= flushMs
-      ) {
+      // The poll that reached the flush interval closes the window (it read the window's closing
+      // edge), as does a critical event.
+      if (this.urgent || this.lastPollClosesWindow) {
         this.urgent = false;
         await this.flush();
       }

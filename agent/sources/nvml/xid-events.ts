@@ -243,15 +243,8 @@ export class NvmlEventWatcher {
         this.#logOnce(-1, `nvmlEventSetWait_v2 could not be called: ${String(error)}`);
         return delivered;
       }
-      if (code === NVML_RETURN.SUCCESS) {
-        this.#deliver();
-        delivered++;
-        continue;
-      }
-      if (code === NVML_RETURN.ERROR_GPU_IS_LOST) this.#lost();
-      else if (code !== NVML_RETURN.ERROR_TIMEOUT)
-        this.#logOnce(code, `nvmlEventSetWait_v2 returned ${code} (${this.#nvml.errorString(code)})`);
-      return delivered;
+      if (this.#answer(code) !== 'event') return delivered;
+      delivered++;
     }
     return delivered;
   }
@@ -295,23 +288,26 @@ export class NvmlEventWatcher {
         this.#pauseThenWait();
         return;
       }
-      switch (code) {
-        case NVML_RETURN.SUCCESS:
-          this.#deliver();
-          this.#wait();
-          return;
-        case NVML_RETURN.ERROR_TIMEOUT:
-          this.#wait();
-          return;
-        case NVML_RETURN.ERROR_GPU_IS_LOST:
-          this.#lost();
-          this.#pauseThenWait();
-          return;
-        default:
-          this.#logOnce(code, `nvmlEventSetWait_v2 returned ${code} (${this.#nvml.errorString(code)})`);
-          this.#pauseThenWait();
-      }
+      const answer = this.#answer(code);
+      if (answer === 'error') this.#pauseThenWait();
+      else this.#wait();
     });
+  }
+
+  /**
+   * What one `nvmlEventSetWait_v2` answered, acted on (the same for the background wait and a
+   * drain): an event is delivered, a lost GPU reported once, any other code but TIMEOUT logged once.
+   * @returns `event`, `idle` (TIMEOUT) or `error` (lost GPU or another code)
+   */
+  #answer(code: number): 'event' | 'idle' | 'error' {
+    if (code === NVML_RETURN.SUCCESS) {
+      this.#deliver();
+      return 'event';
+    }
+    if (code === NVML_RETURN.ERROR_TIMEOUT) return 'idle';
+    if (code === NVML_RETURN.ERROR_GPU_IS_LOST) this.#lost();
+    else this.#logOnce(code, `nvmlEventSetWait_v2 returned ${code} (${this.#nvml.errorString(code)})`);
+    return 'error';
   }
 
   /** After an error: wait one timeout on a timer (never a hot loop), then wait for events again. */
