@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -196,6 +196,50 @@ describe('agent bundle', () => {
     expect(result.stderr).toContain(
       'flag --flush-interval-s: Expected `flushIntervalS` to be an integer in 1..3600, got `0` (number)',
     );
+  });
+
+  it('loads no worker_threads nor child_process while it runs (pino and commander get stubs for what the agent never calls)', () => {
+    // Prepare: a preload that writes the Node built-ins loaded by the time the process exits
+    const loaded = join(dir, 'module-load-list.txt');
+    const preload = join(dir, 'module-load-list.cjs');
+    writeFileSync(
+      preload,
+      `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(loaded)}, process.moduleLoadList.join('\\n')));\n`,
+    );
+    const env = {
+      PATH: '/usr/bin:/bin',
+      GPU_SENTINEL_CONFIG: join(bundle.outDir, 'agent.sample.json'),
+      GPU_SENTINEL_NVML_LIB: fakeNvmlPath(),
+      FAKE_NVML_PRESET: 'p5',
+      GPU_SENTINEL_LOG_LEVEL: 'info',
+    };
+    const args = [
+      'agent',
+      '--once',
+      '--print',
+      '--poll-interval-ms',
+      '100',
+      '--instance-id',
+      'i-0abc12345def67890',
+    ];
+    args.push('--instance-type', 'p5.48xlarge', '--region', 'us-east-1');
+
+    // Act
+    const result = spawnSync(process.execPath, ['-r', preload, bundle.entry, ...args], {
+      cwd: dir,
+      encoding: 'utf8',
+      env,
+    });
+
+    // Assess: it ran, logged through pino, and never loaded the two built-ins
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout).windows.length).toBeGreaterThan(0);
+    const modules = readFileSync(loaded, 'utf8').split('\n');
+    expect(modules).toContain('NativeModule http');
+    expect(modules.filter((m) => /\b(worker_threads|child_process)$/.test(m))).toEqual([]);
+    expect(
+      Object.keys(bundle.metafile.inputs).filter((path) => path.includes('node_modules/thread-stream/')),
+    ).toEqual([]);
   });
 
   it('loads NVML through its own koffi and prints one batch of 8 GPUs', () => {
