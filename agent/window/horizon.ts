@@ -45,15 +45,17 @@ export interface HorizonTrackerOptions {
  * `kind: 'horizon'` window with the same statistics as `aggregateWindow` (both call
  * `windowFromColumns`, so the same samples give the same numbers).
  *
- * Storage: per GPU one ring of typed arrays, a `Float64Array` per sample field (`NaN` = absent,
- * flags 1/0) rather than an array of sample objects, plus a ring of process entries
- * (`Uint32Array` pid + `Float64Array` memory). Memory per GPU, arithmetic: a row is 35 field
- * columns + the time, 8 B each, + a process-entry index (8 B) + a process count (1 B) = 297 B;
- * at 1 Hz a 900 s horizon keeps 901 rows in a capacity that doubled to 1,024, so
- * 1,024 × 297 B ≈ 297 KiB, plus 12 B per process entry (1 process a sample: 1,024 × 12 B = 12 KiB).
- * 8 GPUs: ≈ 2.4 MiB. Worst case under the defaults (1,801 rows of 64 processes each):
- * 1,801 × 297 B + 131,072 × 12 B ≈ 2.0 MiB per GPU, 16 MiB for 8, plus one shared scratch
- * (≤ one ring's columns) used when a window's rows wrap around the ring's end. The same 7,200
+ * Storage: per GPU one ring of typed arrays, one per sample field (`NaN` = absent, flags 1/0)
+ * rather than an array of sample objects, plus a ring of process entries (`Uint32Array` pid +
+ * `Float64Array` memory). A field column takes 0, 4 or 8 bytes a row by the values it has held
+ * (`SampleRing`: nothing while absent, 32-bit while every value is exact in 32 bits, else 64-bit),
+ * and every row 17 bytes more (time, process-entry index and count). Memory per GPU, arithmetic, at
+ * 1 Hz (902 rows): all 35 columns 64-bit, 297 B a row, 262 KiB; an H100 with GPM as read (ratios,
+ * power, energy and byte counters 64-bit, the other 20 columns 32-bit), 217 B, 191 KiB, 1.5 MiB for
+ * 8 GPUs (the fake NVML's round ratios: 1.19 MB measured); plus 12 B per process entry. Worst case
+ * under the defaults (1,801 rows of 64 processes each, every column 64-bit): 1,801 × 297 B +
+ * 131,072 × 12 B ≈ 2.0 MiB per GPU, 16 MiB for 8, plus one shared scratch (≤ one ring's columns)
+ * used when a window's rows wrap around the ring's end or a column is 32-bit. The same 7,200
  * samples as objects would take ≈ 800 B each in V8 (35 properties, most boxed doubles) ≈ 5.8 MB
  * and feed the garbage collector every second. At most 64 GPUs (index 0..63) are tracked.
  *

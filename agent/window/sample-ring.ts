@@ -19,18 +19,32 @@ const INITIAL_ROWS = 64;
 const INITIAL_PROCESS_ENTRIES = 64;
 
 /**
- * Bytes one row costs: 35 `Float64Array` field columns + the time (8 B each) + the row's first
- * process entry (`Float64Array`, 8 B) + its process count (`Int8Array`, 1 B) = 36 × 8 + 8 + 1.
+ * Bytes one row costs besides its field columns: the time (`Float64Array`, 8 B) + the row's first
+ * process entry (`Float64Array`, 8 B) + its process count (`Int8Array`, 1 B).
  */
-export const BYTES_PER_ROW = (COLUMN_FIELDS.length + 1) * 8 + 8 + 1;
+export const BYTES_PER_ROW_BASE = 8 + 8 + 1;
 /** Bytes one process entry costs: pid (`Uint32Array`, 4 B) + memory (`Float64Array`, 8 B). */
 export const BYTES_PER_PROCESS_ENTRY = 4 + 8;
+
+/**
+ * A field column's storage, chosen by the values it has held, never by guess, so every value reads
+ * back exactly: `undefined` while every value was absent (`NaN`; nothing allocated, reads as `NaN`),
+ * a `Float32Array` while every value was exact in 32 bits (`Math.fround(v) === v`: integer °C, MHz,
+ * W limits, flags, counts < 2^24, bitmasks), a `Float64Array` from the first value that is not
+ * (ratios, energy and byte counters). A column only moves up, once, copying its rows exactly.
+ */
+type FieldColumn = Float32Array | Float64Array | undefined;
 
 /**
  * One GPU's recent samples in a ring of typed arrays, one per field (`NaN` = absent, flags 1/0),
  * plus a second ring of process entries (pid, memory) that the rows point into. Rows are kept in
  * arrival order; the caller keeps `at_ms` ascending. Memory grows by doubling up to
  * `maxSamples` rows and never shrinks (see {@link SampleRing.bytes}).
+ *
+ * A field column takes 0, 4 or 8 bytes a row by what it has held (see {@link FieldColumn}): on a
+ * p5 (H100, GPM) about 20 of the 35 columns stay 32-bit (temperatures, clocks, power limits, ECC
+ * counts, flags, frame-buffer bytes in whole MiB), and a metric the GPU does not give costs nothing.
+ * Values read back exactly as pushed either way.
  */
 export class SampleRing {
   /** Most rows kept; a push beyond drops the oldest. */
@@ -39,7 +53,7 @@ export class SampleRing {
   #head = 0;
   #length = 0;
   #atMs = new Float64Array(0);
-  #fields: Float64Array[] = COLUMN_FIELDS.map(() => new Float64Array(0));
+  #fields: FieldColumn[] = COLUMN_FIELDS.map(() => undefined);
   /** Logical index of each row's first process entry (grows forever; exact to 2^53). */
   #processStart = new Float64Array(0);
   /** Each row's number of process entries; −1 when the sample had no `processes` field. */
@@ -67,9 +81,19 @@ export class SampleRing {
     return this.#length;
   }
 
-  /** Bytes allocated by the typed arrays: capacity × {@link BYTES_PER_ROW} + process capacity × {@link BYTES_PER_PROCESS_ENTRY}. */
+  /**
+   * Bytes allocated by the typed arrays: capacity × {@link BYTES_PER_ROW_BASE} + each field
+   * column's bytes (capacity × 0, 4 or 8) + process capacity × {@link BYTES_PER_PROCESS_ENTRY}.
+   */
   get bytes(): number {
-    return this.#capacity * BYTES_PER_ROW + this.#pids.length * BYTES_PER_PROCESS_ENTRY;
+    let columns = 0;
+    for (const column of this.#fields) columns += column?.byteLength ?? 0;
+    return this.#capacity * BYTES_PER_ROW_BASE + columns + this.#pids.length * BYTES_PER_PROCESS_ENTRY;
+  }
+
+  /** Bytes per row of each field column, in `COLUMN_FIELDS` order: 0 (all absent so far), 4 or 8. */
+  get columnWidths(): number[] {
+    return this.#fields.map((column) => column?.BYTES_PER_ELEMENT ?? 0);
   }
 
   /** Time of row `row` (0 = oldest), ms since the epoch; `NaN` outside 0..length − 1. */
@@ -95,11 +119,17 @@ export class SampleRing {
     this.#atMs[at] = row.atMs;
     const values = row.values;
     const fields = this.#fields;
-    for (let c = 0; c < COLUMN_COUNT; c++)
-      (fields[c] as Float64Array)[at] = checkColumnValue(
-        COLUMN_CHECK_CODES[c] as number,
-        values[c] as number,
-      );
+    for (let c = 0; c < COLUMN_COUNT; c++) {
+      const value = checkColumnValue(COLUMN_CHECK_CODES[c] as number, values[c] as number);
+      let column = fields[c];
+      if (column === undefined) {
+        if (value !== value) continue; // absent, as every value before it: nothing to store
+        column = this.#widen(c, value);
+      } else if (column.BYTES_PER_ELEMENT === 4 && Math.fround(value) !== value && value === value) {
+        column = this.#widen(c, value);
+      }
+      column[at] = value;
+    }
     this.#processStart[at] = this.#processEnd;
     this.#processCount[at] = -1;
     this.#length++;
@@ -166,7 +196,13 @@ export class SampleRing {
     const start = this.#physical(from);
     const fields = {} as Record<ColumnField, Float64Array>;
     COLUMN_FIELDS.forEach((field, i) => {
-      fields[field] = slice(this.#fields[i]!, start, length, scratch, i);
+      const column = this.#fields[i];
+      fields[field] =
+        column === undefined
+          ? scratch.absent(length)
+          : column.BYTES_PER_ELEMENT === 8
+            ? slice(column as Float64Array, start, length, scratch, i)
+            : scratch.copy(i, column, start, length);
     });
     let processesSeen = false;
     let firstEntry = this.#processEnd;
@@ -196,16 +232,39 @@ export class SampleRing {
 
   #grow(): void {
     const capacity = Math.min(this.maxSamples, Math.max(this.#initialRows, this.#capacity * 2));
-    const move = <T extends Float64Array | Int8Array>(old: T, fresh: T): T => {
+    const move = <T extends Float64Array | Float32Array | Int8Array>(old: T, fresh: T): T => {
       for (let row = 0; row < this.#length; row++) fresh[row] = old[this.#physical(row)]!;
       return fresh;
     };
     this.#atMs = move(this.#atMs, new Float64Array(capacity));
-    this.#fields = this.#fields.map((column) => move(column, new Float64Array(capacity)));
+    this.#fields = this.#fields.map((column) =>
+      column === undefined
+        ? undefined
+        : column.BYTES_PER_ELEMENT === 4
+          ? move(column as Float32Array, new Float32Array(capacity))
+          : move(column as Float64Array, new Float64Array(capacity)),
+    );
     this.#processStart = move(this.#processStart, new Float64Array(capacity));
     this.#processCount = move(this.#processCount, new Int8Array(capacity));
     this.#capacity = capacity;
     this.#head = 0;
+  }
+
+  /**
+   * Gives field column `c` the storage `value` needs (see {@link FieldColumn}): a first value that
+   * is not absent allocates it (every earlier row absent), 32-bit when the value is exact there; a
+   * value that is not exact in 32 bits moves a 32-bit column to 64-bit, copying its rows exactly.
+   */
+  #widen(c: number, value: number): Float32Array | Float64Array {
+    const old = this.#fields[c];
+    const column =
+      old === undefined && Math.fround(value) === value
+        ? new Float32Array(this.#capacity)
+        : new Float64Array(this.#capacity);
+    if (old === undefined) column.fill(Number.NaN);
+    else column.set(old);
+    this.#fields[c] = column;
+    return column;
   }
 
   /**
@@ -237,6 +296,14 @@ export class SampleRing {
  */
 export class ColumnScratch {
   #arrays: Float64Array[] = [];
+  #absent = new Float64Array(0);
+
+  /** A view of `count` `NaN`s: the values of a column that has held nothing but absent values. */
+  absent(count: number): Float64Array {
+    if (this.#absent.length < count)
+      this.#absent = new Float64Array(Math.max(count, this.#absent.length * 2)).fill(Number.NaN);
+    return this.#absent.subarray(0, count);
+  }
 
   /**
    * Copies `count` values of the ring `source`, starting at physical index `start` and wrapping
@@ -244,7 +311,12 @@ export class ColumnScratch {
    *
    * @returns a view of the slot's first `count` values
    */
-  copy(slot: number, source: Float64Array | Uint32Array, start: number, count: number): Float64Array {
+  copy(
+    slot: number,
+    source: Float64Array | Float32Array | Uint32Array,
+    start: number,
+    count: number,
+  ): Float64Array {
     let target = this.#arrays[slot];
     if (target === undefined || target.length < count) {
       target = new Float64Array(Math.max(count, (target?.length ?? 0) * 2));

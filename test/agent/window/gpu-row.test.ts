@@ -127,4 +127,72 @@ describe('SampleRing.pushRow', () => {
       }),
     );
   });
+
+  it('reads every value back exactly while columns widen from nothing to 32 to 64 bits, across growth and wrap-around', () => {
+    // Prepare: values 32 bits hold (small integers, halves, MiB counts), values they do not, absent ones
+    const mixed = fc.oneof(
+      fc.constant(undefined),
+      fc.integer({ min: 0, max: 2000 }),
+      fc.integer({ min: 0, max: 80_000 }).map((mib) => mib * 2 ** 20),
+      fc.double({ min: 0, max: 1, noNaN: true }),
+      fc.integer({ min: 0, max: 2 ** 40 }),
+    );
+    const sampleAt = (second: number, values: readonly (number | undefined)[]): GpuSample => {
+      const sample: Record<string, unknown> = { gpu_index: 0, at_ms: T0 + second * 1000 };
+      COLUMN_FIELDS.forEach((field, i) => {
+        if (values[i] !== undefined) sample[field] = values[i];
+      });
+      return sample as unknown as GpuSample;
+    };
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(mixed, { minLength: COLUMN_COUNT, maxLength: COLUMN_COUNT }), {
+          minLength: 1,
+          maxLength: 40,
+        }),
+        fc.integer({ min: 1, max: 12 }),
+        (rows, keep) => {
+          const samples = rows.map((values, second) => sampleAt(second, values));
+          const ring = new SampleRing(keep, 1);
+          const row = new GpuRow(0);
+
+          // Act
+          for (const s of samples) ring.pushRow(rowFromSample(s, row));
+
+          // Assess: the kept rows read as columnsFromSamples reads them (copies of the exact values)
+          const kept = samples.slice(-keep);
+          expect(ring.columns(0, ring.length, new ColumnScratch())).toEqual(columnsFromSamples(kept));
+        },
+      ),
+    );
+  });
+
+  it('stores a column in 0, 4 or 8 bytes a row by the values it has held', () => {
+    // Prepare
+    const ring = new SampleRing(900, 900);
+    const row = new GpuRow(0);
+
+    // Act
+    for (let s = 0; s < 10; s++)
+      ring.pushRow(
+        rowFromSample(
+          { gpu_index: 0, at_ms: T0 + s * 1000, gpu_temp_c: 40 + s, gpu_util: s / 10, power_w: 700 },
+          row,
+        ),
+      );
+    const before = ring.columnWidths;
+    ring.pushRow(rowFromSample({ gpu_index: 0, at_ms: T0 + 10_000, power_w: 612.3456 }, row));
+
+    // Assess: integer °C and a 700 W reading fit 32 bits, 0.1 does not, sm_active never came
+    expect(before[COLUMN_INDEX.gpu_temp_c]).toBe(4);
+    expect(before[COLUMN_INDEX.power_w]).toBe(4);
+    expect(before[COLUMN_INDEX.gpu_util]).toBe(8);
+    expect(before[COLUMN_INDEX.sm_active]).toBe(0);
+    expect(ring.columnWidths[COLUMN_INDEX.power_w]).toBe(8);
+    expect(ring.bytes).toBe(900 * (8 + 8 + 1) + 900 * (4 + 8 + 8));
+    const columns = ring.columns(0, ring.length, new ColumnScratch());
+    expect([...columns.fields.power_w]).toEqual([...Array(10).fill(700), 612.3456]);
+    expect([...columns.fields.gpu_temp_c]).toEqual([40, 41, 42, 43, 44, 45, 46, 47, 48, 49, Number.NaN]);
+    expect(columns.fields.sm_active.every(Number.isNaN)).toBe(true);
+  });
 });
