@@ -165,6 +165,8 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
       pollIntervalMs: config.pollIntervalMs,
       flushIntervalS: config.flushIntervalS,
       sendIntervalS: config.sendIntervalS,
+      // V8's gc() when node runs with --expose-gc (the systemd unit does; see AgentLoopOptions.collectGarbage).
+      collectGarbage: typeof globalThis.gc === 'function' ? globalThis.gc : undefined,
       clock,
       onWarning: warn,
     });

@@ -266,6 +266,44 @@ describe('AgentLoop', () => {
     },
   );
 
+  it('collects garbage after a finished send at most every collectGarbageEveryS, never during one', async () => {
+    // Prepare: a send every 60 s, a collection due every 300 s; note whether a drain ran at each call
+    const clock = manualClock();
+    const collectedAt: number[] = [];
+    let draining = false;
+    const sink = new MemorySink(async () => {
+      draining = true;
+      await new Promise((r) => setTimeout(r, 1));
+      draining = false;
+    });
+    const loop = manualLoop(clock, {
+      delivery: sink,
+      collectGarbage: () => collectedAt.push((clock.now().getTime() - T0) / 1000 + (draining ? 0.5 : 0)),
+      collectGarbageEveryS: 300,
+    });
+
+    // Act: 15 minutes of 10 s windows
+    for (let i = 0; i < 90; i++) {
+      loop.poll();
+      clock.advance(10_000);
+      await loop.flush();
+      await loop.settle();
+    }
+
+    // Assess: at the first send at or after each 300 s, after its request went out
+    expect(collectedAt).toEqual([300, 600, 900]);
+  });
+
+  it('throws a RangeError naming collectGarbageEveryS below 1 s', () => {
+    // Prepare
+    const clock = manualClock();
+
+    // Act / Assess
+    expect(() => manualLoop(clock, { collectGarbageEveryS: 0 })).toThrow(
+      /`collectGarbageEveryS` to be a number >= 1/,
+    );
+  });
+
   it.each(['xid', 'ecc_dbe', 'gpu_lost', 'remap_failure', 'spot_interruption'] as const)(
     'sends at once, before the send interval, a flush that carries a critical %s event',
     async (kind) => {

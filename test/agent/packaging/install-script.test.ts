@@ -125,7 +125,7 @@ describe('install.sh into a temporary root', () => {
   });
 
   it.each([
-    `ExecStart=${process.execPath} --max-old-space-size=64 --max-semi-space-size=1 --single-threaded /opt/gpu-sentinel/lib/gpu-sentinel-agent.mjs agent`,
+    `ExecStart=${process.execPath} --max-old-space-size=64 --max-semi-space-size=1 --single-threaded --expose-gc /opt/gpu-sentinel/lib/gpu-sentinel-agent.mjs agent`,
     'User=gpu-sentinel',
     'Restart=on-failure',
     'NoNewPrivileges=yes',
