@@ -21,7 +21,7 @@ import { processCpuUs, statusKb, threadCpuUs } from './proc-stat';
 /**
  * The shipped agent's own cost, against the obvious alternative, in one run:
  * `npx tsx test/bench/agent-overhead.ts [--seconds 120] [--warmup-s 60] [--report-every-s 300]
- * [--poll-ms 1000] [--flush-s 10] [--send-s 60] [--gpus 8] [--extra-flags '--single-threaded-gc']
+ * [--poll-ms 1000] [--flush-s 10] [--send-s 60] [--gpus 8] [--sigv4] [--extra-flags '--single-threaded-gc']
  * [--bundle dist/agent]` (`--bundle`: measure a bundle folder already built, e.g. from another commit).
  *
  * The hour-long run, horizons full before the steady window opens (15 min warm-up, then an hour):
@@ -30,7 +30,8 @@ import { processCpuUs, statusKb, threadCpuUs } from './proc-stat';
  * The agent is the deliverable itself: `gpu-sentinel-agent.mjs agent`, built by
  * `buildAgentBundle` into a temporary folder (removed at the end) and run as its systemd unit runs
  * it (the unit's Node flags, read from `agent/packaging/gpu-sentinel-agent.service`), configured
- * by environment: the fake libnvidia-ml.so (p5 preset, `--gpus` H100s), `auth none` to a loopback
+ * by environment: the fake libnvidia-ml.so (p5 preset, `--gpus` H100s), `auth none` (with `--sigv4`:
+ * `auth sigv4` with static example keys in the environment, each batch signed as on a host) to a loopback
  * HTTP sink in this process (batches counted there), `imds off` with identity overrides, a
  * temporary spool; the kernel log, EFA and dcgm-exporter keep their defaults, as on a GPU host
  * without EFA or dcgm-exporter. It is measured from outside: CPU from `/proc/<pid>/stat`
@@ -76,6 +77,8 @@ const { values } = parseArgs({
     gpus: { type: 'string', default: '8' },
     /** Node flags added to the unit's for the agents (e.g. `--single-threaded-gc`), to measure GC settings. */
     'extra-flags': { type: 'string', default: '' },
+    /** Sign every batch (SigV4 with static example keys in the environment), as a host does with its role. */
+    sigv4: { type: 'boolean', default: false },
     /** An agent bundle folder already built (e.g. from another commit) to measure instead of building one. */
     bundle: { type: 'string' },
   },
@@ -161,7 +164,13 @@ function spawnAgent(
     FAKE_NVML_PRESET: 'p5',
     FAKE_NVML_GPU_COUNT: String(gpus),
     [envName('endpoint')]: sink.url,
-    [envName('auth')]: 'none',
+    [envName('auth')]: values.sigv4 ? 'sigv4' : 'none',
+    ...(values.sigv4
+      ? {
+          AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE',
+          AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+        }
+      : {}),
     [envName('imds')]: 'off',
     [envName('instanceId')]: 'i-0abc12345def67890',
     [envName('instanceType')]: 'p5.48xlarge',
@@ -427,7 +436,7 @@ try {
     '',
     '| approach | CPU % of one core (whole run) | steady CPU % (after warm-up) | CPU s | peak RSS MB | notes |',
     '|---|---|---|---|---|---|',
-    `| gpu-sentinel agent (shipped bundle → loopback sink), ${gpus} GPUs | ${fmt(wholePct, 3)} | ${fmt(steadyPct, 3)} | ${fmt((end.cpuUs - start.cpuUs) / 1e6, 3)} | ${fmt(peakRssMb, 1)} | ${sink.batches} batches received (${fmt(sink.bytes / 1024, 1)} KiB gzip) |`,
+    `| gpu-sentinel agent (shipped bundle → loopback sink${values.sigv4 ? ', SigV4-signed' : ''}), ${gpus} GPUs | ${fmt(wholePct, 3)} | ${fmt(steadyPct, 3)} | ${fmt((end.cpuUs - start.cpuUs) / 1e6, 3)} | ${fmt(peakRssMb, 1)} | ${sink.batches} batches received (${fmt(sink.bytes / 1024, 1)} KiB gzip) |`,
     `| nvidia-smi every poll (stand-in script): spawned processes | ${fmt(percent(smi.childUs, smi.wallMs), 3)} |  | ${fmt(smi.childUs / 1e6, 3)} | n/a (short-lived) | ${smi.rows ?? 0} CSV rows parsed |`,
     `| nvidia-smi every poll (stand-in script): spawning Node process | ${fmt(percent(smiOwn, smi.wallMs), 3)} |  | ${fmt(smiOwn / 1e6, 3)} | ${fmt((smi.vmHwmKb * 1024) / MB, 1)} | execFile + CSV parse, ${smi.polls} polls |`,
     `| nvidia-smi every poll (stand-in script): total | ${fmt(percent(smiOwn + smi.childUs, smi.wallMs), 3)} | ${fmt(smi.steadyUs === null || smi.steadyMs === null ? Number.NaN : percent(smi.steadyUs, smi.steadyMs), 3)} | ${fmt((smiOwn + smi.childUs) / 1e6, 3)} | ${fmt((smi.vmHwmKb * 1024) / MB, 1)} | the real nvidia-smi costs far more per run |`,
