@@ -50,7 +50,7 @@ import { processCpuUs, statusKb, threadCpuUs } from './proc-stat';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
 const SMI = join(HERE, 'fixtures', 'nvidia-smi');
-/** The agent's budget at 1 Hz (issue 10), by GPU count: % of one core and peak RSS, MB. */
+/** The agent's budget at 1 Hz (issue 10), by GPU count: % of one core and peak RSS in MiB (2^20 bytes, the unit of every RSS figure of this bench and of BENCHMARKS.md). */
 const TARGETS: Readonly<Record<number, { cpuPercent: number; rssMb: number }>> = {
   8: { cpuPercent: 0.1, rssMb: 60 },
   64: { cpuPercent: 0.4, rssMb: 100 },
@@ -434,7 +434,7 @@ try {
     `The agent: the shipped bundle (\`gpu-sentinel-agent.mjs agent\`, ${fmt(bundle.bundleBytes / MB)} MiB entry + ${bundle.chunks.length} chunks), run with the unit's Node flags: ${nodeFlags.join(' ') || 'none'}; NVML is the fake libnvidia-ml.so (test/fake-nvml, p5 preset: ${gpus}× H100); nvidia-smi is the stand-in test/bench/fixtures/nvidia-smi (no GPU here).`,
     'CPU % is of one core, from /proc/<pid>/stat (utime + stime, 10 ms resolution); peak RSS is VmHWM; both sides run at once, each in its own process.',
     '',
-    '| approach | CPU % of one core (whole run) | steady CPU % (after warm-up) | CPU s | peak RSS MB | notes |',
+    '| approach | CPU % of one core (whole run) | steady CPU % (after warm-up) | CPU s | peak RSS MiB | notes |',
     '|---|---|---|---|---|---|',
     `| gpu-sentinel agent (shipped bundle → loopback sink${values.sigv4 ? ', SigV4-signed' : ''}), ${gpus} GPUs | ${fmt(wholePct, 3)} | ${fmt(steadyPct, 3)} | ${fmt((end.cpuUs - start.cpuUs) / 1e6, 3)} | ${fmt(peakRssMb, 1)} | ${sink.batches} batches received (${fmt(sink.bytes / 1024, 1)} KiB gzip) |`,
     `| nvidia-smi every poll (stand-in script): spawned processes | ${fmt(percent(smi.childUs, smi.wallMs), 3)} |  | ${fmt(smi.childUs / 1e6, 3)} | n/a (short-lived) | ${smi.rows ?? 0} CSV rows parsed |`,
@@ -443,7 +443,7 @@ try {
     '',
     `Agent per interval (every ${reportEveryS} s; RSS from VmRSS read every second):`,
     '',
-    '| interval s | CPU % | RSS at end MB | max RSS MB | batches |',
+    '| interval s | CPU % | RSS at end MiB | max RSS MiB | batches |',
     '|---|---:|---:|---:|---:|',
     ...intervals.map(
       (i) =>
@@ -465,7 +465,7 @@ try {
     ...topFunctions,
     '',
     `SIGTERM: the agent exited ${stop.code ?? 'not at all (killed)'} after ${fmt(stop.ms, 0)} ms with ${stop.spooled} spool files left${exitOk ? '' : ' — NOT the expected 0 (or 1 with batches still spooled)'}; the profiled agent exited ${profStop.code ?? 'not at all (killed)'}.`,
-    `Targets: agent CPU < ${targetCpu}% of one core (steady state): ${steadyPct < targetCpu ? 'met' : 'NOT met'} (${fmt(steadyPct, 3)}%; whole run ${fmt(wholePct, 3)}%); peak RSS < ${targetRss} MB: ${peakRssMb < targetRss ? 'met' : 'NOT met'} (${fmt(peakRssMb, 1)} MB).`,
+    `Targets: agent CPU < ${targetCpu}% of one core (steady state): ${steadyPct < targetCpu ? 'met' : 'NOT met'} (${fmt(steadyPct, 3)}%; whole run ${fmt(wholePct, 3)}%); peak RSS < ${targetRss} MiB: ${peakRssMb < targetRss ? 'met' : 'NOT met'} (${fmt(peakRssMb, 1)} MiB, VmHWM ${vmHwmKb} kB).`,
   ];
   process.stdout.write(`${lines.join('\n')}\n`);
   if (!exitOk) {
