@@ -51,8 +51,8 @@ export interface HorizonTrackerOptions {
  * (`SampleRing`: nothing while absent, 32-bit while every value is exact in 32 bits, else 64-bit),
  * and every row 17 bytes more (time, process-entry index and count). Memory per GPU, arithmetic, at
  * 1 Hz (902 rows): all 35 columns 64-bit, 297 B a row, 262 KiB; an H100 with GPM as read (ratios,
- * power, energy and byte counters 64-bit, the other 20 columns 32-bit), 217 B, 191 KiB, 1.5 MiB for
- * 8 GPUs (the fake NVML's round ratios: 1.19 MB measured); plus 12 B per process entry. Worst case
+ * power, energy and the PCIe and NVLink counters 64-bit, 20 columns 32-bit), 217 B, 191 KiB, 1.5 MiB for
+ * 8 GPUs (the fake NVML's round ratios fit 32 bits: 1.14 MiB measured); plus 12 B per process entry. Worst case
  * under the defaults (1,801 rows of 64 processes each, every column 64-bit): 1,801 × 297 B +
  * 131,072 × 12 B ≈ 2.0 MiB per GPU, 16 MiB for 8, plus one shared scratch (≤ one ring's columns)
  * used when a window's rows wrap around the ring's end or a column is 32-bit. The same 7,200
