@@ -123,9 +123,9 @@ export class SampleRing {
       const value = checkColumnValue(COLUMN_CHECK_CODES[c] as number, values[c] as number);
       let column = fields[c];
       if (column === undefined) {
-        if (value !== value) continue; // absent, as every value before it: nothing to store
+        if (Number.isNaN(value)) continue; // absent, as every value before it: nothing to store
         column = this.#widen(c, value);
-      } else if (column.BYTES_PER_ELEMENT === 4 && Math.fround(value) !== value && value === value) {
+      } else if (column.BYTES_PER_ELEMENT === 4 && Math.fround(value) !== value && !Number.isNaN(value)) {
         column = this.#widen(c, value);
       }
       column[at] = value;

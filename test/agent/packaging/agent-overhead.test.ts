@@ -44,7 +44,9 @@ describe('agent overhead benchmark (test/bench/agent-overhead.ts)', () => {
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
     expect(result.stdout).toContain('the shipped bundle (`gpu-sentinel-agent.mjs agent`');
-    expect(result.stdout).toContain('--max-old-space-size=64 --max-semi-space-size=1 --single-threaded --expose-gc');
+    expect(result.stdout).toContain(
+      '--max-old-space-size=64 --max-semi-space-size=1 --single-threaded --expose-gc',
+    );
     // Columns: label, CPU % whole run, steady CPU %, CPU s, peak RSS MiB, notes.
     const agent = row(result.stdout, '| gpu-sentinel agent');
     expect(agent).toBeDefined();
