@@ -191,6 +191,8 @@ export class AgentLoop {
   private lastSendMs: number;
   /** When `collectGarbage` last ran (or the loop was made), ms since the epoch. */
   private lastCollectMs: number;
+  /** Least time between two `collectGarbage` calls, ms (`collectGarbageEveryS`). */
+  private readonly collectEveryMs: number;
 
   /** @param options - see {@link AgentLoopOptions} */
   constructor(private readonly options: AgentLoopOptions) {
@@ -200,6 +202,7 @@ export class AgentLoop {
     const collectEveryS = options.collectGarbageEveryS ?? DEFAULT_COLLECT_GARBAGE_EVERY_S;
     if (!Number.isFinite(collectEveryS) || collectEveryS < 1)
       throw new RangeError(`Expected \`collectGarbageEveryS\` to be a number >= 1, got \`${collectEveryS}\``);
+    this.collectEveryMs = collectEveryS * 1000;
     this.flushMs = (options.flushIntervalS ?? 10) * 1000;
     this.windowStart = this.now();
     this.lastSendMs = this.windowStart.getTime();
@@ -395,8 +398,7 @@ export class AgentLoop {
     const collect = this.options.collectGarbage;
     if (collect === undefined) return;
     const now = this.now().getTime();
-    const everyMs = (this.options.collectGarbageEveryS ?? DEFAULT_COLLECT_GARBAGE_EVERY_S) * 1000;
-    if (now - this.lastCollectMs < everyMs) return;
+    if (now - this.lastCollectMs < this.collectEveryMs) return;
     this.lastCollectMs = now;
     collect();
   }

@@ -1,6 +1,6 @@
 import type { EfaWindow, GpuEvent, GpuIdentity, K8sWorkload } from '../../lambdas/contract';
 import type { EfaLike, SampleSource, SourceReading } from '../agent-loop';
-import { COLUMN_INDEX, type GpuRow } from '../window/gpu-row';
+import { COLUMN_INDEX, type GpuRow, rowValue } from '../window/gpu-row';
 import type { GpuSample } from '../window/gpu-sample';
 import { type AgentSource, NODE_TIMERS, type SourceContext, type SourceSupport } from './source';
 
@@ -162,13 +162,12 @@ export class SourceRegistry implements SampleSource {
   }
 }
 
-/** Writes `extra`'s fields into the row's absent (`NaN`) columns: numbers as they are, booleans as 1/0. */
+/** Writes `extra`'s fields into the row's absent (`NaN`) columns, encoded as `rowFromSample` encodes them. */
 function overlayRow(row: GpuRow, extra: Partial<GpuSample>): void {
   for (const [key, value] of Object.entries(extra)) {
     const column = (COLUMN_INDEX as Record<string, number | undefined>)[key];
     if (column === undefined || !Number.isNaN(row.values[column])) continue;
-    if (typeof value === 'number') row.values[column] = value;
-    else if (typeof value === 'boolean') row.values[column] = value ? 1 : 0;
+    row.values[column] = rowValue(column, value);
   }
 }
 

@@ -47,8 +47,17 @@ export class GpuRow {
 }
 
 /**
- * Writes a sample object into `into` (reset first): numbers as they are, booleans of flag fields
- * as 1/0, anything else (absent, wrong type) as `NaN`; the first 64 processes are kept.
+ * The row value of a sample field's value in column `column`: a flag column's boolean as 1/0, any
+ * other column's number as it is, anything else (absent, wrong type) `NaN`.
+ */
+export function rowValue(column: number, value: unknown): number {
+  if (COLUMN_CHECK_CODES[column] === FLAG) return typeof value === 'boolean' ? (value ? 1 : 0) : Number.NaN;
+  return typeof value === 'number' ? value : Number.NaN;
+}
+
+/**
+ * Writes a sample object into `into` (reset first), each field as {@link rowValue} encodes it; the
+ * first 64 processes are kept.
  *
  * @returns `into`
  */
@@ -56,11 +65,7 @@ export function rowFromSample(sample: GpuSample, into: GpuRow): GpuRow {
   into.gpuIndex = sample.gpu_index;
   into.reset(sample.at_ms);
   const values = into.values;
-  for (let c = 0; c < COLUMN_COUNT; c++) {
-    const value = sample[COLUMN_FIELDS[c] as ColumnField];
-    if (COLUMN_CHECK_CODES[c] === FLAG) values[c] = typeof value === 'boolean' ? (value ? 1 : 0) : Number.NaN;
-    else values[c] = typeof value === 'number' ? value : Number.NaN;
-  }
+  for (let c = 0; c < COLUMN_COUNT; c++) values[c] = rowValue(c, sample[COLUMN_FIELDS[c] as ColumnField]);
   into.processes = sample.processes;
   return into;
 }

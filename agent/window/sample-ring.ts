@@ -237,12 +237,13 @@ export class SampleRing {
       return fresh;
     };
     this.#atMs = move(this.#atMs, new Float64Array(capacity));
-    this.#fields = this.#fields.map((column) =>
-      column === undefined
-        ? undefined
-        : column.BYTES_PER_ELEMENT === 4
-          ? move(column as Float32Array, new Float32Array(capacity))
-          : move(column as Float64Array, new Float64Array(capacity)),
+    this.#fields = this.#fields.map(
+      (column) =>
+        column &&
+        move(
+          column,
+          column.BYTES_PER_ELEMENT === 4 ? new Float32Array(capacity) : new Float64Array(capacity),
+        ),
     );
     this.#processStart = move(this.#processStart, new Float64Array(capacity));
     this.#processCount = move(this.#processCount, new Int8Array(capacity));
