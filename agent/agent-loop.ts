@@ -9,6 +9,7 @@ import {
   type K8sWorkload,
   MAX_FLUSH_WINDOW_S,
 } from '../lambdas/contract';
+import { systemClock } from './clock';
 import { GpuRow, rowFromSample } from './window/gpu-row';
 import type { GpuSample } from './window/gpu-sample';
 import { ColumnScratch, SampleRing } from './window/sample-ring';
@@ -122,7 +123,7 @@ export interface AgentLoopOptions {
   readonly collectGarbage?: () => void;
   /** Least time between two {@link collectGarbage} calls, s, ≥ 1. @default {@link DEFAULT_COLLECT_GARBAGE_EVERY_S} */
   readonly collectGarbageEveryS?: number;
-  /** The clock. @default () => new Date() */
+  /** The clock. @default systemClock */
   readonly clock?: () => Date;
   /** Called once per condition worth an operator's attention (send failure, drops). */
   readonly onWarning?: (message: string, data?: Record<string, unknown>) => void;
@@ -438,6 +439,6 @@ export class AgentLoop {
   }
 
   private now(): Date {
-    return this.options.clock ? this.options.clock() : new Date();
+    return (this.options.clock ?? systemClock)();
   }
 }

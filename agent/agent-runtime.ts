@@ -1,6 +1,7 @@
 import { MAX_FUTURE_S, MAX_PAST_S } from '../lambdas/contract/constants';
 import type { Batch, GpuEvent, Host } from '../lambdas/contract/schema';
 import { AgentLoop, type DeliveryLike } from './agent-loop';
+import { systemClock } from './clock';
 import type { AgentConfig } from './config';
 import { resolveIdentity } from './identity';
 import { ImdsClient } from './identity/imds';
@@ -47,7 +48,7 @@ export interface AgentRuntimeOptions {
   readonly config: AgentConfig;
   readonly version: string;
   readonly log: AgentLog;
-  /** The clock. @default () => new Date() */
+  /** The clock. @default systemClock */
   readonly clock?: () => Date;
   /** Identity to use when IMDS is off and the config has no complete override (diagnosis runs). */
   readonly fallbackHost?: Host;
@@ -85,10 +86,10 @@ export const INSTANCE_EVENT_POLL_MS = 5000;
  */
 export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<AgentRuntime> {
   const { config, log } = opts;
-  const clock = opts.clock ?? (() => new Date());
+  const clock = opts.clock ?? systemClock;
   const warn = (message: string, data?: Record<string, unknown>): void => log.warn(data ?? {}, message);
 
-  const nvml = new NvmlGpuSource({ libraryPath: config.nvmlLibraryPath, logger: log });
+  const nvml = new NvmlGpuSource({ libraryPath: config.nvmlLibraryPath, logger: log, clock });
   const dcgm =
     config.dcgmExporterUrl === 'off'
       ? undefined
@@ -123,6 +124,7 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
       maxBytes: config.spoolMaxBytes,
       maxAgeS: Math.min(config.spoolMaxAgeS, 6 * 24 * 3600),
       onWarning: warn,
+      clock,
     });
     stoppers.push(() => spool.close());
     const http = new HttpSender({
@@ -133,6 +135,7 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
       retries: 2,
       maxTimeoutMs: 5000,
       // One connection for every send: idle sockets outlive the send interval.
+      clock,
       keepAliveMs: Math.max(DEFAULT_KEEP_ALIVE_MS, (config.sendIntervalS + config.flushIntervalS) * 1000),
     });
     const sender = new SpoolingSender({ spool, send: opts.send ?? ((b) => http.send(b)), onWarning: warn });

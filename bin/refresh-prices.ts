@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PricingClient } from '@aws-sdk/client-pricing';
+import { systemClock } from '../lambdas/adapters/clock';
 import {
   fetchOnDemandPrices,
   PRICED_INSTANCE_TYPES,
@@ -15,7 +16,7 @@ import {
  * succeeded; review the diff and commit it. The endpoint region is us-east-1 whatever the stack's.
  */
 async function main(): Promise<void> {
-  const today = new Date().toISOString().slice(0, 10);
+  const today = systemClock().toISOString().slice(0, 10);
   const rows = await fetchOnDemandPrices(
     new PricingClient({ region: 'us-east-1' }),
     PRICED_INSTANCE_TYPES,

@@ -131,6 +131,27 @@ describe('rooms', () => {
     expect(found).toEqual([]);
   });
 
+  it('only the clock modules read the wall clock: every other file takes its time from an injected clock', () => {
+    // Prepare: a component that reads the system clock while its caller injected another stamps,
+    // ages or drops by two times at once (a spool that aged a test's batches by the real date)
+    const clockFiles = ['agent/clock.ts', 'lambdas/adapters/clock.ts'];
+    const wallClock = /\bDate\.now\(\)|\bnew Date\(\)/;
+
+    // Act
+    const found = SOURCE_ROOTS.flatMap(sourceFiles)
+      .filter((f) => !clockFiles.includes(f))
+      .flatMap((f) =>
+        readFileSync(join(ROOT, f), 'utf8')
+          .split('\n')
+          .map((line, i) => ({ line, at: `${f}:${i + 1}` }))
+          .filter(({ line }) => !/^\s*(\*|\/\/)/.test(line) && wallClock.test(line))
+          .map(({ at }) => at),
+      );
+
+    // Assess
+    expect(found).toEqual([]);
+  });
+
   it.each([
     { file: 'agent/x.ts', spec: '../bin/commands/paths', allowed: false },
     { file: 'agent/x.ts', spec: '../lambdas/domain', allowed: false },

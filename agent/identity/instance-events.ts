@@ -1,6 +1,7 @@
 import { MAX_DETAIL_CHARS } from '../../lambdas/contract/constants';
 import type { GpuEvent } from '../../lambdas/contract/schema';
 import { formatIsoMicros } from '../../lambdas/contract/timestamps';
+import { systemClock } from '../clock';
 import type { ImdsClient } from './imds';
 
 /**
@@ -20,7 +21,7 @@ export const REBALANCE_RECOMMENDATION_PATH = 'events/recommendations/rebalance';
 export interface InstanceEventPollerOptions {
   /** The IMDSv2 client (token handling, 404 → `undefined`). */
   readonly imds: Pick<ImdsClient, 'get'>;
-  /** The clock: `at` of a spot notice (when it was seen). @default () => new Date() */
+  /** The clock: `at` of a spot notice (when it was seen). @default systemClock */
   readonly clock?: () => Date;
   /** Called once per new notice, in addition to `poll()`'s result. Must not throw. @default no-op */
   readonly onEvent?: (event: GpuEvent) => void;
@@ -53,7 +54,7 @@ export class InstanceEventPoller {
   /** @param opts - see {@link InstanceEventPollerOptions} */
   constructor(opts: InstanceEventPollerOptions) {
     this.imds = opts.imds;
-    this.clock = opts.clock ?? (() => new Date());
+    this.clock = opts.clock ?? systemClock;
     this.onEvent = opts.onEvent ?? (() => {});
     this.onWarning = opts.onWarning ?? (() => {});
   }

@@ -12,6 +12,7 @@ import {
   MAX_WINDOWS_PER_BATCH,
   SCHEMA_V1,
 } from '../../lambdas/contract';
+import { systemClock } from '../clock';
 
 /**
  * Largest serialized batch the batcher builds by default, bytes: 1 MiB of raw JSON. The API takes
@@ -30,7 +31,7 @@ export interface BatchBuilderOptions {
   readonly startSeq?: number;
   /** Makes `batch_id`s (UUIDs). @default crypto.randomUUID */
   readonly randomUUID?: () => string;
-  /** The clock for `sent_at`. @default () => new Date() */
+  /** The clock for `sent_at`. @default systemClock */
   readonly clock?: () => Date;
   /**
    * Largest serialized batch, bytes, 4096..`MAX_BODY_DECOMPRESSED_BYTES` (the API's decompressed
@@ -93,7 +94,7 @@ export class BatchBuilder {
       );
     this.seq = start;
     this.makeId = opts.randomUUID ?? randomUUID;
-    this.clock = opts.clock ?? (() => new Date());
+    this.clock = opts.clock ?? systemClock;
     this.maxBytes = maxBytes;
   }
 

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
+import { systemEpochMs } from '../clock';
 
 /**
  * Where the agent's AWS credentials come from, in the order the SDK's default chain
@@ -67,7 +68,7 @@ export interface HostCredentialOptions {
   readonly homeDir?: string;
   /** Replacement loaders (tests). @default dynamic imports of the AWS packages */
   readonly loaders?: Partial<HostCredentialLoaders>;
-  /** Epoch ms, for the expiry check. @default Date.now */
+  /** Epoch ms, for the expiry check. @default systemEpochMs */
   readonly now?: () => number;
 }
 
@@ -152,7 +153,7 @@ export function hostCredentialProvider(options: HostCredentialOptions = {}): {
   if (source === 'sdk-default') return { provider: lazily(loaders.sdkDefault), source };
   const load =
     source === 'env' ? loaders.env : source === 'container' ? loaders.container : loaders.instanceMetadata;
-  const now = options.now ?? Date.now;
+  const now = options.now ?? systemEpochMs;
   const provider = lazily(async () => {
     const [{ memoize }, inner] = await Promise.all([import('@smithy/core/config'), load()]);
     return memoize(

@@ -5,6 +5,7 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
 import pRetry, { AbortError } from 'p-retry';
 import type { Batch } from '../../lambdas/contract';
+import { systemClock } from '../clock';
 import { type ApiErrorBody, SendFailedError, SendRejectedError } from '../errors';
 import { hostCredentialProvider } from './host-credentials';
 import { isLoopbackHost } from './loopback-host';
@@ -38,7 +39,7 @@ export interface HttpSenderOptions {
   readonly fetch?: typeof fetch;
   /** Idle time of the keep-alive socket, ms, > 0; set it above the send interval. Ignored with `fetch`. @default {@link DEFAULT_KEEP_ALIVE_MS} */
   readonly keepAliveMs?: number;
-  /** The clock used as the SigV4 signing date. @default () => new Date() */
+  /** The clock used as the SigV4 signing date. @default systemClock */
   readonly clock?: () => Date;
   /** Retries after the first attempt on 429, 5xx and network errors, 0..20. @default 5 */
   readonly retries?: number;
@@ -118,7 +119,7 @@ export class HttpSender {
     this.url = new URL(`${base.pathname.replace(/\/+$/, '')}/v1/batches`, base);
     this.auth = opts.auth ?? 'sigv4';
     this.doFetch = opts.fetch ?? keepAliveFetch(opts.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS);
-    this.clock = opts.clock ?? (() => new Date());
+    this.clock = opts.clock ?? systemClock;
     this.retries = checkRange('retries', opts.retries ?? 5, 0, 20);
     this.authRetries = checkRange('authRetries', opts.authRetries ?? 3, 0, 20);
     this.minTimeoutMs = checkRange('minTimeoutMs', opts.minTimeoutMs ?? 500, 0, 3_600_000);

@@ -1,6 +1,7 @@
 import { type Dirent, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EfaWindow } from '../../lambdas/contract';
+import { systemClock } from '../clock';
 
 /**
  * EFA source: reads the cumulative `hw_counters` of every RDMA device under
@@ -30,7 +31,7 @@ const MAX_COUNTERS = 128;
 export interface EfaSourceOptions {
   /** The sysfs RDMA class directory (tests point it at a generated tree). @default '/sys/class/infiniband' */
   readonly root?: string;
-  /** The clock, read when `sample()` is called without a time. @default () => new Date() */
+  /** The clock, read when `sample()` is called without a time. @default systemClock */
   readonly clock?: () => Date;
   /**
    * Called once per condition an operator can act on (a device gone, a file unreadable, a value
@@ -88,7 +89,7 @@ export class EfaSource {
   /** @param opts - see {@link EfaSourceOptions} */
   constructor(opts: EfaSourceOptions = {}) {
     this.root = opts.root ?? EFA_SYSFS_ROOT;
-    this.clock = opts.clock ?? (() => new Date());
+    this.clock = opts.clock ?? systemClock;
     this.onWarning = opts.onWarning ?? (() => {});
   }
 

@@ -1,4 +1,5 @@
 import { formatIsoMicros, type GpuEvent, MAX_DETAIL_CHARS, normalizePciBusId } from '../../lambdas/contract';
+import { systemClock } from '../clock';
 
 /**
  * Kernel-log XIDs: parses the NVIDIA driver's `NVRM: Xid (PCI:…): <code>, pid=…, name=…, <text>`
@@ -53,7 +54,7 @@ export interface KernelLogOptions {
   readonly year?: number;
   /**
    * The clock, only read to default `year`.
-   * @default new Date()
+   * @default systemClock()
    */
   readonly now?: Date;
 }
@@ -131,7 +132,7 @@ export function parseLogTime(
   if (m) {
     const month = MONTHS.indexOf(m[1] ?? '');
     if (month >= 0) {
-      const year = opts.year ?? (opts.now ?? new Date()).getUTCFullYear();
+      const year = opts.year ?? (opts.now ?? systemClock()).getUTCFullYear();
       const epochMs =
         Date.UTC(year, month, Number(m[2]), Number(m[3]), Number(m[4]), Number(m[5])) +
         fractionMs(m[6]) -

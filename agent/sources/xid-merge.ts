@@ -1,6 +1,7 @@
 import { normalizePciBusId } from '../../lambdas/contract/pci-bus-id';
 import type { GpuEvent } from '../../lambdas/contract/schema';
 import { epochMicros } from '../../lambdas/contract/timestamps';
+import { systemClock } from '../clock';
 
 /**
  * Merges the two views of the same XID: NVML's event set (`source: 'nvml'`, with `gpu_index`
@@ -17,7 +18,7 @@ export interface XidMergerOptions {
    * @default 2000
    */
   readonly toleranceMs?: number;
-  /** The clock, to forget entries that arrived more than `toleranceMs` ago. @default () => new Date() */
+  /** The clock, to forget entries that arrived more than `toleranceMs` ago. @default systemClock */
   readonly clock?: () => Date;
   /** Most unmatched events remembered (a burst of 629 Xid 13s fits); past it the oldest are forgotten. @default 4096 */
   readonly maxEntries?: number;
@@ -61,7 +62,7 @@ export class XidMerger {
    */
   constructor(opts: XidMergerOptions = {}) {
     this.toleranceMs = opts.toleranceMs ?? 2000;
-    this.clock = opts.clock ?? (() => new Date());
+    this.clock = opts.clock ?? systemClock;
     this.maxEntries = opts.maxEntries ?? 4096;
     if (!Number.isFinite(this.toleranceMs) || this.toleranceMs < 0)
       throw new RangeError(`Expected \`toleranceMs\` to be a number >= 0, got \`${this.toleranceMs}\``);

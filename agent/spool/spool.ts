@@ -2,6 +2,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Batch } from '../../lambdas/contract';
+import { systemClock } from '../clock';
 import { estimateLoss, type KnownRecord } from './damage-estimate';
 import { syncDir, writeFileAtomic } from './durable-file';
 import { SpoolClosedError, SpoolCorruptError, SpoolOrderError } from './errors';
@@ -76,7 +77,7 @@ export interface SpoolOptions {
   readonly segmentBytes?: number;
   /** Most files kept in `rejected/`, 1..100000; the lowest `seq` are deleted past it. @default {@link DEFAULT_MAX_REJECTED_FILES} */
   readonly maxRejectedFiles?: number;
-  /** The clock, for ages and `rejected_at`. @default () => new Date() */
+  /** The clock, for ages and `rejected_at`. @default systemClock */
   readonly clock?: () => Date;
   /** Called once per condition worth an operator's attention (drops, repaired files). @default none */
   readonly onWarning?: (message: string, data?: Record<string, unknown>) => void;
@@ -203,7 +204,7 @@ export class Spool {
       checkRange('maxAgeS', opts.maxAgeS ?? DEFAULT_SPOOL_MAX_AGE_S, 60, MAX_SPOOL_MAX_AGE_S),
       checkRange('segmentBytes', opts.segmentBytes ?? DEFAULT_SPOOL_SEGMENT_BYTES, 1024, 2 ** 30),
       checkRange('maxRejectedFiles', opts.maxRejectedFiles ?? DEFAULT_MAX_REJECTED_FILES, 1, 100_000),
-      opts.clock ?? (() => new Date()),
+      opts.clock ?? systemClock,
       opts.onWarning ?? (() => undefined),
     );
     await mkdir(spool.dir, { recursive: true });

@@ -8,6 +8,7 @@ import { resolveNvmlLibraryPath } from '../../agent/sources/nvml/library-path';
 import { buildReplayBatches, loadReplayManifest } from '../../agent/sources/replay';
 import { IDLE_BILLED_SHOWN_AFTER_S } from '../../agent/sources/simulate-fleet';
 import { AGENT_VERSION } from '../../agent/version';
+import { type Clock, systemClock } from '../../lambdas/adapters/clock';
 import type { Batch, Host } from '../../lambdas/contract';
 import { parsePriceOverrides, parseRemediationMode } from '../../lambdas/domain';
 import type { Log } from '../../lambdas/handlers/log';
@@ -50,6 +51,8 @@ export interface LocalCommandOptions {
   readonly rules?: string;
   /** How often the fleet evaluator runs during the run, s > 0; it runs once more at the end. @default 60 */
   readonly fleetIntervalS?: number;
+  /** The wall clock: what "now" is for the replay, the simulated fleet and the report's span. @default systemClock */
+  readonly clock?: Clock;
 }
 
 /** Default interval of the fleet evaluator's timer in local mode, s. */
@@ -83,6 +86,7 @@ export async function runLocalCommand(
   log: Log,
   write: (s: string) => void,
 ): Promise<number> {
+  const clock = opts.clock ?? systemClock;
   const outDir = resolve(opts.out);
   const rules = await loadRuleContext(opts.rules);
   const pipeline = await startLocalPipeline({
@@ -94,6 +98,7 @@ export async function runLocalCommand(
     log,
     write,
     fleetIntervalMs: (opts.fleetIntervalS ?? DEFAULT_FLEET_INTERVAL_S) * 1000,
+    clock,
   });
   const sender = new HttpSender({ endpoint: pipeline.url, auth: 'none' });
   let failures = 0;
@@ -127,11 +132,12 @@ export async function runLocalCommand(
         version: AGENT_VERSION,
         log: agentLog(log),
         fallbackHost: LOCAL_HOST,
+        clock,
       });
       write(
         `NVML found at ${nvmlLibraryPath}: running the agent for ${opts.durationS} s (flush every ${flushIntervalS} s)\n`,
       );
-      starts.push(new Date());
+      starts.push(clock());
       const controller = new AbortController();
       const timer = setTimeout(() => controller.abort(), opts.durationS * 1000);
       await runtime.run(controller.signal);
@@ -140,7 +146,7 @@ export async function runLocalCommand(
     } else if (only === undefined || only === 'captures') {
       const manifestPath = resolve(opts.replay ?? BUNDLED_REPLAY_MANIFEST);
       const manifest = await loadReplayManifest(manifestPath);
-      const now = new Date();
+      const now = clock();
       const batches: Batch[] = await buildReplayBatches(manifest, { now, agentVersion: AGENT_VERSION });
       starts.push(new Date(now.getTime() - manifest.duration_s * 1000 - 1000));
       write(
@@ -153,12 +159,12 @@ export async function runLocalCommand(
       write(
         `Simulating ${fleet.length} hosts (${DEFAULT_SCENARIO_DURATION_S / 60}–${IDLE_BILLED_SHOWN_AFTER_S / 60} min each, one per diagnosis; tagged simulated=true, not real machines)\n`,
       );
-      starts.push(new Date(Date.now() - IDLE_BILLED_SHOWN_AFTER_S * 1000 - 1000));
-      const refused = await playScenarios(pipeline, fleet, { agentVersion: AGENT_VERSION, log });
+      starts.push(new Date(clock().getTime() - IDLE_BILLED_SHOWN_AFTER_S * 1000 - 1000));
+      const refused = await playScenarios(pipeline, fleet, { agentVersion: AGENT_VERSION, log, clock });
       for (const n of refused.values()) failures += n;
     }
     const from = new Date(Math.min(...starts.map((d) => d.getTime())));
-    const rows = await pipeline.writeWasteReport(from, new Date(Date.now() + 1000));
+    const rows = await pipeline.writeWasteReport(from, new Date(clock().getTime() + 1000));
     const fleetRun = await pipeline.evaluateFleet();
     write(
       `\nFleet rules (agent_silent, straggler per job, waste_rate per team): ${fleetRun.findings.length} firing, over ${fleetRun.instances ?? 0} hosts that reported\n`,

@@ -1,5 +1,6 @@
 import { access, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
+import { systemClock } from '../../lambdas/adapters/clock';
 import { reportCsv } from '../../lambdas/adapters/report-csv';
 import { renderReportHtml } from '../../lambdas/adapters/report-html';
 import {
@@ -49,7 +50,7 @@ export interface ReportCommandOptions {
 export async function runReportCommand(
   opts: ReportCommandOptions,
   write: (s: string) => void,
-  now: Date = new Date(),
+  now: Date = systemClock(),
 ): Promise<number> {
   const db = resolve(opts.db);
   try {

@@ -97,8 +97,8 @@ export function agentRuntimeScenario(options: AgentRuntimeScenarioOptions): Scen
             flushIntervalS,
             ...(options.onTick ? { onTick: options.onTick } : {}),
           });
-          const deadline = Date.now() + DRAIN_TIMEOUT_MS;
-          while (runtime.loop.pendingCount > 0 && Date.now() < deadline) {
+          const deadline = performance.now() + DRAIN_TIMEOUT_MS;
+          while (runtime.loop.pendingCount > 0 && performance.now() < deadline) {
             await runtime.loop.settle(DRAIN_TIMEOUT_MS);
             if (runtime.loop.pendingCount > 0) await runtime.loop.flush();
           }

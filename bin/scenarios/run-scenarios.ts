@@ -1,4 +1,5 @@
 import { HttpSender } from '../../agent/send/sender';
+import { systemClock } from '../../lambdas/adapters/clock';
 import type { Batch } from '../../lambdas/contract';
 import type { Diagnosis, RuleContext, RuleId } from '../../lambdas/domain';
 import type { Log } from '../../lambdas/handlers/log';
@@ -22,7 +23,7 @@ export interface PlayScenariosOptions {
   readonly seed?: number;
   /** `agent.version` of the batches. */
   readonly agentVersion: string;
-  /** The real clock: the span ends at its value when a scenario starts. @default () => new Date() */
+  /** The real clock: the span ends at its value when a scenario starts. @default systemClock */
   readonly clock?: () => Date;
   /** Where refused batches are logged. */
   readonly log: Log;
@@ -47,7 +48,7 @@ export async function playScenarios(
   const durationS = options.durationS ?? DEFAULT_SCENARIO_DURATION_S;
   if (!Number.isInteger(durationS) || durationS < 60 || durationS > 21_600)
     throw new RangeError(`Expected \`durationS\` to be an integer in 60..21600, got \`${durationS}\``);
-  const clock = options.clock ?? (() => new Date());
+  const clock = options.clock ?? systemClock;
   const sender = new HttpSender({ endpoint: pipeline.url, auth: 'none', retries: 0 });
   const refused = new Map<string, number>();
   let n = 0;

@@ -3,6 +3,7 @@ import { CloudWatchClient } from '@aws-sdk/client-cloudwatch';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { EC2Client } from '@aws-sdk/client-ec2';
 import { SNSClient } from '@aws-sdk/client-sns';
+import { systemClock } from '../adapters/clock';
 import { CloudWatchFleetMetrics } from '../adapters/cloudwatch-fleet-metrics';
 import { DynamoDbStateStore } from '../adapters/dynamodb-state-store';
 import { Ec2RunningInstances } from '../adapters/ec2-running-instances';
@@ -71,6 +72,6 @@ let cached: ((now: Date) => Promise<FleetEvaluation>) | undefined;
 /** The Lambda entry point (`handler` in the CDK stack); the scheduled event carries nothing it needs. */
 export async function handler(): Promise<{ readonly sent: number; readonly findings: number }> {
   cached ??= fleetEvaluatorFromEnvironment();
-  const result = await cached(new Date());
+  const result = await cached(systemClock());
   return { sent: result.sent.length, findings: result.findings.length };
 }

@@ -1,4 +1,5 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import { systemClock } from '../adapters/clock';
 import { type Batch, ContractValidationError, parseBatch } from '../contract';
 import {
   acceptedBatchMetrics,
@@ -32,7 +33,7 @@ export interface IngestHandlerDeps extends PipelineDeps {
    * @default undefined (every caller is looked up)
    */
   readonly accountId?: string;
-  /** The clock. @default () => new Date() */
+  /** The clock. @default systemClock */
   readonly clock?: () => Date;
   /**
    * Where the batch's CloudWatch metrics go (docs/design.md §13): EMF in Lambda. Emitting never
@@ -72,7 +73,7 @@ export type IngestHandler = (event: APIGatewayProxyEvent) => Promise<APIGatewayP
  * @returns the handler
  */
 export function createIngestHandler(deps: IngestHandlerDeps): IngestHandler {
-  const clock = deps.clock ?? (() => new Date());
+  const clock = deps.clock ?? systemClock;
   const metricTeams = deps.metricTeams ?? new Set<string>();
   /** Answers one request; an accepted batch and what the pipeline made of it are left in `seen`. */
   const answer = async (

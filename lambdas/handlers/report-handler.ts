@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { systemClock } from '../adapters/clock';
 import { reportCsv } from '../adapters/report-csv';
 import { renderReportHtml } from '../adapters/report-html';
 import {
@@ -31,7 +32,7 @@ export interface ReportHandlerDeps {
   readonly files: ReportFileSink;
   readonly notifier: ReportNotifier;
   readonly log: Log;
-  /** The clock. @default () => new Date() */
+  /** The clock. @default systemClock */
   readonly clock?: () => Date;
 }
 
@@ -55,7 +56,7 @@ export interface ReportRunResult {
  * @throws {z.ZodError} (from the handler) when the event is not `{ period, by? }`
  */
 export function createReportHandler(deps: ReportHandlerDeps): (event: unknown) => Promise<ReportRunResult> {
-  const clock = deps.clock ?? (() => new Date());
+  const clock = deps.clock ?? systemClock;
   return async (event) => {
     const { period: kind, by } = ReportEventSchema.parse(event);
     const now = clock();

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { gunzipSync, inflateSync } from 'node:zlib';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
+import { systemClock } from '../adapters/clock';
 import {
   API_BINARY_MEDIA_TYPES,
   API_GATEWAY_INTEGRATION_TIMEOUT_S,
@@ -77,7 +78,7 @@ export interface ApiGatewayModelOptions {
   readonly binaryMediaTypes?: readonly string[];
   /** Integration timeout, ms, > 0. @default 29 000 ({@link API_GATEWAY_INTEGRATION_TIMEOUT_S}) */
   readonly integrationTimeoutMs?: number;
-  /** The clock for `requestTime`. @default () => new Date() */
+  /** The clock for `requestTime`. @default systemClock */
   readonly clock?: () => Date;
 }
 
@@ -158,7 +159,7 @@ export function toProxyEvent(
   const [path, query] = splitQuery(request.path);
   const resource = options.resource ?? path;
   const stage = options.stage ?? 'prod';
-  const now = (options.clock ?? (() => new Date()))();
+  const now = (options.clock ?? systemClock)();
   const multiValueHeaders: Record<string, string[]> = {};
   for (const [name, value] of Object.entries(request.headers)) multiValueHeaders[name] = [value];
   const event: APIGatewayProxyEvent = {

@@ -1,5 +1,6 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { systemClock } from '../adapters/clock';
 import { DEFAULT_RULE_CONTEXT, type PriceOverrides, type RemediationMode, type RuleContext } from '../domain';
 import type { WasteReportRow } from '../domain/types';
 import { evaluateFleet, type FleetEvaluation } from '../handlers/evaluate-fleet';
@@ -35,7 +36,7 @@ export interface LocalPipelineOptions {
    * `evaluateFleet` yourself)
    */
   readonly fleetIntervalMs?: number;
-  /** The fleet evaluator's clock. @default () => new Date() */
+  /** The fleet evaluator's clock. @default systemClock */
   readonly clock?: () => Date;
 }
 
@@ -93,7 +94,7 @@ export async function startLocalPipeline(options: LocalPipelineOptions): Promise
     callerCheck: 'none',
   });
   const api = await startLocalApi({ handler });
-  const clock = options.clock ?? (() => new Date());
+  const clock = options.clock ?? systemClock;
   const fleetDeps = {
     store,
     state: store,

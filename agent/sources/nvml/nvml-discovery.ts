@@ -71,9 +71,14 @@ export function readNvmlVersions({ nvml, recorder }: NvmlDiscoveryContext): Nvml
  * A GPU whose handle or identity calls fail is still listed (index only); its loss or errors are
  * recorded for the first sample.
  *
+ * @param at - when discovery runs, from the injected clock: stamps a GPU found lost
  * @throws {NvmlUnavailableError} when `nvmlDeviceGetCount_v2` fails
  */
-export function discoverNvmlGpus(context: NvmlDiscoveryContext, libraryPath: string): NvmlGpuState[] {
+export function discoverNvmlGpus(
+  context: NvmlDiscoveryContext,
+  libraryPath: string,
+  at: Date,
+): NvmlGpuState[] {
   const { nvml, logger } = context;
   const countOut = new Uint32Array(1);
   const countCode = nvml.deviceCount(countOut);
@@ -93,12 +98,12 @@ export function discoverNvmlGpus(context: NvmlDiscoveryContext, libraryPath: str
     count = MAX_GPUS;
   }
   const gpus: NvmlGpuState[] = [];
-  for (let index = 0; index < count; index++) gpus.push(discoverGpu(context, index));
+  for (let index = 0; index < count; index++) gpus.push(discoverGpu(context, index, at));
   return gpus;
 }
 
 /** One GPU: handle, then name, UUID, PCI bus id, serial, thresholds and GPM, stopping if it is lost. */
-function discoverGpu(context: NvmlDiscoveryContext, index: number): NvmlGpuState {
+function discoverGpu(context: NvmlDiscoveryContext, index: number, at: Date): NvmlGpuState {
   const { nvml, recorder } = context;
   const identity: { -readonly [K in keyof GpuIdentity]: GpuIdentity[K] } = { index };
   const handleOut = new BigUint64Array(1);
@@ -116,7 +121,6 @@ function discoverGpu(context: NvmlDiscoveryContext, index: number): NvmlGpuState
     row: new GpuRow(index),
     gpm: undefined,
   };
-  const at = new Date();
   if (handle === undefined) {
     recorder.judge(gpu, undefined, 'nvmlDeviceGetHandleByIndex_v2', code, at);
     return gpu;

@@ -40,7 +40,7 @@ export class NvmlGpuSource implements AgentSource {
    * @throws {NvmlUnavailableError} when NVML cannot be loaded or initialised: the agent cannot run
    */
   open(context: SourceContext): SourceSupport {
-    const nvml = NvmlSource.open(this.#options);
+    const nvml = NvmlSource.open({ ...this.#options, clock: context.clock });
     this.#nvml = nvml;
     for (const event of nvml.sample(context.clock()).events) context.emit(event);
     return { supported: true, detail: `${nvml.identity().length} GPUs, profiling ${nvml.profilingSource()}` };

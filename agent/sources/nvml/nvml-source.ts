@@ -1,4 +1,5 @@
 import type { GpuIdentity } from '../../../lambdas/contract';
+import { type Clock, systemClock } from '../../clock';
 import { type GpuRow, sampleFromRow } from '../../window/gpu-row';
 import { loadNvmlBinding, type NvmlBinding } from './binding';
 import { NvmlClosedError, NvmlUnavailableError } from './errors';
@@ -33,6 +34,8 @@ export interface NvmlSourceOptions {
   readonly libraryPath: string;
   /** Where once-per-condition log lines go. @default a logger that drops everything */
   readonly logger?: NvmlLogger;
+  /** The clock that stamps what discovery finds (a GPU lost at open). @default systemClock */
+  readonly clock?: Clock;
 }
 
 const SILENT_LOGGER: NvmlLogger = { info: () => {}, warn: () => {} };
@@ -118,7 +121,7 @@ export class NvmlSource {
     try {
       const context = { nvml, recorder: source.#recorder, gpm: source.#gpm, logger };
       source.#versions = readNvmlVersions(context);
-      source.#gpus = discoverNvmlGpus(context, options.libraryPath);
+      source.#gpus = discoverNvmlGpus(context, options.libraryPath, (options.clock ?? systemClock)());
     } catch (cause) {
       nvml.shutdown();
       throw cause;

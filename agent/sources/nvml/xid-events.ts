@@ -1,5 +1,6 @@
 import koffi from 'koffi';
 import { formatIsoMicros, type GpuEvent, normalizePciBusId } from '../../../lambdas/contract';
+import { systemClock } from '../../clock';
 import { loadNvmlBinding, type NvmlBinding } from './binding';
 import { NvmlUnavailableError } from './errors';
 import { NVML_RETURN } from './nvml-return';
@@ -37,7 +38,7 @@ export interface NvmlEventWatcherOptions {
   readonly libraryPath: string;
   /** Receives each event as it arrives, on the main thread; the agent flushes critical events at once. A throw is logged and the loop goes on. */
   readonly onEvent: (event: GpuEvent) => void;
-  /** The clock events are stamped with (`at`, µs precision string). @default () => new Date() */
+  /** The clock events are stamped with (`at`, µs precision string). @default systemClock */
   readonly clock?: () => Date;
   /** Where once-per-condition log lines go. @default a logger that drops everything */
   readonly logger?: NvmlLogger;
@@ -107,7 +108,7 @@ export class NvmlEventWatcher {
     this.#set = set;
     this.#gpus = gpus;
     this.#onEvent = options.onEvent;
-    this.#clock = options.clock ?? (() => new Date());
+    this.#clock = options.clock ?? systemClock;
     this.#logger = options.logger ?? SILENT_LOGGER;
     this.#timeoutMs = timeoutMs;
   }
