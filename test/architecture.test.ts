@@ -25,6 +25,12 @@ interface Room {
 const ROOMS: readonly Room[] = [
   { prefix: 'lambdas/contract/', mayImport: ['lambdas/contract/'], packages: ['zod'] },
   { prefix: 'lambdas/domain/', mayImport: ['lambdas/domain/', 'lambdas/contract/'], packages: [] },
+  // Application services: ports and pure logic only, so one service runs in Lambda, locally and in tests.
+  {
+    prefix: 'lambdas/app/',
+    mayImport: ['lambdas/app/', 'lambdas/domain/', 'lambdas/contract/'],
+    packages: [],
+  },
   {
     prefix: 'lambdas/adapters/',
     mayImport: ['lambdas/adapters/', 'lambdas/domain/', 'lambdas/contract/'],
@@ -32,7 +38,13 @@ const ROOMS: readonly Room[] = [
   },
   {
     prefix: 'lambdas/handlers/',
-    mayImport: ['lambdas/handlers/', 'lambdas/adapters/', 'lambdas/domain/', 'lambdas/contract/'],
+    mayImport: [
+      'lambdas/handlers/',
+      'lambdas/app/',
+      'lambdas/adapters/',
+      'lambdas/domain/',
+      'lambdas/contract/',
+    ],
     packages: '*',
   },
   { prefix: 'lambdas/local/', mayImport: ['lambdas/'], packages: '*' },
@@ -116,12 +128,12 @@ describe('rooms', () => {
     expect(found).toEqual([]);
   });
 
-  it('domain code never reads the clock, timers, randomness or the environment', () => {
+  it('domain and application code never reads the clock, timers, randomness or the environment', () => {
     // Prepare
     const impure = /Date\.now\(\)|new Date\(\)|Math\.random\(|setTimeout\(|setInterval\(|process\.env/;
 
     // Act
-    const found = sourceFiles('lambdas/domain').filter((f) =>
+    const found = [...sourceFiles('lambdas/domain'), ...sourceFiles('lambdas/app')].filter((f) =>
       readFileSync(join(ROOT, f), 'utf8')
         .split('\n')
         .some((line) => !/^\s*(\*|\/\/)/.test(line) && impure.test(line)),
@@ -158,6 +170,10 @@ describe('rooms', () => {
     { file: 'agent/x.ts', spec: '../lambdas/contract', allowed: true },
     { file: 'lambdas/domain/x.ts', spec: '../adapters/sns-alert-sink', allowed: false },
     { file: 'lib/x.ts', spec: '../lambdas/handlers/ingest', allowed: false },
+    { file: 'lambdas/app/x.ts', spec: '../domain/ports', allowed: true },
+    { file: 'lambdas/app/x.ts', spec: '../adapters/dynamodb-state-store', allowed: false },
+    { file: 'lambdas/app/x.ts', spec: '../handlers/log', allowed: false },
+    { file: 'lambdas/handlers/x.ts', spec: '../app/process-batch', allowed: true },
   ])('the room table judges $file importing $spec as allowed=$allowed', ({ file, spec, allowed }) => {
     // Prepare
     const room = ROOMS.find((r) => file.startsWith(r.prefix)) as Room;
@@ -191,6 +207,64 @@ describe('rooms', () => {
 
     // Assess
     expect(found).toEqual(['../a', '../b', '../e', '../f', '../g', './c', './d']);
+  });
+});
+
+describe('thin Lambda entries', () => {
+  /** Most lines of a file in `lambdas/handlers/`: parse the event, wire the adapters, call the app, answer. */
+  const MAX_HANDLER_LINES = 200;
+
+  /** The Lambda entry modules: the files of `lambdas/handlers/` that export `handler` (the CDK stack names them). */
+  function entryModules(): string[] {
+    return sourceFiles('lambdas/handlers').filter((f) =>
+      /^export (?:async function|const|function) handler\b/m.test(readFileSync(join(ROOT, f), 'utf8')),
+    );
+  }
+
+  it(`keeps every file of lambdas/handlers/ at ${MAX_HANDLER_LINES} lines or fewer`, () => {
+    // Act
+    const long = sourceFiles('lambdas/handlers')
+      .map((f) => ({ file: f, lines: readFileSync(join(ROOT, f), 'utf8').split('\n').length }))
+      .filter(({ lines }) => lines > MAX_HANDLER_LINES);
+
+    // Assess
+    expect(long).toEqual([]);
+  });
+
+  it('finds the three Lambda entries by their handler export', () => {
+    // Act
+    const entries = entryModules();
+
+    // Assess
+    expect(entries).toEqual(
+      expect.arrayContaining([
+        'lambdas/handlers/fleet-evaluator.ts',
+        'lambdas/handlers/ingest.ts',
+        'lambdas/handlers/report.ts',
+      ]),
+    );
+  });
+
+  it('no module of the pipeline imports a Lambda entry: shared wiring lives in helper modules', () => {
+    // Prepare
+    const entries = new Set(entryModules().map((f) => f.replace(/\.ts$/, '')));
+
+    // Act
+    const found = sourceFiles('lambdas').flatMap((file) =>
+      specifiers(readFileSync(join(ROOT, file), 'utf8'))
+        .filter((spec) => spec.startsWith('.'))
+        .map((spec) =>
+          relative(ROOT, resolve(ROOT, dirname(file), spec))
+            .split('\\')
+            .join('/')
+            .replace(/\.(js|ts)$/, ''),
+        )
+        .filter((target) => entries.has(target))
+        .map((target) => `${file} imports ${target}`),
+    );
+
+    // Assess
+    expect(found).toEqual([]);
   });
 });
 

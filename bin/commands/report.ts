@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { systemClock } from '../../lambdas/adapters/clock';
 import { reportCsv } from '../../lambdas/adapters/report-csv';
 import { renderReportHtml } from '../../lambdas/adapters/report-html';
+import { gatherReportInput } from '../../lambdas/app/report-input';
 import {
   buildWasteReport,
   type REPORT_PERIODS,
@@ -12,7 +13,6 @@ import {
   reportSummaryText,
   type WasteReport,
 } from '../../lambdas/domain';
-import { gatherReportInput } from '../../lambdas/handlers/report-input';
 import { DuckDbStore } from '../../lambdas/local/duckdb-store';
 
 /** Output formats of `gpu-sentinel report`. */

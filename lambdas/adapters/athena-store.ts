@@ -11,6 +11,7 @@ import {
   PutRecordBatchCommand,
   type PutRecordBatchCommandOutput,
 } from '@aws-sdk/client-firehose';
+import { StoreQueryError, StoreUnavailableError } from '../domain/port-errors';
 import type {
   LastSeen,
   RecentWindowsQuery,
@@ -37,7 +38,6 @@ import {
   FIREHOSE_PUT_MAX_ATTEMPTS,
   FIREHOSE_RETRY_BASE_DELAY_MS,
 } from './constants';
-import { StoreQueryError, StoreUnavailableError } from './errors';
 import {
   efaWindowJson,
   eventJson,

@@ -1,6 +1,7 @@
 import {
   type AutoScalingClient,
   DescribeAutoScalingInstancesCommand,
+  ResourceContentionFault,
   SetInstanceHealthCommand,
 } from '@aws-sdk/client-auto-scaling';
 import { CreateTagsCommand, type EC2Client } from '@aws-sdk/client-ec2';
@@ -44,14 +45,12 @@ function regional<C>(clients: C | RegionalClients<C>): RegionalClients<C> {
 
 const defaultSleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** True for Auto Scaling's `ResourceContention` (an update of the group is already in progress). */
+/**
+ * True for Auto Scaling's `ResourceContention` (an update of the group is already in progress): the
+ * SDK turns the query error code into its `ResourceContentionFault` class.
+ */
 function isResourceContention(error: unknown): boolean {
-  const e = error as { name?: string; Code?: string } | undefined;
-  return (
-    e?.name === 'ResourceContentionFault' ||
-    e?.name === 'ResourceContention' ||
-    e?.Code === 'ResourceContention'
-  );
+  return error instanceof ResourceContentionFault;
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   TransactWriteItemsCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall, unmarshall } from '@aws-sdk/util-dynamodb';
+import { StoreUnavailableError } from '../domain/port-errors';
 import type {
   FiringAlert,
   InstanceState,
@@ -23,7 +24,6 @@ import type {
   StateStore,
 } from '../domain/ports';
 import { GROUP_HISTORY_TTL_S } from './constants';
-import { StoreUnavailableError } from './errors';
 import { toFiringAlert } from './firing-alert';
 import { isoToMs } from './iso-time';
 import {
@@ -53,12 +53,9 @@ const ALERT_CLAIM_TTL_MARGIN_S = 24 * 3600;
  */
 const RESERVATION_EXTRA_ATTEMPTS = 4;
 
-/** True for DynamoDB's failed-condition answer (the SDK class, or its name after a re-wrap). */
+/** True for DynamoDB's failed-condition answer (the SDK's class, which matches its copies too). */
 function isConditionFailed(error: unknown): boolean {
-  return (
-    error instanceof ConditionalCheckFailedException ||
-    (error as { name?: string })?.name === 'ConditionalCheckFailedException'
-  );
+  return error instanceof ConditionalCheckFailedException;
 }
 
 /** The `instance#<id>`, `remediation` item of a record, with the reservation fields given. */

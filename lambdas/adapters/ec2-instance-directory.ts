@@ -4,8 +4,8 @@ import {
   DescribeAutoScalingInstancesCommand,
 } from '@aws-sdk/client-auto-scaling';
 import { DescribeInstancesCommand, type EC2Client } from '@aws-sdk/client-ec2';
-import { GetInstanceProfileCommand, type IAMClient } from '@aws-sdk/client-iam';
-import { InstanceLookupError } from '../domain/errors';
+import { GetInstanceProfileCommand, type IAMClient, NoSuchEntityException } from '@aws-sdk/client-iam';
+import { InstanceLookupError } from '../domain/port-errors';
 import type { InstanceDirectory } from '../domain/ports';
 import type { AutoScalingGroupInfo, InstanceInfo } from '../domain/types';
 import {
@@ -177,7 +177,7 @@ export class Ec2InstanceDirectory implements InstanceDirectory {
       const out = await this.#iam.send(new GetInstanceProfileCommand({ InstanceProfileName: name }));
       roles = (out.InstanceProfile?.Roles ?? []).map((r) => r.RoleName ?? '').filter((r) => r !== '');
     } catch (error) {
-      if ((error as { name?: string }).name !== 'NoSuchEntityException') {
+      if (!(error instanceof NoSuchEntityException)) {
         throw new InstanceLookupError(instanceId, region, `GetInstanceProfile ${name} failed; retry later`, {
           cause: error,
         });

@@ -1,24 +1,4 @@
 /**
- * The store could not be reached or refused the whole request (throttling, 5xx, network). The
- * ingest handler answers 503 and the agent retries the batch later; nothing is lost.
- */
-export class StoreUnavailableError extends Error {
-  override readonly name = 'StoreUnavailableError';
-  /** The store operation that failed, e.g. `WriteRecords gpu_windows`. */
-  readonly operation: string;
-
-  /**
-   * @param operation - the store operation that failed
-   * @param message - what was expected, what came, what to do
-   * @param options - `cause`: the SDK or driver error
-   */
-  constructor(operation: string, message: string, options?: { cause?: unknown }) {
-    super(`${operation}: ${message}`, options);
-    this.operation = operation;
-  }
-}
-
-/**
  * A remediation cannot be carried out as decided (e.g. the instance is in no Auto Scaling group,
  * so SetInstanceHealth would replace nothing). The handler escalates to a human.
  */
@@ -35,19 +15,6 @@ export class RemediationNotPossibleError extends Error {
   constructor(instanceId: string, message: string, options?: { cause?: unknown }) {
     super(`${instanceId}: ${message}`, options);
     this.instanceId = instanceId;
-  }
-}
-
-/** A query the adapter cannot answer (bad range, unexpected result shape). */
-export class StoreQueryError extends Error {
-  override readonly name = 'StoreQueryError';
-
-  /**
-   * @param message - what was expected, what came, what to do
-   * @param options - `cause`: the underlying error
-   */
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
   }
 }
 

@@ -11,6 +11,7 @@ import {
   WriteRecordsCommand,
 } from '@aws-sdk/client-timestream-write';
 import { LEDGER_FIELD_NAMES } from '../domain/measure-types';
+import { StoreQueryError, StoreUnavailableError } from '../domain/port-errors';
 import type {
   LastSeen,
   RecentWindowsQuery,
@@ -25,7 +26,6 @@ import type {
 import { type StoreColumnType, TELEMETRY_TABLE_COLUMNS } from '../domain/store-columns';
 import type { StoreRows, WasteReportRow } from '../domain/types';
 import { DEFAULT_TIMESTREAM_TABLES, GPU_MEASURE_NAME, TIMESTREAM_MAX_RECORDS_PER_WRITE } from './constants';
-import { StoreQueryError, StoreUnavailableError } from './errors';
 import {
   type ColumnGetter,
   compareWasteGroups,

@@ -1,3 +1,4 @@
+import { type GpuWindow, normalizePciBusId } from '../contract';
 import { gpuKey } from './rules/gpu-ref';
 import type { Finding } from './types';
 
@@ -45,4 +46,21 @@ export function withBrokenMarks(
     if (seen === undefined || Date.parse(at) < Date.parse(seen)) merged.set(key, at);
   }
   return merged;
+}
+
+/**
+ * Since when a window's GPU is known broken: the earliest of the marks under its index, its PCI bus
+ * id and the whole instance (`*`).
+ *
+ * @param broken - gpuKey → since when broken, ISO 8601 (see {@link withBrokenMarks})
+ * @param window - a GPU window of the batch
+ * @returns the earliest mark that applies, ISO 8601, or undefined when the GPU is not marked
+ */
+export function brokenSinceFor(broken: ReadonlyMap<string, string>, window: GpuWindow): string | undefined {
+  const candidates = [
+    broken.get(String(window.gpu.index)),
+    broken.get(gpuKey({ pci_bus_id: normalizePciBusId(window.gpu.pci_bus_id) })),
+    broken.get('*'),
+  ].filter((t): t is string => t !== undefined);
+  return candidates.sort()[0];
 }

@@ -74,3 +74,20 @@ export const FLEET_WINDOWS_PER_INSTANCE = 8000;
  * reports and people.
  */
 export const FLEET_READ_CONCURRENCY = 4;
+
+/** Default re-send interval of a still-firing alert, s: once an hour. Source: docs/design.md §6 (sent again after a cooldown). */
+export const DEFAULT_ALERT_COOLDOWN_S = 3600;
+
+/**
+ * How long an alert lease lasts, s: longer than the ingest Lambda's timeout, so a lease is only ever
+ * taken over from an invocation that crashed between lease and publish; its alert then goes out with
+ * the next batch that still has the finding.
+ */
+export const ALERT_LEASE_S = 120;
+
+/**
+ * After an alert resolves, a return of its condition is sent as a new episode once this many
+ * seconds have passed, s (capped at the cooldown): one horizon, so a metric hovering at its threshold
+ * sends at most one fire/resolve pair per 15 min instead of one per batch.
+ */
+export const ALERT_REARM_S = 900;

@@ -118,31 +118,6 @@ export class MetricsTeamsError extends DomainError {
 }
 
 /**
- * EC2 or Auto Scaling could not be asked about an instance (throttled, no permission, unreachable):
- * the `InstanceDirectory` port's failure. The ingest handler answers 503 and the agent retries; an
- * instance EC2 does not know is not an error (the port answers `undefined`).
- */
-export class InstanceLookupError extends Error {
-  override readonly name = 'InstanceLookupError';
-  /** The instance asked about. */
-  readonly instanceId: string;
-  /** The region asked in. */
-  readonly region: string;
-
-  /**
-   * @param instanceId - the instance asked about
-   * @param region - the region asked in
-   * @param message - what was expected, what came, what to do
-   * @param options - `cause`: the SDK error
-   */
-  constructor(instanceId: string, region: string, message: string, options?: { cause?: unknown }) {
-    super(`${instanceId} in ${region}: ${message}`, options);
-    this.instanceId = instanceId;
-    this.region = region;
-  }
-}
-
-/**
  * A rule-threshold override document (`RULE_THRESHOLDS` env JSON, `--rules FILE`) that is not
  * `{ "<threshold name>": <number in range> }`; `key` is the threshold name.
  */

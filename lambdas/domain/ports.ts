@@ -17,6 +17,20 @@ import type {
  * `lambdas/local/` implement them; handlers receive them injected.
  */
 
+/**
+ * The structured log the application services and handlers write to: Powertools Logger in Lambda
+ * (it has this shape), a pino adapter in local mode, a recording fake in tests. Log once per
+ * condition, never per sample.
+ */
+export interface Log {
+  /** Normal operation worth a line (batch accepted, alert sent). */
+  info(message: string, data?: Record<string, unknown>): void;
+  /** Something an operator may act on (rejected records, remediation escalated). */
+  warn(message: string, data?: Record<string, unknown>): void;
+  /** A failure (store down, publish failed). */
+  error(message: string, data?: Record<string, unknown>): void;
+}
+
 /** A record the store refused, with the reason it gave (e.g. Timestream's RejectedRecord). */
 export interface RejectedRow {
   readonly table: 'gpu_windows' | 'efa_windows' | 'events';

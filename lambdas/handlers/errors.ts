@@ -21,24 +21,3 @@ export class IngestRequestError extends Error {
     this.path = path;
   }
 }
-
-/**
- * One or more alerts of a stored batch could not be published (SNS failed). The batch is stored and its
- * alert leases freed; the caller answers 5xx so the agent retries the (idempotent) batch and the alerts go
- * out then, instead of being suppressed for the cooldown.
- */
-export class AlertPublishError extends Error {
-  override readonly name = 'AlertPublishError';
-  /** The ids of the alerts that did not go out. */
-  readonly alertIds: readonly string[];
-
-  /**
-   * @param alertIds - the alerts that failed
-   * @param message - what failed and what happens next
-   * @param options - `cause`
-   */
-  constructor(alertIds: readonly string[], message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.alertIds = alertIds;
-  }
-}

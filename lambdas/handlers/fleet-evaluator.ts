@@ -9,9 +9,9 @@ import { DynamoDbStateStore } from '../adapters/dynamodb-state-store';
 import { Ec2RunningInstances } from '../adapters/ec2-running-instances';
 import { RegionalClients } from '../adapters/regional-clients';
 import { SnsAlertSink } from '../adapters/sns-alert-sink';
+import { evaluateFleet, type FleetEvaluation } from '../app/evaluate-fleet';
 import { DEFAULT_RULE_CONTEXT, parseMetricsTeams, parseRuleThresholds } from '../domain';
 import { requiredEnv as required } from './environment';
-import { evaluateFleet, type FleetEvaluation } from './evaluate-fleet';
 import { powertoolsLog } from './log';
 import { storeFromEnvironment } from './store-from-environment';
 

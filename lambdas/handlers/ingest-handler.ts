@@ -1,5 +1,7 @@
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { systemClock } from '../adapters/clock';
+import type { PipelineDeps, ProcessResult } from '../app/pipeline';
+import { processBatch } from '../app/process-batch';
 import { type Batch, ContractValidationError, parseBatch } from '../contract';
 import {
   acceptedBatchMetrics,
@@ -7,11 +9,11 @@ import {
   type MetricsSink,
   parseAssumedRoleArn,
   rejectedBatchMetrics,
+  StoreUnavailableError,
 } from '../domain';
 import { assertSender, claimedSender } from './caller-identity';
 import { IngestRequestError } from './errors';
 import { decodeJsonBody } from './http-body';
-import { type PipelineDeps, type ProcessResult, processBatch } from './process-batch';
 
 /** Ingest handler settings on top of the pipeline's ports. */
 export interface IngestHandlerDeps extends PipelineDeps {
@@ -125,8 +127,8 @@ export function createIngestHandler(deps: IngestHandlerDeps): IngestHandler {
         deps.log.warn('batch refused', { status: err.status, path: err.path, message: err.message });
         return respond(err.status, { error: err.message, path: err.path });
       }
-      if ((err as Error).name === 'StoreUnavailableError') {
-        deps.log.error('store unavailable', { error: (err as Error).message });
+      if (err instanceof StoreUnavailableError) {
+        deps.log.error('store unavailable', { error: err.message });
         return respond(503, { error: 'store unavailable; retry later' });
       }
       if (err instanceof InstanceLookupError) {

@@ -1,17 +1,8 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
+import type { Log } from '../domain/ports';
 
-/**
- * The structured logger the handlers write to: Powertools Logger in Lambda (it has this shape),
- * a pino adapter in local mode, a recording fake in tests. Log once per condition, never per sample.
- */
-export interface Log {
-  /** Normal operation worth a line (batch accepted, alert sent). */
-  info(message: string, data?: Record<string, unknown>): void;
-  /** Something an operator may act on (rejected records, remediation escalated). */
-  warn(message: string, data?: Record<string, unknown>): void;
-  /** A failure (store down, publish failed). */
-  error(message: string, data?: Record<string, unknown>): void;
-}
+/** The log port (declared in `domain/ports.ts`), re-exported for the entries and the CLI that log. */
+export type { Log };
 
 /** A logger that drops everything. */
 export const SILENT_LOG: Log = { info() {}, warn() {}, error() {} };

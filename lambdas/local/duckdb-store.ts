@@ -7,7 +7,6 @@ import {
   type DuckDBType,
   type DuckDBValue,
 } from '@duckdb/node-api';
-import { StoreQueryError, StoreUnavailableError } from '../adapters/errors';
 import { toFiringAlert } from '../adapters/firing-alert';
 import { isoToMs } from '../adapters/iso-time';
 import {
@@ -40,6 +39,7 @@ import {
   LEDGER_FIELD_NAMES,
   LEDGER_MEASURE_TYPES,
 } from '../domain/measure-types';
+import { StoreQueryError, StoreUnavailableError } from '../domain/port-errors';
 import type {
   FiringAlert,
   InstanceState,

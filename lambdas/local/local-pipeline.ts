@@ -1,9 +1,9 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { systemClock } from '../adapters/clock';
+import { evaluateFleet, type FleetEvaluation } from '../app/evaluate-fleet';
 import { DEFAULT_RULE_CONTEXT, type PriceOverrides, type RemediationMode, type RuleContext } from '../domain';
 import type { WasteReportRow } from '../domain/types';
-import { evaluateFleet, type FleetEvaluation } from '../handlers/evaluate-fleet';
 import { createIngestHandler } from '../handlers/ingest-handler';
 import type { Log } from '../handlers/log';
 import { ConsoleAlertSink } from './console-alert-sink';

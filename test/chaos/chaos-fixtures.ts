@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
-import { StoreUnavailableError } from '../../lambdas/adapters/errors';
+import { StoreUnavailableError } from '../../lambdas/domain/port-errors';
 import type { StoreWriteResult, TelemetryStore } from '../../lambdas/domain/ports';
 import type { StoreRows } from '../../lambdas/domain/types';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DynamoDbStateStore } from '../../lambdas/adapters/dynamodb-state-store';
+import { processBatch } from '../../lambdas/app/process-batch';
 import type { Batch } from '../../lambdas/contract';
 import {
   DEFAULT_REMEDIATION_LIMITS,
@@ -7,7 +8,6 @@ import {
   groupReplacementLimit,
 } from '../../lambdas/domain';
 import type { StateStore } from '../../lambdas/domain/ports';
-import { processBatch } from '../../lambdas/handlers/process-batch';
 import { DuckDbStore } from '../../lambdas/local/duckdb-store';
 import { fakeDynamoDb } from '../lambdas/adapters/dynamodb-fake';
 import { NOW, validBatch } from '../lambdas/contract/batches';

@@ -8,9 +8,9 @@ import type { Behaviour } from '../../agent/sources/simulate-behaviours';
 import { simulatedInstanceId, simulatedPlaybackHost } from '../../agent/sources/simulate-fleet';
 import { AGENT_VERSION } from '../../agent/version';
 import { sendAll } from '../../bin/scenarios/run-scenarios';
+import type { FleetEvaluation } from '../../lambdas/app/evaluate-fleet';
 import type { Batch } from '../../lambdas/contract';
 import type { Alert } from '../../lambdas/domain';
-import type { FleetEvaluation } from '../../lambdas/handlers/evaluate-fleet';
 import { SILENT_LOG } from '../../lambdas/handlers/log';
 import { type LocalPipeline, startLocalPipeline } from '../../lambdas/local/local-pipeline';
 

@@ -14,6 +14,7 @@ export * from './health-rate-rule';
 export * from './horizon-input';
 export * from './idle-billed';
 export * from './input-bound';
+export * from './judge-windows';
 export * from './low-occupancy';
 export * from './memory-bound';
 export * from './memory-pressure';

@@ -11,7 +11,7 @@ import { marshall } from '@aws-sdk/util-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DynamoDbStateStore } from '../../../lambdas/adapters/dynamodb-state-store';
-import { StoreUnavailableError } from '../../../lambdas/adapters/errors';
+import { StoreUnavailableError } from '../../../lambdas/domain/port-errors';
 import type { RemediationRecord } from '../../../lambdas/domain/ports';
 import { describeStateStoreContract } from '../state-conformance';
 import { expectValidAwsInputs } from './aws-model';

@@ -7,8 +7,8 @@ import {
 } from '@aws-sdk/client-timestream-write';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { StoreQueryError, StoreUnavailableError } from '../../../lambdas/adapters/errors';
 import { TimestreamStore } from '../../../lambdas/adapters/timestream-store';
+import { StoreQueryError, StoreUnavailableError } from '../../../lambdas/domain/port-errors';
 import { TELEMETRY_TABLE_COLUMNS } from '../../../lambdas/domain/store-columns';
 import type { EventRow, GpuWindowRow } from '../../../lambdas/domain/types';
 import { efaRow, eventRow, gpuRow, ledger } from '../rows';

@@ -1,7 +1,7 @@
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Batch, GpuEvent } from '../../../lambdas/contract';
-import { DEFAULT_RULE_CONTEXT } from '../../../lambdas/domain';
+import { DEFAULT_RULE_CONTEXT, StoreUnavailableError } from '../../../lambdas/domain';
 import type { StateStore } from '../../../lambdas/domain/ports';
 import { createIngestHandler, type IngestHandlerDeps } from '../../../lambdas/handlers/ingest-handler';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
@@ -206,7 +206,7 @@ describe('ingest handler', () => {
     // Prepare
     const failing = Object.assign(Object.create(store) as DuckDbStore, {
       write: async () => {
-        throw Object.assign(new Error('throttled'), { name: 'StoreUnavailableError' });
+        throw new StoreUnavailableError('write', 'throttled; retry later');
       },
     });
     // Act

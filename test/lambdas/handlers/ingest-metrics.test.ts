@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { EmfMetricsSink } from '../../../lambdas/adapters/emf-metrics-sink';
-import { StoreUnavailableError } from '../../../lambdas/adapters/errors';
 import { DEFAULT_RULE_CONTEXT, type MetricsSink } from '../../../lambdas/domain';
+import { StoreUnavailableError } from '../../../lambdas/domain/port-errors';
 import type { TelemetryStore } from '../../../lambdas/domain/ports';
 import { createIngestHandler, type IngestHandlerDeps } from '../../../lambdas/handlers/ingest-handler';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';

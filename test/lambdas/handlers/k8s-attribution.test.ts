@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { gatherReportInput } from '../../../lambdas/app/report-input';
 import { type Batch, parseBatch } from '../../../lambdas/contract';
 import { buildWasteReport, DEFAULT_RULE_CONTEXT } from '../../../lambdas/domain';
 import { createIngestHandler, type IngestHandlerDeps } from '../../../lambdas/handlers/ingest-handler';
-import { gatherReportInput } from '../../../lambdas/handlers/report-input';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { HOST } from '../domain/batch-builder';
 import { COMPUTE_BOUND, IDLE_HORIZON } from '../domain/rules/horizons';

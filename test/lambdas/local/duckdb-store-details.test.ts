@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { StoreQueryError, StoreUnavailableError } from '../../../lambdas/adapters/errors';
+import { StoreQueryError, StoreUnavailableError } from '../../../lambdas/domain/port-errors';
 import { GPU_WORKLOAD_COLUMNS } from '../../../lambdas/domain/store-columns';
 import type { EventRow } from '../../../lambdas/domain/types';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';

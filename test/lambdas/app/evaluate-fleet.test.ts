@@ -1,4 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest';
+import { UnpublishedAlertsError } from '../../../lambdas/app/errors';
+import { evaluateFleet, type FleetEvaluatorDeps } from '../../../lambdas/app/evaluate-fleet';
 import {
   DEFAULT_RULE_CONTEXT,
   FLEET_FIRING_SCOPE,
@@ -9,11 +11,9 @@ import {
   type RunningInstances,
 } from '../../../lambdas/domain';
 import type { LastSeen, StoredGpuWindow, TelemetryStore, WasteGroupRow } from '../../../lambdas/domain/ports';
-import { AlertPublishError } from '../../../lambdas/handlers/errors';
-import { evaluateFleet, type FleetEvaluatorDeps } from '../../../lambdas/handlers/evaluate-fleet';
 import { MemoryStateStore } from '../../chaos/memory-state-store';
 import { ago, NOW, nodeWindows, running, teamRow } from '../domain/fleet/fleet-fixtures';
-import { RecordingAlertSink, recordingLog } from './fakes';
+import { RecordingAlertSink, recordingLog } from '../handlers/fakes';
 
 /** A store whose fleet reads answer from fields the test sets. */
 class FleetReadsStore implements Pick<TelemetryStore, 'lastSeen' | 'recentWindows' | 'queryWasteBy'> {
@@ -234,14 +234,14 @@ describe('evaluateFleet', () => {
     expect(log.lines.some((l) => l.level === 'error' && l.message.includes('metrics'))).toBe(true);
   });
 
-  it('throws AlertPublishError when SNS fails, and the next run sends the alert (no cooldown swallowed it)', async () => {
+  it('throws UnpublishedAlertsError when SNS fails, and the next run sends the alert (no cooldown swallowed it)', async () => {
     // Prepare
     instances.list = [running('i-0aaa')];
     const failing = { publish: async () => Promise.reject(new Error('SNS down')) };
     // Act
     const run = evaluateFleet({ ...deps, alerts: failing }, NOW);
     // Assess
-    await expect(run).rejects.toBeInstanceOf(AlertPublishError);
+    await expect(run).rejects.toBeInstanceOf(UnpublishedAlertsError);
     const retry = await evaluateFleet(deps, later(300));
     expect(retry.sent.map((a) => a.id)).toEqual(['agent_silent:i-0aaa']);
   });

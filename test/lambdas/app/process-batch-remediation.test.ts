@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { PipelineDeps } from '../../../lambdas/app/pipeline';
+import { processBatch } from '../../../lambdas/app/process-batch';
 import type { Batch, GpuEvent } from '../../../lambdas/contract';
 import { DEFAULT_REMEDIATION_LIMITS, DEFAULT_RULE_CONTEXT } from '../../../lambdas/domain';
 import type { TelemetryStore } from '../../../lambdas/domain/ports';
-import { type PipelineDeps, processBatch } from '../../../lambdas/handlers/process-batch';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { ago, NOW, validBatch } from '../contract/batches';
 import {
@@ -11,7 +12,7 @@ import {
   RecordingDecisionSink,
   RecordingRemediator,
   recordingLog,
-} from './fakes';
+} from '../handlers/fakes';
 
 const xid79 = (): GpuEvent => ({
   at: ago(5),

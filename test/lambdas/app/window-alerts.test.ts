@@ -1,16 +1,16 @@
 import { gzipSync } from 'node:zlib';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { processBatch } from '../../../lambdas/app/process-batch';
 import { type Batch, type GpuMetrics, parseBatch } from '../../../lambdas/contract';
 import { DEFAULT_RULE_CONTEXT } from '../../../lambdas/domain';
 import type { AlertSink } from '../../../lambdas/domain/ports';
 import type { Alert } from '../../../lambdas/domain/types';
 import { createIngestHandler, type IngestHandlerDeps } from '../../../lambdas/handlers/ingest-handler';
-import { processBatch } from '../../../lambdas/handlers/process-batch';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { HOST } from '../domain/batch-builder';
 import { COMPUTE_BOUND, IDLE_HORIZON } from '../domain/rules/horizons';
-import { RecordingDecisionSink, RecordingRemediator, recordingLog } from './fakes';
+import { RecordingDecisionSink, RecordingRemediator, recordingLog } from '../handlers/fakes';
 
 /** Records alerts; fails the next `failNext` publishes like an SNS outage. */
 class FlakyAlertSink implements AlertSink {

@@ -1,5 +1,6 @@
 import {
   type Alert,
+  type AlertSink,
   evaluateFleetRules,
   FLEET_FIRING_SCOPE,
   FLEET_LAST_SEEN_LOOKBACK_S,
@@ -10,23 +11,28 @@ import {
   fleetFiringRecord,
   fleetMetrics,
   fleetResolvedAlert,
+  type Log,
   MS_PER_SECOND,
   type RuleContext,
+  type RuleId,
   type RunningInstance,
   type RunningInstances,
+  type StateStore,
+  type StoredGpuWindow,
   stragglerCandidates,
+  type TelemetryStore,
   toFleetAlert,
 } from '../domain';
-import type { AlertSink, StateStore, StoredGpuWindow, TelemetryStore } from '../domain/ports';
-import type { RuleId } from '../domain/types';
-import { AlertPublishError } from './errors';
-import type { Log } from './log';
-import { publishOnce, publishResolve } from './process-batch';
+import { type AlertTally, publishOnce, publishResolve } from './alert-lifecycle';
+import { UnpublishedAlertsError } from './errors';
 
 /** Everything `evaluateFleet` needs from the outside, injected. */
 export interface FleetEvaluatorDeps {
+  /** Where the windows, last-seen times and team waste are read. */
   readonly store: TelemetryStore;
+  /** Alert leases and the fleet's firing records. */
   readonly state: StateStore;
+  /** Where alerts are published (SNS by severity; console + JSONL locally). */
   readonly alerts: AlertSink;
   /** The running GPU instances (EC2 per region; the hosts that reported, locally). */
   readonly instances: RunningInstances;
@@ -34,6 +40,7 @@ export interface FleetEvaluatorDeps {
   readonly metrics?: FleetMetricSink;
   /** Teams with their own CloudWatch `Team` value (`METRICS_TEAMS`, as ingest). @default none */
   readonly metricTeams?: ReadonlySet<string>;
+  /** The structured log. */
   readonly log: Log;
   /** Rule thresholds (the fleet rules read theirs from the same table as ingest). */
   readonly rules: RuleContext;
@@ -69,7 +76,7 @@ export interface FleetEvaluation {
  * @param now - the evaluator's clock
  * @returns what was found and sent
  * @throws whatever the store throws when it cannot be read (the next scheduled run tries again)
- * @throws {AlertPublishError} after the evaluation when an alert could not be published (the
+ * @throws {UnpublishedAlertsError} after the evaluation when an alert could not be published (the
  *   Lambda fails, so the failure is visible; the next run sends it)
  */
 export async function evaluateFleet(deps: FleetEvaluatorDeps, now: Date): Promise<FleetEvaluation> {
@@ -118,8 +125,7 @@ export async function evaluateFleet(deps: FleetEvaluatorDeps, now: Date): Promis
   const input = { ...(instances === undefined ? {} : { instances }), lastSeen, windows, teams };
   const { findings, judged } = evaluateFleetRules(input, deps.rules, now);
 
-  const sent: Alert[] = [];
-  const failed: Alert[] = [];
+  const { sent, failed }: AlertTally = { sent: [], failed: [] };
   const alerts = findings.map(toFleetAlert);
   for (const alert of alerts) {
     const outcome = await publishOnce(alert, deps, now);
@@ -150,7 +156,7 @@ export async function evaluateFleet(deps: FleetEvaluatorDeps, now: Date): Promis
     sent: sent.length,
   });
   if (failed.length > 0) {
-    throw new AlertPublishError(
+    throw new UnpublishedAlertsError(
       failed.map((a) => a.id),
       `Expected every fleet alert to publish, ${failed.length} failed (${failed.map((a) => a.id).join(', ')}); the next run sends them`,
     );

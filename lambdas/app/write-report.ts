@@ -1,0 +1,92 @@
+import {
+  buildWasteReport,
+  type Log,
+  REPORT_GROUPINGS,
+  type REPORT_PERIODS,
+  type ReportFileSink,
+  type ReportGrouping,
+  type ReportNotifier,
+  reportPeriod,
+  reportSnsMessage,
+  type WasteReport,
+} from '../domain';
+import { gatherReportInput, type ReportStore } from './report-input';
+
+/** Media types of the files written. */
+const CSV_TYPE = 'text/csv; charset=utf-8';
+const HTML_TYPE = 'text/html; charset=utf-8';
+
+/** How a report becomes files: the renderers the caller wires (CSV and the HTML page with charts). */
+export interface ReportRenderers {
+  /** One CSV of the report's groups (`reportCsv`). */
+  readonly csv: (report: WasteReport) => string;
+  /** The self-contained HTML page (`renderReportHtml`). */
+  readonly html: (report: WasteReport) => Promise<string>;
+}
+
+/** What `writeReport` is given: the store it reads, where files go, who is told, how files are made. */
+export interface WriteReportDeps {
+  readonly store: ReportStore;
+  readonly files: ReportFileSink;
+  readonly notifier: ReportNotifier;
+  readonly render: ReportRenderers;
+  readonly log: Log;
+}
+
+/** What a run wrote and announced. */
+export interface ReportRunResult {
+  /** The period reported, ISO 8601 UTC: `[from, to)`. */
+  readonly period: { readonly from: string; readonly to: string };
+  /** Where each file went, by name (`waste-by-<grouping>.csv`, `report.html`). */
+  readonly files: Readonly<Record<string, string>>;
+  /** Wasted dollars over the period, USD. */
+  readonly wasted_usd: number;
+}
+
+/**
+ * One scheduled finance report (docs/design.md §9): the report over the period that ended at the
+ * last UTC midnight before `now` (a whole day, week, or calendar month), one CSV per grouping and
+ * the HTML page (grouped `by`) written under `<kind>/<end date>/`, then the message on the reports
+ * topic naming them. Files first, message last, so nobody is sent to a file that is not there; a
+ * re-run rewrites the same files.
+ *
+ * @param kind - `day`, `week` or `month`
+ * @param by - the grouping of the HTML page and the message
+ * @param deps - store, file sink, notifier, renderers, log
+ * @param now - the clock: the period ends at the UTC midnight that starts its day
+ * @returns the period, the files and the wasted dollars
+ * @throws whatever the store, the file sink or the notifier throws (nothing is announced then)
+ */
+export async function writeReport(
+  kind: (typeof REPORT_PERIODS)[number],
+  by: ReportGrouping,
+  deps: WriteReportDeps,
+  now: Date,
+): Promise<ReportRunResult> {
+  const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+  const period = reportPeriod(kind, end);
+  const input = await gatherReportInput(deps.store, period, REPORT_GROUPINGS);
+  const folder = `${kind}/${period.to.slice(0, 10)}`;
+  const files: Record<string, string> = {};
+  for (const grouping of REPORT_GROUPINGS) {
+    const report = buildWasteReport({ ...input, period, by: grouping, generatedAt: now });
+    files[`waste-by-${grouping}.csv`] = await deps.files.put(
+      `${folder}/waste-by-${grouping}.csv`,
+      deps.render.csv(report),
+      CSV_TYPE,
+    );
+  }
+  const report = buildWasteReport({ ...input, period, by, generatedAt: now });
+  files['report.html'] = await deps.files.put(
+    `${folder}/report.html`,
+    await deps.render.html(report),
+    HTML_TYPE,
+  );
+  const message = reportSnsMessage(report, {
+    csv: files[`waste-by-${by}.csv`] as string,
+    html: files['report.html'] as string,
+  });
+  await deps.notifier.publish(message, { report_period: kind, group_by: by });
+  deps.log.info('report written', { period, files, wasted_usd: report.totals.wasted_usd });
+  return { period: { from: period.from, to: period.to }, files, wasted_usd: report.totals.wasted_usd };
+}
