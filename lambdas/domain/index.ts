@@ -22,6 +22,7 @@ export * from './remediation-outcome';
 export * from './remediation-policy';
 export * from './report-input-error';
 export * from './report-message';
+export * from './rule-registry';
 export * from './rules';
 export * from './sender-identity';
 export * from './store-columns';

@@ -1,4 +1,5 @@
 import type { MetricGroup } from './batch-metrics';
+import type { RuleId } from './rule-registry';
 import type {
   Alert,
   Diagnosis,
@@ -6,7 +7,6 @@ import type {
   InstanceInfo,
   LedgerSums,
   RemediationDecision,
-  RuleId,
   Severity,
   StoreRows,
   WasteReportRow,

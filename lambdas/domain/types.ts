@@ -1,4 +1,5 @@
 import type { EventKind, GpuMetrics } from '../contract';
+import type { RuleId } from './rule-registry';
 
 /**
  * Domain types shared by the pipeline: ledger entries, stored rows, findings, alerts and
@@ -154,39 +155,6 @@ export interface StoreRows {
   readonly efa: readonly EfaWindowRow[];
   readonly events: readonly EventRow[];
 }
-
-/**
- * Rule identifiers (docs/design.md §6 plus issue 6's additions): point rules (events and flush windows), window
- * rules (horizon windows, judged at ingest) and fleet rules (the scheduled evaluator).
- */
-export const RULE_IDS = [
-  'ecc_dbe',
-  'xid_fatal',
-  'gpu_lost',
-  'row_remap_failure',
-  'thermal_critical',
-  'spot_interruption',
-  'fake_load',
-  'low_occupancy',
-  'tensor_idle',
-  'memory_bound',
-  'input_bound',
-  'cpu_bound',
-  'power_sawtooth',
-  'idle_billed',
-  'memory_pressure',
-  'thermal_throttle',
-  'straggler',
-  'efa_drops',
-  'waste_rate',
-  'pcie_replay_rate',
-  'nvlink_crc_rate',
-  'ecc_sbe_rate',
-  'profiling_unavailable',
-  'agent_silent',
-] as const;
-/** Rule identifier union, see {@link RULE_IDS}. */
-export type RuleId = (typeof RULE_IDS)[number];
 
 /** What a finding asks for: replace the instance, reset the GPU (human), notify, or nothing. */
 export type FindingAction = 'replace' | 'reset' | 'notify' | 'none';

@@ -11,10 +11,11 @@ import type { FleetFinding, FleetRule } from './fleet-rule';
  * (built-in table, by type and region) is reported as unmonitored spend, USD/hour; an instance type
  * without one is reported `unpriced`, never guessed.
  */
-export const agentSilentRule: FleetRule = {
+export const agentSilentRule: FleetRule<'agent_silent'> = {
   id: 'agent_silent',
+  reads: 'fleet',
   needsInstances: true,
-  judge: (input, ctx, now) => {
+  evaluate: (input, ctx, now) => {
     const afterMs = ctx.thresholds.agentSilentAfterS * MS_PER_SECOND;
     const findings: FleetFinding[] = [];
     for (const instance of input.instances ?? []) {

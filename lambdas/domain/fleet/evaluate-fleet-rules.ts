@@ -1,21 +1,11 @@
+import { FLEET_RULES, type RuleId } from '../rule-registry';
 import type { RuleContext } from '../rules/rule-context';
-import type { RuleId } from '../types';
-import { agentSilentRule } from './agent-silent';
 import type { FleetInput } from './fleet-input';
-import type { FleetFinding, FleetRule } from './fleet-rule';
-import { jobStragglerRule } from './job-straggler';
-import { teamWasteRateRule } from './team-waste-rate';
-
-/** The fleet rules (docs/design.md §6, issue 8), in the order their findings come out. */
-export const FLEET_RULES: readonly FleetRule[] = Object.freeze([
-  agentSilentRule,
-  jobStragglerRule,
-  teamWasteRateRule,
-]);
+import type { FleetFinding } from './fleet-rule';
 
 /** What the fleet rules said about the fleet. */
 export interface FleetRulesResult {
-  /** Every finding, in {@link FLEET_RULES} order. */
+  /** Every finding, in `FLEET_RULES` order. */
   readonly findings: readonly FleetFinding[];
   /** The rules that could judge: their firing alerts without a finding now resolve. */
   readonly judged: ReadonlySet<RuleId>;
@@ -37,7 +27,7 @@ export function evaluateFleetRules(input: FleetInput, ctx: RuleContext, now: Dat
   const judged = new Set<RuleId>();
   for (const rule of FLEET_RULES) {
     if (rule.needsInstances && input.instances === undefined) continue;
-    const verdict = rule.judge(input, ctx, now);
+    const verdict = rule.evaluate(input, ctx, now);
     if (verdict.judged) judged.add(rule.id);
     findings.push(...verdict.findings);
   }

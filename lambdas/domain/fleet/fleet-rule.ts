@@ -1,5 +1,5 @@
-import type { RuleContext } from '../rules/rule-context';
-import type { Finding, RuleId } from '../types';
+import type { Rule, RuleVerdict } from '../rules/rule';
+import type { Finding } from '../types';
 import type { FleetInput, RunningInstance } from './fleet-input';
 
 /**
@@ -20,31 +20,18 @@ export interface FleetFinding {
   readonly subject: FleetSubject;
 }
 
-/** What a fleet rule said: whether it could judge, its findings, and the numbers the fleet metrics publish. */
-export interface FleetVerdict {
-  /**
-   * True when the rule had what it needs: a firing alert of a rule that judged, with no finding now,
-   * resolves; a rule that could not judge leaves its alerts as they are.
-   */
-  readonly judged: boolean;
-  readonly findings: readonly FleetFinding[];
-}
+/** What a fleet rule said: whether it could judge, and its findings with their subjects. */
+export type FleetVerdict = RuleVerdict<FleetFinding>;
 
 /**
  * A fleet rule (docs/design.md §6): pure and deterministic, judges the whole fleet from what EC2 and
  * the store say (no per-batch data). Fleet rules notify; none asks for a remediation.
+ *
+ * @typeParam Id - the rule id
  */
-export interface FleetRule {
-  /** The rule id, the first part of its alert ids. */
-  readonly id: RuleId;
+export interface FleetRule<Id extends string = string> extends Rule<Id, 'fleet', FleetInput, FleetFinding> {
   /** True when the rule needs the running instances: without the list (EC2 unreachable) it does not judge. */
   readonly needsInstances: boolean;
-  /**
-   * @param input - running instances, last batch times, recent windows, team waste
-   * @param ctx - thresholds
-   * @param now - the evaluator's clock
-   */
-  readonly judge: (input: FleetInput, ctx: RuleContext, now: Date) => FleetVerdict;
 }
 
 /** The prefix of a team subject where an instance id would go: `team:<name>`. */

@@ -62,10 +62,11 @@ function nodesByJob(
  * One alert per straggler node and job (`straggler:<instance>#job:<job>`), warning, to the job's owner;
  * it resolves when the node catches up or the job stops reporting from 3 nodes.
  */
-export const jobStragglerRule: FleetRule = {
+export const jobStragglerRule: FleetRule<'straggler'> = {
   id: 'straggler',
+  reads: 'fleet',
   needsInstances: true,
-  judge: (input, ctx, now) => {
+  evaluate: (input, ctx, now) => {
     const t = ctx.thresholds;
     const findings: FleetFinding[] = [];
     for (const [job, nodes] of [...nodesByJob(input.instances ?? [], input.windows)].sort((a, b) =>

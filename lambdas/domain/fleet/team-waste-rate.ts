@@ -13,10 +13,11 @@ import { TEAM_SUBJECT_PREFIX } from './fleet-rule';
  * `untagged`; unpriced windows cost 0 and so count for nothing. One alert per team
  * (`waste_rate:team:<name>`), warning, to the team and finance; it resolves when the share drops.
  */
-export const teamWasteRateRule: FleetRule = {
+export const teamWasteRateRule: FleetRule<'waste_rate'> = {
   id: 'waste_rate',
+  reads: 'fleet',
   needsInstances: false,
-  judge: (input, ctx, now) => {
+  evaluate: (input, ctx, now) => {
     const t = ctx.thresholds;
     const hours = t.fleetWasteSpanS / SECONDS_PER_HOUR;
     const findings: FleetFinding[] = [];

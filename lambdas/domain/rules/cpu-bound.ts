@@ -1,12 +1,13 @@
 import { diagnosisRule } from './diagnosis-rule';
 import { percent, perGpu, round3 } from './window-finding';
+import type { WindowRule } from './window-rule';
 
 /**
  * Rule `cpu_bound` (playbook: SM active < 30 % with PCIe RX low = CPU preprocessing bound): SM active below
  * `underutilizedSmActiveBelow` and PCIe RX measured below `inputBoundPcieRxBytesPerS` with no burst: the
  * GPU waits on the host's CPU, not the bus. Warning, to the owner.
  */
-export const cpuBoundRule = diagnosisRule({
+export const cpuBoundRule: WindowRule<'cpu_bound'> = diagnosisRule({
   id: 'cpu_bound',
   leaf: 'cpu_bound',
   severity: 'warning',

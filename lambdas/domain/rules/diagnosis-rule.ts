@@ -1,11 +1,14 @@
-import type { Diagnosis, RuleId, Severity } from '../types';
+import type { RuleId } from '../rule-registry';
+import type { Diagnosis, Severity } from '../types';
 import type { HorizonInput } from './horizon-input';
+import { NOT_JUDGED } from './rule';
 import { type RuleMessageSpec, windowFinding } from './window-finding';
-import { NOT_JUDGED, type WindowRule } from './window-rule';
+import type { WindowRule } from './window-rule';
 
 /** What an efficiency rule that follows one leaf of the diagnosis tree says. */
-export interface DiagnosisRuleSpec extends RuleMessageSpec {
-  readonly id: RuleId;
+export interface DiagnosisRuleSpec<Id extends RuleId> extends RuleMessageSpec {
+  /** The rule id. */
+  readonly id: Id;
   /** The leaf (see `diagnoseHorizon`): the rule fires for the GPUs whose horizon reached it. */
   readonly leaf: Diagnosis;
   /** `warning` or `info`: never `critical` (an efficiency finding is never a page). */
@@ -20,11 +23,12 @@ export interface DiagnosisRuleSpec extends RuleMessageSpec {
  * @param spec - id, leaf, severity, message parts
  * @returns the rule
  */
-export function diagnosisRule(spec: DiagnosisRuleSpec): WindowRule {
+export function diagnosisRule<Id extends RuleId>(spec: DiagnosisRuleSpec<Id>): WindowRule<Id> {
   return {
     id: spec.id,
+    reads: 'horizons',
     kind: 'efficiency',
-    judge: (input: HorizonInput, ctx) => {
+    evaluate: (input: HorizonInput, ctx) => {
       if (!input.gpus.some((g) => g.diagnosis !== 'unknown')) return NOT_JUDGED;
       const gpus = input.gpus.filter((g) => g.diagnosis === spec.leaf);
       if (gpus.length === 0) return { judged: true, findings: [] };

@@ -1,7 +1,7 @@
 import type { Batch } from '../../contract';
 import type { Finding } from '../types';
 import { describeGpu, flushWindows, type GpuRef, groupByGpu, resolveGpuRef } from './gpu-ref';
-import type { RuleContext } from './rule-context';
+import type { PointRule } from './point-rule';
 
 interface Sighting {
   readonly ref: GpuRef;
@@ -18,11 +18,10 @@ interface Sighting {
  * volatile counter stays above 0; the alert cooldown and "one replacement per instance" absorb the repeats.
  *
  * @param batch - a validated batch; reads flush windows and `ecc_dbe` events
- * @param _ctx - unused (no threshold: any DBE counts)
  * @returns one finding per GPU, ordered by GPU; `at` = the earliest event time or window end;
  *   evidence `ecc_dbe_volatile` (max seen), `ecc_dbe_aggregate` when known, `dbe_events`
  */
-export function eccDbeRule(batch: Batch, _ctx?: RuleContext, _now?: Date): Finding[] {
+function eccDbeFindings(batch: Batch): Finding[] {
   const sightings: Sighting[] = [];
   for (const w of flushWindows(batch)) {
     const v = w.metrics.ecc_dbe_volatile;
@@ -65,3 +64,10 @@ export function eccDbeRule(batch: Batch, _ctx?: RuleContext, _now?: Date): Findi
     } satisfies Finding;
   });
 }
+
+/** Rule `ecc_dbe` as the registry runs it: always judges; its findings are {@link eccDbeFindings}'s. */
+export const eccDbeRule: PointRule<'ecc_dbe'> = {
+  id: 'ecc_dbe',
+  reads: 'batch',
+  evaluate: (batch) => ({ judged: true, findings: eccDbeFindings(batch) }),
+};

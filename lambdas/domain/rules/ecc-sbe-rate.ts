@@ -1,11 +1,12 @@
 import { healthRateRule } from './health-rate-rule';
+import type { WindowRule } from './window-rule';
 
 /**
  * Rule `ecc_sbe_rate`: corrected (single-bit) volatile ECC errors (`nvmlDeviceGetTotalEccErrors(CORRECTED,
  * VOLATILE)`, DCGM 310) grow at ≥ `eccSbePerMinAtLeast` per minute over the horizon: memory cells going bad
  * (Xid 92, excessive SBE, and row remaps follow).
  */
-export const eccSbeRateRule = healthRateRule({
+export const eccSbeRateRule: WindowRule<'ecc_sbe_rate'> = healthRateRule({
   id: 'ecc_sbe_rate',
   delta: 'ecc_sbe_volatile_delta',
   counter: 'ecc_sbe_volatile',

@@ -1,6 +1,7 @@
 import type { EfaWindow } from '../../contract';
 import { windowFinding } from './window-finding';
-import { NOT_JUDGED, type WindowRule } from './window-rule';
+import { NOT_JUDGED } from './rule';
+import type { WindowRule } from './window-rule';
 
 /** EFA port counters that are trouble whenever they grow (reference gpu.md §4.2). */
 const EVENT_COUNTERS = [
@@ -25,11 +26,12 @@ interface PortTrouble {
  * (the most trouble). Judged when the batch has EFA windows. Warning, notify only; never resolved (a
  * quiet 10 s window says little), re-sent after the cooldown while drops recur.
  */
-export const efaDropsRule: WindowRule = {
+export const efaDropsRule: WindowRule<'efa_drops'> = {
   id: 'efa_drops',
+  reads: 'horizons',
   kind: 'health',
   resolves: false,
-  judge: (input, ctx) => {
+  evaluate: (input, ctx) => {
     const ports = input.batch.efa ?? [];
     if (ports.length === 0) return NOT_JUDGED;
     const t = ctx.thresholds;

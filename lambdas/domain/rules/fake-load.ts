@@ -1,12 +1,13 @@
 import { diagnosisRule } from './diagnosis-rule';
 import { percent, perGpu } from './window-finding';
+import type { WindowRule } from './window-rule';
 
 /**
  * Rule `fake_load` (docs/design.md §6): `gpu_util ≥ fakeLoadGpuUtilAtLeast` (0.9) while `sm_active <
  * underutilizedSmActiveBelow` (0.3): a kernel runs all the time but keeps few SMs busy (tiny kernels,
  * a spin loop, a keep-alive), so "GPU utilization" lies. Warning, to the job's owner.
  */
-export const fakeLoadRule = diagnosisRule({
+export const fakeLoadRule: WindowRule<'fake_load'> = diagnosisRule({
   id: 'fake_load',
   leaf: 'fake_load',
   severity: 'warning',

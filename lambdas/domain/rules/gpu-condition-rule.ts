@@ -1,12 +1,16 @@
-import type { RuleId, Severity } from '../types';
+import type { RuleId } from '../rule-registry';
+import type { Severity } from '../types';
 import type { HorizonGpu, HorizonInput } from './horizon-input';
 import type { Thresholds } from './thresholds';
+import { NOT_JUDGED } from './rule';
 import { type RuleMessageSpec, windowFinding } from './window-finding';
-import { NOT_JUDGED, type WindowRule } from './window-rule';
+import type { WindowRule } from './window-rule';
 
 /** A window rule that tests each GPU's horizon on its own. */
-export interface GpuConditionRuleSpec extends RuleMessageSpec {
-  readonly id: RuleId;
+export interface GpuConditionRuleSpec<Id extends RuleId> extends RuleMessageSpec {
+  /** The rule id. */
+  readonly id: Id;
+  /** `efficiency` (the job's owner is told, with the cost) or `health` (the hardware; no cost). */
   readonly kind: WindowRule['kind'];
   /** True when the GPU's horizon has the metrics the condition needs (absent is never zero). */
   readonly judges: (g: HorizonGpu, t: Thresholds) => boolean;
@@ -25,11 +29,12 @@ export interface GpuConditionRuleSpec extends RuleMessageSpec {
  * @param spec - the condition and message parts
  * @returns the rule
  */
-export function gpuConditionRule(spec: GpuConditionRuleSpec): WindowRule {
+export function gpuConditionRule<Id extends RuleId>(spec: GpuConditionRuleSpec<Id>): WindowRule<Id> {
   return {
     id: spec.id,
+    reads: 'horizons',
     kind: spec.kind,
-    judge: (input, ctx) => {
+    evaluate: (input, ctx) => {
       const t = ctx.thresholds;
       const judged = input.gpus.filter((g) => spec.judges(g, t));
       if (judged.length === 0) return NOT_JUDGED;

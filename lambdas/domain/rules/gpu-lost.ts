@@ -1,17 +1,16 @@
 import type { Batch, GpuEvent } from '../../contract';
 import type { Finding } from '../types';
 import { describeGpu, groupByGpu, resolveGpuRef } from './gpu-ref';
-import type { RuleContext } from './rule-context';
+import type { PointRule } from './point-rule';
 
 /**
  * Rule `gpu_lost` (docs/design.md §6): NVML answered GPU_IS_LOST or a GPU disappeared (a `gpu_lost` event).
  * Critical, action `replace`.
  *
  * @param batch - a validated batch; reads `gpu_lost` events
- * @param _ctx - unused
  * @returns one finding per GPU, ordered by GPU; `at` = first event; evidence `count`, `first_at`, `last_at`, `detail`
  */
-export function gpuLostRule(batch: Batch, _ctx?: RuleContext, _now?: Date): Finding[] {
+function gpuLostFindings(batch: Batch): Finding[] {
   const lost = (batch.events ?? []).filter((e) => e.kind === 'gpu_lost');
   return groupByGpu(lost, (e) => resolveGpuRef(batch, e.gpu_index, e.pci_bus_id)).map(({ ref, items }) => {
     const sorted = [...items].sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
@@ -38,3 +37,10 @@ export function gpuLostRule(batch: Batch, _ctx?: RuleContext, _now?: Date): Find
     } satisfies Finding;
   });
 }
+
+/** Rule `gpu_lost` as the registry runs it: always judges; its findings are {@link gpuLostFindings}'s. */
+export const gpuLostRule: PointRule<'gpu_lost'> = {
+  id: 'gpu_lost',
+  reads: 'batch',
+  evaluate: (batch) => ({ judged: true, findings: gpuLostFindings(batch) }),
+};

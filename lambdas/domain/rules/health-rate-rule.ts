@@ -1,5 +1,5 @@
 import type { GpuMetrics } from '../../contract';
-import type { RuleId } from '../types';
+import type { RuleId } from '../rule-registry';
 import { gpuConditionRule } from './gpu-condition-rule';
 import type { HorizonGpu } from './horizon-input';
 import type { ThresholdName } from './thresholds';
@@ -7,8 +7,9 @@ import { perGpu, round3 } from './window-finding';
 import type { WindowRule } from './window-rule';
 
 /** A hardware error counter whose growth over the horizon is judged as a rate. */
-export interface HealthRateSpec {
-  readonly id: RuleId;
+export interface HealthRateSpec<Id extends RuleId> {
+  /** The rule id. */
+  readonly id: Id;
   /** The growth metric (last − first over the horizon; absent after a counter reset). */
   readonly delta: 'pcie_replay_delta' | 'nvlink_crc_errors_delta' | 'ecc_sbe_volatile_delta';
   /** The counter itself, shown in the evidence. */
@@ -20,7 +21,7 @@ export interface HealthRateSpec {
 }
 
 /** Growth per minute of a GPU's counter over its horizon. */
-function perMinute(g: HorizonGpu, delta: HealthRateSpec['delta']): number {
+function perMinute(g: HorizonGpu, delta: HealthRateSpec<RuleId>['delta']): number {
   return ((g.window.metrics[delta] as number) / g.spanS) * 60;
 }
 
@@ -32,7 +33,7 @@ function perMinute(g: HorizonGpu, delta: HealthRateSpec['delta']): number {
  * @param spec - metric, threshold and message
  * @returns the rule
  */
-export function healthRateRule(spec: HealthRateSpec): WindowRule {
+export function healthRateRule<Id extends RuleId>(spec: HealthRateSpec<Id>): WindowRule<Id> {
   return gpuConditionRule({
     id: spec.id,
     kind: 'health',

@@ -1,7 +1,8 @@
 import { MS_PER_SECOND } from '../constants';
 import { gpuKey } from './gpu-ref';
 import { windowFinding } from './window-finding';
-import { NOT_JUDGED, type WindowRule } from './window-rule';
+import { NOT_JUDGED } from './rule';
+import type { WindowRule } from './window-rule';
 
 /**
  * Rule `idle_billed` (docs/design.md §6): a GPU idle with no process (`nextIdleSince`: a whole horizon below
@@ -9,10 +10,11 @@ import { NOT_JUDGED, type WindowRule } from './window-rule';
  * "idle since" comes from the StateStore (`input.idleSince`). Judges GPUs with a judged horizon. Warning,
  * to the owner: the instance is billed for nothing.
  */
-export const idleBilledRule: WindowRule = {
+export const idleBilledRule: WindowRule<'idle_billed'> = {
   id: 'idle_billed',
+  reads: 'horizons',
   kind: 'efficiency',
-  judge: (input, ctx, now) => {
+  evaluate: (input, ctx, now) => {
     if (input.gpus.length === 0) return NOT_JUDGED;
     const t = ctx.thresholds;
     const idleFor = (since: string | undefined): number | undefined =>

@@ -1,5 +1,6 @@
 import { diagnosisRule } from './diagnosis-rule';
 import { percent, perGpu, round3 } from './window-finding';
+import type { WindowRule } from './window-rule';
 
 const gbPerS = (v: number): string => `${round3(v / 1e9)} GB/s`;
 
@@ -9,7 +10,7 @@ const gbPerS = (v: number): string => `${round3(v / 1e9)} GB/s`;
  * inputBoundPcieRxBytesPerS` or a burst `max_pcie_rx_bytes_per_s ≥ inputBoundPcieRxBurstBytesPerS`).
  * Warning, to the owner.
  */
-export const inputBoundRule = diagnosisRule({
+export const inputBoundRule: WindowRule<'input_bound'> = diagnosisRule({
   id: 'input_bound',
   leaf: 'input_bound',
   severity: 'warning',

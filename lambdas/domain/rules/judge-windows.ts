@@ -1,6 +1,7 @@
 import type { Batch } from '../../contract';
 import type { InstancePrice } from '../pricing';
-import type { Diagnosis, Finding, RuleId } from '../types';
+import type { RuleId } from '../rule-registry';
+import type { Diagnosis, Finding } from '../types';
 import { evaluateWindowRules } from './evaluate-window-rules';
 import { type IdleSinceUpdate, judgedHorizons, nextIdleSince } from './horizon-input';
 import type { RuleContext } from './rule-context';

@@ -1,11 +1,12 @@
 import { diagnosisRule } from './diagnosis-rule';
 import { percent, perGpu } from './window-finding';
+import type { WindowRule } from './window-rule';
 
 /**
  * Rule `memory_bound` (playbook: DRAM active > 80 % is memory bound, whether SM is high — the tree — or
  * low — the dashboard rule): `dram_active ≥ memoryBoundDramActiveAtLeast` (0.8). Info, to the owner.
  */
-export const memoryBoundRule = diagnosisRule({
+export const memoryBoundRule: WindowRule<'memory_bound'> = diagnosisRule({
   id: 'memory_bound',
   leaf: 'memory_bound',
   severity: 'info',

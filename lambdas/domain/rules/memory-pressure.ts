@@ -2,6 +2,7 @@ import { gpuConditionRule } from './gpu-condition-rule';
 import type { HorizonGpu } from './horizon-input';
 import type { Thresholds } from './thresholds';
 import { percent, perGpu, round3 } from './window-finding';
+import type { WindowRule } from './window-rule';
 
 /** Seconds until the framebuffer is full at the horizon's growth, or undefined when it does not grow. */
 export function timeToFullS(g: HorizonGpu): number | undefined {
@@ -32,7 +33,7 @@ function leaking(g: HorizonGpu, t: Thresholds): boolean {
  * over the horizon) ≥ `memoryLeakMinGrowthBytesPerS` and the time to full at that slope ≤
  * `memoryLeakTimeToFullS` (1 h). Warning (OOM risk), to the owner.
  */
-export const memoryPressureRule = gpuConditionRule({
+export const memoryPressureRule: WindowRule<'memory_pressure'> = gpuConditionRule({
   id: 'memory_pressure',
   kind: 'health',
   judges: (g) =>

@@ -1,10 +1,11 @@
 import { healthRateRule } from './health-rate-rule';
+import type { WindowRule } from './window-rule';
 
 /**
  * Rule `nvlink_crc_rate`: NVLink CRC errors (NVML fields 38 + 45, DCGM 409) grow at ≥
  * `nvlinkCrcErrorsPerMinAtLeast` per minute over the horizon: a bad link, retried at the cost of bandwidth.
  */
-export const nvlinkCrcRateRule = healthRateRule({
+export const nvlinkCrcRateRule: WindowRule<'nvlink_crc_rate'> = healthRateRule({
   id: 'nvlink_crc_rate',
   delta: 'nvlink_crc_errors_delta',
   counter: 'nvlink_crc_errors',

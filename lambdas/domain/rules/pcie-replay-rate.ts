@@ -1,10 +1,11 @@
 import { healthRateRule } from './health-rate-rule';
+import type { WindowRule } from './window-rule';
 
 /**
  * Rule `pcie_replay_rate`: the PCIe replay counter (`nvmlDeviceGetPcieReplayCounter`, DCGM 202) grows at
  * ≥ `pcieReplaysPerMinAtLeast` per minute over the horizon: link-level retries of a degrading PCIe link.
  */
-export const pcieReplayRateRule = healthRateRule({
+export const pcieReplayRateRule: WindowRule<'pcie_replay_rate'> = healthRateRule({
   id: 'pcie_replay_rate',
   delta: 'pcie_replay_delta',
   counter: 'pcie_replay_count',

@@ -1,5 +1,6 @@
 import { gpuConditionRule } from './gpu-condition-rule';
 import { perGpu, round3 } from './window-finding';
+import type { WindowRule } from './window-rule';
 
 const cv = (v: number): string => String(round3(v));
 
@@ -9,7 +10,7 @@ const cv = (v: number): string => String(round3(v));
  * powerSawtoothSmActiveCvAtLeast`, 0.5) on a GPU that is not idle: compute, wait, compute. Needs both
  * spreads (horizon statistics). Info, to the owner.
  */
-export const powerSawtoothRule = gpuConditionRule({
+export const powerSawtoothRule: WindowRule<'power_sawtooth'> = gpuConditionRule({
   id: 'power_sawtooth',
   kind: 'efficiency',
   judges: (g) =>

@@ -1,5 +1,6 @@
 import { windowFinding } from './window-finding';
-import { NOT_JUDGED, type WindowRule } from './window-rule';
+import { NOT_JUDGED } from './rule';
+import type { WindowRule } from './window-rule';
 
 /**
  * Rule `profiling_unavailable`: the host sends `agent.profiling_source: 'none'` (e.g. an A100 without
@@ -8,10 +9,11 @@ import { NOT_JUDGED, type WindowRule } from './window-rule';
  * leaf (`unknown`). Info, to the platform team, once per instance and cooldown. Judged on every batch
  * with a judged horizon.
  */
-export const profilingUnavailableRule: WindowRule = {
+export const profilingUnavailableRule: WindowRule<'profiling_unavailable'> = {
   id: 'profiling_unavailable',
+  reads: 'horizons',
   kind: 'health',
-  judge: (input) => {
+  evaluate: (input) => {
     if (input.gpus.length === 0) return NOT_JUDGED;
     if (input.batch.agent.profiling_source !== 'none') return { judged: true, findings: [] };
     return {

@@ -1,7 +1,7 @@
 import type { Batch } from '../../contract';
 import type { Finding } from '../types';
 import { describeGpu, flushWindows, type GpuRef, groupByGpu, resolveGpuRef } from './gpu-ref';
-import type { RuleContext } from './rule-context';
+import type { PointRule } from './point-rule';
 
 interface Sighting {
   readonly ref: GpuRef;
@@ -19,10 +19,9 @@ interface Sighting {
  * `remapped_rows_pending` alone is not a finding (XID 63 covers it as info) but is shown in the evidence.
  *
  * @param batch - a validated batch; reads flush windows and `remap_failure` events
- * @param _ctx - unused
  * @returns at most one finding per GPU (the worse of the two), ordered by GPU; `at` = first sighting
  */
-export function rowRemapFailureRule(batch: Batch, _ctx?: RuleContext, _now?: Date): Finding[] {
+function rowRemapFailureFindings(batch: Batch): Finding[] {
   const sightings: Sighting[] = [];
   for (const w of flushWindows(batch)) {
     const m = w.metrics;
@@ -83,3 +82,10 @@ export function rowRemapFailureRule(batch: Batch, _ctx?: RuleContext, _now?: Dat
         } satisfies Finding);
   });
 }
+
+/** Rule `row_remap_failure` as the registry runs it: always judges; its findings are {@link rowRemapFailureFindings}'s. */
+export const rowRemapFailureRule: PointRule<'row_remap_failure'> = {
+  id: 'row_remap_failure',
+  reads: 'batch',
+  evaluate: (batch) => ({ judged: true, findings: rowRemapFailureFindings(batch) }),
+};

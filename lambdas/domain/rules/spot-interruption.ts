@@ -1,16 +1,15 @@
 import type { Batch, GpuEvent } from '../../contract';
 import type { Finding } from '../types';
-import type { RuleContext } from './rule-context';
+import type { PointRule } from './point-rule';
 
 /**
  * Rule `spot_interruption` (docs/design.md §6): an IMDS spot interruption notice (`spot_interruption` event).
  * Info, action `notify`: the job owner should checkpoint now (the notice comes two minutes ahead).
  *
  * @param batch - a validated batch; reads `spot_interruption` events
- * @param _ctx - unused
  * @returns at most one finding for the instance; `at` = first notice; evidence `count`, `detail`
  */
-export function spotInterruptionRule(batch: Batch, _ctx?: RuleContext, _now?: Date): Finding[] {
+function spotInterruptionFindings(batch: Batch): Finding[] {
   const notices = (batch.events ?? [])
     .filter((e) => e.kind === 'spot_interruption')
     .sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
@@ -30,3 +29,10 @@ export function spotInterruptionRule(batch: Batch, _ctx?: RuleContext, _now?: Da
     },
   ];
 }
+
+/** Rule `spot_interruption` as the registry runs it: always judges; its findings are {@link spotInterruptionFindings}'s. */
+export const spotInterruptionRule: PointRule<'spot_interruption'> = {
+  id: 'spot_interruption',
+  reads: 'batch',
+  evaluate: (batch) => ({ judged: true, findings: spotInterruptionFindings(batch) }),
+};

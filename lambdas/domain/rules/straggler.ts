@@ -1,7 +1,8 @@
 import type { GpuMetrics } from '../../contract';
 import type { HorizonGpu } from './horizon-input';
 import { windowFinding } from './window-finding';
-import { NOT_JUDGED, type WindowRule } from './window-rule';
+import { NOT_JUDGED } from './rule';
+import type { WindowRule } from './window-rule';
 
 /** Consistency constant of the modified z-score: 0.6745 ≈ Φ⁻¹(0.75), so MAD / 0.6745 estimates σ. */
 const MODIFIED_Z_CONSTANT = 0.6745;
@@ -58,10 +59,11 @@ export function peerStandings(values: readonly number[]): PeerStanding[] {
  * straggler. Fewer than 3 GPUs: not judged. Only a busy instance (median SM active, or median power where
  * SM is absent, above idle) is judged. Warning, to the owner.
  */
-export const stragglerRule: WindowRule = {
+export const stragglerRule: WindowRule<'straggler'> = {
   id: 'straggler',
+  reads: 'horizons',
   kind: 'efficiency',
-  judge: (input, ctx) => {
+  evaluate: (input, ctx) => {
     const t = ctx.thresholds;
     const lows = new Map<number, Set<string>>();
     const evidence: Record<string, string | number> = {};

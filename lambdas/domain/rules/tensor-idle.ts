@@ -1,12 +1,13 @@
 import { diagnosisRule } from './diagnosis-rule';
 import { percent, perGpu } from './window-finding';
+import type { WindowRule } from './window-rule';
 
 /**
  * Rule `tensor_idle` (playbook, SM active 30–70 %): `tensor_active < tensorIdleBelow` (0.05) while SM active
  * is between `underutilizedSmActiveBelow` and `computeBoundSmActiveAtLeast`: the math runs on the FP32
  * pipes, not the tensor cores. Info, to the owner.
  */
-export const tensorIdleRule = diagnosisRule({
+export const tensorIdleRule: WindowRule<'tensor_idle'> = diagnosisRule({
   id: 'tensor_idle',
   leaf: 'tensor_idle',
   severity: 'info',

@@ -1,6 +1,7 @@
 import type { Batch } from '../../contract';
 import type { Finding } from '../types';
 import { describeGpu, flushWindows, groupByGpu, resolveGpuRef } from './gpu-ref';
+import type { PointRule } from './point-rule';
 import type { RuleContext } from './rule-context';
 
 /**
@@ -13,7 +14,7 @@ import type { RuleContext } from './rule-context';
  * @returns one finding per GPU, ordered by GPU; `at` = end of the first window at or over the threshold;
  *   evidence `max_gpu_temp_c` (the hottest), `threshold_c`, `windows` over it
  */
-export function thermalCriticalRule(batch: Batch, ctx: RuleContext, _now?: Date): Finding[] {
+function thermalCriticalFindings(batch: Batch, ctx: RuleContext): Finding[] {
   const limit = ctx.thresholds.thermalCriticalTempC;
   const hot = flushWindows(batch).filter(
     (w) => (w.metrics.max_gpu_temp_c ?? Number.NEGATIVE_INFINITY) >= limit,
@@ -36,3 +37,10 @@ export function thermalCriticalRule(batch: Batch, ctx: RuleContext, _now?: Date)
     } satisfies Finding;
   });
 }
+
+/** Rule `thermal_critical` as the registry runs it: always judges; its findings are {@link thermalCriticalFindings}'s. */
+export const thermalCriticalRule: PointRule<'thermal_critical'> = {
+  id: 'thermal_critical',
+  reads: 'batch',
+  evaluate: (batch, ctx) => ({ judged: true, findings: thermalCriticalFindings(batch, ctx) }),
+};

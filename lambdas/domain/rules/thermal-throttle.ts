@@ -2,6 +2,7 @@ import { gpuConditionRule } from './gpu-condition-rule';
 import type { HorizonGpu } from './horizon-input';
 import type { Thresholds } from './thresholds';
 import { percent, perGpu } from './window-finding';
+import type { WindowRule } from './window-rule';
 
 function throttling(g: HorizonGpu, t: Thresholds): boolean {
   const m = g.window.metrics;
@@ -19,7 +20,7 @@ const celsius = (v: number): string => `${Math.round(v)} C`;
  * mean `gpu_temp_c > thermalWarnTempC` (80 °C, the playbook's alert level) → info. Notify only: cooling is
  * the host's side, a human decides.
  */
-export const thermalThrottleRule = gpuConditionRule({
+export const thermalThrottleRule: WindowRule<'thermal_throttle'> = gpuConditionRule({
   id: 'thermal_throttle',
   kind: 'health',
   judges: (g) =>

@@ -1,5 +1,6 @@
 import { percent, windowFinding } from './window-finding';
-import { NOT_JUDGED, type WindowRule } from './window-rule';
+import { NOT_JUDGED } from './rule';
+import type { WindowRule } from './window-rule';
 
 /**
  * Rule `waste_rate` (docs/design.md §6): the instance wastes ≥ `wasteRateAtLeast` (50 %) of its price over the
@@ -7,10 +8,11 @@ import { NOT_JUDGED, type WindowRule } from './window-rule';
  * those GPUs cost. Needs a priced instance (an unpriced one has no price to waste) and every GPU judged
  * (GPUs not seen would make the share a guess). Warning, to the owner and finance.
  */
-export const wasteRateRule: WindowRule = {
+export const wasteRateRule: WindowRule<'waste_rate'> = {
   id: 'waste_rate',
+  reads: 'horizons',
   kind: 'efficiency',
-  judge: (input, ctx) => {
+  evaluate: (input, ctx) => {
     const { price } = input;
     if (input.gpus.length === 0 || price.price_usd_per_hour <= 0 || input.shortGpus > 0) return NOT_JUDGED;
     const gpuPrice = price.price_usd_per_hour / price.gpu_count;

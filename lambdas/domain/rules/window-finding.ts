@@ -1,5 +1,6 @@
 import { JOB_TAG, TEAM_TAG } from '../constants';
-import type { Finding, RuleId, Severity } from '../types';
+import type { RuleId } from '../rule-registry';
+import type { Finding, Severity } from '../types';
 import type { HorizonGpu, HorizonInput } from './horizon-input';
 import type { Thresholds } from './thresholds';
 

@@ -1,27 +1,21 @@
-import type { Finding, RuleId } from '../types';
+import type { Finding } from '../types';
 import type { HorizonInput } from './horizon-input';
-import type { RuleContext } from './rule-context';
+import type { Rule, RuleVerdict } from './rule';
 
 /**
- * What a window rule says about one instance: whether it could judge (enough covered span and the
- * metrics it needs), and its findings. A rule that judged and found nothing resolves its firing alert;
- * a rule that could not judge leaves it as it is.
+ * What a window rule says about one instance: at most one finding (window alerts list their GPUs,
+ * alert id `rule:instance_id`).
  */
-export interface WindowVerdict {
-  /** True when the rule had what it needs to judge this instance (absent metrics judge nothing). */
-  readonly judged: boolean;
-  /** At most one finding per instance: window alerts list their GPUs (`rule:instance_id`). */
-  readonly findings: readonly Finding[];
-}
+export type WindowVerdict = RuleVerdict<Finding>;
 
 /**
  * A window rule (docs/design.md §6): pure, deterministic, judges one batch's horizon windows (and EFA deltas)
  * with no store query. Efficiency rules are `notify` at `warning` or `info`, never `critical`, and never
  * ask for a remediation.
+ *
+ * @typeParam Id - the rule id
  */
-export interface WindowRule {
-  /** The rule id, also the first part of its alert id. */
-  readonly id: RuleId;
+export interface WindowRule<Id extends string = string> extends Rule<Id, 'horizons', HorizonInput, Finding> {
   /** `efficiency` (the job's owner is told) or `health` (the hardware or fabric). */
   readonly kind: 'efficiency' | 'health';
   /**
@@ -30,13 +24,4 @@ export interface WindowRule {
    * counter cannot send a fire/resolve pair every batch. @default true (horizon rules resolve)
    */
   readonly resolves?: boolean;
-  /**
-   * @param input - the judged horizons, price, idle marks and the batch
-   * @param ctx - thresholds
-   * @param now - the server's clock
-   */
-  readonly judge: (input: HorizonInput, ctx: RuleContext, now: Date) => WindowVerdict;
 }
-
-/** The verdict of a rule that could not judge. */
-export const NOT_JUDGED: WindowVerdict = Object.freeze({ judged: false, findings: [] });

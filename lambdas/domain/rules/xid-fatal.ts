@@ -3,6 +3,7 @@ import { MAX_EVIDENCE_LIST_ITEMS, MAX_EVIDENCE_TEXT_CHARS, MS_PER_SECOND } from 
 import type { Finding, FindingAction, Severity } from '../types';
 import { type XidPolicyEntry, xidPolicyFor } from '../xid-policy';
 import { describeGpu, type GpuRef, groupByGpu, resolveGpuRef } from './gpu-ref';
+import type { PointRule } from './point-rule';
 import type { RuleContext } from './rule-context';
 
 interface TimedEvent {
@@ -144,7 +145,7 @@ function xidFinding(
  * @param ctx - `xidPolicy` and `thresholds.xidDedupeWindowS`
  * @returns one finding per (GPU, Xid code) that deserves one, ordered by GPU then code; `at` = first occurrence
  */
-export function xidFatalRule(batch: Batch, ctx: RuleContext, _now?: Date): Finding[] {
+function xidFatalFindings(batch: Batch, ctx: RuleContext): Finding[] {
   const timed: (TimedEvent & { ref: GpuRef })[] = [];
   (batch.events ?? []).forEach((event, order) => {
     if (event.kind !== 'xid' || event.xid === undefined) return;
@@ -170,3 +171,10 @@ export function xidFatalRule(batch: Batch, ctx: RuleContext, _now?: Date): Findi
   }
   return findings;
 }
+
+/** Rule `xid_fatal` as the registry runs it: always judges; its findings are {@link xidFatalFindings}'s. */
+export const xidFatalRule: PointRule<'xid_fatal'> = {
+  id: 'xid_fatal',
+  reads: 'batch',
+  evaluate: (batch, ctx) => ({ judged: true, findings: xidFatalFindings(batch, ctx) }),
+};

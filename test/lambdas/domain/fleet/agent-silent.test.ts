@@ -17,7 +17,7 @@ describe('agentSilentRule', () => {
       lastSeen: new Map(lastSeen === undefined ? [] : [['i-0aaa', lastSeen]]),
     });
     // Act
-    const verdict = agentSilentRule.judge(input, DEFAULT_RULE_CONTEXT, NOW);
+    const verdict = agentSilentRule.evaluate(input, DEFAULT_RULE_CONTEXT, NOW);
     // Assess
     expect(verdict.judged).toBe(true);
     expect(verdict.findings.length).toBe(fires ? 1 : 0);
@@ -27,7 +27,7 @@ describe('agentSilentRule', () => {
     // Prepare
     const input = fleet({ instances: [running('i-0aaa'), running('i-0bbb')], lastSeen: new Map() });
     // Act
-    const { findings } = agentSilentRule.judge(input, DEFAULT_RULE_CONTEXT, NOW);
+    const { findings } = agentSilentRule.evaluate(input, DEFAULT_RULE_CONTEXT, NOW);
     // Assess
     expect(findings.map((f) => alertId(f.finding))).toEqual(['agent_silent:i-0aaa', 'agent_silent:i-0bbb']);
     expect(findings[0]?.finding.evidence.unmonitored_usd_per_hour).toBeCloseTo(55.04, 2);
@@ -39,7 +39,7 @@ describe('agentSilentRule', () => {
     // Prepare
     const input = fleet({ instances: [running('i-0ccc', { instance_type: 'p5e.48xlarge' })] });
     // Act
-    const { findings } = agentSilentRule.judge(input, DEFAULT_RULE_CONTEXT, NOW);
+    const { findings } = agentSilentRule.evaluate(input, DEFAULT_RULE_CONTEXT, NOW);
     // Assess
     expect(findings[0]?.finding.evidence.unmonitored_usd_per_hour).toBe('unpriced');
   });
@@ -52,7 +52,7 @@ describe('agentSilentRule', () => {
     };
     const input = fleet({ instances: [running('i-0aaa')], lastSeen: new Map([['i-0aaa', ago(90)]]) });
     // Act
-    const { findings } = agentSilentRule.judge(input, ctx, NOW);
+    const { findings } = agentSilentRule.evaluate(input, ctx, NOW);
     // Assess
     expect(findings).toHaveLength(1);
   });

@@ -46,7 +46,7 @@ describe('fleet alerts', () => {
 
   it('resolves a team alert under the same id, with the team attribute read back from the id', () => {
     // Prepare
-    const [found] = teamWasteRateRule.judge(
+    const [found] = teamWasteRateRule.evaluate(
       fleet({ teams: [teamRow('vision', 100, 80)] }),
       DEFAULT_RULE_CONTEXT,
       NOW,

@@ -23,7 +23,7 @@ describe('jobStragglerRule', () => {
     // Prepare
     const input = jobOf([{ sm_active: 0.86 }, { sm_active: 0.85 }, { sm_active: 0.87 }, { sm_active: 0.6 }]);
     // Act
-    const { findings } = jobStragglerRule.judge(input, DEFAULT_RULE_CONTEXT, NOW);
+    const { findings } = jobStragglerRule.evaluate(input, DEFAULT_RULE_CONTEXT, NOW);
     // Assess
     expect(findings.map((f) => alertId(f.finding))).toEqual(['straggler:i-0node3#job:train-42']);
     expect(findings[0]?.finding.evidence).toMatchObject({ job: 'train-42', nodes: 4, sm_active_node: 0.6 });
@@ -38,7 +38,7 @@ describe('jobStragglerRule', () => {
     // Prepare
     const input = jobOf(sm.map((sm_active) => ({ sm_active })));
     // Act
-    const { judged, findings } = jobStragglerRule.judge(input, DEFAULT_RULE_CONTEXT, NOW);
+    const { judged, findings } = jobStragglerRule.evaluate(input, DEFAULT_RULE_CONTEXT, NOW);
     // Assess
     expect(judged).toBe(true);
     expect(findings).toEqual([]);
@@ -48,7 +48,7 @@ describe('jobStragglerRule', () => {
     // Prepare
     const input = jobOf([{ sm_active: 0.9 }, { sm_active: 0.2 }]);
     // Act
-    const { findings } = jobStragglerRule.judge(input, DEFAULT_RULE_CONTEXT, NOW);
+    const { findings } = jobStragglerRule.evaluate(input, DEFAULT_RULE_CONTEXT, NOW);
     // Assess
     expect(findings).toEqual([]);
   });
@@ -68,8 +68,8 @@ describe('jobStragglerRule', () => {
       { power_w: 420, gpu_temp_c: 70 },
     ]);
     // Act
-    const flagged = jobStragglerRule.judge(both, DEFAULT_RULE_CONTEXT, NOW).findings;
-    const quiet = jobStragglerRule.judge(powerOnly, DEFAULT_RULE_CONTEXT, NOW).findings;
+    const flagged = jobStragglerRule.evaluate(both, DEFAULT_RULE_CONTEXT, NOW).findings;
+    const quiet = jobStragglerRule.evaluate(powerOnly, DEFAULT_RULE_CONTEXT, NOW).findings;
     // Assess
     expect(flagged.map((f) => f.finding.instance_id)).toEqual(['i-0node3']);
     expect(quiet).toEqual([]);
@@ -92,7 +92,7 @@ describe('jobStragglerRule', () => {
       ]),
     });
     // Act
-    const { findings } = jobStragglerRule.judge(input, DEFAULT_RULE_CONTEXT, NOW);
+    const { findings } = jobStragglerRule.evaluate(input, DEFAULT_RULE_CONTEXT, NOW);
     // Assess
     expect(findings).toEqual([]);
   });

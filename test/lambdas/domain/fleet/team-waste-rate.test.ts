@@ -13,7 +13,7 @@ describe('teamWasteRateRule', () => {
     // Prepare
     const input = fleet({ teams: [teamRow('vision', cost, wasted)] });
     // Act
-    const { findings } = teamWasteRateRule.judge(input, DEFAULT_RULE_CONTEXT, NOW);
+    const { findings } = teamWasteRateRule.evaluate(input, DEFAULT_RULE_CONTEXT, NOW);
     // Assess
     expect(findings.length).toBe(fires ? 1 : 0);
   });
@@ -22,7 +22,7 @@ describe('teamWasteRateRule', () => {
     // Prepare
     const input = fleet({ teams: [teamRow('vision', 100, 80), teamRow(undefined, 200, 150)] });
     // Act
-    const { findings } = teamWasteRateRule.judge(input, DEFAULT_RULE_CONTEXT, NOW);
+    const { findings } = teamWasteRateRule.evaluate(input, DEFAULT_RULE_CONTEXT, NOW);
     // Assess
     expect(findings.map((f) => alertId(f.finding))).toEqual([
       'waste_rate:team:vision',
@@ -48,7 +48,7 @@ describe('teamWasteRateRule', () => {
     };
     const input = fleet({ teams: [teamRow('vision', 100, 90)] });
     // Act
-    const { findings } = teamWasteRateRule.judge(input, ctx, NOW);
+    const { findings } = teamWasteRateRule.evaluate(input, ctx, NOW);
     // Assess
     expect(findings).toEqual([]);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { eccDbeRule } from '../../../../lambdas/domain';
-import { flushWindow, makeBatch } from '../batch-builder';
+import { DEFAULT_RULE_CONTEXT, eccDbeRule } from '../../../../lambdas/domain';
+import { flushWindow, makeBatch, NOW } from '../batch-builder';
 
 describe('ecc_dbe', () => {
   it.each([
@@ -20,7 +20,7 @@ describe('ecc_dbe', () => {
     // Prepare
     const batch = makeBatch({ windows, events });
     // Act
-    const findings = eccDbeRule(batch);
+    const findings = eccDbeRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings;
     // Assess
     expect(findings).toHaveLength(1);
     expect(findings[0]).toMatchObject({
@@ -39,7 +39,7 @@ describe('ecc_dbe', () => {
       events: [{ at: '2026-03-10T10:00:04Z', kind: 'ecc_dbe', gpu_index: 3, source: 'nvml' }],
     });
     // Act
-    const findings = eccDbeRule(batch);
+    const findings = eccDbeRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings;
     // Assess
     expect(findings).toHaveLength(1);
     expect(findings[0]?.at).toBe('2026-03-10T10:00:04Z');
@@ -54,6 +54,6 @@ describe('ecc_dbe', () => {
     // Prepare
     const batch = makeBatch({ windows: [window] });
     // Act / Assess
-    expect(eccDbeRule(batch)).toEqual([]);
+    expect(eccDbeRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings).toEqual([]);
   });
 });

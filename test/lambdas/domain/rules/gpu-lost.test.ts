@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { gpuLostRule } from '../../../../lambdas/domain';
-import { makeBatch } from '../batch-builder';
+import { DEFAULT_RULE_CONTEXT, gpuLostRule } from '../../../../lambdas/domain';
+import { makeBatch, NOW } from '../batch-builder';
 
 describe('gpu_lost', () => {
   it('fires one critical replace per GPU with the count and first time', () => {
@@ -13,7 +13,7 @@ describe('gpu_lost', () => {
       ],
     });
     // Act
-    const findings = gpuLostRule(batch);
+    const findings = gpuLostRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings;
     // Assess
     expect(
       findings.map((f) => [f.gpu_index, f.pci_bus_id, f.severity, f.action, f.at, f.evidence.count]),
@@ -29,6 +29,6 @@ describe('gpu_lost', () => {
       events: [{ at: '2026-03-10T10:00:02Z', kind: 'agent_start', source: 'agent' }],
     });
     // Act / Assess
-    expect(gpuLostRule(batch)).toEqual([]);
+    expect(gpuLostRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings).toEqual([]);
   });
 });

@@ -125,7 +125,7 @@ describe('idle_billed', () => {
     const input = inputFor(horizonBatch([horizon(0, IDLE_HORIZON)]), idle);
 
     // Act
-    const verdict = idleBilledRule.judge(input, DEFAULT_RULE_CONTEXT, NOW);
+    const verdict = idleBilledRule.evaluate(input, DEFAULT_RULE_CONTEXT, NOW);
 
     // Assess
     expect(verdict.judged).toBe(true);

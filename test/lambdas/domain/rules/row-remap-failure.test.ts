@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { rowRemapFailureRule } from '../../../../lambdas/domain';
-import { flushWindow, makeBatch } from '../batch-builder';
+import { DEFAULT_RULE_CONTEXT, rowRemapFailureRule } from '../../../../lambdas/domain';
+import { flushWindow, makeBatch, NOW } from '../batch-builder';
 
 describe('row_remap_failure', () => {
   it.each([
@@ -24,7 +24,7 @@ describe('row_remap_failure', () => {
     // Prepare
     const batch = makeBatch({ windows: [flushWindow(1, metrics)], events });
     // Act
-    const findings = rowRemapFailureRule(batch);
+    const findings = rowRemapFailureRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings;
     // Assess
     expect(findings).toHaveLength(1);
     expect(findings[0]).toMatchObject({ rule: 'row_remap_failure', severity, action, gpu_index: 1 });
@@ -36,6 +36,6 @@ describe('row_remap_failure', () => {
       windows: [flushWindow(1, { remapped_rows_pending: true, remapped_rows_failure: false })],
     });
     // Act / Assess
-    expect(rowRemapFailureRule(batch)).toEqual([]);
+    expect(rowRemapFailureRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings).toEqual([]);
   });
 });

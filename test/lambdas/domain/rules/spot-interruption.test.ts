@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { spotInterruptionRule } from '../../../../lambdas/domain';
-import { makeBatch } from '../batch-builder';
+import { DEFAULT_RULE_CONTEXT, spotInterruptionRule } from '../../../../lambdas/domain';
+import { makeBatch, NOW } from '../batch-builder';
 
 describe('spot_interruption', () => {
   it('fires one info notify for the instance telling the owner to checkpoint', () => {
@@ -17,7 +17,7 @@ describe('spot_interruption', () => {
       ],
     });
     // Act
-    const findings = spotInterruptionRule(batch);
+    const findings = spotInterruptionRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings;
     // Assess
     expect(findings).toHaveLength(1);
     expect(findings[0]).toMatchObject({
@@ -33,6 +33,6 @@ describe('spot_interruption', () => {
 
   it('gives nothing without a notice', () => {
     // Prepare / Act / Assess
-    expect(spotInterruptionRule(makeBatch({}))).toEqual([]);
+    expect(spotInterruptionRule.evaluate(makeBatch({}), DEFAULT_RULE_CONTEXT, NOW).findings).toEqual([]);
   });
 });

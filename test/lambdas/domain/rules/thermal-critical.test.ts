@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_RULE_CONTEXT, thermalCriticalRule } from '../../../../lambdas/domain';
-import { flushWindow, makeBatch } from '../batch-builder';
+import { flushWindow, makeBatch, NOW } from '../batch-builder';
 
 describe('thermal_critical', () => {
   it.each([
@@ -11,7 +11,7 @@ describe('thermal_critical', () => {
     // Prepare
     const batch = makeBatch({ windows: [flushWindow(4, { max_gpu_temp_c: temp, gpu_temp_c: 80 })] });
     // Act
-    const findings = thermalCriticalRule(batch, DEFAULT_RULE_CONTEXT);
+    const findings = thermalCriticalRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings;
     // Assess
     expect(findings).toHaveLength(n);
     if (n === 1) {
@@ -33,7 +33,7 @@ describe('thermal_critical', () => {
     };
     const batch = makeBatch({ windows: [flushWindow(0, { max_gpu_temp_c: 86 })] });
     // Act / Assess
-    expect(thermalCriticalRule(batch, ctx)).toHaveLength(1);
+    expect(thermalCriticalRule.evaluate(batch, ctx, NOW).findings).toHaveLength(1);
   });
 
   it('ignores horizon windows', () => {
@@ -42,6 +42,6 @@ describe('thermal_critical', () => {
       windows: [flushWindow(0, { max_gpu_temp_c: 95 }, { kind: 'horizon', start: '2026-03-10T09:45:10Z' })],
     });
     // Act / Assess
-    expect(thermalCriticalRule(batch, DEFAULT_RULE_CONTEXT)).toEqual([]);
+    expect(thermalCriticalRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings).toEqual([]);
   });
 });

@@ -5,6 +5,7 @@ import {
   evaluateWindowRules,
   type RuleId,
   WINDOW_RULES,
+  type WindowRule,
 } from '../../../../lambdas/domain';
 import { NOW } from '../batch-builder';
 import { COMPUTE_BOUND, fleet, type HorizonBatchOptions, horizon, horizonBatch, inputFor } from './horizons';
@@ -472,7 +473,7 @@ describe('window rules', () => {
         { efa: [efaPort({ rx_drops: 50 })] },
       ),
     );
-    const kindOf = new Map(WINDOW_RULES.map((r) => [r.id, r.kind]));
+    const kindOf = new Map<RuleId, WindowRule['kind']>(WINDOW_RULES.map((r) => [r.id, r.kind]));
 
     // Act
     const { findings } = evaluateWindowRules(input, DEFAULT_RULE_CONTEXT, NOW);

@@ -7,7 +7,7 @@ import {
   withXidOverrides,
   xidFatalRule,
 } from '../../../../lambdas/domain';
-import { flushWindow, makeBatch, readKmsgXids } from '../batch-builder';
+import { flushWindow, makeBatch, NOW, readKmsgXids } from '../batch-builder';
 
 const xid = (code: number, at: string, extra: Record<string, unknown> = {}) => ({
   at,
@@ -44,7 +44,7 @@ describe('xid_fatal on the real kernel log with Xid 48, 63 and 9 × 94', () => {
   it('says what and where in the summary and keeps the first and last times and the process', () => {
     // Prepare
     // Act
-    const [dbe, , contained] = xidFatalRule(batch, DEFAULT_RULE_CONTEXT, now);
+    const [dbe, , contained] = xidFatalRule.evaluate(batch, DEFAULT_RULE_CONTEXT, now).findings;
     // Assess
     expect(dbe?.summary).toBe('Xid 48 (double-bit ECC error) on GPU at 0000:19:00.0');
     expect(dbe?.at).toBe('2024-11-15T12:02:03.470068+00:00');
@@ -76,7 +76,7 @@ describe('xid_fatal on the real kernel log with Xid 48, 63 and 9 × 94', () => {
       now,
     );
     // Act
-    const findings = xidFatalRule(withWindow, DEFAULT_RULE_CONTEXT, now);
+    const findings = xidFatalRule.evaluate(withWindow, DEFAULT_RULE_CONTEXT, now).findings;
     // Assess
     expect(findings.map((f) => [f.gpu_index, f.pci_bus_id])).toEqual([
       [5, '0000:19:00.0'],
@@ -139,7 +139,7 @@ describe('xid_fatal policy outcomes', () => {
     // Prepare
     const batch = makeBatch({ events: [xid(code, '2026-03-10T10:00:05Z')] });
     // Act
-    const findings = xidFatalRule(batch, DEFAULT_RULE_CONTEXT);
+    const findings = xidFatalRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings;
     // Assess
     expect(findings).toHaveLength(1);
     expect(findings[0]).toMatchObject({ severity, action, gpu_index: 2, at: '2026-03-10T10:00:05Z' });
@@ -149,7 +149,7 @@ describe('xid_fatal policy outcomes', () => {
     // Prepare
     const batch = makeBatch({ events: [xid(code, '2026-03-10T10:00:05Z')] });
     // Act / Assess
-    expect(xidFatalRule(batch, DEFAULT_RULE_CONTEXT)).toEqual([]);
+    expect(xidFatalRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings).toEqual([]);
   });
 
   it('downgrades a single Xid 74 to a warning notify, and replaces on the second within an hour', () => {
@@ -157,8 +157,8 @@ describe('xid_fatal policy outcomes', () => {
     const one = makeBatch({ events: [xid(74, '2026-03-10T10:00:01Z')] });
     const two = makeBatch({ events: [xid(74, '2026-03-10T10:00:01Z'), xid(74, '2026-03-10T10:00:09Z')] });
     // Act
-    const [first] = xidFatalRule(one, DEFAULT_RULE_CONTEXT);
-    const [second] = xidFatalRule(two, DEFAULT_RULE_CONTEXT);
+    const [first] = xidFatalRule.evaluate(one, DEFAULT_RULE_CONTEXT, NOW).findings;
+    const [second] = xidFatalRule.evaluate(two, DEFAULT_RULE_CONTEXT, NOW).findings;
     // Assess
     expect(first).toMatchObject({
       severity: 'warning',
@@ -174,7 +174,7 @@ describe('xid_fatal policy outcomes', () => {
       events: [xid(74, '2026-03-10T10:00:01.000Z'), xid(74, '2026-03-10T10:00:01.400Z', { source: 'kmsg' })],
     });
     // Act
-    const [finding] = xidFatalRule(batch, DEFAULT_RULE_CONTEXT);
+    const [finding] = xidFatalRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings;
     // Assess
     expect(finding).toMatchObject({ action: 'notify', evidence: { count: 1, duplicates_dropped: 1 } });
   });
@@ -187,7 +187,7 @@ describe('xid_fatal policy outcomes', () => {
       ],
     });
     // Act
-    const [finding] = xidFatalRule(batch, DEFAULT_RULE_CONTEXT);
+    const [finding] = xidFatalRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings;
     // Assess
     expect(finding?.severity).toBe('warning');
     expect(finding?.summary).toContain('Node Reboot Required');
@@ -201,7 +201,7 @@ describe('xid_fatal policy outcomes', () => {
     };
     const batch = makeBatch({ events: [xid(13, '2026-03-10T10:00:01Z')] });
     // Act / Assess
-    expect(xidFatalRule(batch, ctx)).toEqual([]);
+    expect(xidFatalRule.evaluate(batch, ctx, NOW).findings).toEqual([]);
   });
 
   it('orders findings by GPU then code, whatever the event order', () => {
@@ -214,7 +214,7 @@ describe('xid_fatal policy outcomes', () => {
       ],
     });
     // Act
-    const findings = xidFatalRule(batch, DEFAULT_RULE_CONTEXT);
+    const findings = xidFatalRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings;
     // Assess
     expect(findings.map((f) => [f.gpu_index, f.evidence.xid])).toEqual([
       [1, 79],
