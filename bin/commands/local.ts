@@ -13,7 +13,7 @@ import type { Batch, Host } from '../../lambdas/contract';
 import { parsePriceOverrides, parseRemediationMode } from '../../lambdas/domain';
 import type { Log } from '../../lambdas/handlers/log';
 import { type LocalPipeline, startLocalPipeline } from '../../lambdas/local/local-pipeline';
-import { wasteSummary } from '../../lambdas/local/waste-report';
+import { wasteSummary } from '../../lambdas/local/waste-summary';
 import { simulatedFleetScenarios } from '../scenarios/catalog';
 import {
   DEFAULT_SCENARIO_DURATION_S,

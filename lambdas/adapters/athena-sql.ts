@@ -1,7 +1,7 @@
 import { MAX_FUTURE_S, MAX_PAST_S } from '../contract';
 import { PARTITION_COLUMN, TELEMETRY_TABLE_KEYS, type TelemetryTable } from '../domain/store-columns';
 import { FIREHOSE_MAX_BUFFER_INTERVAL_S } from './constants';
-import { WASTE_AGGREGATES_SQL } from './waste-report';
+import { WASTE_AGGREGATES_SQL } from './waste-aggregates';
 
 /**
  * SQL of the Athena store, kept in the subset Athena engine v3 (Trino) and DuckDB share, so the

@@ -56,7 +56,7 @@ import {
   wasteGroupRowFrom,
   wasteGroupSql,
 } from './store-reads';
-import { compareWasteRows, wasteRangeProblem, wasteRowFromText } from './waste-report';
+import { compareWasteRows, wasteRangeProblem, wasteRowFromText } from './waste-aggregates';
 
 /** A name per telemetry table: Firehose stream names, or Glue table names. */
 export type PerTable = { readonly [T in TelemetryTable]: string };

@@ -14,4 +14,4 @@ export * from './sns-subject';
 export * from './store-reads';
 export * from './timestream-records';
 export * from './timestream-store';
-export * from './waste-report';
+export * from './waste-aggregates';

@@ -1,6 +1,6 @@
 import * as vega from 'vega';
 import { compile, type TopLevelSpec } from 'vega-lite';
-import { REPORT_WASTE_CLASSES, type WasteReport } from '../domain/waste-report';
+import { REPORT_WASTE_CLASSES, type WasteReport } from '../domain/build-waste-report';
 
 /**
  * The report's charts: Vega-Lite specs made from the report, rendered server-side to SVG by Vega

@@ -1,5 +1,5 @@
+import { type ReportGroup, UNATTRIBUTED, type WasteReport } from '../domain/build-waste-report';
 import { percentOf as pct, usdDisplay as usd } from '../domain/money-format';
-import { type ReportGroup, UNATTRIBUTED, type WasteReport } from '../domain/waste-report';
 import { type ReportChart, renderReportCharts } from './report-charts';
 
 /**

@@ -39,7 +39,12 @@ import {
   wasteGroupSql,
 } from './store-reads';
 import { efaWindowRecord, eventRecord, gpuWindowRecord } from './timestream-records';
-import { compareWasteRows, WASTE_AGGREGATES_SQL, wasteRangeProblem, wasteRowFromText } from './waste-report';
+import {
+  compareWasteRows,
+  WASTE_AGGREGATES_SQL,
+  wasteRangeProblem,
+  wasteRowFromText,
+} from './waste-aggregates';
 
 /** Timestream table names of the three stored tables. */
 export interface TimestreamTables {

@@ -1,6 +1,6 @@
+import type { WasteReport } from './build-waste-report';
 import { MAX_ALERT_SUBJECT_CHARS } from './constants';
 import { percentOf, usdDisplay } from './money-format';
-import type { WasteReport } from './waste-report';
 
 /**
  * The report in words: the console summary of `gpu-sentinel report --format text`, and the message

@@ -1,6 +1,7 @@
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { systemClock } from '../adapters/clock';
+import { wasteCsv } from '../adapters/report-csv';
 import { evaluateFleet, type FleetEvaluation } from '../app/evaluate-fleet';
 import { DEFAULT_RULE_CONTEXT, type PriceOverrides, type RemediationMode, type RuleContext } from '../domain';
 import type { WasteReportRow } from '../domain/types';
@@ -12,7 +13,6 @@ import { DuckDbStore } from './duckdb-store';
 import { JsonlDecisionSink } from './jsonl-decision-sink';
 import { startLocalApi } from './local-api-server';
 import { LocalRunningInstances } from './local-running-instances';
-import { wasteCsv } from './waste-report';
 
 /** Options of {@link startLocalPipeline}. */
 export interface LocalPipelineOptions {

@@ -1,6 +1,6 @@
 import type { EfaWindow } from '../../contract';
-import { windowFinding } from './window-finding';
 import { NOT_JUDGED } from './rule';
+import { windowFinding } from './window-finding';
 import type { WindowRule } from './window-rule';
 
 /** EFA port counters that are trouble whenever they grow (reference gpu.md §4.2). */

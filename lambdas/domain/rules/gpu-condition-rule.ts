@@ -1,8 +1,8 @@
 import type { RuleId } from '../rule-registry';
 import type { Severity } from '../types';
 import type { HorizonGpu, HorizonInput } from './horizon-input';
-import type { Thresholds } from './thresholds';
 import { NOT_JUDGED } from './rule';
+import type { Thresholds } from './thresholds';
 import { type RuleMessageSpec, windowFinding } from './window-finding';
 import type { WindowRule } from './window-rule';
 

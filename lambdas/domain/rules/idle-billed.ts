@@ -1,7 +1,7 @@
 import { MS_PER_SECOND } from '../constants';
 import { gpuKey } from './gpu-ref';
-import { windowFinding } from './window-finding';
 import { NOT_JUDGED } from './rule';
+import { windowFinding } from './window-finding';
 import type { WindowRule } from './window-rule';
 
 /**

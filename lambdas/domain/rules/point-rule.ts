@@ -11,4 +11,3 @@ import type { Rule } from './rule';
  * @typeParam Id - the rule id
  */
 export interface PointRule<Id extends string = string> extends Rule<Id, 'batch', Batch, Finding> {}
-

@@ -1,5 +1,5 @@
-import { windowFinding } from './window-finding';
 import { NOT_JUDGED } from './rule';
+import { windowFinding } from './window-finding';
 import type { WindowRule } from './window-rule';
 
 /**

@@ -1,7 +1,7 @@
 import type { GpuMetrics } from '../../contract';
 import type { HorizonGpu } from './horizon-input';
-import { windowFinding } from './window-finding';
 import { NOT_JUDGED } from './rule';
+import { windowFinding } from './window-finding';
 import type { WindowRule } from './window-rule';
 
 /** Consistency constant of the modified z-score: 0.6745 ≈ Φ⁻¹(0.75), so MAD / 0.6745 estimates σ. */

@@ -1,6 +1,13 @@
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
-import { neutraliseFormula, REPORT_CSV_COLUMNS, reportCsv } from '../../../lambdas/adapters/report-csv';
+import {
+  neutraliseFormula,
+  REPORT_CSV_COLUMNS,
+  reportCsv,
+  WASTE_CSV_COLUMNS,
+  wasteCsv,
+} from '../../../lambdas/adapters/report-csv';
+import type { WasteReportRow } from '../../../lambdas/domain/types';
 import { fixtureReport } from '../report-fixture';
 
 describe('reportCsv', () => {
@@ -78,5 +85,63 @@ describe('reportCsv', () => {
   ])('neutraliseFormula(%j) is %j', (cell, expected) => {
     // Prepare / Act / Assess
     expect(neutraliseFormula(cell)).toBe(expected);
+  });
+});
+
+const wasteRow = (over: Partial<WasteReportRow>): WasteReportRow => ({
+  instance_id: 'i-0abc12345def67890',
+  instance_type: 'p5.48xlarge',
+  gpu_index: 0,
+  team: 'llm',
+  job: 'pretrain-7b',
+  gpu_hours: 1,
+  cost_usd: 6.88,
+  idle_usd: 0,
+  held_idle_usd: 0,
+  underused_usd: 3.44,
+  broken_usd: 0,
+  wasted_usd: 3.44,
+  efficiency: 0.5,
+  efficiency_source: 'sm_active',
+  price_usd_per_hour: 55.04,
+  price_source: 'builtin:aws-on-demand-us-east-1-2026-03',
+  processes_unknown: false,
+  wasted_by_diagnosis_usd: { tensor_idle: 3.44 },
+  ...over,
+});
+
+describe('wasteCsv', () => {
+  it('has a wasted-USD column per diagnosis in waste.csv, 0 where none', () => {
+    // Prepare
+    const rows = [
+      wasteRow({}),
+      wasteRow({ gpu_index: 1, wasted_by_diagnosis_usd: { idle: 6.88 }, wasted_usd: 6.88 }),
+    ];
+
+    // Act
+    const [header, first, second] = parse(wasteCsv(rows), { bom: true }) as string[][];
+
+    // Assess
+    const columns = header ?? [];
+    expect(columns).toEqual([...WASTE_CSV_COLUMNS]);
+    const cell = (line: string[] | undefined, name: string) => line?.[columns.indexOf(name)];
+    expect(columns).toContain('wasted_compute_bound_usd');
+    expect(cell(first, 'wasted_tensor_idle_usd')).toBe('3.440000');
+    expect(cell(first, 'wasted_idle_usd')).toBe('0.000000');
+    expect(cell(second, 'wasted_idle_usd')).toBe('6.880000');
+  });
+
+  it("writes the line items with the report CSV's writer: BOM, CRLF rows, formula cells made inert", () => {
+    // Prepare
+    const rows = [wasteRow({ team: '=HYPERLINK("http://x")' })];
+
+    // Act
+    const csv = wasteCsv(rows);
+
+    // Assess
+    expect(csv.charCodeAt(0)).toBe(0xfeff);
+    expect(csv.endsWith('\r\n')).toBe(true);
+    const [, line] = parse(csv, { bom: true }) as string[][];
+    expect(line?.[WASTE_CSV_COLUMNS.indexOf('team')]).toBe('\'=HYPERLINK("http://x")');
   });
 });

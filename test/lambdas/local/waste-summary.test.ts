@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { WasteReportRow } from '../../../lambdas/domain/types';
-import { WASTE_CSV_COLUMNS, wasteCsv, wasteSummary } from '../../../lambdas/local/waste-report';
+import { wasteSummary } from '../../../lambdas/local/waste-summary';
 
 const row = (over: Partial<WasteReportRow>): WasteReportRow => ({
   instance_id: 'i-0abc12345def67890',
@@ -24,24 +24,7 @@ const row = (over: Partial<WasteReportRow>): WasteReportRow => ({
   ...over,
 });
 
-describe('waste report', () => {
-  it('has a wasted-USD column per diagnosis in waste.csv, 0 where none', () => {
-    // Prepare
-    const rows = [row({}), row({ gpu_index: 1, wasted_by_diagnosis_usd: { idle: 6.88 }, wasted_usd: 6.88 })];
-
-    // Act
-    const [header, first, second] = wasteCsv(rows).trimEnd().split('\n');
-
-    // Assess
-    const columns = header?.split(',') ?? [];
-    expect(columns).toEqual([...WASTE_CSV_COLUMNS]);
-    const cell = (line: string | undefined, name: string) => line?.split(',')[columns.indexOf(name)];
-    expect(columns).toContain('wasted_compute_bound_usd');
-    expect(cell(first, 'wasted_tensor_idle_usd')).toBe('3.440000');
-    expect(cell(first, 'wasted_idle_usd')).toBe('0.000000');
-    expect(cell(second, 'wasted_idle_usd')).toBe('6.880000');
-  });
-
+describe('waste summary', () => {
   it('shows the wasted dollars by cause, in total and per instance', () => {
     // Prepare
     const rows = [

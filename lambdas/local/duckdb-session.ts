@@ -1,0 +1,156 @@
+import { mkdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { type DuckDBConnection, DuckDBInstance, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
+import { StoreUnavailableError } from '../domain/port-errors';
+import { DUCKDB_SCHEMA_SQL } from './duckdb-schema';
+
+/** `undefined` → SQL NULL. */
+export function sqlValue(value: string | number | boolean | undefined): DuckDBValue {
+  return value === undefined ? null : value;
+}
+
+/** A DuckDB result value → plain JS (bigint → number, Date → ISO string, other objects kept). */
+function plain(value: unknown): unknown {
+  if (typeof value === 'bigint') return Number(value);
+  if (value instanceof Date) return value.toISOString();
+  return value;
+}
+
+/**
+ * One open local store file and its one connection, shared by the local store's two ports
+ * (`DuckDbTelemetryStore`, `DuckDbStateStore`): every operation runs after the earlier ones
+ * settled ({@link DuckDbSession.serial}), so a read-then-write is atomic and one transaction runs
+ * at a time.
+ */
+export class DuckDbSession {
+  readonly #instance: DuckDBInstance;
+  readonly #connection: DuckDBConnection;
+  #queue: Promise<unknown> = Promise.resolve();
+  #closed = false;
+
+  private constructor(instance: DuckDBInstance, connection: DuckDBConnection) {
+    this.#instance = instance;
+    this.#connection = connection;
+  }
+
+  /**
+   * Opens (or creates) a store file: creates the parent directories and the tables when missing.
+   *
+   * @param path - database file path, or `:memory:` for a store that lives as long as the session
+   * @returns the open session
+   * @throws {StoreUnavailableError} when the file cannot be created or opened (e.g. locked by another process)
+   */
+  static async open(path: string): Promise<DuckDbSession> {
+    try {
+      if (path !== ':memory:') await mkdir(dirname(path), { recursive: true });
+      const instance = await DuckDBInstance.create(path);
+      const connection = await instance.connect();
+      for (const ddl of DUCKDB_SCHEMA_SQL) await connection.run(ddl);
+      return new DuckDbSession(instance, connection);
+    } catch (error) {
+      throw new StoreUnavailableError(
+        `open ${path}`,
+        'expected a writable DuckDB file (or :memory:); check the path, its permissions, and that no other process holds it',
+        { cause: error },
+      );
+    }
+  }
+
+  /**
+   * Runs `task` after every earlier operation settled (one connection, one transaction at a time).
+   *
+   * @param task - the operation, free to run several statements
+   * @returns what `task` returns
+   * @throws {StoreUnavailableError} when the session is closed; whatever `task` throws otherwise
+   */
+  serial<T>(task: () => Promise<T>): Promise<T> {
+    if (this.#closed) {
+      return Promise.reject(
+        new StoreUnavailableError('use', 'expected an open store, got a closed one; open a new DuckDbStore'),
+      );
+    }
+    const run = this.#queue.then(task, task);
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * Runs one statement (inside {@link serial}).
+   *
+   * @param sql - the statement, `?` parameters
+   * @param params - their values
+   * @param types - their DuckDB types where the JS type does not say it
+   * @throws the driver's error as it comes
+   */
+  async exec(sql: string, params: DuckDBValue[] = [], types?: DuckDBType[]): Promise<void> {
+    await this.#connection.run(sql, params, types);
+  }
+
+  /**
+   * Runs one statement (inside {@link serial}), turning a DuckDB failure into {@link StoreUnavailableError}.
+   *
+   * @param operation - the port operation, named in the error
+   * @param sql - the statement
+   * @param params - its parameters
+   * @throws {StoreUnavailableError} when DuckDB fails
+   */
+  async run(operation: string, sql: string, params: DuckDBValue[]): Promise<void> {
+    try {
+      await this.#connection.run(sql, params);
+    } catch (error) {
+      throw new StoreUnavailableError(operation, 'expected DuckDB to answer, it failed; retry later', {
+        cause: error,
+      });
+    }
+  }
+
+  /**
+   * Runs a query (inside {@link serial}) and returns its rows as plain objects: integers as numbers,
+   * timestamps as ISO 8601 strings, NULL as `null`.
+   *
+   * @param sql - the query, `?` parameters
+   * @param params - their values
+   * @returns the rows
+   * @throws the driver's error as it comes
+   */
+  async rows(sql: string, params: DuckDBValue[] = []): Promise<Record<string, unknown>[]> {
+    const reader = await this.#connection.runAndReadAll(sql, params);
+    return reader
+      .getRowObjectsJS()
+      .map((r) => Object.fromEntries(Object.entries(r).map(([k, x]) => [k, plain(x)])));
+  }
+
+  /**
+   * Runs `work` in one transaction (inside {@link serial}): committed when it returns, rolled back
+   * when it throws, and the failure becomes a {@link StoreUnavailableError} naming `operation`.
+   *
+   * @param operation - the port operation, named in the error
+   * @param failure - what the error says was not done, e.g. `nothing of the batch was stored, retry it`
+   * @param work - the statements
+   * @returns what `work` returns
+   * @throws {StoreUnavailableError} when DuckDB fails (rolled back: nothing written)
+   */
+  async transaction<T>(operation: string, failure: string, work: () => Promise<T>): Promise<T> {
+    await this.#connection.run('BEGIN TRANSACTION');
+    try {
+      const answer = await work();
+      await this.#connection.run('COMMIT');
+      return answer;
+    } catch (error) {
+      await this.#connection.run('ROLLBACK').catch(() => undefined);
+      throw new StoreUnavailableError(operation, failure, { cause: error });
+    }
+  }
+
+  /**
+   * Waits for the operations under way, then closes the connection and the database; later calls
+   * reject with {@link StoreUnavailableError}. Closing twice is fine.
+   */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#queue;
+    this.#connection.closeSync();
+    this.#instance.closeSync();
+  }
+}
