@@ -231,6 +231,16 @@ describe('thin Lambda entries', () => {
     expect(long).toEqual([]);
   });
 
+  it('keeps every file of lambdas/ at 600 lines or fewer: one concept per file', () => {
+    // Act
+    const long = sourceFiles('lambdas')
+      .map((f) => ({ file: f, lines: readFileSync(join(ROOT, f), 'utf8').split('\n').length }))
+      .filter(({ lines }) => lines > 600);
+
+    // Assess
+    expect(long).toEqual([]);
+  });
+
   it('finds the three Lambda entries by their handler export', () => {
     // Act
     const entries = entryModules();
