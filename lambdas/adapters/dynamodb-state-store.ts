@@ -14,6 +14,7 @@ import { DynamoDbStateTable } from './dynamodb-state-table';
 
 /** Options of {@link DynamoDbStateStore}. */
 export interface DynamoDbStateStoreOptions {
+  /** The DynamoDB client (the Lambda's region and role). */
   readonly client: DynamoDBClient;
   /** Table with string keys `pk` (partition) and `sk` (sort), TTL attribute `expires_at` (epoch s). */
   readonly tableName: string;

@@ -21,7 +21,9 @@ import type { AlertLifecycleDeps } from './pipeline';
 
 /** What happened to the alerts of one run: published, and failed to publish (sent by the next try). */
 export interface AlertTally {
+  /** Alerts published, in the order they went out. */
   readonly sent: Alert[];
+  /** Alerts whose publish failed (their leases freed, their firing records kept). */
   readonly failed: Alert[];
 }
 

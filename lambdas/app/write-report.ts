@@ -26,10 +26,15 @@ export interface ReportRenderers {
 
 /** What `writeReport` is given: the store it reads, where files go, who is told, how files are made. */
 export interface WriteReportDeps {
+  /** Where the ledger is read (the deployment's telemetry store). */
   readonly store: ReportStore;
+  /** Where the files go (the encrypted reports bucket). */
   readonly files: ReportFileSink;
+  /** Who is told (the `reports` topic). */
   readonly notifier: ReportNotifier;
+  /** How the report becomes files. */
   readonly render: ReportRenderers;
+  /** The structured log. */
   readonly log: Log;
 }
 
