@@ -99,11 +99,13 @@ function stubPlugin(): Plugin {
  * The esbuild plugin that loads every Node built-in an ES module of the bundle imports through the
  * banner's CommonJS `require`, as a CommonJS bundle would. On Node.js 22 and later an ESM `import`
  * of a built-in builds its namespace by reading every export, which runs lazy getters:
- * `node:http`'s (`WebSocket`, `EventSource`) load undici and `worker_threads`, `node:util`'s load
- * `worker_threads`; `require` returns the exports object untouched. The agent's own code and the
- * SDK's ESM builds (the IMDS credential provider imports `node:http`) both import built-ins.
- * Each built-in becomes one small CommonJS module, `module.exports = require('node:<name>')`;
- * esbuild's interop reads its properties only where they are used.
+ * `node:http`'s (`WebSocket`, `EventSource`) load undici and `worker_threads`; `require` returns
+ * the exports object untouched. The SDK's ESM builds import built-ins (the IMDS credential provider,
+ * which every EC2 host loads, imports `node:http`). Each built-in becomes one small CommonJS module,
+ * `module.exports = require('node:<name>')`, whose values esbuild's interop reads only where they
+ * are used. (It still reads each export's descriptor, and `node:util`'s lazy `setTraceSigInt` loads
+ * `worker_threads` on that: only the `credential_process` chunk imports `node:util`, read when a
+ * profile uses one.)
  */
 function builtinsThroughRequirePlugin(): Plugin {
   return {
