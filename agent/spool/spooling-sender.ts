@@ -3,7 +3,8 @@ import type { Batch, GpuEvent } from '../../lambdas/contract/schema';
 import { SendRejectedError } from '../errors';
 import { DEFAULT_MAX_BATCH_BYTES } from '../send/batcher';
 import { MAX_MERGED_BATCHES, mergeableCount, mergeBatches } from '../send/merge-batches';
-import type { QuarantineReason, Spool } from './spool';
+import type { QuarantineReason } from './dead-letter';
+import type { Spool } from './spool';
 import type { DroppedReport } from './spool-cursor';
 
 /** What became of an appended batch: queued on disk, or lost (the spool could not take it; counted). */
