@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { SampleSource } from '../../agent/agent-loop';
-import { PlaybackOptionsError } from '../../agent/errors';
-import { type PlaybackHost, playBatches } from '../../agent/sources/playback';
-import { type GpuEvent, type GpuIdentity, parseBatch } from '../../lambdas/contract';
+import type { SampleSource } from '../../../agent/agent-loop';
+import { PlaybackOptionsError } from '../../../agent/errors';
+import { type PlaybackHost, playBatches } from '../../../agent/playback/playback';
+import { type GpuEvent, type GpuIdentity, parseBatch } from '../../../lambdas/contract';
 
 const FROM = new Date('2026-11-21T10:00:00.000Z');
 const minutes = (n: number) => new Date(FROM.getTime() + n * 60_000);

@@ -14,8 +14,8 @@ import {
   type ProfilingSource,
 } from '../../lambdas/contract';
 import { ReplayManifestError } from '../errors';
-import { type DcgmExporterParse, parseDcgmExporterText } from './dcgm-exporter';
-import { type KernelLogParse, type KernelLogTime, parseKernelLog, toXidEvent } from './kmsg';
+import { type DcgmExporterParse, parseDcgmExporterText } from '../sources/dcgm-exporter';
+import { type KernelLogParse, type KernelLogTime, parseKernelLog, toXidEvent } from '../sources/kmsg';
 import { playBatches } from './playback';
 import { ReplaySampleSource } from './replay-sample-source';
 

@@ -5,8 +5,8 @@ import {
   PROFILING_METRIC_NAMES,
 } from '../../lambdas/contract';
 import type { SampleSource, SourceReading } from '../agent-loop';
+import type { DcgmGpuReading } from '../sources/dcgm-exporter';
 import type { GpuSample } from '../window/gpu-sample';
-import type { DcgmGpuReading } from './dcgm-exporter';
 import { DueEvents } from './due-events';
 
 /**

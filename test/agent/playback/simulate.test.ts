@@ -1,18 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { PlaybackOptionsError } from '../../agent/errors';
-import { DueEvents } from '../../agent/sources/due-events';
-import { playBatches } from '../../agent/sources/playback';
-import { SimulatedGpuSource, type SimulatedGpuSourceOptions } from '../../agent/sources/simulate';
-import { BEHAVIOURS, type Behaviour } from '../../agent/sources/simulate-behaviours';
-import { SimulatedEfa } from '../../agent/sources/simulate-efa';
+import { PlaybackOptionsError } from '../../../agent/errors';
+import { DueEvents } from '../../../agent/playback/due-events';
+import { playBatches } from '../../../agent/playback/playback';
+import { SimulatedGpuSource, type SimulatedGpuSourceOptions } from '../../../agent/playback/simulate';
+import { BEHAVIOURS, type Behaviour } from '../../../agent/playback/simulate-behaviours';
+import { SimulatedEfa } from '../../../agent/playback/simulate-efa';
 import {
   DEFAULT_SIMULATED_FLEET,
   SIMULATED_INSTANCE_ID_PREFIX,
   SIMULATED_TAG,
   simulatedPlaybackHost,
-} from '../../agent/sources/simulate-fleet';
-import type { GpuSample } from '../../agent/window/gpu-sample';
-import { type GpuEvent, GpuIdentitySchema, PROFILING_METRIC_NAMES, parseBatch } from '../../lambdas/contract';
+} from '../../../agent/playback/simulate-fleet';
+import type { GpuSample } from '../../../agent/window/gpu-sample';
+import {
+  type GpuEvent,
+  GpuIdentitySchema,
+  PROFILING_METRIC_NAMES,
+  parseBatch,
+} from '../../../lambdas/contract';
 
 const T0 = Date.parse('2026-11-21T10:00:00.000Z');
 
