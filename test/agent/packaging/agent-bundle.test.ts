@@ -74,6 +74,15 @@ describe('agent bundle', () => {
     expect(paths).toContain('lambdas/contract/field-rules.ts');
   });
 
+  it('carries no playback code (simulation, replay): those serve local mode and scenarios, not hosts', () => {
+    // Prepare / Act
+    const inputs = Object.keys(bundle.metafile.inputs);
+
+    // Assess
+    expect(inputs).toContain('agent/compose-agent.ts');
+    expect(inputs.filter((path) => path.startsWith('agent/playback/'))).toEqual([]);
+  });
+
   it('writes the entry and every chunk in ASCII, so V8 keeps each source as a one-byte string', () => {
     // Prepare: one non-ASCII character (a ≤ in a comment) makes V8 store a whole script two bytes
     // a character; the unminified entry of 1.27 MB cost 2.54 MB of heap that way
