@@ -6,38 +6,14 @@ import {
   type GpuIdentity,
   type GpuWindow,
   type Host,
-  type K8sWorkload,
   MAX_FLUSH_WINDOW_S,
 } from '../lambdas/contract';
-import { systemClock } from './clock';
+import type { Clock } from './clock';
+import type { SourceRegistry } from './sources/source-registry';
 import { GpuRow, rowFromSample } from './window/gpu-row';
 import type { GpuSample } from './window/gpu-sample';
 import { ColumnScratch, SampleRing } from './window/sample-ring';
 import { windowFromColumns } from './window/window-from-columns';
-
-/** One poll of a GPU source: instant readings per GPU, events seen, and call errors (values, not throws). */
-export interface SourceReading {
-  /** Readings as objects (simulations, replays, test sources). */
-  readonly gpus: readonly GpuSample[];
-  /** Readings as rows (NVML: no object per reading); each valid until its source's next poll. */
-  readonly rows?: readonly GpuRow[];
-  readonly events: readonly GpuEvent[];
-  readonly errors: readonly unknown[];
-}
-
-/** What the loop needs of a GPU source (NVML in production; a fake in tests). */
-export interface SampleSource {
-  /**
-   * One instant reading of every GPU. Never throws for a GPU fault. `full` is true at a flush
-   * window's edges (its first poll, the last before it closes) and false between them, where a
-   * source may leave out what only the edges need (cumulative counters, slow-changing state).
-   */
-  sample(now: Date, full?: boolean): SourceReading;
-  /** Identity of each GPU, by index. */
-  identity(): readonly GpuIdentity[];
-  /** The Kubernetes pod holding a GPU at the window's end, copied into its flush window's `k8s`. */
-  workload?(gpu: GpuIdentity): K8sWorkload | undefined;
-}
 
 /** Builds contract batches (seq, batch_id, sent_at, limits). */
 export interface BatchBuilderLike {
@@ -56,12 +32,6 @@ export interface HorizonLike {
   /** {@link add} for a row (copied; the caller may reuse it). */
   addRow(row: GpuRow): void;
   window(gpu: GpuIdentity, end: Date): GpuWindow | undefined;
-}
-
-/** The EFA counters source (agent/sources/efa.ts): sampled once per flush (each sample reads ~64 sysfs dirs). */
-export interface EfaLike {
-  sample(now: Date): void;
-  window(start: Date, end: Date): EfaWindow[];
 }
 
 /** Deduplicates XIDs seen by both NVML and the kernel log (agent/sources/xid-merge.ts). */
@@ -86,7 +56,12 @@ export interface DeliveryLike {
 
 /** Options of {@link AgentLoop}. */
 export interface AgentLoopOptions {
-  readonly source: SampleSource;
+  /**
+   * The agent's sources, open: polled every `pollIntervalMs` (GPU readings, events, errors), their
+   * windows closed at each flush (EFA deltas), asked for the GPU inventory and the pods holding the
+   * GPUs. Every source, on a host or in a playback, is an {@link AgentSource} in this registry.
+   */
+  readonly sources: SourceRegistry;
   readonly host: Host;
   /** Agent description without `stats` (the loop fills them). */
   readonly agent: Omit<AgentInfo, 'stats'>;
@@ -95,8 +70,6 @@ export interface AgentLoopOptions {
   readonly delivery: DeliveryLike;
   /** Trailing-horizon summaries: one `horizon` window per GPU in each batch that goes out at once (send interval or critical event) when given. */
   readonly horizon?: HorizonLike;
-  /** EFA counter deltas per flush window when given. */
-  readonly efa?: EfaLike;
   /** XID deduplication across NVML and the kernel log. */
   readonly xidMerger?: XidMergerLike;
   /** Poll interval, ms. @default 1000 */
@@ -123,8 +96,11 @@ export interface AgentLoopOptions {
   readonly collectGarbage?: () => void;
   /** Least time between two {@link collectGarbage} calls, s, ≥ 1. @default {@link DEFAULT_COLLECT_GARBAGE_EVERY_S} */
   readonly collectGarbageEveryS?: number;
-  /** The clock. @default systemClock */
-  readonly clock?: () => Date;
+  /**
+   * The clock: poll and window times, send and collection intervals. Required: the loop's time is
+   * its composer's (a host's wall clock, a playback's virtual one), never a fallback of its own.
+   */
+  readonly clock: Clock;
   /** Called once per condition worth an operator's attention (send failure, drops). */
   readonly onWarning?: (message: string, data?: Record<string, unknown>) => void;
 }
@@ -155,12 +131,14 @@ export const CRITICAL_EVENT_KINDS: ReadonlySet<GpuEvent['kind']> = new Set([
 ]);
 
 /**
- * The agent's run loop: poll the GPU source every `pollIntervalMs` (the source registry: NVML,
- * with DCGM profiling merged where GPM is absent), feed the horizon, and every `flushIntervalS` close a window: one
- * flush window and one horizon window per GPU, the EFA deltas, and every event since the last
- * flush (XIDs deduplicated across NVML and the kernel log), built into contract batches and handed
- * to durable delivery as the window closes; every `sendIntervalS` delivery sends what it keeps. Events pushed from other sources (NVML event watcher, kernel log, IMDS) go
- * through {@link pushEvent}; a critical one flushes at once.
+ * The agent's run loop: poll the source registry every `pollIntervalMs` (on a host NVML, with DCGM
+ * profiling merged where GPM is absent; in a playback a simulation or a replay), feed the horizon,
+ * and every `flushIntervalS` close a window: one flush window and one horizon window per GPU, the
+ * window sources' EFA deltas, and every event since the last flush (XIDs deduplicated across NVML
+ * and the kernel log), built into contract batches and handed to durable delivery as the window
+ * closes; every `sendIntervalS` delivery sends what it keeps. Events pushed from other sources
+ * (NVML event watcher, kernel log, IMDS) go through {@link pushEvent}; a critical one flushes at once.
+ * `composeAgent` builds it, with its parts, for a host and a playback alike.
  *
  * Expected failures (a GPU fault, a send failure) are values: the loop never dies of them.
  */
@@ -208,7 +186,6 @@ export class AgentLoop {
     this.windowStart = this.now();
     this.lastSendMs = this.windowStart.getTime();
     this.lastCollectMs = this.windowStart.getTime();
-    options.efa?.sample(this.windowStart);
   }
 
   /** Batches built but not delivered yet (on disk with a spool). */
@@ -244,7 +221,7 @@ export class AgentLoop {
     // A window's edges (its first poll and the one that closes it) read everything; the polls in
     // between may skip edge-only counters (their window delta needs only the edges).
     this.lastPollClosesWindow = now.getTime() - this.windowStart.getTime() >= this.flushMs;
-    const reading = this.options.source.sample(now, this.pollsInWindow === 0 || this.lastPollClosesWindow);
+    const reading = this.options.sources.sample(now, this.pollsInWindow === 0 || this.lastPollClosesWindow);
     this.pollsInWindow += 1;
     this.stats.samples += 1;
     this.stats.nvml_errors += reading.errors.length;
@@ -277,7 +254,7 @@ export class AgentLoop {
     this.urgent = false;
     const end = this.now();
     const start = this.windowStart;
-    const identities = new Map(this.options.source.identity().map((g) => [g.index, g]));
+    const identities = new Map(this.options.sources.identity().map((g) => [g.index, g]));
     const dropped = this.options.delivery.takeDroppedEvent(end);
     const events = dropped ? [...this.events, dropped] : this.events;
     const sendNow =
@@ -296,17 +273,14 @@ export class AgentLoop {
           end,
           gpu,
         );
-        const k8s = this.options.source.workload?.(gpu);
+        const k8s = this.options.sources.workload(gpu);
         windows.push(k8s === undefined ? window : { ...window, k8s });
         // Only the batch that goes out now carries horizons: the rules judge the newest of a request
         // (mergeBatches keeps no other), so computing one per kept window would be thrown away.
         const horizon = sendNow ? this.options.horizon?.window(gpu, end) : undefined;
         if (horizon) windows.push(horizon);
       }
-      if (this.options.efa) {
-        this.options.efa.sample(end);
-        efa = this.options.efa.window(start, end);
-      }
+      efa = this.options.sources.window(start, end);
     }
     for (const ring of this.samples.values()) ring.clear();
     this.pollsInWindow = 0;
@@ -439,6 +413,6 @@ export class AgentLoop {
   }
 
   private now(): Date {
-    return (this.options.clock ?? systemClock)();
+    return this.options.clock();
   }
 }

@@ -1,12 +1,11 @@
-import { MAX_FUTURE_S, MAX_PAST_S } from '../lambdas/contract/constants';
-import type { Batch, GpuEvent, Host } from '../lambdas/contract/schema';
-import { AgentLoop, type DeliveryLike } from './agent-loop';
-import { systemClock } from './clock';
+import type { Batch, Host } from '../lambdas/contract/schema';
+import type { AgentLoop } from './agent-loop';
+import { type Clock, systemClock } from './clock';
+import { composeAgent } from './compose-agent';
 import type { AgentConfig } from './config';
 import { resolveIdentity } from './identity';
 import { ImdsClient } from './identity/imds';
 import { InstanceEventSource } from './identity/instance-event-source';
-import { BatchBuilder } from './send/batcher';
 import { DEFAULT_KEEP_ALIVE_MS, HttpSender } from './send/sender';
 import { DcgmProfilingSource } from './sources/dcgm-profiling';
 import { EfaWindowSource } from './sources/efa-window-source';
@@ -14,10 +13,7 @@ import { KmsgSource } from './sources/kmsg-source';
 import { NvmlEventSource } from './sources/nvml/nvml-event-source';
 import { NvmlGpuSource } from './sources/nvml/nvml-gpu-source';
 import type { AgentSource, SourceTimers } from './sources/source';
-import { SourceRegistry } from './sources/source-registry';
-import { XidMerger } from './sources/xid-merge';
-import { Spool, SpoolingSender } from './spool';
-import { HorizonTracker } from './window/horizon';
+import type { SourceRegistry } from './sources/source-registry';
 
 /** Structured agent log (pino's shape): one line per condition, never per sample. */
 export interface AgentLog {
@@ -45,11 +41,17 @@ export interface AgentRuntime {
 
 /** Options of {@link startAgentRuntime} beyond the config. */
 export interface AgentRuntimeOptions {
+  /** The resolved agent configuration (`loadAgentConfig`). */
   readonly config: AgentConfig;
+  /** `agent.version` of every batch. */
   readonly version: string;
+  /** The agent's log. */
   readonly log: AgentLog;
-  /** The clock. @default systemClock */
-  readonly clock?: () => Date;
+  /**
+   * The clock of the whole runtime, given to every part it builds (sources, loop, batcher, XID
+   * merge, spool, SigV4 signing). @default systemClock
+   */
+  readonly clock?: Clock;
   /** Identity to use when IMDS is off and the config has no complete override (diagnosis runs). */
   readonly fallbackHost?: Host;
   /** Send function override (tests). @default an `HttpSender` from the config */
@@ -78,8 +80,9 @@ export const INSTANCE_EVENT_POLL_MS = 5000;
  * Starts the host agent from a resolved configuration (docs/design.md §10): NVML (with GPM where the GPU
  * has it, else DCGM profiling from a local dcgm-exporter if one answers, else none), NVML XID
  * events and the kernel log merged without doubles, EFA counters, IMDS identity and spot notices,
- * a trailing horizon, and durable delivery through the on-disk spool. `seq` continues from the
- * last batch the spool saw, so a restart leaves no false gap.
+ * a trailing horizon, and durable delivery through the on-disk spool to the API (SigV4, gzip).
+ * The sources are chosen here; the agent is built by {@link composeAgent}, as a playback's is.
+ * `seq` continues from the last batch the spool saw, so a restart leaves no false gap.
  *
  * @throws {NvmlUnavailableError} when the NVML library cannot be loaded or initialised
  * @throws {RangeError} when the identity cannot be resolved (IMDS off or down, no override)
@@ -89,7 +92,7 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
   const clock = opts.clock ?? systemClock;
   const warn = (message: string, data?: Record<string, unknown>): void => log.warn(data ?? {}, message);
 
-  const nvml = new NvmlGpuSource({ libraryPath: config.nvmlLibraryPath, logger: log, clock });
+  const nvml = new NvmlGpuSource({ libraryPath: config.nvmlLibraryPath, logger: log });
   const dcgm =
     config.dcgmExporterUrl === 'off'
       ? undefined
@@ -98,155 +101,104 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
           onWarning: warn,
           gpmActive: () => nvml.source.profilingSource() === 'gpm',
         });
-  const sources = new SourceRegistry(agentSources(opts, nvml, dcgm));
-  // Events that arrive before the loop exists (warm-up reading, kernel-log history) wait here.
-  const early: GpuEvent[] = [];
-  let push = (event: GpuEvent): void => void early.push(event);
-  const opened = await sources.open({
-    clock,
-    emit: (e) => push(e),
-    warn,
-    ...(opts.timers ? { timers: opts.timers } : {}),
-  });
-  const stoppers: Array<() => Promise<void> | void> = [
-    () =>
-      sources.close((name, err) =>
-        warn('error while stopping a source', { source: name, error: String(err) }),
-      ),
-  ];
-  try {
-    const host = await resolveAgentIdentity(opts);
-    const profilingSource = (): 'gpm' | 'dcgm' | 'none' =>
-      nvml.source.profilingSource() === 'gpm' ? 'gpm' : (dcgm?.profilingSource ?? 'none');
-
-    const spool = await Spool.open({
-      dir: config.spoolDir,
-      maxBytes: config.spoolMaxBytes,
-      maxAgeS: Math.min(config.spoolMaxAgeS, 6 * 24 * 3600),
-      onWarning: warn,
-      clock,
-    });
-    stoppers.push(() => spool.close());
-    const http = new HttpSender({
-      endpoint: config.endpoint ?? 'http://127.0.0.1:1',
-      auth: config.auth,
-      region: config.region ?? host.region,
-      // Few in-call retries: the spool is the retry; a dead API must not hold a drain for minutes.
-      retries: 2,
-      maxTimeoutMs: 5000,
-      // One connection for every send: idle sockets outlive the send interval.
-      clock,
-      keepAliveMs: Math.max(DEFAULT_KEEP_ALIVE_MS, (config.sendIntervalS + config.flushIntervalS) * 1000),
-    });
-    const sender = new SpoolingSender({ spool, send: opts.send ?? ((b) => http.send(b)), onWarning: warn });
-    const delivery: DeliveryLike = {
-      submit: (b) => sender.append(b),
-      drain: () => sender.drain(),
-      takeDroppedEvent: (now) => sender.takeDroppedEvent(now),
-      pending: () => spool.stats().batches,
-    };
-    const lastSeq = spool.stats().last_seq;
-    const builder = new BatchBuilder({ startSeq: lastSeq === undefined ? 0 : lastSeq + 1, clock });
-
-    const versions = nvml.source.versions();
-    const loop = new AgentLoop({
-      source: sources,
-      host,
-      // A getter: the loop copies `agent` into each batch, so a change of profiling source shows at the next flush.
-      agent: {
-        version: opts.version,
-        ...versions,
-        get profiling_source() {
-          return profilingSource();
-        },
+  const profilingSource = (): 'gpm' | 'dcgm' | 'none' =>
+    nvml.source.profilingSource() === 'gpm' ? 'gpm' : (dcgm?.profilingSource ?? 'none');
+  const agent = await composeAgent({
+    sources: agentSources(opts, nvml, dcgm),
+    host: () => resolveAgentIdentity(opts),
+    // A getter: the loop copies `agent` into each batch, so a change of profiling source shows at the next flush.
+    agent: () => ({
+      version: opts.version,
+      ...nvml.source.versions(),
+      get profiling_source() {
+        return profilingSource();
       },
-      builder,
-      delivery,
-      horizon: new HorizonTracker({ horizonS: config.horizonS, sampleIntervalMs: config.pollIntervalMs }),
-      efa: sources.efa,
-      xidMerger: new XidMerger({ clock }),
+    }),
+    clock,
+    cadence: {
       pollIntervalMs: config.pollIntervalMs,
       flushIntervalS: config.flushIntervalS,
       sendIntervalS: config.sendIntervalS,
-      // V8's gc() when node runs with --expose-gc (the systemd unit does; see AgentLoopOptions.collectGarbage).
-      collectGarbage: typeof globalThis.gc === 'function' ? globalThis.gc : undefined,
-      clock,
-      onWarning: warn,
-    });
+      horizonS: config.horizonS,
+    },
+    delivery: {
+      kind: 'spool',
+      spool: {
+        dir: config.spoolDir,
+        maxBytes: config.spoolMaxBytes,
+        maxAgeS: Math.min(config.spoolMaxAgeS, 6 * 24 * 3600),
+      },
+      send: (host) => opts.send ?? httpSend(config, host, clock),
+    },
+    warn,
+    ...(opts.timers ? { timers: opts.timers } : {}),
+    // V8's gc() when node runs with --expose-gc (the systemd unit does; see AgentLoopOptions.collectGarbage).
+    ...(typeof globalThis.gc === 'function' ? { collectGarbage: globalThis.gc } : {}),
+  });
+  const { loop, host, opened } = agent;
 
-    // Events older than the API accepts (a kernel log holds history since boot) would get the whole
-    // batch refused: they are dropped here, counted, and said once.
-    let tooOld = 0;
-    push = (event: GpuEvent): void => {
-      const t = Date.parse(event.at);
-      const now = clock().getTime();
-      if (t < now - (MAX_PAST_S - 3600) * 1000 || t > now + MAX_FUTURE_S * 1000) {
-        if (tooOld++ === 0)
-          warn('event outside the API time window dropped', { kind: event.kind, at: event.at });
-        return;
+  for (const { name, support } of opened)
+    if (!support.supported)
+      log[support.level ?? 'info']({ source: name, reason: support.reason }, 'source not supported');
+  log.info(
+    {
+      instance_id: host.instance_id,
+      instance_type: host.instance_type,
+      gpus: agent.sources.identity().length,
+      profiling_source: profilingSource(),
+      sources: opened.filter((o) => o.support.supported).map((o) => o.name),
+      spooled: loop.pendingCount,
+      next_seq: agent.nextSeq,
+      ...nvml.source.versions(),
+    },
+    'agent started',
+  );
+  return {
+    loop,
+    host,
+    get profilingSource() {
+      return profilingSource();
+    },
+    sources: agent.sources,
+    async run(signal) {
+      agent.emit({
+        at: clock().toISOString(),
+        kind: 'agent_start',
+        source: 'agent',
+        detail: `gpu-sentinel agent ${opts.version}`,
+      });
+      signal.addEventListener(
+        'abort',
+        () => agent.emit({ at: clock().toISOString(), kind: 'agent_stop', source: 'agent' }),
+        { once: true },
+      );
+      try {
+        await loop.run(signal);
+      } finally {
+        await agent.close();
       }
-      loop.pushEvent(event);
-    };
-    for (const event of early.splice(0)) push(event);
+      log.info({ pending: loop.pendingCount, ...loop.counters }, 'agent stopped');
+    },
+    close: () => agent.close(),
+  };
+}
 
-    for (const { name, support } of opened)
-      if (!support.supported)
-        log[support.level ?? 'info']({ source: name, reason: support.reason }, 'source not supported');
-    log.info(
-      {
-        instance_id: host.instance_id,
-        instance_type: host.instance_type,
-        gpus: sources.identity().length,
-        profiling_source: profilingSource(),
-        sources: opened.filter((o) => o.support.supported).map((o) => o.name),
-        spooled: spool.stats().batches,
-        next_seq: builder.nextSeq,
-        ...versions,
-      },
-      'agent started',
-    );
-    const close = async (): Promise<void> => {
-      for (const stop of stoppers.reverse()) {
-        try {
-          await stop();
-        } catch (err) {
-          warn('error while stopping', { error: (err as Error).message });
-        }
-      }
-      stoppers.length = 0;
-    };
-    return {
-      loop,
-      host,
-      get profilingSource() {
-        return profilingSource();
-      },
-      sources,
-      async run(signal) {
-        push({
-          at: clock().toISOString(),
-          kind: 'agent_start',
-          source: 'agent',
-          detail: `gpu-sentinel agent ${opts.version}`,
-        });
-        signal.addEventListener(
-          'abort',
-          () => push({ at: clock().toISOString(), kind: 'agent_stop', source: 'agent' }),
-          { once: true },
-        );
-        try {
-          await loop.run(signal);
-        } finally {
-          await close();
-        }
-        log.info({ pending: loop.pendingCount, ...loop.counters }, 'agent stopped');
-      },
-      close,
-    };
-  } catch (err) {
-    for (const stop of stoppers.reverse()) await stop();
-    throw err;
-  }
+/**
+ * The host's send function: an `HttpSender` to the configured endpoint, SigV4 in the API's region
+ * (the config's, else the host's), with few in-call retries (the spool is the retry: a dead API
+ * must not hold a drain for minutes) and one kept-alive connection that outlives the send interval.
+ */
+function httpSend(config: AgentConfig, host: Host, clock: Clock): (batch: Batch) => Promise<unknown> {
+  const http = new HttpSender({
+    endpoint: config.endpoint ?? 'http://127.0.0.1:1',
+    auth: config.auth,
+    region: config.region ?? host.region,
+    retries: 2,
+    maxTimeoutMs: 5000,
+    clock,
+    keepAliveMs: Math.max(DEFAULT_KEEP_ALIVE_MS, (config.sendIntervalS + config.flushIntervalS) * 1000),
+  });
+  return (batch) => http.send(batch);
 }
 
 /**

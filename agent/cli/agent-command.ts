@@ -1,13 +1,11 @@
 import { pino } from 'pino';
 import type { Host } from '../../lambdas/contract';
-import { AgentLoop } from '../agent-loop';
 import { type AgentLog, resolveAgentIdentity, startAgentRuntime } from '../agent-runtime';
+import { systemClock } from '../clock';
+import { composeAgent } from '../compose-agent';
 import type { AgentConfig } from '../config';
-import { BatchBuilder } from '../send/batcher';
-import { MemorySink } from '../send/memory-sink';
-import { NvmlSource } from '../sources/nvml';
+import { NvmlGpuSource } from '../sources/nvml/nvml-gpu-source';
 import { AGENT_VERSION } from '../version';
-import { HorizonTracker } from '../window/horizon';
 
 /** Modes of `gpu-sentinel agent` beyond the configuration. */
 export interface AgentRunMode {
@@ -57,34 +55,41 @@ export async function runAgentCommand(
   return runtime.loop.pendingCount === 0 ? 0 : 1;
 }
 
+/**
+ * `--once`: the agent composed as a host composes it, on NVML alone with memory delivery: two
+ * polls at least 200 ms apart, one flush, the batch printed (with its horizons, as a batch that
+ * goes out carries them); nothing sent, no spool touched.
+ */
 async function runOnce(
   config: AgentConfig,
   mode: AgentRunMode,
   log: AgentLog,
   write: (s: string) => void,
 ): Promise<number> {
-  const nvml = NvmlSource.open({ libraryPath: config.nvmlLibraryPath, logger: log });
+  const nvml = new NvmlGpuSource({ libraryPath: config.nvmlLibraryPath, logger: log });
+  const agent = await composeAgent({
+    sources: [nvml],
+    host: () => resolveAgentIdentity({ config, log, fallbackHost: DIAGNOSIS_HOST }),
+    agent: () => ({
+      version: AGENT_VERSION,
+      ...nvml.source.versions(),
+      profiling_source: nvml.source.profilingSource(),
+    }),
+    clock: systemClock,
+    // The one batch printed is the one that would go out: with its horizons.
+    cadence: { pollIntervalMs: config.pollIntervalMs, sendIntervalS: 0, horizonS: config.horizonS },
+    delivery: { kind: 'memory' },
+    warn: (message, data) => log.warn(data ?? {}, message),
+  });
   try {
-    const host = await resolveAgentIdentity({ config, log, fallbackHost: DIAGNOSIS_HOST });
-    const sink = new MemorySink();
-    const loop = new AgentLoop({
-      source: nvml,
-      host,
-      agent: { version: AGENT_VERSION, ...nvml.versions(), profiling_source: nvml.profilingSource() },
-      builder: new BatchBuilder(),
-      delivery: sink,
-      // The one batch printed is the one that would go out: with its horizons.
-      sendIntervalS: 0,
-      horizon: new HorizonTracker({ horizonS: config.horizonS, sampleIntervalMs: config.pollIntervalMs }),
-    });
-    loop.poll();
+    agent.loop.poll();
     await new Promise((r) => setTimeout(r, Math.max(config.pollIntervalMs, 200)));
-    loop.poll();
-    await loop.flush();
-    const printed = sink.submitted;
+    agent.loop.poll();
+    await agent.loop.flush();
+    const printed = agent.batches;
     if (mode.print) write(`${JSON.stringify(printed.length === 1 ? printed[0] : printed, null, 2)}\n`);
     return 0;
   } finally {
-    nvml.close();
+    await agent.close();
   }
 }

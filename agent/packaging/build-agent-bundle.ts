@@ -9,7 +9,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { createRequire } from 'node:module';
+import { createRequire, isBuiltin } from 'node:module';
 import { basename, dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Metafile, type Plugin } from 'esbuild';
@@ -95,6 +95,35 @@ function stubPlugin(): Plugin {
   };
 }
 
+/**
+ * The esbuild plugin that loads every Node built-in an ES module of the bundle imports through the
+ * banner's CommonJS `require`, as a CommonJS bundle would. On Node.js 22 and later an ESM `import`
+ * of a built-in builds its namespace by reading every export, which runs lazy getters:
+ * `node:http`'s (`WebSocket`, `EventSource`) load undici and `worker_threads`; `require` returns
+ * the exports object untouched. The SDK's ESM builds import built-ins (the IMDS credential provider,
+ * which every EC2 host loads, imports `node:http`). Each built-in becomes one small CommonJS module,
+ * `module.exports = require('node:<name>')`, whose values esbuild's interop reads only where they
+ * are used. (It still reads each export's descriptor, and `node:util`'s lazy `setTraceSigInt` loads
+ * `worker_threads` on that: only the `credential_process` chunk imports `node:util`, read when a
+ * profile uses one.)
+ */
+function builtinsThroughRequirePlugin(): Plugin {
+  return {
+    name: 'gpu-sentinel-builtins-through-require',
+    setup(b) {
+      b.onResolve({ filter: /^(node:)?[a-z_/]+$/ }, (args) => {
+        if (args.kind !== 'import-statement' && args.kind !== 'dynamic-import') return undefined;
+        if (!isBuiltin(args.path)) return undefined;
+        return { path: args.path.replace(/^node:/, ''), namespace: 'gpu-sentinel-builtin' };
+      });
+      b.onLoad({ filter: /.*/, namespace: 'gpu-sentinel-builtin' }, (args) => ({
+        contents: `module.exports = require(${JSON.stringify(`node:${args.path}`)});`,
+        loader: 'js',
+      }));
+    },
+  };
+}
+
 /** Options of {@link buildAgentBundle}. */
 export interface BuildAgentBundleOptions {
   /** Output folder; emptied first. @default '<repo>/dist/agent' */
@@ -130,10 +159,12 @@ export interface AgentBundle {
 /**
  * Builds the host agent's deliverable: an ESM entry bundled by esbuild from
  * `agent/packaging/agent-main.ts` (platform node, target node20, a `createRequire` banner for
- * bundled CommonJS, `koffi` external, minified with linked source maps, licence comments in
- * `<file>.LEGAL.txt`) and its ESM chunks under `chunks/` (code split off at dynamic `import()`s,
- * parsed only when the agent uses it), koffi's runtime files and its native platform package under
- * `node_modules/`, plus install.sh, the systemd unit and the sample config. The folder runs on any
+ * bundled CommonJS and for every Node built-in, which the bundle loads through `require`, never an
+ * ESM import: see {@link builtinsThroughRequirePlugin}; `koffi` external, minified with linked
+ * source maps, licence comments in `<file>.LEGAL.txt`) and its ESM chunks under `chunks/` (code
+ * split off at dynamic `import()`s, parsed only when the agent uses it), koffi's runtime files (its
+ * loader made to `require` `node:util`) and its native platform package under `node_modules/`,
+ * plus install.sh, the systemd unit and the sample config. The folder runs on any
  * Linux host with Node.js ≥ 20: `node gpu-sentinel-agent.mjs agent --help`.
  *
  * @param options - output folder, architecture, tarball, minify
@@ -171,7 +202,7 @@ export async function buildAgentBundle(options: BuildAgentBundleOptions = {}): P
     legalComments: 'linked',
     metafile: true,
     external: ['koffi'],
-    plugins: [stubPlugin()],
+    plugins: [stubPlugin(), builtinsThroughRequirePlugin()],
     banner: {
       js: [
         '#!/usr/bin/env node',
@@ -238,6 +269,38 @@ function copyKoffi(nodeModules: string, arch: AgentBundleArch): void {
   };
   cpSync(koffiDir, join(nodeModules, 'koffi'), { recursive: true, filter: runtime });
   cpSync(nativeDir, join(nodeModules, ...nativeName.split('/')), { recursive: true });
+  requireUtilInKoffi(join(nodeModules, 'koffi', ...KOFFI_ESM_LOADER.split('/')));
+}
+
+/** koffi's ES module loader, the file the bundle's `import koffi from 'koffi'` runs (its `exports` `import` condition). */
+const KOFFI_ESM_LOADER = 'src/koffi/index.js';
+
+/** The line of {@link KOFFI_ESM_LOADER} that imports `node:util` as an ES module (koffi 3.x). */
+const KOFFI_UTIL_IMPORT = 'import util from "node:util";';
+
+/**
+ * Rewrites koffi's ES module loader, as shipped in the bundle, to load `node:util` through
+ * `require`: it imports it only for `util.deprecate`, and on Node.js 22 and later an ESM import of
+ * `node:util` reads every export, whose lazy `setTraceSigInt` loads `worker_threads` (2.4 MB of RSS
+ * on Node 24.21, measured with and without). The same module object, without the getters run.
+ *
+ * @param file - the copied {@link KOFFI_ESM_LOADER}
+ * @throws {AgentError} when the file no longer holds {@link KOFFI_UTIL_IMPORT} exactly once (a koffi
+ *   upgrade changed its loader: check what it imports, then update or drop this rewrite)
+ */
+function requireUtilInKoffi(file: string): void {
+  const code = readFileSync(file, 'utf8');
+  if (code.split(KOFFI_UTIL_IMPORT).length !== 2)
+    throw new AgentError(
+      `Expected koffi's loader ${KOFFI_ESM_LOADER} to hold \`${KOFFI_UTIL_IMPORT}\` once, got ${code.split(KOFFI_UTIL_IMPORT).length - 1}; a koffi upgrade changed it: review requireUtilInKoffi in agent/packaging/build-agent-bundle.ts`,
+    );
+  writeFileSync(
+    file,
+    code.replace(
+      KOFFI_UTIL_IMPORT,
+      'import { createRequire as __gsCreateRequire } from "node:module"; const util = __gsCreateRequire(import.meta.url)("node:util");',
+    ),
+  );
 }
 
 /** koffi's version, from its package.json. */

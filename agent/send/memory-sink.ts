@@ -2,15 +2,15 @@ import type { Batch, GpuEvent } from '../../lambdas/contract';
 import { mergeableCount, mergeBatches } from './merge-batches';
 
 /**
- * The tiny in-memory delivery of `--once`, playback and tests: keeps every submitted batch in
- * {@link submitted}, and when given a `send`, {@link drain} hands the undelivered ones to it oldest
- * first, merged as the spool's drain merges them, stopping at the first failure (they stay queued). Nothing is
- * durable and nothing is bounded: a host runs the spool (`SpoolingSender`), never this.
+ * The tiny in-memory delivery of `--once`, playback and tests (`composeAgent`'s memory delivery):
+ * keeps every submitted batch in {@link submitted}, and when given a `send`, {@link drain} hands the
+ * undelivered ones to it oldest first, merged as the spool's drain merges them, stopping at the
+ * first failure (they stay queued). Nothing is durable and nothing is bounded: a host runs the
+ * spool (`SpoolingSender`), never this.
  *
  * @example
  * const sink = new MemorySink();
- * const loop = new AgentLoop({ ...options, delivery: sink });
- * await loop.flush();
+ * await sink.submit(batch);
  * print(sink.submitted);
  */
 export class MemorySink {

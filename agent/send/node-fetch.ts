@@ -1,11 +1,18 @@
-import {
-  Agent as HttpAgent,
-  request as httpRequest,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-} from 'node:http';
+import type { Agent as HttpAgentType, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { createRequire } from 'node:module';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+
+/**
+ * `node:http`, loaded through CommonJS `require`. On Node.js 22 and later an ESM `import` of
+ * `node:http` builds the module namespace by reading every export, which runs its lazy getters
+ * (`WebSocket`, `EventSource`…): they load undici and `worker_threads`, the ~13 MB this module
+ * exists to avoid. `require` returns the exports object without reading them. (`node:https` has
+ * no such getters.) The agent bundle does the same for every built-in its dependencies import.
+ */
+const { Agent: HttpAgent, request: httpRequest } = createRequire(import.meta.url)(
+  'node:http',
+) as typeof import('node:http');
 
 /**
  * A minimal `fetch` on `node:http` / `node:https`, for the agent's own HTTP calls (batch POSTs,
@@ -154,7 +161,7 @@ function decode(bytes: Buffer, encoding: string | null): Buffer {
 
 /** The connection pools of one fetch: Node's global agents unless a caller brings its own. */
 interface Agents {
-  readonly http?: HttpAgent;
+  readonly http?: HttpAgentType;
   readonly https?: HttpsAgent;
 }
 

@@ -1,8 +1,19 @@
 import type { EfaWindow, GpuEvent, GpuIdentity, K8sWorkload } from '../../lambdas/contract';
-import type { EfaLike, SampleSource, SourceReading } from '../agent-loop';
 import { COLUMN_INDEX, type GpuRow, rowValue } from '../window/gpu-row';
 import type { GpuSample } from '../window/gpu-sample';
 import { type AgentSource, NODE_TIMERS, type SourceContext, type SourceSupport } from './source';
+
+/** One poll of every open source: instant readings per GPU, events seen, and call errors (values, not throws). */
+export interface SourceReading {
+  /** Readings as objects (simulations, replays, test sources). */
+  readonly gpus: readonly GpuSample[];
+  /** Readings as rows (NVML: no object per reading); each valid until its source's next poll. */
+  readonly rows?: readonly GpuRow[];
+  /** Events found while sampling (a GPU lost at this poll, a replayed XID now due). */
+  readonly events: readonly GpuEvent[];
+  /** Failed calls, as values (counted in `agent.stats.nvml_errors`). */
+  readonly errors: readonly unknown[];
+}
 
 /** One source's answer at open, for the start-up log line and tests. */
 export interface OpenedSource {
@@ -18,15 +29,17 @@ const NO_GPUS: readonly GpuIdentity[] = Object.freeze([]);
 /**
  * The agent's sources, iterated: opens each in order (an unsupported one is kept out with its
  * reason), polls the supported ones into one sink, closes the windows of the window sources, and
- * closes them all in reverse order. To the agent loop it is one {@link SampleSource} (the poll
- * readings, profiling overlays merged) and, through {@link SourceRegistry.efa}, one {@link EfaLike}.
+ * closes them all in reverse order. The agent loop sees its sources only through the registry:
+ * one poll ({@link SourceRegistry.sample}, profiling overlays merged), one window close
+ * ({@link SourceRegistry.window}), the GPU inventory and the pods holding the GPUs.
  *
  * @example
  * const registry = new SourceRegistry([nvml, dcgm, nvmlEvents, kmsg, imds, efa]);
  * const opened = await registry.open({ clock, emit: (e) => loop.pushEvent(e), warn });
- * const reading = registry.sample(clock()); // { gpus, events, errors }
+ * const reading = registry.sample(clock()); // { gpus, rows, events, errors }
+ * const efa = registry.window(start, end); // each window source's EFA deltas
  */
-export class SourceRegistry implements SampleSource {
+export class SourceRegistry {
   readonly #sources: readonly AgentSource[];
   /** Sources whose `open()` returned (supported or not), in order: the ones `close()` closes. */
   #started: AgentSource[] = [];
@@ -123,14 +136,6 @@ export class SourceRegistry implements SampleSource {
       if (k8s !== undefined) return k8s;
     }
     return undefined;
-  }
-
-  /**
-   * The window sources as the loop's {@link EfaLike}: `sample` does nothing (each window source
-   * takes its baseline at open and reads at each close), `window` is {@link SourceRegistry.window}.
-   */
-  get efa(): EfaLike {
-    return { sample: () => {}, window: (start, end) => this.window(start, end) };
   }
 
   /**

@@ -75,9 +75,10 @@ export interface SourceContext {
 }
 
 /**
- * One source of the agent, as gpud has one component interface: every source the runtime runs
- * (NVML, DCGM profiling, NVML XID events, the kernel log, IMDS notices, EFA counters) has this
- * shape, and {@link SourceRegistry} iterates them instead of the runtime wiring each by hand.
+ * One source of the agent, as gpud has one component interface: every source has this shape,
+ * those a host runs (NVML, DCGM profiling, NVML XID events, the kernel log, IMDS notices, EFA
+ * counters) and those a playback runs (a simulated host's GPUs and EFA ports, a replayed capture),
+ * and {@link SourceRegistry} iterates them instead of a runtime wiring each by hand.
  *
  * A source does one or more of:
  * - **poll** (`sample`): called every poll interval (1 s) with the poll's sink and time;
@@ -105,7 +106,7 @@ export interface AgentSource {
   sample?(into: SampleSink, now: Date, full?: boolean): void;
   /** Window close: write this window's values into `into`; `end` is after `start`. */
   window?(into: WindowSink, start: Date, end: Date): void;
-  /** The GPUs this source inventories, by index (the GPU inventory source only: NVML, simulation, replay). */
+  /** The GPUs this source inventories, by index (the GPU inventory source only: NVML, a simulation, a replay). */
   identity?(): readonly GpuIdentity[];
   /**
    * The Kubernetes pod holding a GPU now (dcgm-exporter's pod labels), for the window's `k8s`;

@@ -123,3 +123,27 @@ export async function writeCursor(file: string, cursor: SpoolCursor): Promise<vo
 function isCount(value: unknown): value is number {
   return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
+
+/**
+ * A loss report with more dropped batches added: their count and flush windows added, the seq range
+ * widened to their known `seq` (a damaged record's −1 is not a `seq`).
+ *
+ * @param base - the report so far, if any
+ * @param dropped - the batches dropped now
+ * @returns the report; `base` unchanged when nothing was dropped
+ */
+export function addDropped(
+  base: DroppedReport | undefined,
+  dropped: readonly { readonly seq: number; readonly windows: number }[],
+): DroppedReport | undefined {
+  if (dropped.length === 0) return base;
+  const seqs = dropped.map((d) => d.seq).filter((s) => s >= 0);
+  const firstSeq = base?.firstSeq ?? (seqs.length > 0 ? Math.min(...seqs) : undefined);
+  const lastSeq = seqs.length > 0 ? Math.max(...seqs) : base?.lastSeq;
+  return {
+    batches: (base?.batches ?? 0) + dropped.length,
+    windows: (base?.windows ?? 0) + dropped.reduce((sum, d) => sum + d.windows, 0),
+    ...(firstSeq !== undefined ? { firstSeq } : {}),
+    ...(lastSeq !== undefined ? { lastSeq } : {}),
+  };
+}

@@ -1,87 +1,34 @@
-import type { FileHandle } from 'node:fs/promises';
-import { mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Batch } from '../../lambdas/contract';
-import { systemClock } from '../clock';
-import { estimateLoss, type KnownRecord } from './damage-estimate';
-import { syncDir, writeFileAtomic } from './durable-file';
-import { SpoolClosedError, SpoolCorruptError, SpoolOrderError } from './errors';
+import { CURSOR_FILE, REJECTED_DIR } from './constants';
+import { type QuarantineReason, writeDeadLetter } from './dead-letter';
+import { syncDir } from './durable-file';
+import { SpoolClosedError, SpoolOrderError } from './errors';
+import { recoverSpool } from './recover-spool';
 import {
-  decodeRecord,
-  encodeFiller,
   encodeRecord,
-  isFiller,
   MAX_RECORD_PAYLOAD_BYTES,
-  MIN_RECORD_BYTES,
-  parseSegmentFileName,
   RECORD_HEADER_BYTES,
-  SEGMENT_MAGIC,
-  scanSegment,
   segmentFileName,
 } from './segment-format';
 import {
+  type ActiveSegment,
+  appendRecord,
+  createSegment,
+  openSegmentForAppend,
+  readRecordAt,
+  unlinkIfExists,
+} from './segment-io';
+import {
+  addDropped,
   type DroppedReport,
   INITIAL_CURSOR,
-  readCursor,
   type SpoolCursor,
   writeCursor,
 } from './spool-cursor';
-
-/** Where the agent keeps its spool on a host (systemd `StateDirectory=gpu-sentinel`). */
-export const DEFAULT_SPOOL_DIR = '/var/lib/gpu-sentinel/spool';
-
-/** Default bound of the spool's queued records, bytes: 256 MiB (~43 000 8-GPU batches, ~5 days of 10 s windows). */
-export const DEFAULT_SPOOL_MAX_BYTES = 256 * 1024 * 1024;
-
-/** Default age past which a queued batch is dropped, seconds: 72 h. */
-export const DEFAULT_SPOOL_MAX_AGE_S = 72 * 3600;
-
-/**
- * Largest `maxAgeS`, seconds: 6 days. The API refuses times more than 7 days old (`MAX_PAST_S`);
- * one day of margin covers a horizon window's start and clock skew.
- */
-export const MAX_SPOOL_MAX_AGE_S = 6 * 24 * 3600;
-
-/** Default size at which a segment file is closed and a new one started, bytes: 8 MiB. */
-export const DEFAULT_SPOOL_SEGMENT_BYTES = 8 * 1024 * 1024;
-
-/** Default number of quarantined batches kept in `rejected/` (the oldest are deleted past it). */
-export const DEFAULT_MAX_REJECTED_FILES = 1000;
-
-/** Name of the cursor file in the spool directory. */
-export const CURSOR_FILE = 'cursor.json';
-
-/** Name of the quarantine directory in the spool directory. */
-export const REJECTED_DIR = 'rejected';
-
-/** Name of the directory a segment file that is not a spool segment (bad magic) is moved to on open. */
-export const DAMAGED_DIR = 'damaged';
-
-/** Options of {@link Spool.open}. */
-export interface SpoolOptions {
-  /** The spool directory; created (with parents) when missing. @default {@link DEFAULT_SPOOL_DIR} */
-  readonly dir?: string;
-  /**
-   * Most bytes of queued records (payload + 8 bytes of framing each), 1024..2^40. Appending past it
-   * drops the oldest batches. Disk use is at most this plus one partly acked segment.
-   * @default {@link DEFAULT_SPOOL_MAX_BYTES} (256 MiB)
-   */
-  readonly maxBytes?: number;
-  /**
-   * Age past which a queued batch is dropped, seconds, 60..{@link MAX_SPOOL_MAX_AGE_S} (6 days).
-   * A batch's age is measured from its `sent_at`.
-   * @default {@link DEFAULT_SPOOL_MAX_AGE_S} (72 h)
-   */
-  readonly maxAgeS?: number;
-  /** Size past which the next append starts a new segment file, bytes, 1024..1 GiB. @default {@link DEFAULT_SPOOL_SEGMENT_BYTES} (8 MiB) */
-  readonly segmentBytes?: number;
-  /** Most files kept in `rejected/`, 1..100000; the lowest `seq` are deleted past it. @default {@link DEFAULT_MAX_REJECTED_FILES} */
-  readonly maxRejectedFiles?: number;
-  /** The clock, for ages and `rejected_at`. @default systemClock */
-  readonly clock?: () => Date;
-  /** Called once per condition worth an operator's attention (drops, repaired files). @default none */
-  readonly onWarning?: (message: string, data?: Record<string, unknown>) => void;
-}
+import { batchTimeMs, flushWindows, type SpoolEntry, type SpoolEntryMeta } from './spool-entry';
+import { type ResolvedSpoolOptions, resolveSpoolOptions, type SpoolOptions } from './spool-options';
 
 /** What {@link Spool.stats} returns. */
 export interface SpoolStats {
@@ -98,36 +45,6 @@ export interface SpoolStats {
    * without passing through the spool are not seen, so this is a lower bound of the agent's last seq.
    */
   readonly last_seq?: number;
-}
-
-/** Why the API refused a batch, saved next to it in `rejected/`. */
-export interface QuarantineReason {
-  /** What happened, e.g. the `SendRejectedError` message. */
-  readonly message: string;
-  /** HTTP status of the refusal (400, 403, 413, …). */
-  readonly status?: number;
-  /** The API's `error`. */
-  readonly error?: string;
-  /** The API's `path` of the first bad field. */
-  readonly path?: string;
-}
-
-/** Where a queued record is and what the spool must know of it without reading it. */
-interface Entry {
-  readonly segment: number;
-  readonly offset: number;
-  readonly bytes: number;
-  readonly seq: number;
-  readonly batchId: string;
-  readonly atMs: number;
-  readonly windows: number;
-}
-
-/** The segment appends go to. */
-interface ActiveSegment {
-  readonly index: number;
-  readonly handle: FileHandle;
-  size: number;
 }
 
 /** Why a batch leaves the queue: delivered, refused by the API, or dropped by a bound or damage. */
@@ -151,6 +68,11 @@ type Removal = 'ack' | 'quarantine' | 'drop';
  * Methods are serialized: concurrent calls run one after another in call order. One process per
  * directory.
  *
+ * This file is the queue and its cursor; the rest of the room, one concern a file: options
+ * (`spool-options.ts`), recovery at open (`recover-spool.ts`), segment file I/O (`segment-io.ts`,
+ * the bytes in `segment-format.ts`), the cursor file (`spool-cursor.ts`), dead letters
+ * (`dead-letter.ts`).
+ *
  * @example
  * const spool = await Spool.open({ dir: '/var/lib/gpu-sentinel/spool' });
  * await spool.append(batch);
@@ -158,9 +80,9 @@ type Removal = 'ack' | 'quarantine' | 'drop';
  * if (oldest) { await sender.send(oldest); await spool.ack(oldest.batch_id); }
  */
 export class Spool {
-  private readonly entries: Entry[] = [];
+  private entries: SpoolEntry[] = [];
   /** Existing segment files: index → valid bytes. */
-  private readonly segments = new Map<number, number>();
+  private segments = new Map<number, number>();
   private active: ActiveSegment | undefined;
   private bytes = 0;
   private cursor: SpoolCursor = INITIAL_CURSOR;
@@ -173,18 +95,25 @@ export class Spool {
   private readonly cursorFile: string;
   private readonly rejectedDir: string;
 
-  private constructor(
-    /** The spool directory. */
-    readonly dir: string,
-    private readonly maxBytes: number,
-    private readonly maxAgeS: number,
-    private readonly segmentBytes: number,
-    private readonly maxRejectedFiles: number,
-    private readonly clock: () => Date,
-    private readonly warn: (message: string, data?: Record<string, unknown>) => void,
-  ) {
-    this.cursorFile = join(dir, CURSOR_FILE);
-    this.rejectedDir = join(dir, REJECTED_DIR);
+  /** The spool directory. */
+  readonly dir: string;
+  private readonly maxBytes: number;
+  private readonly maxAgeS: number;
+  private readonly segmentBytes: number;
+  private readonly maxRejectedFiles: number;
+  private readonly clock: () => Date;
+  private readonly warn: (message: string, data?: Record<string, unknown>) => void;
+
+  private constructor(options: ResolvedSpoolOptions) {
+    this.dir = options.dir;
+    this.maxBytes = options.maxBytes;
+    this.maxAgeS = options.maxAgeS;
+    this.segmentBytes = options.segmentBytes;
+    this.maxRejectedFiles = options.maxRejectedFiles;
+    this.clock = options.clock;
+    this.warn = options.warn;
+    this.cursorFile = join(this.dir, CURSOR_FILE);
+    this.rejectedDir = join(this.dir, REJECTED_DIR);
   }
 
   /**
@@ -198,15 +127,7 @@ export class Spool {
    * @throws {Error} the fs error when `dir` cannot be created, read or written (EACCES, EROFS, …)
    */
   static async open(opts: SpoolOptions = {}): Promise<Spool> {
-    const spool = new Spool(
-      opts.dir ?? DEFAULT_SPOOL_DIR,
-      checkRange('maxBytes', opts.maxBytes ?? DEFAULT_SPOOL_MAX_BYTES, 1024, 2 ** 40),
-      checkRange('maxAgeS', opts.maxAgeS ?? DEFAULT_SPOOL_MAX_AGE_S, 60, MAX_SPOOL_MAX_AGE_S),
-      checkRange('segmentBytes', opts.segmentBytes ?? DEFAULT_SPOOL_SEGMENT_BYTES, 1024, 2 ** 30),
-      checkRange('maxRejectedFiles', opts.maxRejectedFiles ?? DEFAULT_MAX_REJECTED_FILES, 1, 100_000),
-      opts.clock ?? systemClock,
-      opts.onWarning ?? (() => undefined),
-    );
+    const spool = new Spool(resolveSpoolOptions(opts));
     await mkdir(spool.dir, { recursive: true });
     await spool.recover();
     return spool;
@@ -244,12 +165,7 @@ export class Spool {
       const segment = await this.activeSegment();
       const record = encodeRecord(payload);
       try {
-        let done = 0;
-        while (done < record.length) {
-          const { bytesWritten } = await segment.handle.write(record, done, record.length - done);
-          done += bytesWritten;
-        }
-        await segment.handle.datasync();
+        await appendRecord(segment, record);
       } catch (error) {
         await this.undoPartialWrite(segment);
         throw error;
@@ -314,10 +230,10 @@ export class Spool {
       const out = [head];
       let bytes = this.entries[0]?.bytes ?? 0;
       for (let i = 1; i < Math.min(maxCount, this.entries.length); i++) {
-        const entry = this.entries[i] as Entry;
+        const entry = this.entries[i] as SpoolEntry;
         if (bytes + entry.bytes > maxBytes) break;
         try {
-          out.push(await this.readEntry(entry));
+          out.push(await readRecordAt(this.dir, entry));
         } catch {
           break;
         }
@@ -498,7 +414,7 @@ export class Spool {
       const head = this.entries[0];
       if (!head) return undefined;
       try {
-        return await this.readEntry(head);
+        return await readRecordAt(this.dir, head);
       } catch (error) {
         this.warn('spooled batch no longer reads back; dropped', {
           seq: head.seq,
@@ -510,24 +426,6 @@ export class Spool {
     }
   }
 
-  private async readEntry(entry: Entry): Promise<Batch> {
-    const handle = await open(join(this.dir, segmentFileName(entry.segment)), 'r');
-    let bytes: Buffer;
-    try {
-      bytes = Buffer.alloc(entry.bytes);
-      const { bytesRead } = await handle.read(bytes, 0, entry.bytes, entry.offset);
-      if (bytesRead !== entry.bytes) throw new Error(`expected ${entry.bytes} bytes, read ${bytesRead}`);
-    } finally {
-      await handle.close();
-    }
-    const payload = decodeRecord(bytes);
-    if (!payload) throw new Error('record length or CRC-32 mismatch');
-    const batch = JSON.parse(payload.toString('utf8')) as Batch;
-    if (batch.batch_id !== entry.batchId)
-      throw new Error(`expected batch ${entry.batchId}, read ${batch.batch_id}`);
-    return batch;
-  }
-
   /**
    * Removes the `n` oldest entries (and counts `unwritten` batches as dropped) with one atomic cursor
    * write, then deletes segment files wholly before the new cursor. Memory changes only after the
@@ -536,7 +434,7 @@ export class Spool {
   private async remove(
     n: number,
     how: Removal,
-    unwritten: readonly Omit<Entry, 'segment' | 'offset' | 'bytes'>[] = [],
+    unwritten: readonly SpoolEntryMeta[] = [],
     seqFloor?: number,
   ) {
     const removed = this.entries.slice(0, n);
@@ -567,7 +465,7 @@ export class Spool {
     ].filter((x): x is number => x !== undefined);
     const lastRemovedSeq = seqs.length > 0 ? Math.max(...seqs) : undefined;
     const build = (base: SpoolCursor): SpoolCursor => {
-      const unreported = mergeDropped(base.unreported, dropped);
+      const unreported = addDropped(base.unreported, dropped);
       return {
         ...position,
         ...(lastRemovedSeq !== undefined ? { lastRemovedSeq } : {}),
@@ -620,23 +518,13 @@ export class Spool {
     const last = this.lastSegmentIndex();
     const lastSize = last === undefined ? undefined : this.segments.get(last);
     if (last !== undefined && lastSize !== undefined && lastSize < this.segmentBytes) {
-      const handle = await open(join(this.dir, segmentFileName(last)), 'a');
-      this.active = { index: last, handle, size: lastSize };
+      this.active = await openSegmentForAppend(this.dir, last, lastSize);
       return this.active;
     }
     const index = last === undefined ? this.cursor.segment : last + 1;
-    const handle = await open(join(this.dir, segmentFileName(index)), 'wx');
-    try {
-      await handle.write(SEGMENT_MAGIC, 0, SEGMENT_MAGIC.length);
-      await handle.sync();
-      await syncDir(this.dir);
-    } catch (error) {
-      await handle.close();
-      await unlinkIfExists(join(this.dir, segmentFileName(index)));
-      throw error;
-    }
-    this.segments.set(index, SEGMENT_MAGIC.length);
-    this.active = { index, handle, size: SEGMENT_MAGIC.length };
+    const created = await createSegment(this.dir, index);
+    this.segments.set(index, created.size);
+    this.active = created;
     return this.active;
   }
 
@@ -653,262 +541,32 @@ export class Spool {
     }
   }
 
-  private async writeRejected(batch: Batch, reason: QuarantineReason): Promise<string> {
-    await mkdir(this.rejectedDir, { recursive: true });
-    const id = String(batch.batch_id).replace(/[^A-Za-z0-9-]/g, '_');
-    const file = join(this.rejectedDir, `${batch.seq}-${id}.json`);
-    const body = { rejected_at: this.clock().toISOString(), reason, batch };
-    await writeFileAtomic(file, `${JSON.stringify(body, null, 2)}\n`);
-    const kept = (await readdir(this.rejectedDir))
-      .filter((name) => /^\d+-.*\.json$/.test(name))
-      .sort((a, b) => Number.parseInt(a, 10) - Number.parseInt(b, 10) || a.localeCompare(b));
-    for (const name of kept.slice(0, Math.max(0, kept.length - this.maxRejectedFiles)))
-      await unlinkIfExists(join(this.rejectedDir, name));
-    return file;
+  private writeRejected(batch: Batch, reason: QuarantineReason): Promise<string> {
+    return writeDeadLetter(batch, reason, {
+      dir: this.rejectedDir,
+      maxFiles: this.maxRejectedFiles,
+      now: this.clock(),
+    });
   }
 
-  /** Rebuilds the queue from disk: cursor, then every segment from the cursor on. */
+  /**
+   * Rebuilds the queue from disk (`recover-spool.ts`), then drops, with one cursor write, what
+   * damage lost and what is past the bounds.
+   */
   private async recover(): Promise<void> {
-    await unlinkIfExists(`${this.cursorFile}.tmp`);
-    let cursor: SpoolCursor | undefined;
-    try {
-      cursor = await readCursor(this.cursorFile);
-    } catch (error) {
-      if (!(error instanceof RangeError)) throw error;
-      this.warn('spool cursor unreadable; every segment is replayed (the API stores repeats once)', {
-        error: error.message,
-      });
-    }
-    const indices = (await readdir(this.dir))
-      .map(parseSegmentFileName)
-      .filter((index): index is number => index !== undefined)
-      .sort((a, b) => a - b);
-    this.cursor = cursor ?? { ...INITIAL_CURSOR, segment: indices[0] ?? 0 };
-    this.lastSeq = this.cursor.lastRemovedSeq;
-    let dirChanged = false;
-    const damaged: Omit<Entry, 'segment' | 'offset' | 'bytes'>[] = [];
-    let seqFloor: number | undefined;
-    const lose = (bytes: number, prev?: KnownRecord, next?: KnownRecord): void => {
-      const loss = estimateLoss(bytes, prev, next);
-      for (const b of loss.batches) damaged.push({ seq: b.seq, batchId: '', atMs: 0, windows: b.windows });
-      if (loss.seqCeiling !== undefined) seqFloor = Math.max(seqFloor ?? loss.seqCeiling, loss.seqCeiling);
-    };
-    let prev: KnownRecord | undefined;
-    let foreignBytes = 0;
-    for (const index of indices) {
-      const file = join(this.dir, segmentFileName(index));
-      if (index < this.cursor.segment) {
-        await unlinkIfExists(file);
-        dirChanged = true;
-        continue;
-      }
-      const data = await readFile(file);
-      let scan: ReturnType<typeof scanSegment>;
-      try {
-        scan = scanSegment(file, data);
-      } catch (error) {
-        if (!(error instanceof SpoolCorruptError)) throw error;
-        // A bad magic: ours with a damaged header when intact batch records follow it (the magic is
-        // rewritten and the records kept), else a file this spool never wrote (set aside, counted).
-        const behind =
-          data.length > SEGMENT_MAGIC.length
-            ? scanSegment(file, Buffer.concat([SEGMENT_MAGIC, data.subarray(SEGMENT_MAGIC.length)]))
-            : undefined;
-        if (behind?.records.some((r) => readMeta(r.payload, this.clock()) !== undefined)) {
-          await writeAt(file, 0, SEGMENT_MAGIC);
-          this.warn('spool segment header damaged; rewritten, its records kept', {
-            segment: segmentFileName(index),
-          });
-          scan = behind;
-        } else {
-          const moved = await this.setAside(file, index);
-          foreignBytes += data.length;
-          // Counted as one batch of unknown size: what (if anything) it held is unknowable.
-          damaged.push({ seq: -1, batchId: '', atMs: 0, windows: 0 });
-          this.warn('spool file is not a spool segment; moved aside, the agent goes on', {
-            segment: segmentFileName(index),
-            moved_to: moved,
-            bytes: data.length,
-            error: error.message,
-          });
-          dirChanged = true;
-          continue;
-        }
-      }
-      if (scan.validBytes === 0) {
-        // Created but its magic never reached the disk: no record can be in it.
-        await unlinkIfExists(file);
-        dirChanged = true;
-        continue;
-      }
-      const known = scan.records.map((record) => ({
-        record,
-        meta: isFiller(record.payload) ? undefined : readMeta(record.payload, this.clock()),
-        filler: isFiller(record.payload),
-      }));
-      const knownAt = (i: number): KnownRecord | undefined => {
-        const k = known[i];
-        return k?.meta === undefined ? undefined : { ...k.meta, bytes: k.record.bytes };
-      };
-      const skipped = (offset: number): boolean =>
-        index === this.cursor.segment && offset < this.cursor.offset;
-      // Damage between intact records: each region loses only what it held, then is overwritten
-      // with a filler record so a later open does not count it again.
-      for (const region of scan.damaged) {
-        if (skipped(region.offset)) continue;
-        const after = known.findIndex((k) => k.record.offset > region.offset);
-        const before = after === -1 ? known.length - 1 : after - 1;
-        lose(region.bytes, knownAt(before) ?? (before < 0 ? prev : undefined), knownAt(after));
-        await this.fill(file, region.offset, region.bytes);
-        this.warn('spool segment has a damaged record; it alone is dropped and counted', {
-          segment: segmentFileName(index),
-          offset: region.offset,
-          bytes: region.bytes,
-        });
-      }
-      if (scan.tail !== 'clean') {
-        await truncateFile(file, scan.validBytes);
-        // A torn tail is a write cut short, never acknowledged: no loss. Only the last segment can
-        // have one in normal operation; elsewhere a bad tail is counted (over-reported, never silent).
-        const torn = scan.tail === 'torn' && index === indices.at(-1);
-        const last = known.length > 0 ? knownAt(known.length - 1) : prev;
-        if (!torn) lose(data.length - scan.validBytes, last);
-        this.warn(
-          torn
-            ? 'spool segment ended in a torn record (a write cut short); truncated'
-            : 'spool segment ends in damaged bytes with no intact record after them; dropped and counted',
-          { segment: segmentFileName(index), valid_bytes: scan.validBytes },
-        );
-      }
-      for (const { record, meta, filler } of known) {
-        if (filler || (meta === undefined && skipped(record.offset))) continue;
-        if (!meta) {
-          damaged.push({ seq: -1, batchId: '', atMs: 0, windows: prev?.windows ?? 0 });
-          continue;
-        }
-        prev = { ...meta, bytes: record.bytes };
-        if (skipped(record.offset)) continue;
-        this.entries.push({ segment: index, offset: record.offset, bytes: record.bytes, ...meta });
-        this.bytes += record.bytes;
-        this.lastSeq = Math.max(this.lastSeq ?? meta.seq, meta.seq);
-      }
-      this.segments.set(index, scan.validBytes);
-    }
-    if (foreignBytes > 0) {
-      // A set-aside file may have held batches of this agent: skip past every seq it could have held.
-      const top = Math.max(seqFloor ?? -1, this.lastSeq ?? -1);
-      if (top >= 0) seqFloor = top + Math.ceil(foreignBytes / MIN_RECORD_BYTES);
-    }
-    if (dirChanged) await syncDir(this.dir);
+    const recovered = await recoverSpool({
+      dir: this.dir,
+      cursorFile: this.cursorFile,
+      clock: this.clock,
+      warn: this.warn,
+    });
+    this.cursor = recovered.cursor;
+    this.entries = recovered.entries;
+    this.segments = recovered.segments;
+    this.bytes = recovered.bytes;
+    this.lastSeq = recovered.lastSeq;
+    const { damaged, seqFloor } = recovered;
     if (damaged.length > 0 || seqFloor !== undefined) await this.remove(0, 'drop', damaged, seqFloor);
     await this.enforceLimits(0);
   }
-
-  /** Moves a file that is not a spool segment into `damaged/` (a unique name), durably. */
-  private async setAside(file: string, index: number): Promise<string> {
-    const dir = join(this.dir, DAMAGED_DIR);
-    await mkdir(dir, { recursive: true });
-    let target = join(dir, segmentFileName(index));
-    for (let n = 1; await exists(target); n++) target = join(dir, `${segmentFileName(index)}.${n}`);
-    await rename(file, target);
-    await syncDir(dir);
-    return target;
-  }
-
-  /** Overwrites a counted damaged region with one filler record (left as it is when too small to hold one). */
-  private async fill(file: string, offset: number, bytes: number): Promise<void> {
-    const filler = encodeFiller(bytes);
-    if (filler !== undefined) await writeAt(file, offset, filler);
-  }
-}
-
-/** Seq, id, time and flush windows of a record's batch JSON; undefined when it is not a batch. */
-function readMeta(payload: Buffer, now: Date): Omit<Entry, 'segment' | 'offset' | 'bytes'> | undefined {
-  let batch: Batch;
-  try {
-    batch = JSON.parse(payload.toString('utf8')) as Batch;
-  } catch {
-    return undefined;
-  }
-  if (typeof batch !== 'object' || batch === null || typeof batch.batch_id !== 'string') return undefined;
-  if (typeof batch.seq !== 'number' || !Array.isArray(batch.windows)) return undefined;
-  return {
-    seq: batch.seq,
-    batchId: batch.batch_id,
-    atMs: batchTimeMs(batch, now),
-    windows: flushWindows(batch),
-  };
-}
-
-/** A batch's time for the age bound: its `sent_at`, or now when that does not parse. */
-function batchTimeMs(batch: Batch, now: Date): number {
-  const ms = Date.parse(batch.sent_at);
-  return Number.isNaN(ms) ? now.getTime() : ms;
-}
-
-function flushWindows(batch: Batch): number {
-  return batch.windows.filter((w) => w.kind !== 'horizon').length;
-}
-
-function mergeDropped(
-  base: DroppedReport | undefined,
-  dropped: readonly Omit<Entry, 'segment' | 'offset' | 'bytes'>[],
-): DroppedReport | undefined {
-  if (dropped.length === 0) return base;
-  const seqs = dropped.map((d) => d.seq).filter((s) => s >= 0);
-  const firstSeq = base?.firstSeq ?? (seqs.length > 0 ? Math.min(...seqs) : undefined);
-  const lastSeq = seqs.length > 0 ? Math.max(...seqs) : base?.lastSeq;
-  return {
-    batches: (base?.batches ?? 0) + dropped.length,
-    windows: (base?.windows ?? 0) + dropped.reduce((sum, d) => sum + d.windows, 0),
-    ...(firstSeq !== undefined ? { firstSeq } : {}),
-    ...(lastSeq !== undefined ? { lastSeq } : {}),
-  };
-}
-
-async function truncateFile(file: string, bytes: number): Promise<void> {
-  const handle = await open(file, 'r+');
-  try {
-    await handle.truncate(bytes);
-    await handle.datasync();
-  } finally {
-    await handle.close();
-  }
-}
-
-/** Writes `bytes` at `offset` of an existing file, durably (fdatasync). */
-async function writeAt(file: string, offset: number, bytes: Buffer): Promise<void> {
-  const handle = await open(file, 'r+');
-  try {
-    await handle.write(bytes, 0, bytes.length, offset);
-    await handle.datasync();
-  } finally {
-    await handle.close();
-  }
-}
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await stat(file);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
-  }
-}
-
-async function unlinkIfExists(file: string): Promise<void> {
-  try {
-    await unlink(file);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-  }
-}
-
-function checkRange(name: string, value: number, min: number, max: number): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max)
-    throw new RangeError(
-      `Expected \`${name}\` to be a number in ${min}..${max}, got \`${value}\` (${typeof value})`,
-    );
-  return value;
 }

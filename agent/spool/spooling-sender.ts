@@ -3,7 +3,8 @@ import type { Batch, GpuEvent } from '../../lambdas/contract/schema';
 import { SendRejectedError } from '../errors';
 import { DEFAULT_MAX_BATCH_BYTES } from '../send/batcher';
 import { MAX_MERGED_BATCHES, mergeableCount, mergeBatches } from '../send/merge-batches';
-import type { QuarantineReason, Spool } from './spool';
+import type { QuarantineReason } from './dead-letter';
+import type { Spool } from './spool';
 import type { DroppedReport } from './spool-cursor';
 
 /** What became of an appended batch: queued on disk, or lost (the spool could not take it; counted). */
@@ -16,8 +17,9 @@ export interface SpoolingSenderOptions {
   /** The open spool undelivered batches wait in. */
   readonly spool: Spool;
   /**
-   * Sends one batch (`HttpSender.send`, after its own retries). Resolves on a 2xx; throws
-   * `SendRejectedError` when the API refused the batch (4xx: quarantined, not retried), anything
+   * Sends one batch (`HttpSender.send`, after its own retries). Resolves on a 2xx; throws a
+   * {@link SendRejectedError} (matched with `instanceof`: a wrapper must throw that class, not
+   * one of the same name) when the API refused the batch (4xx: quarantined, not retried), anything
    * else when it could not be delivered now (it stays spooled; a later {@link SpoolingSender.drain} retries).
    */
   readonly send: (batch: Batch) => Promise<unknown>;
@@ -198,11 +200,11 @@ export class SpoolingSender {
       try {
         await this.send(request);
       } catch (error) {
-        if (isRejection(error) && group.length > 1) {
+        if (error instanceof SendRejectedError && group.length > 1) {
           singles = group.length;
           continue;
         }
-        if (isRejection(error)) {
+        if (error instanceof SendRejectedError) {
           const head = group[0] as Batch;
           const ok = await this.reject(head, error, head.batch_id);
           if (!ok) return stop(error);
@@ -267,10 +269,6 @@ function addLoss(prev: DroppedReport | undefined, batch: Batch): DroppedReport {
     firstSeq: Math.min(prev?.firstSeq ?? batch.seq, batch.seq),
     lastSeq: Math.max(prev?.lastSeq ?? batch.seq, batch.seq),
   };
-}
-
-function isRejection(error: unknown): error is SendRejectedError {
-  return error instanceof SendRejectedError || (error as Error | undefined)?.name === 'SendRejectedError';
 }
 
 function reasonOf(error: SendRejectedError): QuarantineReason {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type AgentLog, startAgentRuntime } from '../../agent/agent-runtime';
 import { AgentConfigSchema } from '../../agent/config';
-import { driveLoop, VirtualClock } from '../../agent/sources/playback';
+import { driveLoop, VirtualClock } from '../../agent/playback/playback';
 import type { ScenarioLabels } from './catalog';
 import type { Scenario } from './scenario';
 

@@ -1,12 +1,12 @@
-import { playBatches } from '../../agent/sources/playback';
-import { buildReplayBatches, loadReplayManifest } from '../../agent/sources/replay';
+import { playBatches } from '../../agent/playback/playback';
+import { buildReplayBatches, loadReplayManifest } from '../../agent/playback/replay';
 import {
   DEFAULT_SIMULATED_FLEET,
   IDLE_BILLED_SHOWN_AFTER_S,
   type SimulatedHostSpec,
   simulatedInstanceId,
   simulatedPlaybackHost,
-} from '../../agent/sources/simulate-fleet';
+} from '../../agent/playback/simulate-fleet';
 import { BUNDLED_REPLAY_MANIFEST } from '../commands/paths';
 import type { Scenario } from './scenario';
 

@@ -1,4 +1,5 @@
 export * from './constants';
+export * from './diagnoses';
 export * from './errors';
 export * from './field-rules';
 export * from './parse-batch';

@@ -1,4 +1,4 @@
-import type { EventKind, GpuMetrics } from '../contract';
+import type { Diagnosis, EventKind, GpuMetrics } from '../contract';
 import type { RuleId } from './rule-registry';
 
 /**
@@ -14,29 +14,8 @@ export type Severity = (typeof SEVERITIES)[number];
 /** Where the efficiency number of a ledger entry comes from. `none`: neither SM activity nor GPU util was measured. */
 export type EfficiencySource = 'sm_active' | 'gpu_util' | 'none';
 
-/**
- * The efficiency diagnosis of a GPU over the trailing horizon: the leaf of the playbook's decision tree
- * (SM active < 30 % → data loading / CPU preprocessing / small batch; 30–70 % → tensor idle;
- * > 70 % → memory or compute bound), plus `idle`/`held_idle` (no work), `fake_load` (GPU util high,
- * SM active low), `throttled` (clocks held down by heat or power) and `unknown` (no profiling source:
- * SM activity not measured, so no leaf can be named). Stored with every flush window so wasted
- * dollars have a cause.
- */
-export const DIAGNOSES = [
-  'idle',
-  'held_idle',
-  'fake_load',
-  'input_bound',
-  'cpu_bound',
-  'low_occupancy',
-  'tensor_idle',
-  'memory_bound',
-  'compute_bound',
-  'throttled',
-  'unknown',
-] as const;
-/** Diagnosis union, see {@link DIAGNOSES}. */
-export type Diagnosis = (typeof DIAGNOSES)[number];
+/** The efficiency diagnoses, published with the contract (one list for the pipeline and the agent's simulations). */
+export { DIAGNOSES, type Diagnosis } from '../contract';
 
 /** The waste class a GPU window falls in (docs/design.md §5). `unknown` when efficiency was not measured. */
 export type WasteClass = 'idle' | 'held_idle' | 'underused' | 'broken' | 'none' | 'unknown';

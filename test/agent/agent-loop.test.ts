@@ -1,10 +1,12 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { AgentLoop, type DeliveryLike, type SampleSource } from '../../agent/agent-loop';
+import { AgentLoop, type AgentLoopOptions, type DeliveryLike } from '../../agent/agent-loop';
+import { systemClock } from '../../agent/clock';
 import { SendFailedError } from '../../agent/errors';
 import { BatchBuilder } from '../../agent/send/batcher';
 import { MemorySink } from '../../agent/send/memory-sink';
-import type { GpuSample } from '../../agent/window/gpu-sample';
+import type { AgentSource } from '../../agent/sources/source';
 import { type Batch, type GpuEvent, type GpuIdentity, parseBatch } from '../../lambdas/contract';
+import { fakeGpuSource, fakeWindowSource, openSources } from './fixtures/agent-sources';
 
 const HOST = {
   instance_id: 'i-0a5e00000000000a1',
@@ -13,6 +15,10 @@ const HOST = {
 } as const;
 const AGENT = { version: '0.1.0', profiling_source: 'gpm' as const };
 const T0 = Date.parse('2026-11-21T10:00:00.000Z');
+const GPUS: GpuIdentity[] = [
+  { index: 0, uuid: 'GPU-aaaa', pci_bus_id: '0000:53:00.0' },
+  { index: 1, uuid: 'GPU-bbbb', pci_bus_id: '0000:64:00.0' },
+];
 
 /** A clock the test moves by hand. */
 function manualClock(): { now: () => Date; advance: (ms: number) => void } {
@@ -20,51 +26,40 @@ function manualClock(): { now: () => Date; advance: (ms: number) => void } {
   return { now: () => new Date(t), advance: (ms) => (t += ms) };
 }
 
-/** Two GPUs reading fixed values; `events` are returned once by the next sample. */
+/** Two GPUs reading fixed values; `asked` notes each poll's `full`. */
 function fakeSource(
-  clock: () => Date,
-  extra: Partial<GpuSample> = {},
-): SampleSource & { events: GpuEvent[] } {
-  const ids: GpuIdentity[] = [
-    { index: 0, uuid: 'GPU-aaaa', pci_bus_id: '0000:53:00.0' },
-    { index: 1, uuid: 'GPU-bbbb', pci_bus_id: '0000:64:00.0' },
-  ];
-  const src = {
-    events: [] as GpuEvent[],
-    identity: () => ids,
-    sample: (now: Date) => {
-      const events = src.events;
-      src.events = [];
+  options: Pick<Parameters<typeof fakeGpuSource>[0], 'workload'> = {},
+): AgentSource & { asked: boolean[] } {
+  const asked: boolean[] = [];
+  const source = fakeGpuSource({
+    gpus: GPUS,
+    read: (now, full) => {
+      asked.push(full);
       return {
-        gpus: ids.map((g) => ({
-          gpu_index: g.index,
-          at_ms: now.getTime(),
-          gpu_util: 0.5,
-          power_w: 100,
-          ...extra,
-        })),
-        events,
-        errors: [],
+        gpus: GPUS.map((g) => ({ gpu_index: g.index, at_ms: now.getTime(), gpu_util: 0.5, power_w: 100 })),
       };
     },
-  };
-  void clock;
-  return src;
+    ...options,
+  });
+  return { ...source, asked };
 }
 
+/** What a test replaces of {@link manualLoop}'s defaults: `sources` (opened on the test's clock) and any loop option. */
+type LoopOverrides = Partial<Omit<AgentLoopOptions, 'sources'>> & {
+  readonly sources?: readonly AgentSource[];
+};
+
 /** A loop on the fake source with a hand-moved clock; `options` add to or replace the defaults. */
-function manualLoop(
-  clock: ReturnType<typeof manualClock>,
-  options: Partial<ConstructorParameters<typeof AgentLoop>[0]>,
-): AgentLoop {
+async function manualLoop(clock: ReturnType<typeof manualClock>, options: LoopOverrides): Promise<AgentLoop> {
+  const { sources = [fakeSource()], ...rest } = options;
   return new AgentLoop({
-    source: fakeSource(clock.now),
+    sources: await openSources(sources, clock.now),
     host: HOST,
     agent: AGENT,
     builder: new BatchBuilder({ clock: clock.now }),
     delivery: new MemorySink(),
     clock: clock.now,
-    ...options,
+    ...rest,
   });
 }
 
@@ -80,18 +75,9 @@ describe('AgentLoop', () => {
   it('asks for a full reading at each window edge (its first poll, the one that closes it) and a partial one between', async () => {
     // Prepare
     const clock = manualClock();
-    const base = fakeSource(clock.now);
-    const asked: boolean[] = [];
-    const loop = manualLoop(clock, {
-      flushIntervalS: 5,
-      source: {
-        ...base,
-        sample: (now: Date, full?: boolean) => {
-          asked.push(full ?? true);
-          return base.sample(now);
-        },
-      },
-    });
+    const source = fakeSource();
+    const asked = source.asked;
+    const loop = await manualLoop(clock, { flushIntervalS: 5, sources: [source] });
     const controller = new AbortController();
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
 
@@ -114,7 +100,7 @@ describe('AgentLoop', () => {
     const clock = manualClock();
     const sink = new MemorySink();
     const sent = sink.submitted;
-    const loop = manualLoop(clock, { delivery: sink });
+    const loop = await manualLoop(clock, { delivery: sink });
     // Act: 10 polls 1 s apart, then a flush
     for (let i = 0; i < 10; i++) {
       loop.poll();
@@ -137,7 +123,7 @@ describe('AgentLoop', () => {
     // Prepare
     const clock = manualClock();
     const efaCalls: string[] = [];
-    const loop = manualLoop(clock, {
+    const loop = await manualLoop(clock, {
       sendIntervalS: 20,
       horizon: {
         add: () => {},
@@ -150,18 +136,24 @@ describe('AgentLoop', () => {
           metrics: { power_cv: 0.4 },
         }),
       },
-      efa: {
-        sample: (now) => efaCalls.push(now.toISOString()),
-        window: (start, end) => [
-          {
-            start: start.toISOString(),
-            end: end.toISOString(),
-            device: 'rdmap79s0',
-            port: 1,
-            deltas: { rx_drops: 3 },
+      sources: [
+        fakeSource(),
+        fakeWindowSource(
+          (start, end) => {
+            efaCalls.push(end.toISOString());
+            return [
+              {
+                start: start.toISOString(),
+                end: end.toISOString(),
+                device: 'rdmap79s0',
+                port: 1,
+                deltas: { rx_drops: 3 },
+              },
+            ];
           },
-        ],
-      },
+          (now) => efaCalls.push(now.toISOString()),
+        ),
+      ],
     });
     // Act: a kept window at 10 s, the send at 20 s
     loop.poll();
@@ -182,7 +174,7 @@ describe('AgentLoop', () => {
     // Prepare
     const clock = manualClock();
     const { XidMerger } = await import('../../agent/sources/xid-merge');
-    const loop = manualLoop(clock, {
+    const loop = await manualLoop(clock, {
       xidMerger: new XidMerger({ clock: clock.now }),
     });
     // Act
@@ -199,15 +191,15 @@ describe('AgentLoop', () => {
   it('flushes at once on a critical event while running', async () => {
     // Prepare: a 1 h flush interval, so only the event can trigger a flush before the abort
     const sent: Batch[] = [];
-    const source = fakeSource(() => new Date());
     const loop = new AgentLoop({
-      source,
+      sources: await openSources([fakeSource()], systemClock),
       host: HOST,
       agent: AGENT,
       builder: new BatchBuilder(),
       delivery: new MemorySink(async (b) => sent.push(b)),
       pollIntervalMs: 20,
       flushIntervalS: 3600,
+      clock: systemClock,
     });
     const controller = new AbortController();
     const running = loop.run(controller.signal);
@@ -223,7 +215,7 @@ describe('AgentLoop', () => {
   it('reports a critical event from poll() until a flush sends it, for a caller driving the loop by hand', async () => {
     // Prepare
     const clock = manualClock();
-    const loop = manualLoop(clock, {});
+    const loop = await manualLoop(clock, {});
     // Act
     loop.pushEvent(xid(79, 'nvml', T0));
     clock.advance(1000);
@@ -246,7 +238,7 @@ describe('AgentLoop', () => {
       const clock = manualClock();
       const requests: Batch[] = [];
       const sink = new MemorySink(async (b) => requests.push(b));
-      const loop = manualLoop(clock, { delivery: sink, sendIntervalS });
+      const loop = await manualLoop(clock, { delivery: sink, sendIntervalS });
       // Act: flush every 10 s; note how many windows were delivered after each flush
       const seen: number[] = [];
       for (let i = 0; i < flushesBeforeSend; i++) {
@@ -276,7 +268,7 @@ describe('AgentLoop', () => {
       await new Promise((r) => setTimeout(r, 1));
       draining = false;
     });
-    const loop = manualLoop(clock, {
+    const loop = await manualLoop(clock, {
       delivery: sink,
       collectGarbage: () => collectedAt.push((clock.now().getTime() - T0) / 1000 + (draining ? 0.5 : 0)),
       collectGarbageEveryS: 300,
@@ -294,12 +286,12 @@ describe('AgentLoop', () => {
     expect(collectedAt).toEqual([300, 600, 900]);
   });
 
-  it('throws a RangeError naming collectGarbageEveryS below 1 s', () => {
+  it('throws a RangeError naming collectGarbageEveryS below 1 s', async () => {
     // Prepare
     const clock = manualClock();
 
     // Act / Assess
-    expect(() => manualLoop(clock, { collectGarbageEveryS: 0 })).toThrow(
+    await expect(manualLoop(clock, { collectGarbageEveryS: 0 })).rejects.toThrow(
       /`collectGarbageEveryS` to be a number >= 1/,
     );
   });
@@ -310,7 +302,7 @@ describe('AgentLoop', () => {
       // Prepare
       const clock = manualClock();
       const requests: Batch[] = [];
-      const loop = manualLoop(clock, { delivery: new MemorySink(async (b) => requests.push(b)) });
+      const loop = await manualLoop(clock, { delivery: new MemorySink(async (b) => requests.push(b)) });
       loop.poll();
       clock.advance(10_000);
       await loop.flush();
@@ -339,7 +331,11 @@ describe('AgentLoop', () => {
       if (down) throw new SendFailedError(b.batch_id, 1, { lastStatus: 503 });
       requests.push(b);
     });
-    const loop = manualLoop(clock, { delivery: sink, sendIntervalS: 10, onWarning: (m) => warnings.push(m) });
+    const loop = await manualLoop(clock, {
+      delivery: sink,
+      sendIntervalS: 10,
+      onWarning: (m) => warnings.push(m),
+    });
     // Act
     for (let i = 0; i < 3; i++) {
       loop.poll();
@@ -362,8 +358,8 @@ describe('AgentLoop', () => {
     expect(warnings[0]).toMatch(/delivery failed/);
   });
 
-  it.each([-1, Number.NaN])('refuses a sendIntervalS of %s, naming it', (sendIntervalS) => {
-    expect(() => manualLoop(manualClock(), { sendIntervalS })).toThrow(/sendIntervalS/);
+  it.each([-1, Number.NaN])('refuses a sendIntervalS of %s, naming it', async (sendIntervalS) => {
+    await expect(manualLoop(manualClock(), { sendIntervalS })).rejects.toThrow(/sendIntervalS/);
   });
 
   it('appends batches to durable delivery, then drains it in the background, and reports spool drops as a data_dropped event', async () => {
@@ -380,7 +376,7 @@ describe('AgentLoop', () => {
       takeDroppedEvent: (now) => ({ at: now.toISOString(), kind: 'data_dropped', source: 'agent', count: 7 }),
       pending: () => 0,
     };
-    const loop = manualLoop(clock, {
+    const loop = await manualLoop(clock, {
       delivery,
       sendIntervalS: 10,
     });
@@ -397,12 +393,12 @@ describe('AgentLoop', () => {
   it('copies the pod holding a GPU at the window end into its flush window, and only there', async () => {
     // Prepare
     const clock = manualClock();
-    const source = fakeSource(clock.now);
-    const loop = manualLoop(clock, {
-      source: {
-        ...source,
-        workload: (gpu) => (gpu.uuid === 'GPU-aaaa' ? { namespace: 'ml', pod: 'train-0' } : undefined),
-      },
+    const loop = await manualLoop(clock, {
+      sources: [
+        fakeSource({
+          workload: (gpu) => (gpu.uuid === 'GPU-aaaa' ? { namespace: 'ml', pod: 'train-0' } : undefined),
+        }),
+      ],
       sendIntervalS: 0, // this flush goes out, so it carries horizons too
       horizon: { add: () => {}, addRow: () => {}, window: (gpu, end) => ({ ...horizonOf(gpu, end) }) },
     });

@@ -194,7 +194,7 @@ describe('SourceRegistry', () => {
 
     // Act
     const reading = registry.sample(T0);
-    const efa = registry.efa.window(T0, new Date(T0.getTime() + 10_000));
+    const efa = registry.window(T0, new Date(T0.getTime() + 10_000));
 
     // Assess
     expect(reading.events).toEqual([lost]);

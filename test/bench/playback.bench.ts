@@ -1,11 +1,11 @@
 import { bench, describe } from 'vitest';
-import { playBatches } from '../../agent/sources/playback';
-import { buildReplayBatches, loadReplayManifest } from '../../agent/sources/replay';
+import { playBatches } from '../../agent/playback/playback';
+import { buildReplayBatches, loadReplayManifest } from '../../agent/playback/replay';
 import {
   DEFAULT_SIMULATED_FLEET,
   type SimulatedHostSpec,
   simulatedPlaybackHost,
-} from '../../agent/sources/simulate-fleet';
+} from '../../agent/playback/simulate-fleet';
 import { BUNDLED_REPLAY_MANIFEST } from '../../bin/commands/paths';
 
 /**

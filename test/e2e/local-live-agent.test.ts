@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_SIMULATED_FLEET, SIMULATED_INSTANCE_ID_PREFIX } from '../../agent/sources/simulate-fleet';
+import { DEFAULT_SIMULATED_FLEET, SIMULATED_INSTANCE_ID_PREFIX } from '../../agent/playback/simulate-fleet';
 import { fakeNvmlPath } from '../setup/fake-nvml';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

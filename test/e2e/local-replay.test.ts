@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SIMULATED_INSTANCE_ID_PREFIX } from '../../agent/sources/simulate-fleet';
+import { SIMULATED_INSTANCE_ID_PREFIX } from '../../agent/playback/simulate-fleet';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MANIFEST = join(ROOT, 'test/fixtures/replay/real-captures.json');

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_SIMULATED_FLEET, SIMULATED_INSTANCE_ID_PREFIX } from '../../agent/sources/simulate-fleet';
+import { DEFAULT_SIMULATED_FLEET, SIMULATED_INSTANCE_ID_PREFIX } from '../../agent/playback/simulate-fleet';
 import { runCli } from './run-cli';
 
 describe('gpu-sentinel local --only simulation --rules FILE', () => {

@@ -74,6 +74,15 @@ describe('agent bundle', () => {
     expect(paths).toContain('lambdas/contract/field-rules.ts');
   });
 
+  it('carries no playback code (simulation, replay): those serve local mode and scenarios, not hosts', () => {
+    // Prepare / Act
+    const inputs = Object.keys(bundle.metafile.inputs);
+
+    // Assess
+    expect(inputs).toContain('agent/compose-agent.ts');
+    expect(inputs.filter((path) => path.startsWith('agent/playback/'))).toEqual([]);
+  });
+
   it('writes the entry and every chunk in ASCII, so V8 keeps each source as a one-byte string', () => {
     // Prepare: one non-ASCII character (a ≤ in a comment) makes V8 store a whole script two bytes
     // a character; the unminified entry of 1.27 MB cost 2.54 MB of heap that way
@@ -198,14 +207,9 @@ describe('agent bundle', () => {
     );
   });
 
-  it('loads no worker_threads nor child_process while it runs (pino and commander get stubs for what the agent never calls)', () => {
+  it('loads no worker_threads, child_process nor undici while it runs (pino and commander get stubs for what the agent never calls; built-ins and koffi load node:http and node:util through require)', () => {
     // Prepare: a preload that writes the Node built-ins loaded by the time the process exits
-    const loaded = join(dir, 'module-load-list.txt');
-    const preload = join(dir, 'module-load-list.cjs');
-    writeFileSync(
-      preload,
-      `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(loaded)}, process.moduleLoadList.join('\\n')));\n`,
-    );
+    const { loaded, preload } = moduleLoadListPreload('once');
     const env = {
       PATH: '/usr/bin:/bin',
       GPU_SENTINEL_CONFIG: join(bundle.outDir, 'agent.sample.json'),
@@ -236,7 +240,7 @@ describe('agent bundle', () => {
     expect(JSON.parse(result.stdout).windows.length).toBeGreaterThan(0);
     const modules = readFileSync(loaded, 'utf8').split('\n');
     expect(modules).toContain('NativeModule http');
-    expect(modules.filter((m) => /\b(worker_threads|child_process)$/.test(m))).toEqual([]);
+    expect(modules.filter((m) => /\b(worker_threads|child_process)$|undici/.test(m))).toEqual([]);
     expect(
       Object.keys(bundle.metafile.inputs).filter((path) => path.includes('node_modules/thread-stream/')),
     ).toEqual([]);
@@ -270,6 +274,21 @@ describe('agent bundle', () => {
     expect(batch.windows.filter((w: { kind: string }) => w.kind === 'flush')).toHaveLength(8);
   });
 });
+
+/**
+ * A `node -r` preload that writes `process.moduleLoadList` (every Node built-in the process loaded)
+ * to `loaded` when the process exits. On Node.js 22 and later an ESM import of `node:http` or
+ * `node:util` loads undici or `worker_threads` through their lazy exports: this is how a test sees it.
+ */
+function moduleLoadListPreload(name: string): { loaded: string; preload: string } {
+  const loaded = join(dir, `module-load-list-${name}.txt`);
+  const preload = join(dir, `module-load-list-${name}.cjs`);
+  writeFileSync(
+    preload,
+    `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(loaded)}, process.moduleLoadList.join('\\n')));\n`,
+  );
+  return { loaded, preload };
+}
 
 /** A request one of the loopback servers received. */
 interface Seen {
@@ -339,9 +358,10 @@ async function runSigningAgent(
   api: { url: string; seen: Seen[] },
   env: Record<string, string>,
   home: string,
+  nodeArgs: readonly string[] = [],
 ): Promise<number | null> {
   mkdirSync(home, { recursive: true });
-  const child = spawn(process.execPath, [bundle.entry, 'agent'], {
+  const child = spawn(process.execPath, [...nodeArgs, bundle.entry, 'agent'], {
     cwd: dir,
     stdio: 'ignore',
     env: {
@@ -382,16 +402,18 @@ describe('agent bundle credentials', () => {
     await Promise.all([api, imds].map(({ server }) => new Promise((r) => server.close(r))));
   });
 
-  it('signs its batches with the instance role from IMDSv2, loaded from its chunk', async () => {
+  it('signs its batches with the instance role from IMDSv2, loaded from its chunk without undici nor worker_threads', async () => {
     // Prepare
     api.seen.length = 0;
     imds.seen.length = 0;
+    const { loaded, preload } = moduleLoadListPreload('imds');
 
     // Act
     const code = await runSigningAgent(
       api,
       { AWS_EC2_METADATA_SERVICE_ENDPOINT: imds.url },
       join(dir, 'home-imds'),
+      ['-r', preload],
     );
 
     // Assess
@@ -406,6 +428,10 @@ describe('agent bundle credentials', () => {
     expect(batch.headers['x-amz-security-token']).toBe(ROLE_CREDENTIALS.sessionToken);
     expect(String(batch.headers.authorization)).toContain(`Credential=${ROLE_CREDENTIALS.accessKeyId}/`);
     expect(await expectedAuthorization(batch, api.url, ROLE_CREDENTIALS)).toBe(batch.headers.authorization);
+    // The IMDS credential provider's chunk imports node:http: the bundle loads it through require
+    const modules = readFileSync(loaded, 'utf8').split('\n');
+    expect(modules).toContain('NativeModule http');
+    expect(modules.filter((m) => /\bworker_threads$|undici/.test(m))).toEqual([]);
   });
 
   it('signs with env keys when AWS_ACCESS_KEY_ID is set, without asking IMDS', async () => {

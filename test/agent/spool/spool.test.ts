@@ -1,9 +1,11 @@
 import { readdir, readFile, stat, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DAMAGED_DIR, MAX_SPOOL_MAX_AGE_S } from '../../../agent/spool/constants';
 import { SpoolClosedError, SpoolOrderError } from '../../../agent/spool/errors';
 import { MIN_RECORD_BYTES, SEGMENT_MAGIC, scanSegment } from '../../../agent/spool/segment-format';
-import { DAMAGED_DIR, MAX_SPOOL_MAX_AGE_S, Spool, type SpoolOptions } from '../../../agent/spool/spool';
+import { Spool } from '../../../agent/spool/spool';
+import type { SpoolOptions } from '../../../agent/spool/spool-options';
 import { FakeClock, makeBatch, makeTempDir, T0 } from './spool-fixtures';
 
 let dir: string;

@@ -3,12 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ReplayManifestError } from '../../agent/errors';
-import { buildReplayBatches, loadReplayManifest, type ReplayManifest } from '../../agent/sources/replay';
-import { type Batch, parseBatch } from '../../lambdas/contract';
+import { ReplayManifestError } from '../../../agent/errors';
+import { buildReplayBatches, loadReplayManifest, type ReplayManifest } from '../../../agent/playback/replay';
+import { type Batch, parseBatch } from '../../../lambdas/contract';
 
-const DEMO = fileURLToPath(new URL('../fixtures/replay/real-captures.json', import.meta.url));
-const REAL = fileURLToPath(new URL('../fixtures/real/', import.meta.url));
+const DEMO = fileURLToPath(new URL('../../fixtures/replay/real-captures.json', import.meta.url));
+const REAL = fileURLToPath(new URL('../../fixtures/real/', import.meta.url));
 const NOW = new Date('2026-03-10T12:00:00Z');
 
 const of = (batches: Batch[], id: string) => batches.filter((b) => b.host.instance_id === id);

@@ -57,7 +57,7 @@ export interface SimulatedHostOptions {
 
 /**
  * The {@link PlaybackHost} of a simulated host: its contract identity (tags `team=simulated`,
- * `job=sim-<name>`, `simulated=true`), its GPU source and EFA ports, and an agent description
+ * `job=sim-<name>`, `simulated=true`), its sources (the GPUs, then the EFA ports), and an agent description
  * whose `profiling_source` is `gpm` for a GPM model and `none` otherwise (as the NVML source says).
  *
  * @param spec - the host
@@ -94,8 +94,7 @@ export function simulatedPlaybackHost(spec: SimulatedHostSpec, options: Simulate
       driver_version: '580.105.08',
       profiling_source: spec.model === 'h100' ? 'gpm' : 'none',
     },
-    source,
-    ...(spec.efa ? { efa: new SimulatedEfa(spec.efa) } : {}),
+    sources: spec.efa ? [source, new SimulatedEfa(spec.efa)] : [source],
   };
 }
 

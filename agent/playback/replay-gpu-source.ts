@@ -4,13 +4,13 @@ import {
   type GpuMetrics,
   PROFILING_METRIC_NAMES,
 } from '../../lambdas/contract';
-import type { SampleSource, SourceReading } from '../agent-loop';
+import type { DcgmGpuReading } from '../sources/dcgm-exporter';
+import type { AgentSource, SampleSink, SourceSupport } from '../sources/source';
 import type { GpuSample } from '../window/gpu-sample';
-import type { DcgmGpuReading } from './dcgm-exporter';
 import { DueEvents } from './due-events';
 
 /**
- * Replayed readings as a {@link SampleSource}: a recorded host's dcgm-exporter scrapes played as
+ * Replayed readings as the GPU inventory {@link AgentSource} of a playback: a recorded host's dcgm-exporter scrapes played as
  * the 1 s readings its agent would have taken, and its kernel-log XIDs delivered when they happened,
  * so a replay goes through the agent loop (flush windows, horizons, batches) like live readings.
  */
@@ -43,8 +43,8 @@ const INSTANT_FIELDS = [
   'compute_processes',
 ] as const satisfies readonly (keyof GpuMetrics & keyof GpuSample)[];
 
-/** Options of {@link ReplaySampleSource}. */
-export interface ReplaySampleSourceOptions {
+/** Options of {@link ReplayGpuSource}. */
+export interface ReplayGpuSourceOptions {
   /** The scrapes, in play order: scrape `k % scrapes.length` holds during the k-th flush window. */
   readonly scrapes: readonly (readonly DcgmGpuReading[])[];
   /** Start of the first window, ms since the epoch. */
@@ -62,14 +62,16 @@ export interface ReplaySampleSourceOptions {
  * integrated into a counter from the first reading, so the window's rate is the scrape's. Energy is
  * absent (a scrape's one energy reading gives no delta), so power is the mean of `power_w`.
  */
-export class ReplaySampleSource implements SampleSource {
-  readonly #options: ReplaySampleSourceOptions;
+export class ReplayGpuSource implements AgentSource {
+  /** Source name in logs. */
+  readonly name = 'replay';
+  readonly #options: ReplayGpuSourceOptions;
   readonly #identities: readonly GpuIdentity[];
   readonly #nvlink = new Map<number, { tx: number; rx: number; atMs: number }>();
   readonly #events: DueEvents;
 
-  /** @param options - see {@link ReplaySampleSourceOptions} */
-  constructor(options: ReplaySampleSourceOptions) {
+  /** @param options - see {@link ReplayGpuSourceOptions} */
+  constructor(options: ReplayGpuSourceOptions) {
     this.#options = options;
     const byIndex = new Map<number, GpuIdentity>();
     for (const scrape of options.scrapes)
@@ -83,15 +85,23 @@ export class ReplaySampleSource implements SampleSource {
     return this.#identities;
   }
 
-  /** The readings of the scrape that holds at `now`, and the XIDs due by `now`. Never throws. */
-  sample(now: Date): SourceReading {
+  /** Nothing to open: the captures are read and parsed already. @returns supported, with the GPU count */
+  open(): SourceSupport {
+    return { supported: true, detail: `${this.#identities.length} replayed GPUs` };
+  }
+
+  /** Writes the readings of the scrape that holds at `now`, and the XIDs due by `now`, into `into`. Never throws. */
+  sample(into: SampleSink, now: Date): void {
     const nowMs = now.getTime();
     const { scrapes, startMs, windowMs } = this.#options;
     const k = Math.max(0, Math.ceil((nowMs - startMs) / windowMs) - 1);
     const scrape = scrapes.length > 0 ? (scrapes[k % scrapes.length] ?? []) : [];
-    const gpus = scrape.map((r) => this.#toSample(r, nowMs));
-    return { gpus, events: this.#events.take(nowMs), errors: [] };
+    for (const reading of scrape) into.gpu(this.#toSample(reading, nowMs));
+    for (const event of this.#events.take(nowMs)) into.event(event);
   }
+
+  /** Nothing to free. */
+  close(): void {}
 
   #toSample(reading: DcgmGpuReading, nowMs: number): GpuSample {
     const sample: Record<string, unknown> = { gpu_index: reading.gpu.index, at_ms: nowMs };

@@ -6,17 +6,25 @@
  * random stream are arguments.
  */
 
-/** Every behaviour a simulated GPU can show. */
+import { DIAGNOSES, type Diagnosis } from '../../lambdas/contract';
+
+/**
+ * The diagnoses a GPU's own workload reaches: every one of the contract's {@link DIAGNOSES} but
+ * `throttled` (heat, shown by the `thermal_throttle` behaviour) and `unknown` (a GPU model without
+ * profiling counters, not a workload).
+ */
+export type WorkloadDiagnosis = Exclude<Diagnosis, 'throttled' | 'unknown'>;
+
+/** The diagnoses no workload of its own shows (see {@link WorkloadDiagnosis}). */
+const NOT_A_WORKLOAD: ReadonlySet<Diagnosis> = new Set(['throttled', 'unknown']);
+
+/**
+ * Every behaviour a simulated GPU can show: one per {@link WorkloadDiagnosis}, named as the
+ * diagnosis it must reach (the list is the contract's), then the conditions the window rules judge
+ * beyond a diagnosis.
+ */
 export const BEHAVIOURS = [
-  'compute_bound',
-  'idle',
-  'held_idle',
-  'fake_load',
-  'input_bound',
-  'cpu_bound',
-  'low_occupancy',
-  'tensor_idle',
-  'memory_bound',
+  ...DIAGNOSES.filter((d): d is WorkloadDiagnosis => !NOT_A_WORKLOAD.has(d)),
   'thermal_throttle',
   'memory_leak',
   'power_sawtooth',

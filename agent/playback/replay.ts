@@ -14,10 +14,10 @@ import {
   type ProfilingSource,
 } from '../../lambdas/contract';
 import { ReplayManifestError } from '../errors';
-import { type DcgmExporterParse, parseDcgmExporterText } from './dcgm-exporter';
-import { type KernelLogParse, type KernelLogTime, parseKernelLog, toXidEvent } from './kmsg';
+import { type DcgmExporterParse, parseDcgmExporterText } from '../sources/dcgm-exporter';
+import { type KernelLogParse, type KernelLogTime, parseKernelLog, toXidEvent } from '../sources/kmsg';
 import { playBatches } from './playback';
-import { ReplaySampleSource } from './replay-sample-source';
+import { ReplayGpuSource } from './replay-gpu-source';
 
 /**
  * Replay source: turns recorded captures (dcgm-exporter scrapes, kernel logs) of real hosts into
@@ -198,14 +198,14 @@ export async function buildReplayBatches(
   const firstStartMs = nowMs - count * windowMs;
   const out: Batch[] = [];
   for (const rh of manifest.hosts) {
-    const source = new ReplaySampleSource({
+    const source = new ReplayGpuSource({
       scrapes: rh.scrapes.map((s) => s.parse.gpus),
       startMs: firstStartMs,
       windowMs,
       events: rh.kernel_logs.flatMap((log) => rebase(log.parse, nowMs)),
     });
     const batches = await playBatches(
-      { host: rh.host, agent: agentInfo(rh, opts.agentVersion), source },
+      { host: rh.host, agent: agentInfo(rh, opts.agentVersion), sources: [source] },
       {
         from: new Date(firstStartMs),
         to: opts.now,

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { SampleSource } from '../../agent/agent-loop';
-import { PlaybackOptionsError } from '../../agent/errors';
-import { type PlaybackHost, playBatches } from '../../agent/sources/playback';
-import { type GpuEvent, type GpuIdentity, parseBatch } from '../../lambdas/contract';
+import { PlaybackOptionsError } from '../../../agent/errors';
+import { type PlaybackHost, playBatches } from '../../../agent/playback/playback';
+import type { AgentSource } from '../../../agent/sources/source';
+import { type GpuEvent, type GpuIdentity, parseBatch } from '../../../lambdas/contract';
+import { fakeGpuSource } from '../fixtures/agent-sources';
 
 const FROM = new Date('2026-11-21T10:00:00.000Z');
 const minutes = (n: number) => new Date(FROM.getTime() + n * 60_000);
@@ -12,11 +13,11 @@ const GPUS: GpuIdentity[] = [
 ];
 
 /** Two GPUs; GPU 1's SM activity steps from 0.2 to 0.8 after 10 minutes; `events` due by time. */
-function source(events: GpuEvent[] = []): SampleSource {
+function source(events: GpuEvent[] = []): AgentSource {
   const queue = [...events];
-  return {
-    identity: () => GPUS,
-    sample: (now) => {
+  return fakeGpuSource({
+    gpus: GPUS,
+    read: (now) => {
       const late = now.getTime() - FROM.getTime() > 600_000;
       const due: GpuEvent[] = [];
       while (queue.length > 0 && Date.parse(queue[0]?.at ?? '') <= now.getTime())
@@ -30,17 +31,16 @@ function source(events: GpuEvent[] = []): SampleSource {
           power_w: 300,
         })),
         events: due,
-        errors: [],
       };
     },
-  };
+  });
 }
 
-function host(src: SampleSource = source()): PlaybackHost {
+function host(src: AgentSource = source()): PlaybackHost {
   return {
     host: { instance_id: 'i-0a5e00000000000a1', instance_type: 'p5.48xlarge', region: 'us-east-1' },
     agent: { version: '0.1.0', profiling_source: 'gpm' },
-    source: src,
+    sources: [src],
   };
 }
 

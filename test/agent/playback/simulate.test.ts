@@ -1,18 +1,25 @@
 import { describe, expect, it } from 'vitest';
-import { PlaybackOptionsError } from '../../agent/errors';
-import { DueEvents } from '../../agent/sources/due-events';
-import { playBatches } from '../../agent/sources/playback';
-import { SimulatedGpuSource, type SimulatedGpuSourceOptions } from '../../agent/sources/simulate';
-import { BEHAVIOURS, type Behaviour } from '../../agent/sources/simulate-behaviours';
-import { SimulatedEfa } from '../../agent/sources/simulate-efa';
+import { PlaybackOptionsError } from '../../../agent/errors';
+import { DueEvents } from '../../../agent/playback/due-events';
+import { playBatches } from '../../../agent/playback/playback';
+import { SimulatedGpuSource, type SimulatedGpuSourceOptions } from '../../../agent/playback/simulate';
+import { BEHAVIOURS, type Behaviour } from '../../../agent/playback/simulate-behaviours';
+import { SimulatedEfa } from '../../../agent/playback/simulate-efa';
 import {
   DEFAULT_SIMULATED_FLEET,
   SIMULATED_INSTANCE_ID_PREFIX,
   SIMULATED_TAG,
   simulatedPlaybackHost,
-} from '../../agent/sources/simulate-fleet';
-import type { GpuSample } from '../../agent/window/gpu-sample';
-import { type GpuEvent, GpuIdentitySchema, PROFILING_METRIC_NAMES, parseBatch } from '../../lambdas/contract';
+} from '../../../agent/playback/simulate-fleet';
+import { NODE_TIMERS } from '../../../agent/sources/source';
+import type { GpuSample } from '../../../agent/window/gpu-sample';
+import {
+  type GpuEvent,
+  GpuIdentitySchema,
+  PROFILING_METRIC_NAMES,
+  parseBatch,
+} from '../../../lambdas/contract';
+import { sampleOnce, windowOnce } from '../fixtures/agent-sources';
 
 const T0 = Date.parse('2026-11-21T10:00:00.000Z');
 
@@ -23,7 +30,7 @@ const simulated = (options: Partial<SimulatedGpuSourceOptions> = {}) =>
 /** `n` readings one second apart from T0 + 1 s. */
 function readings(options: Partial<SimulatedGpuSourceOptions> & { gpus: readonly Behaviour[] }, n: number) {
   const source = simulated({ seed: 7, ...options });
-  return Array.from({ length: n }, (_, i) => source.sample(new Date(T0 + (i + 1) * 1000)));
+  return Array.from({ length: n }, (_, i) => sampleOnce(source, new Date(T0 + (i + 1) * 1000)));
 }
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
@@ -126,8 +133,8 @@ describe('SimulatedGpuSource', () => {
     const source = simulated({ gpus: ['memory_leak'] });
 
     // Act
-    const early = source.sample(new Date(T0 + 1000)).gpus[0];
-    const late = source.sample(new Date(T0 + 1_900_000)).gpus[0];
+    const early = sampleOnce(source, new Date(T0 + 1000)).gpus[0];
+    const late = sampleOnce(source, new Date(T0 + 1_900_000)).gpus[0];
 
     // Assess
     expect((early?.fb_used_bytes ?? 0) / (early?.fb_total_bytes ?? 1)).toBeCloseTo(0.6, 2);
@@ -156,7 +163,7 @@ describe('SimulatedGpuSource', () => {
     const source = simulated({ events: [event] });
 
     // Act
-    const events = [1, 2, 3, 4].map((s) => source.sample(new Date(T0 + s * 1000)).events);
+    const events = [1, 2, 3, 4].map((s) => sampleOnce(source, new Date(T0 + s * 1000)).events);
 
     // Assess
     expect(events).toEqual([[], [], [event], []]);
@@ -173,7 +180,7 @@ describe('SimulatedGpuSource', () => {
     });
 
     // Act
-    const at = (s: number) => source.sample(new Date(T0 + s * 1000)).gpus;
+    const at = (s: number) => sampleOnce(source, new Date(T0 + s * 1000)).gpus;
     const [m1, m3] = [at(60), at(180)];
 
     // Assess
@@ -211,7 +218,7 @@ describe('SimulatedGpuSource', () => {
 });
 
 describe('SimulatedEfa', () => {
-  it('gives per-port deltas that add up to rate × time, only the dropping port with drops', () => {
+  it('gives per-port deltas that add up to rate × time, only the dropping port with drops', async () => {
     // Prepare
     const efa = new SimulatedEfa([
       { device: 'rdmap80s0', pkts_per_s: 1000 },
@@ -219,12 +226,10 @@ describe('SimulatedEfa', () => {
     ]);
     const windows = [];
 
-    // Act
-    efa.sample(new Date(T0));
-    for (let k = 1; k <= 3; k++) {
-      efa.sample(new Date(T0 + k * 10_000));
-      windows.push(efa.window(new Date(T0 + (k - 1) * 10_000), new Date(T0 + k * 10_000)));
-    }
+    // Act: counters start at open (T0), each window close moves them to its end
+    await efa.open({ clock: () => new Date(T0), emit: () => {}, warn: () => {}, timers: NODE_TIMERS });
+    for (let k = 1; k <= 3; k++)
+      windows.push(windowOnce(efa, new Date(T0 + (k - 1) * 10_000), new Date(T0 + k * 10_000)));
 
     // Assess
     expect(windows[0]?.map((w) => w.device)).toEqual(['rdmap79s0', 'rdmap80s0']);

@@ -1,6 +1,6 @@
 import type { GpuEvent, GpuIdentity } from '../../lambdas/contract';
-import type { SampleSource, SourceReading } from '../agent-loop';
 import { PlaybackOptionsError } from '../errors';
+import type { AgentSource, SampleSink, SourceSupport } from '../sources/source';
 import type { GpuSample } from '../window/gpu-sample';
 import { DueEvents } from './due-events';
 import { BEHAVIOUR_WORK, BEHAVIOURS, type Behaviour } from './simulate-behaviours';
@@ -128,7 +128,7 @@ export interface SimulatedCounterFault {
 }
 
 /**
- * A simulated host's GPUs as a {@link SampleSource}. Per GPU and reading: the behaviour's work
+ * A simulated host's GPUs as the GPU inventory {@link AgentSource} of a playback. Per GPU and reading: the behaviour's work
  * point, then what NVML would show for it: board power from the load (`idle + (limit − idle) ×
  * (0.8 × SM active + 0.1 × DRAM active + 0.1 × GPU util)`, ±2 %), temperature from power, SM clock
  * held down with thermal clock-event bits (0x20 | 0x40) above 85 °C, cumulative energy (mJ), PCIe
@@ -138,7 +138,9 @@ export interface SimulatedCounterFault {
  * @example
  * const source = new SimulatedGpuSource({ model: 'h100', gpus: ['fake_load'], seed: 7, startMs: from.getTime() });
  */
-export class SimulatedGpuSource implements SampleSource {
+export class SimulatedGpuSource implements AgentSource {
+  /** Source name in logs. */
+  readonly name = 'simulate';
   readonly #model: SimulatedGpuModel;
   readonly #gpus: readonly Behaviour[];
   readonly #identities: readonly GpuIdentity[];
@@ -207,11 +209,16 @@ export class SimulatedGpuSource implements SampleSource {
     return this.#identities;
   }
 
+  /** Nothing to open: a simulated host always has its GPUs. @returns supported, with the GPU count and model */
+  open(): SourceSupport {
+    return { supported: true, detail: `${this.#gpus.length} simulated ${this.#model.name}` };
+  }
+
   /**
-   * One reading of every GPU at `now` (counters advance from the previous reading), plus the
-   * events due by `now`. Never throws.
+   * One reading of every GPU at `now` into `into` (counters advance from the previous reading),
+   * and the events due by `now`. Never throws.
    */
-  sample(now: Date): SourceReading {
+  sample(into: SampleSink, now: Date): void {
     const nowMs = now.getTime();
     const t_s = Math.max(0, (nowMs - this.#startMs) / 1000);
     const m = this.#model;
@@ -279,8 +286,12 @@ export class SimulatedGpuSource implements SampleSource {
       };
       return sample;
     });
-    return { gpus, events: this.#events.take(nowMs), errors: [] };
+    for (const sample of gpus) into.gpu(sample);
+    for (const event of this.#events.take(nowMs)) into.event(event);
   }
+
+  /** Nothing to free. */
+  close(): void {}
 
   /** A fault counter's value at `t_s`; `resets` false for a lifetime counter a driver reload keeps. */
   #counter(gpu: number, counter: SimulatedCounterFault['counter'], t_s: number, resets = true): number {

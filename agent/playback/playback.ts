@@ -1,16 +1,15 @@
 import { type AgentInfo, type Batch, type Host, MAX_FLUSH_WINDOW_S } from '../../lambdas/contract';
-import { AgentLoop, type EfaLike, type SampleSource } from '../agent-loop';
+import { composeAgent } from '../compose-agent';
 import { PlaybackOptionsError } from '../errors';
-import { BatchBuilder } from '../send/batcher';
-import { MemorySink } from '../send/memory-sink';
-import { DEFAULT_HORIZON_S, HorizonTracker } from '../window/horizon';
+import type { AgentSource } from '../sources/source';
+import { DEFAULT_HORIZON_S } from '../window/horizon';
 
 /**
- * Playback: drives the agent's own run loop (`AgentLoop`: flush windows through `aggregateWindow`,
- * trailing horizons through `HorizonTracker`, EFA deltas, events, `BatchBuilder`) over a span of
- * virtual time, so a replayed capture or a simulated host produces exactly the batches a live
- * agent would have sent: the same windows, the same horizon statistics, the same urgent flush on
- * a critical event. The one implementation of "samples → batches" outside the live agent.
+ * Playback: the agent as a host composes it (`composeAgent`: the source registry, flush windows,
+ * trailing horizons, the XID merge, `BatchBuilder`), driven over a span of virtual time, so a
+ * replayed capture or a simulated host produces exactly the batches a live agent would have sent:
+ * the same windows, the same horizon statistics, the same urgent flush on a critical event. Its
+ * delivery is memory (the caller posts the batches), with every batch a request of its own.
  */
 
 /** Most polls one playback may take: 7 days at 1 Hz (the contract's past limit). */
@@ -22,10 +21,12 @@ export interface PlaybackHost {
   readonly host: Host;
   /** `agent` of its batches without `stats` (the loop counts them). */
   readonly agent: Omit<AgentInfo, 'stats'>;
-  /** The GPU source, polled at each virtual instant (its readings carry events too). */
-  readonly source: SampleSource;
-  /** EFA counter windows, sampled at each flush as the agent does. @default none */
-  readonly efa?: EfaLike;
+  /**
+   * Its sources, in poll order, as a host's: the GPU inventory source first (a simulation, a
+   * replay), polled at each virtual instant (its readings carry events too), then any window source
+   * (simulated EFA ports), closed at each flush.
+   */
+  readonly sources: readonly AgentSource[];
 }
 
 /** Options of {@link playBatches}. */
@@ -51,7 +52,7 @@ export interface PlaybackOptions {
  * `flushIntervalS` (at once after a poll that brought a critical event, as `AgentLoop.run` does),
  * and a final flush at `to`. `sent_at` of each batch is its flush time.
  *
- * @param host - identity, agent description, GPU source, optional EFA source
+ * @param host - identity, agent description, sources
  * @param options - span, cadence, horizon, first seq
  * @returns the batches in the order the agent would have sent them
  * @throws {PlaybackOptionsError} naming the option, when the span or a cadence is out of range
@@ -77,27 +78,22 @@ export async function playBatches(host: PlaybackHost, options: PlaybackOptions):
     throw new PlaybackOptionsError('to', `at most ${MAX_PLAYBACK_POLLS} polls after \`from\``, options.to);
 
   const clock = new VirtualClock(fromMs);
-  const sink = new MemorySink();
-  const loop = new AgentLoop({
-    source: host.source,
-    host: host.host,
-    agent: host.agent,
-    builder: new BatchBuilder({
-      clock: clock.now,
-      startSeq: options.startSeq ?? 0,
-      ...(options.randomUUID ? { randomUUID: options.randomUUID } : {}),
-    }),
-    delivery: sink,
-    // Every batch is a request of its own (the caller posts them one by one): each carries its horizons.
-    sendIntervalS: 0,
-    horizon: new HorizonTracker({ horizonS }),
-    ...(host.efa ? { efa: host.efa } : {}),
-    pollIntervalMs: pollMs,
-    flushIntervalS: flushS,
+  const agent = await composeAgent({
+    sources: host.sources,
+    host: () => host.host,
+    agent: () => host.agent,
     clock: clock.now,
+    // Every batch is a request of its own (the caller posts them one by one): each carries its horizons.
+    cadence: { pollIntervalMs: pollMs, flushIntervalS: flushS, sendIntervalS: 0, horizonS },
+    delivery: { kind: 'memory', startSeq: options.startSeq ?? 0 },
+    ...(options.randomUUID ? { randomUUID: options.randomUUID } : {}),
   });
-  await driveLoop(loop, clock, { fromMs, toMs, pollIntervalMs: pollMs, flushIntervalS: flushS });
-  return sink.submitted;
+  try {
+    await driveLoop(agent.loop, clock, { fromMs, toMs, pollIntervalMs: pollMs, flushIntervalS: flushS });
+  } finally {
+    await agent.close();
+  }
+  return [...agent.batches];
 }
 
 /** A clock that stands still until moved: the time of a played-back agent. */

@@ -1,6 +1,6 @@
 import type { EfaWindow } from '../../lambdas/contract';
-import type { EfaLike } from '../agent-loop';
 import { PlaybackOptionsError } from '../errors';
+import type { AgentSource, SourceContext, SourceSupport, WindowSink } from '../sources/source';
 
 /**
  * Simulated EFA ports: the per-window counter deltas `EfaSource` would read from sysfs
@@ -29,11 +29,14 @@ export interface SimulatedEfaPort {
 const BYTES_PER_PKT = 8192;
 
 /**
- * Simulated EFA counters as an {@link EfaLike}: `sample(now)` moves the counters to `now`,
- * `window(start, end)` gives each port's deltas since the previous window (fractions carried, so
- * rates add up exactly over time), port 1 of each device, in device order.
+ * Simulated EFA counters as a window {@link AgentSource}, as `EfaWindowSource` is on a host: the
+ * counters start at open (the context's clock), and each window close moves them to its end and
+ * writes each port's deltas since the previous window (fractions carried, so rates add up exactly
+ * over time), port 1 of each device, in device order.
  */
-export class SimulatedEfa implements EfaLike {
+export class SimulatedEfa implements AgentSource {
+  /** Source name in logs. */
+  readonly name = 'simulate-efa';
   readonly #ports: readonly SimulatedEfaPort[];
   readonly #totals: Map<string, number>[];
   readonly #taken: Map<string, number>[];
@@ -56,8 +59,23 @@ export class SimulatedEfa implements EfaLike {
     this.#taken = this.#ports.map(() => new Map());
   }
 
+  /** Starts the counters at the context's time. @returns supported, with the port count */
+  open(context: SourceContext): SourceSupport {
+    this.#advance(context.clock());
+    return { supported: true, detail: `${this.#ports.length} simulated EFA ports` };
+  }
+
+  /** Moves the counters to `end` and writes each port's whole-count deltas since the previous window. */
+  window(into: WindowSink, start: Date, end: Date): void {
+    this.#advance(end);
+    for (const w of this.#deltas(start, end)) into.efa(w);
+  }
+
+  /** Nothing to free. */
+  close(): void {}
+
   /** Advances every counter to `now` at its rate. */
-  sample(now: Date): void {
+  #advance(now: Date): void {
     const nowMs = now.getTime();
     const dtS = this.#lastMs === undefined ? 0 : Math.max(0, (nowMs - this.#lastMs) / 1000);
     this.#lastMs = nowMs;
@@ -79,7 +97,7 @@ export class SimulatedEfa implements EfaLike {
   }
 
   /** Each port's whole-count deltas since the previous window. */
-  window(start: Date, end: Date): EfaWindow[] {
+  #deltas(start: Date, end: Date): EfaWindow[] {
     return this.#ports.map((p, i) => {
       const totals = this.#totals[i] as Map<string, number>;
       const taken = this.#taken[i] as Map<string, number>;
