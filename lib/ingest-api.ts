@@ -140,7 +140,8 @@ export class IngestApi extends Construct {
       minCompressionSize: Size.bytes(MIN_COMPRESSION_SIZE_BYTES),
       binaryMediaTypes: [...API_BINARY_MEDIA_TYPES],
       cloudWatchRole,
-      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
+      // aws-cdk-lib refuses a removal policy for a role it is told not to create.
+      ...(cloudWatchRole ? { cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN } : {}),
       deployOptions: {
         stageName: INGEST_STAGE_NAME,
         tracingEnabled: true,
