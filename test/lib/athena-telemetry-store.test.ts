@@ -1,4 +1,4 @@
-import { App, type CfnElement, type CfnResource, Stack } from 'aws-cdk-lib';
+import { type CfnElement, type CfnResource, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type { IConstruct } from 'constructs';
@@ -7,7 +7,7 @@ import { TELEMETRY_TABLE_COLUMNS, TELEMETRY_TABLES } from '../../lambdas/domain/
 import { AthenaTelemetryStore } from '../../lib/athena-telemetry-store';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../../lib/props-validation-error';
-import { buildStack, testOutdir } from './build-stack';
+import { buildStack, testApp } from './build-stack';
 import { actionsOf, resourcesOf, roleStatements, statementsGranting } from './iam-statements';
 
 /** The logical id of a construct's CloudFormation resource (its default child, or itself). */
@@ -351,8 +351,7 @@ describe('AthenaTelemetryStore (the default store)', () => {
 
   it('grants readers Athena on the workgroup, Glue on the tables, S3 read of the tables and the results prefix', () => {
     // Prepare
-    const app = new App({ outdir: testOutdir(), context: { 'aws:cdk:bundling-stacks': [] } });
-    const s = new Stack(app, 'ReaderStack');
+    const s = new Stack(testApp(), 'ReaderStack');
     const athenaStore = new AthenaTelemetryStore(s, 'Store');
     const reader = new iam.Role(s, 'Reader', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
 
