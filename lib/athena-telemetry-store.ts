@@ -7,6 +7,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
+import type { StoreEnvironment } from '../lambdas/domain/lambda-environment';
 import {
   PARTITION_COLUMN,
   type StoreColumnType,
@@ -413,9 +414,9 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
    *
    * @returns environment variables
    */
-  environment(): Record<string, string> {
+  environment(): StoreEnvironment {
     return {
-      STORE: 'athena',
+      STORE: this.kind,
       FIREHOSE_GPU_STREAM: this.streams.gpu_windows.ref,
       FIREHOSE_EFA_STREAM: this.streams.efa_windows.ref,
       FIREHOSE_EVENTS_STREAM: this.streams.events.ref,

@@ -2,6 +2,8 @@
  * Limits and defaults the CDK app validates props against. One line each: unit and source.
  */
 
+import type { StoreKind } from '../lambdas/domain/lambda-environment';
+
 /** Timestream database/table name length, characters, minimum. Source: Timestream `CreateDatabase` API, `DatabaseName` (3–256). */
 export const TIMESTREAM_NAME_MIN_LENGTH = 3;
 /** Timestream database/table name length, characters, maximum. Source: Timestream `CreateDatabase` API, `DatabaseName` (3–256). */
@@ -69,11 +71,10 @@ export const MAX_INGEST_RESERVED_CONCURRENCY = 900;
 /** Powertools service name of the ingest Lambda. */
 export const INGEST_SERVICE_NAME = 'gpu-sentinel-ingest';
 
-/** Tag key the ingest Lambda may set on instances outside an Auto Scaling group (docs/design.md §8). */
-export const QUARANTINE_TAG_KEY = 'gpu-sentinel:quarantine';
-/** Opt-out tag key; `off` on an Auto Scaling group denies SetInstanceHealth at IAM level (docs/design.md §8). */
-export const REMEDIATION_TAG_KEY = 'gpu-sentinel:remediation';
-/** Opt-out tag value (docs/design.md §8). */
+/**
+ * Opt-out tag value (docs/design.md §8): `gpu-sentinel:remediation=off` (the domain's
+ * `REMEDIATION_OPT_OUT_TAG`) on an Auto Scaling group denies SetInstanceHealth at IAM level.
+ */
 export const REMEDIATION_OPT_OUT_VALUE = 'off';
 /** DynamoDB state table partition key attribute. */
 export const STATE_PARTITION_KEY = 'pk';
@@ -115,11 +116,7 @@ export const REPORT_SCHEDULES = {
   week: 'cron(20 0 ? * MON *)',
   month: 'cron(35 0 1 * ? *)',
 } as const;
-/** The telemetry stores the stack can deploy (docs/design.md §4). `athena` is open to every account. */
-export const STORES = ['athena', 'timestream'] as const;
-/** One of {@link STORES}. */
-export type StoreKind = (typeof STORES)[number];
-/** Default store: Timestream for LiveAnalytics is closed to new customers since 2025-06-20 (Timestream developer guide banner). */
+/** Default store (one of the domain's `STORE_KINDS`): Timestream for LiveAnalytics is closed to new customers since 2025-06-20 (Timestream developer guide banner). */
 export const DEFAULT_STORE: StoreKind = 'athena';
 
 /** Glue database names: lower-case letters, digits and `_`, 1–255 characters (Athena: "Name tables, databases and columns"). */

@@ -8,6 +8,11 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as targets from 'aws-cdk-lib/aws-scheduler-targets';
 import { Construct } from 'constructs';
+import type {
+  COMMON_VARIABLES,
+  LambdaEnvironment,
+  StackVariables,
+} from '../lambdas/domain/lambda-environment';
 import type { AlertTopics } from './alert-topics';
 import {
   REPORT_KEY_PREFIX,
@@ -165,7 +170,7 @@ export class FinanceReports extends Construct {
         TOPIC_REPORTS_ARN: props.topics.reports.topicArn,
         POWERTOOLS_SERVICE_NAME: REPORT_SERVICE_NAME,
         NODE_OPTIONS: '--enable-source-maps',
-      },
+      } satisfies LambdaEnvironment<'report'> & StackVariables<typeof COMMON_VARIABLES>,
     });
 
     const scheduleRole = scheduleInvokeRole(this, 'ScheduleRole', this.function, 'the report Lambda');

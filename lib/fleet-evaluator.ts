@@ -8,6 +8,11 @@ import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as targets from 'aws-cdk-lib/aws-scheduler-targets';
 import { Construct } from 'constructs';
 import { METRICS_NAMESPACE } from '../lambdas/domain/cloudwatch-metrics';
+import type {
+  COMMON_VARIABLES,
+  LambdaEnvironment,
+  StackVariables,
+} from '../lambdas/domain/lambda-environment';
 import type { AlertTopics } from './alert-topics';
 import {
   FLEET_MEMORY_MIB,
@@ -168,7 +173,7 @@ export class FleetEvaluator extends Construct {
         ...(metricsTeams.length === 0 ? {} : { METRICS_TEAMS: metricsTeams.join(',') }),
         POWERTOOLS_SERVICE_NAME: FLEET_SERVICE_NAME,
         NODE_OPTIONS: '--enable-source-maps',
-      },
+      } satisfies LambdaEnvironment<'fleetEvaluator'> & StackVariables<typeof COMMON_VARIABLES>,
     });
 
     const scheduleRole = scheduleInvokeRole(this, 'ScheduleRole', this.function, 'the fleet evaluator');

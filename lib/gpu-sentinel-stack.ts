@@ -3,12 +3,13 @@ import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { STORE_KINDS, type StoreKind } from '../lambdas/domain/lambda-environment';
 import type { PriceRates } from '../lambdas/domain/pricing';
 import { AgentPolicy } from './agent-policy';
 import { AgentRole } from './agent-role';
 import { type AlertEmails, AlertTopics } from './alert-topics';
 import { AthenaTelemetryStore } from './athena-telemetry-store';
-import { DEFAULT_STORE, STORES, type StoreKind } from './constants';
+import { DEFAULT_STORE } from './constants';
 import { FinanceReports } from './finance-reports';
 import { FleetEvaluator } from './fleet-evaluator';
 import { IngestApi } from './ingest-api';
@@ -231,7 +232,7 @@ export class GpuSentinelStack extends Stack {
     super(scope, id, props);
     const logRetention = validateLogRetention(props.logRetention ?? logs.RetentionDays.ONE_MONTH);
 
-    this.storeKind = validateOneOf('store', props.store ?? DEFAULT_STORE, STORES);
+    this.storeKind = validateOneOf('store', props.store ?? DEFAULT_STORE, STORE_KINDS);
     if (this.storeKind === 'athena') {
       this.athenaStore = new AthenaTelemetryStore(this, 'AthenaStore', {
         databaseName: props.databaseName,

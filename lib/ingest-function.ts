@@ -7,7 +7,13 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { parseMetricsTeams } from '../lambdas/domain/batch-metrics';
 import { MAX_METRIC_TEAMS, METRICS_NAMESPACE } from '../lambdas/domain/cloudwatch-metrics';
+import { QUARANTINE_TAG, REMEDIATION_OPT_OUT_TAG } from '../lambdas/domain/constants';
 import { MetricsTeamsError, PriceOverridesError, RuleThresholdsError } from '../lambdas/domain/errors';
+import type {
+  COMMON_VARIABLES,
+  LambdaEnvironment,
+  StackVariables,
+} from '../lambdas/domain/lambda-environment';
 import { type PriceRates, parsePriceRates, RATE_TABLES } from '../lambdas/domain/pricing';
 import {
   parseRuleThresholds,
@@ -23,9 +29,7 @@ import {
   INGEST_TIMEOUT_SECONDS,
   INSTANCE_TYPE_PATTERN,
   MAX_INGEST_RESERVED_CONCURRENCY,
-  QUARANTINE_TAG_KEY,
   REMEDIATION_OPT_OUT_VALUE,
-  REMEDIATION_TAG_KEY,
 } from './constants';
 import { encryptedLogGroup } from './encrypted-log-group';
 import { PropsValidationError } from './props-validation-error';
@@ -316,7 +320,7 @@ export class IngestFunction extends Construct {
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         ...(metricsTeams.length === 0 ? {} : { METRICS_TEAMS: metricsTeams.join(',') }),
         NODE_OPTIONS: '--enable-source-maps',
-      },
+      } satisfies LambdaEnvironment<'ingest'> & StackVariables<typeof COMMON_VARIABLES>,
     });
 
     props.store.grantWrite(this.role);
@@ -364,7 +368,7 @@ export class IngestFunction extends Construct {
         actions: ['autoscaling:SetInstanceHealth'],
         resources: [autoScalingGroupArnPattern()],
         conditions: {
-          StringNotEquals: { [`aws:ResourceTag/${REMEDIATION_TAG_KEY}`]: REMEDIATION_OPT_OUT_VALUE },
+          StringNotEquals: { [`aws:ResourceTag/${REMEDIATION_OPT_OUT_TAG}`]: REMEDIATION_OPT_OUT_VALUE },
         },
       }),
     );
@@ -372,7 +376,7 @@ export class IngestFunction extends Construct {
       new iam.PolicyStatement({
         actions: ['ec2:CreateTags'],
         resources: [instanceArnPattern()],
-        conditions: { 'ForAllValues:StringEquals': { 'aws:TagKeys': [QUARANTINE_TAG_KEY] } },
+        conditions: { 'ForAllValues:StringEquals': { 'aws:TagKeys': [QUARANTINE_TAG] } },
       }),
     );
     Validations.of(this.role).acknowledge(

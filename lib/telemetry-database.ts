@@ -4,6 +4,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as timestream from 'aws-cdk-lib/aws-timestream';
 import { Construct } from 'constructs';
+import type { StoreEnvironment } from '../lambdas/domain/lambda-environment';
 import {
   DEFAULT_DATABASE_NAME,
   DEFAULT_MAGNETIC_RETENTION_DAYS,
@@ -178,9 +179,9 @@ export class TelemetryDatabase extends Construct implements TelemetryStoreResour
    *
    * @returns environment variables
    */
-  environment(): Record<string, string> {
+  environment(): StoreEnvironment {
     return {
-      STORE: 'timestream',
+      STORE: this.kind,
       TIMESTREAM_DATABASE: this.databaseName,
       TIMESTREAM_GPU_TABLE: this.gpuTable.attrName,
       TIMESTREAM_EFA_TABLE: this.efaTable.attrName,
