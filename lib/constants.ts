@@ -66,8 +66,14 @@ export const INGEST_TIMEOUT_SECONDS = 25;
  * ~10,000 instances. Must leave the account's unreserved pool ≥ 100 (Lambda quotas).
  */
 export const DEFAULT_INGEST_RESERVED_CONCURRENCY = 100;
-/** Largest reserved concurrency accepted, executions: the default account concurrency quota (1,000) minus the 100 Lambda keeps unreserved. */
-export const MAX_INGEST_RESERVED_CONCURRENCY = 900;
+/** Largest reserved concurrency accepted for a function, executions: the default account concurrency quota (1,000) minus the 100 Lambda keeps unreserved. */
+export const MAX_RESERVED_CONCURRENCY = 900;
+/** Smallest Lambda memory, MiB (Lambda quotas page: 128 MB to 10,240 MB). */
+export const LAMBDA_MEMORY_MIB_MIN = 128;
+/** Largest Lambda memory, MiB (Lambda quotas page). */
+export const LAMBDA_MEMORY_MIB_MAX = 10_240;
+/** Longest Lambda timeout, s (Lambda quotas page: 900 seconds, 15 minutes). */
+export const LAMBDA_TIMEOUT_S_MAX = 900;
 /** Powertools service name of the ingest Lambda. */
 export const INGEST_SERVICE_NAME = 'gpu-sentinel-ingest';
 

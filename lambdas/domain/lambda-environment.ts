@@ -63,14 +63,18 @@ export const COMMON_VARIABLES = {
   POWERTOOLS_SERVICE_NAME: 'optional',
 } as const satisfies VariableTable;
 
-/** The SNS topics alerts go to, by severity; read by the functions that alert. */
-const ALERT_TOPIC_VARIABLES = {
+/** The SNS topics alerts go to, by severity; read by the functions that alert (the stack's `AlertTopics.alertEnvironment()`). */
+export const ALERT_TOPIC_VARIABLES = {
   /** ARN of the `critical` alerts topic. */
   TOPIC_CRITICAL_ARN: 'required',
   /** ARN of the `warning` alerts topic. */
   TOPIC_WARNING_ARN: 'required',
   /** ARN of the `info` alerts topic. */
   TOPIC_INFO_ARN: 'required',
+} as const satisfies VariableTable;
+
+/** The state table, read by the functions that keep alert or remediation state (the stack's `RemediationState.environment()`). */
+export const STATE_TABLE_VARIABLES = {
   /** The DynamoDB state table: alert leases and cooldowns, remediation records and budgets. */
   STATE_TABLE: 'required',
 } as const satisfies VariableTable;
@@ -91,6 +95,7 @@ const JUDGING_VARIABLES = {
 export const LAMBDA_VARIABLES = {
   ingest: {
     ...ALERT_TOPIC_VARIABLES,
+    ...STATE_TABLE_VARIABLES,
     ...JUDGING_VARIABLES,
     /** What the function does about broken instances, `off|notify|replace`; default `replace`. */
     REMEDIATION_MODE: 'optional',
@@ -105,6 +110,7 @@ export const LAMBDA_VARIABLES = {
   },
   fleetEvaluator: {
     ...ALERT_TOPIC_VARIABLES,
+    ...STATE_TABLE_VARIABLES,
     ...JUDGING_VARIABLES,
     /** Regions whose running GPU instances are listed, comma-separated; default: the function's own region. */
     FLEET_REGIONS: 'optional',
