@@ -124,29 +124,7 @@ export class SentinelFunction extends Construct implements iam.IGrantable {
    */
   constructor(scope: Construct, id: string, props: SentinelFunctionProps) {
     super(scope, id);
-    validatePattern('label', props.label, /\S/, 'a few words saying what the function is');
-    validatePattern('serviceName', props.serviceName, /^[\w.:/@+-]+$/, 'a Powertools service name');
-    const memoryMiB = validateIntegerInRange(
-      'memoryMiB',
-      props.memoryMiB,
-      LAMBDA_MEMORY_MIB_MIN,
-      LAMBDA_MEMORY_MIB_MAX,
-    );
-    const timeoutSeconds = validateIntegerInRange(
-      'timeoutSeconds',
-      props.timeoutSeconds,
-      1,
-      LAMBDA_TIMEOUT_S_MAX,
-    );
-    const reservedConcurrentExecutions =
-      props.reservedConcurrentExecutions === undefined
-        ? undefined
-        : validateIntegerInRange(
-            'reservedConcurrentExecutions',
-            props.reservedConcurrentExecutions,
-            1,
-            MAX_RESERVED_CONCURRENCY,
-          );
+    const { memoryMiB, timeoutSeconds, reservedConcurrentExecutions } = validateFunctionProps(props);
 
     const { key, logGroup } = encryptedLogGroup(this, {
       keyId: 'LogKey',
@@ -220,6 +198,39 @@ export class SentinelFunction extends Construct implements iam.IGrantable {
     );
     return role;
   }
+}
+
+/**
+ * @param props - the props to check
+ * @returns the sizes, checked
+ * @throws {PropsValidationError} naming the prop and the value that is out of range
+ */
+function validateFunctionProps(props: SentinelFunctionProps): {
+  memoryMiB: number;
+  timeoutSeconds: number;
+  reservedConcurrentExecutions?: number;
+} {
+  validatePattern('label', props.label, /\S/, 'a few words saying what the function is');
+  validatePattern('serviceName', props.serviceName, /^[\w.:/@+-]+$/, 'a Powertools service name');
+  return {
+    memoryMiB: validateIntegerInRange(
+      'memoryMiB',
+      props.memoryMiB,
+      LAMBDA_MEMORY_MIB_MIN,
+      LAMBDA_MEMORY_MIB_MAX,
+    ),
+    timeoutSeconds: validateIntegerInRange('timeoutSeconds', props.timeoutSeconds, 1, LAMBDA_TIMEOUT_S_MAX),
+    ...(props.reservedConcurrentExecutions === undefined
+      ? {}
+      : {
+          reservedConcurrentExecutions: validateIntegerInRange(
+            'reservedConcurrentExecutions',
+            props.reservedConcurrentExecutions,
+            1,
+            MAX_RESERVED_CONCURRENCY,
+          ),
+        }),
+  };
 }
 
 /**
