@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll } from 'vitest';
 import { GpuSentinelStack, type GpuSentinelStackProps } from '../../lib/gpu-sentinel-stack';
 
@@ -61,6 +62,31 @@ export function buildStack(
   options: BuildStackOptions = {},
 ): GpuSentinelStack {
   return new GpuSentinelStack(testApp(options), 'TestStack', { ingestEntry: STUB_INGEST_ENTRY, ...props });
+}
+
+/** This test file's stacks that tests only read, by their props. */
+const SHARED = new Map<string, { readonly stack: GpuSentinelStack; readonly template: Template }>();
+
+/**
+ * The stack for `props` and its template, synthesized once per test file and shared by every test
+ * that asks for the same props. Only for tests that read: a test that adds to a stack (a grant, an
+ * alarm) builds its own with {@link buildStack}.
+ *
+ * @param props - stack props, as for {@link buildStack}
+ * @returns the stack and its template
+ */
+export function sharedStack(props: GpuSentinelStackProps = {}): {
+  readonly stack: GpuSentinelStack;
+  readonly template: Template;
+} {
+  const key = JSON.stringify(props);
+  let shared = SHARED.get(key);
+  if (shared === undefined) {
+    const stack = buildStack(props);
+    shared = { stack, template: Template.fromStack(stack) };
+    SHARED.set(key, shared);
+  }
+  return shared;
 }
 
 /**
