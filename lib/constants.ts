@@ -25,26 +25,14 @@ export const DEFAULT_MAGNETIC_RETENTION_DAYS = 365;
 /** Default Timestream database name (docs/design.md §4). */
 export const DEFAULT_DATABASE_NAME = 'gpu_sentinel';
 
-/** Timestream table of 10 s GPU windows plus the waste ledger (docs/design.md §4). */
-export const GPU_TABLE_NAME = 'gpu_windows';
-/** Timestream table of EFA counter deltas per device and port (docs/design.md §4). */
-export const EFA_TABLE_NAME = 'efa_windows';
-/** Timestream table of hardware events (XID, health) (docs/design.md §4). */
-export const EVENTS_TABLE_NAME = 'events';
-
 /** AWS Organizations id pattern. Source: Organizations API `Organization.Id`, `o-[a-z0-9]{10,32}`. */
 export const ORGANIZATION_ID_PATTERN = /^o-[a-z0-9]{10,32}$/;
-/**
- * EC2 instance type pattern (`p5.48xlarge`, `g6e.xlarge`, `u-6tb1.metal`): family, optional
- * generation/attributes, a dot, size. Source: EC2 instance type naming conventions page.
- */
-export const INSTANCE_TYPE_PATTERN = /^[a-z][a-z0-9-]*\.[a-z0-9-]+$/;
 /** Loose e-mail shape for SNS email subscriptions (SNS itself confirms the address). */
 export const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-/** API Gateway stage throttling default, requests per second (account default is 10,000; aws.md §3.1). */
+/** API Gateway stage throttling default, requests per second (account default is 10,000; docs/aws.md §4). */
 export const DEFAULT_THROTTLING_RATE_LIMIT = 1000;
-/** API Gateway stage burst default, requests (account default is 5,000; aws.md §3.1). */
+/** API Gateway stage burst default, requests (account default is 5,000; docs/aws.md §4). */
 export const DEFAULT_THROTTLING_BURST_LIMIT = 2000;
 /** Stage name of the ingest API; part of the agent's URL and of the agent policy's ARN. */
 export const INGEST_STAGE_NAME = 'prod';
@@ -192,7 +180,5 @@ export const FLEET_MEMORY_MIB = 512;
 export const FLEET_TIMEOUT_SECONDS = 240;
 /** Powertools service name of the fleet evaluator. */
 export const FLEET_SERVICE_NAME = 'gpu-sentinel-fleet';
-/** How often the fleet evaluator runs, minutes (issue 8: every 5 minutes, the `agent_silent` threshold). */
+/** How often the fleet evaluator runs, minutes (docs/design.md §6: fleet rules every 5 minutes, the `agent_silent` threshold). */
 export const FLEET_RATE_MINUTES = 5;
-/** AWS region codes, e.g. `us-east-1`, `ap-southeast-2`, `us-gov-west-1`. */
-export const REGION_PATTERN = /^[a-z]{2}(-gov)?-[a-z]+-\d$/;

@@ -5,16 +5,11 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as targets from 'aws-cdk-lib/aws-scheduler-targets';
 import type { Construct } from 'constructs';
+import { REGION_RULE } from '../lambdas/contract/field-rules';
 import { METRICS_NAMESPACE } from '../lambdas/domain/cloudwatch-metrics';
 import type { LambdaEnvironment } from '../lambdas/domain/lambda-environment';
 import type { AlertTopics } from './alert-topics';
-import {
-  FLEET_MEMORY_MIB,
-  FLEET_RATE_MINUTES,
-  FLEET_SERVICE_NAME,
-  FLEET_TIMEOUT_SECONDS,
-  REGION_PATTERN,
-} from './constants';
+import { FLEET_MEMORY_MIB, FLEET_RATE_MINUTES, FLEET_SERVICE_NAME, FLEET_TIMEOUT_SECONDS } from './constants';
 import { PropsValidationError } from './props-validation-error';
 import type { RemediationState } from './remediation-state';
 import { scheduleInvokeRole } from './schedule-invoke-role';
@@ -182,7 +177,7 @@ function validateRegions(regions: readonly string[] | undefined): readonly strin
   if (regions.length === 0)
     throw new PropsValidationError('regions', 'at least one AWS region code', regions);
   regions.forEach((r, i) => {
-    validatePattern(`regions[${i}]`, r, REGION_PATTERN, 'an AWS region code, e.g. us-east-1');
+    validatePattern(`regions[${i}]`, r, REGION_RULE.pattern, 'an AWS region code, e.g. us-east-1');
   });
   return regions;
 }

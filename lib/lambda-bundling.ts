@@ -3,7 +3,7 @@ import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 
 /**
  * The Lambda runtime of the pipeline's functions: the newest Node.js this aws-cdk-lib offers
- * (nodejs24.x, deprecation 2028-04-30; aws.md §3.2). cdk-nag AwsSolutions-L1 flags older ones.
+ * (nodejs24.x; docs/aws.md §4). cdk-nag AwsSolutions-L1 flags older ones.
  */
 export const LAMBDA_RUNTIME = lambda.Runtime.NODEJS_24_X;
 

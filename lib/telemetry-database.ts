@@ -5,13 +5,11 @@ import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as timestream from 'aws-cdk-lib/aws-timestream';
 import { Construct } from 'constructs';
 import type { StoreEnvironment } from '../lambdas/domain/lambda-environment';
+import type { TelemetryTable } from '../lambdas/domain/store-columns';
 import {
   DEFAULT_DATABASE_NAME,
   DEFAULT_MAGNETIC_RETENTION_DAYS,
   DEFAULT_MEMORY_RETENTION_HOURS,
-  EFA_TABLE_NAME,
-  EVENTS_TABLE_NAME,
-  GPU_TABLE_NAME,
   MAGNETIC_REJECTS_PREFIX,
   MAGNETIC_RETENTION_DAYS_MAX,
   MAGNETIC_RETENTION_DAYS_MIN,
@@ -124,11 +122,11 @@ export class TelemetryDatabase extends Construct implements TelemetryStoreResour
     this.databaseName = this.database.ref;
     this.rejectedDataBucket = this.createRejectsBucket(removalPolicy);
 
-    const table = (tableId: string, tableName: string) =>
+    const table = (tableId: string, tableName: TelemetryTable) =>
       this.createTable(tableId, tableName, { memoryRetentionHours, magneticRetentionDays, removalPolicy });
-    this.gpuTable = table('GpuWindowsTable', GPU_TABLE_NAME);
-    this.efaTable = table('EfaWindowsTable', EFA_TABLE_NAME);
-    this.eventsTable = table('EventsTable', EVENTS_TABLE_NAME);
+    this.gpuTable = table('GpuWindowsTable', 'gpu_windows');
+    this.efaTable = table('EfaWindowsTable', 'efa_windows');
+    this.eventsTable = table('EventsTable', 'events');
     Validations.of(this).acknowledge({
       id: 'CloudFormation-Validate::W3697',
       reason:
@@ -167,7 +165,7 @@ export class TelemetryDatabase extends Construct implements TelemetryStoreResour
    */
   private createTable(
     tableId: string,
-    tableName: string,
+    tableName: TelemetryTable,
     retention: {
       readonly memoryRetentionHours: number;
       readonly magneticRetentionDays: number;

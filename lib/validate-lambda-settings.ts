@@ -1,3 +1,4 @@
+import { INSTANCE_TYPE_RULE } from '../lambdas/contract/field-rules';
 import { parseMetricsTeams } from '../lambdas/domain/batch-metrics';
 import { MAX_METRIC_TEAMS } from '../lambdas/domain/cloudwatch-metrics';
 import { MetricsTeamsError, PriceOverridesError, RuleThresholdsError } from '../lambdas/domain/errors';
@@ -8,7 +9,6 @@ import {
   THRESHOLD_TABLE,
   type ThresholdName,
 } from '../lambdas/domain/rules';
-import { INSTANCE_TYPE_PATTERN } from './constants';
 import { PropsValidationError } from './props-validation-error';
 import { validatePattern } from './validate-props';
 
@@ -37,7 +37,7 @@ export function validatePriceOverrides(
     validatePattern(
       'priceOverridesUsdPerHour',
       instanceType,
-      INSTANCE_TYPE_PATTERN,
+      INSTANCE_TYPE_RULE.pattern,
       'keys that are EC2 instance types like `p5.48xlarge`',
     );
     if (typeof usdPerHour !== 'number' || !Number.isFinite(usdPerHour) || usdPerHour < 0) {
