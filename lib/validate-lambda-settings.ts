@@ -19,6 +19,10 @@ import { validatePattern } from './validate-props';
  */
 
 /**
+ * Checks on-demand price overrides at synth: keys that are EC2 instance types as the wire contract
+ * writes them (`INSTANCE_TYPE_RULE`, the pattern the ingest Lambda's `parsePriceOverrides` uses),
+ * values finite numbers ≥ 0 (USD per instance-hour).
+ *
  * @param overrides - USD per instance-hour by instance type
  * @returns `overrides`
  * @throws {PropsValidationError} when a key is not an instance type or a value not a finite number ≥ 0
