@@ -4,6 +4,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
+import type { ALERT_TOPIC_VARIABLES, StackVariables } from '../lambdas/domain/lambda-environment';
 import { EMAIL_PATTERN } from './constants';
 import { PropsValidationError } from './props-validation-error';
 import { validatePattern } from './validate-props';
@@ -96,6 +97,21 @@ export class AlertTopics extends Construct {
     this.warning = topic('warning', 'WarningTopic');
     this.info = topic('info', 'InfoTopic');
     this.reports = topic('reports', 'ReportsTopic');
+  }
+
+  /**
+   * What a function that alerts needs: the `critical`, `warning` and `info` topic ARNs
+   * (`TOPIC_CRITICAL_ARN`, `TOPIC_WARNING_ARN`, `TOPIC_INFO_ARN`), as `ALERT_TOPIC_VARIABLES` in
+   * lambdas/domain/lambda-environment.ts lists them. Give it {@link grantPublishAlerts} too.
+   *
+   * @returns environment variables
+   */
+  alertEnvironment(): StackVariables<typeof ALERT_TOPIC_VARIABLES> {
+    return {
+      TOPIC_CRITICAL_ARN: this.critical.topicArn,
+      TOPIC_WARNING_ARN: this.warning.topicArn,
+      TOPIC_INFO_ARN: this.info.topicArn,
+    };
   }
 
   /**

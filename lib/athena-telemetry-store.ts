@@ -7,18 +7,13 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import {
-  PARTITION_COLUMN,
-  type StoreColumnType,
-  TELEMETRY_TABLE_COLUMNS,
-  TELEMETRY_TABLES,
-  type TelemetryTable,
-} from '../lambdas/domain/store-columns';
+import type { StoreEnvironment } from '../lambdas/domain/lambda-environment';
+import { TELEMETRY_TABLES, type TelemetryTable } from '../lambdas/domain/store-columns';
+import { glueTableInput, telemetryLifecycleRules } from './athena-store-layout';
 import {
   ACCESS_LOG_RETENTION_DAYS,
   ATHENA_BYTES_SCANNED_CUTOFF,
   ATHENA_RESULTS_PREFIX,
-  ATHENA_RESULTS_RETENTION_DAYS,
   DEFAULT_DATABASE_NAME,
   DEFAULT_FIREHOSE_BUFFER_INTERVAL_S,
   DEFAULT_TELEMETRY_RETENTION_DAYS,
@@ -26,27 +21,11 @@ import {
   FIREHOSE_BUFFER_INTERVAL_S_MIN,
   FIREHOSE_BUFFER_SIZE_MIB,
   FIREHOSE_ERRORS_PREFIX,
-  FIREHOSE_ERRORS_RETENTION_DAYS,
   GLUE_DATABASE_NAME_PATTERN,
-  PARTITION_PROJECTION_START,
-  STANDARD_IA_MIN_STORAGE_DAYS,
-  TELEMETRY_IA_AFTER_DAYS,
-  TELEMETRY_IA_MIN_OBJECT_BYTES,
 } from './constants';
 import { encryptedLogGroup } from './encrypted-log-group';
 import type { TelemetryStoreResources } from './telemetry-store-resources';
 import { validateIntegerInRange, validatePattern } from './validate-props';
-
-/** Column type → Glue (Hive) type of the Parquet column. */
-const GLUE_TYPES: { readonly [T in StoreColumnType]: string } = {
-  TIMESTAMP: 'timestamp',
-  VARCHAR: 'string',
-  INTEGER: 'int',
-  BIGINT: 'bigint',
-  DOUBLE: 'double',
-  BOOLEAN: 'boolean',
-  MAP_VARCHAR_BIGINT: 'map<string,bigint>',
-};
 
 /** Construct id part per table (construct IDs are a contract). */
 const TABLE_IDS: { readonly [T in TelemetryTable]: string } = {
@@ -156,21 +135,54 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
       FIREHOSE_BUFFER_INTERVAL_S_MAX,
     );
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
-    const stack = Stack.of(this);
 
     this.key = new kms.Key(this, 'Key', {
       description: `gpu-sentinel: encrypts the telemetry bucket, Firehose streams and Athena results of ${databaseName}`,
       enableKeyRotation: true,
       removalPolicy,
     });
-    this.accessLogsBucket = new s3.Bucket(this, 'AccessLogs', {
+    this.accessLogsBucket = this.createAccessLogsBucket(removalPolicy);
+    this.bucket = this.createTelemetryBucket(retentionDays, removalPolicy);
+    this.databaseName = databaseName;
+    this.database = new glue.CfnDatabase(this, 'Database', {
+      catalogId: Aws.ACCOUNT_ID,
+      databaseInput: {
+        name: databaseName,
+        description: 'gpu-sentinel telemetry: GPU windows with the waste ledger, EFA windows, events',
+      },
+    });
+    this.database.applyRemovalPolicy(removalPolicy);
+    this.tables = this.createTables(removalPolicy);
+    const { logGroup } = encryptedLogGroup(this, {
+      keyId: 'DeliveryLogsKey',
+      groupId: 'DeliveryLogs',
+      description: 'gpu-sentinel: encrypts the Firehose delivery error log group',
+      retention: props.logRetention,
+      removalPolicy,
+    });
+    this.deliveryRole = this.createDeliveryRole(logGroup);
+    this.streams = this.createStreams(logGroup, bufferIntervalSeconds, removalPolicy);
+    this.workGroup = this.createWorkGroup();
+  }
+
+  /** The bucket receiving the telemetry bucket's server access logs (`AccessLogs`), kept 90 days. */
+  private createAccessLogsBucket(removalPolicy: RemovalPolicy): s3.Bucket {
+    return new s3.Bucket(this, 'AccessLogs', {
       encryption: s3.BucketEncryption.S3_MANAGED,
       enforceSSL: true,
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
       lifecycleRules: [{ id: 'expire-access-logs', expiration: Duration.days(ACCESS_LOG_RETENTION_DAYS) }],
       removalPolicy,
     });
-    this.bucket = new s3.Bucket(this, 'Bucket', {
+  }
+
+  /**
+   * The telemetry bucket (`Bucket`): SSE-KMS with {@link key}, versioned, access-logged; lifecycle:
+   * each table's files expire after `retentionDays` (and move to Standard-IA after 30 days when they
+   * stay long enough), query results after 7 days, delivery errors after 30.
+   */
+  private createTelemetryBucket(retentionDays: number, removalPolicy: RemovalPolicy): s3.Bucket {
+    const bucket = new s3.Bucket(this, 'Bucket', {
       encryption: s3.BucketEncryption.KMS,
       encryptionKey: this.key,
       bucketKeyEnabled: true,
@@ -180,112 +192,57 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
       versioned: true,
       serverAccessLogsBucket: this.accessLogsBucket,
       serverAccessLogsPrefix: 'telemetry-bucket/',
-      lifecycleRules: [
-        ...TELEMETRY_TABLES.map((t) => ({
-          id: `expire-${t}`,
-          prefix: `${t}/`,
-          expiration: Duration.days(retentionDays),
-          noncurrentVersionExpiration: Duration.days(1),
-        })),
-        // Old hours are read rarely: Standard-IA costs about half (the cost model's largest storage item).
-        ...(retentionDays >= TELEMETRY_IA_AFTER_DAYS + STANDARD_IA_MIN_STORAGE_DAYS
-          ? TELEMETRY_TABLES.map((t) => ({
-              id: `infrequent-access-${t}`,
-              prefix: `${t}/`,
-              objectSizeGreaterThan: TELEMETRY_IA_MIN_OBJECT_BYTES,
-              transitions: [
-                {
-                  storageClass: s3.StorageClass.INFREQUENT_ACCESS,
-                  transitionAfter: Duration.days(TELEMETRY_IA_AFTER_DAYS),
-                },
-              ],
-            }))
-          : []),
-        {
-          id: 'expire-athena-results',
-          prefix: ATHENA_RESULTS_PREFIX,
-          expiration: Duration.days(ATHENA_RESULTS_RETENTION_DAYS),
-          noncurrentVersionExpiration: Duration.days(1),
-        },
-        {
-          id: 'expire-firehose-errors',
-          prefix: FIREHOSE_ERRORS_PREFIX,
-          expiration: Duration.days(FIREHOSE_ERRORS_RETENTION_DAYS),
-          noncurrentVersionExpiration: Duration.days(1),
-        },
-        { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: Duration.days(1) },
-      ],
+      lifecycleRules: telemetryLifecycleRules(retentionDays),
       removalPolicy,
     });
-
-    this.database = new glue.CfnDatabase(this, 'Database', {
-      catalogId: Aws.ACCOUNT_ID,
-      databaseInput: {
-        name: databaseName,
-        description: 'gpu-sentinel telemetry: GPU windows with the waste ledger, EFA windows, events',
-      },
+    Validations.of(bucket).acknowledge({
+      id: 'CloudFormation-Validate::W9003',
+      reason:
+        "aws-cdk-lib writes a lifecycle rule's ObjectSizeGreaterThan (the Standard-IA size floor) as a number " +
+        'where the resource schema says string; CloudFormation converts it, so the rule is the same.',
     });
-    this.database.applyRemovalPolicy(removalPolicy);
-    this.databaseName = databaseName;
+    return bucket;
+  }
 
+  /**
+   * One Glue table per telemetry table (`GpuWindowsTable`, …): Parquet SerDe, the columns the
+   * adapters write, partitioned by `datehour` projected over Firehose's `yyyy/MM/dd/HH/` prefixes.
+   */
+  private createTables(removalPolicy: RemovalPolicy): { readonly [T in TelemetryTable]: glue.CfnTable } {
     const tables: Partial<Record<TelemetryTable, glue.CfnTable>> = {};
     for (const table of TELEMETRY_TABLES) {
-      const location = `s3://${this.bucket.bucketName}/${table}/`;
       const t = new glue.CfnTable(this, `${TABLE_IDS[table]}Table`, {
         catalogId: Aws.ACCOUNT_ID,
-        databaseName,
-        tableInput: {
-          name: table,
-          description: `gpu-sentinel ${table}: Parquet written by Firehose, partitioned by arrival hour`,
-          tableType: 'EXTERNAL_TABLE',
-          parameters: {
-            classification: 'parquet',
-            'projection.enabled': 'true',
-            [`projection.${PARTITION_COLUMN}.type`]: 'date',
-            [`projection.${PARTITION_COLUMN}.format`]: 'yyyy/MM/dd/HH',
-            [`projection.${PARTITION_COLUMN}.range`]: `${PARTITION_PROJECTION_START},NOW`,
-            [`projection.${PARTITION_COLUMN}.interval`]: '1',
-            [`projection.${PARTITION_COLUMN}.interval.unit`]: 'HOURS',
-            'storage.location.template': `${location}\${${PARTITION_COLUMN}}/`,
-          },
-          partitionKeys: [{ name: PARTITION_COLUMN, type: 'string' }],
-          storageDescriptor: {
-            location,
-            columns: TELEMETRY_TABLE_COLUMNS[table].map(([name, type]) => ({ name, type: GLUE_TYPES[type] })),
-            inputFormat: 'org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat',
-            outputFormat: 'org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat',
-            serdeInfo: {
-              serializationLibrary: 'org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe',
-            },
-          },
-        },
+        databaseName: this.databaseName,
+        tableInput: glueTableInput(table, `s3://${this.bucket.bucketName}/${table}/`),
       });
       t.node.addDependency(this.database);
       t.applyRemovalPolicy(removalPolicy);
       tables[table] = t;
     }
-    this.tables = tables as { readonly [T in TelemetryTable]: glue.CfnTable };
+    return tables as { readonly [T in TelemetryTable]: glue.CfnTable };
+  }
 
-    const { logGroup } = encryptedLogGroup(this, {
-      keyId: 'DeliveryLogsKey',
-      groupId: 'DeliveryLogs',
-      description: 'gpu-sentinel: encrypts the Firehose delivery error log group',
-      retention: props.logRetention,
-      removalPolicy,
-    });
-    this.deliveryRole = new iam.Role(this, 'DeliveryRole', {
+  /**
+   * The role Firehose assumes (`DeliveryRole`, trusting `firehose.amazonaws.com` from this account):
+   * list and write the bucket under the table and error prefixes, read the Glue schema, use the
+   * key, write the delivery log group.
+   */
+  private createDeliveryRole(logGroup: logs.LogGroup): iam.Role {
+    const stack = Stack.of(this);
+    const role = new iam.Role(this, 'DeliveryRole', {
       assumedBy: new iam.ServicePrincipal('firehose.amazonaws.com', {
         conditions: { StringEquals: { 'aws:SourceAccount': Aws.ACCOUNT_ID } },
       }),
       description: 'gpu-sentinel Firehose: reads the Glue schema, writes Parquet to the telemetry bucket',
     });
-    this.deliveryRole.addToPrincipalPolicy(
+    role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         actions: ['s3:GetBucketLocation', 's3:ListBucket', 's3:ListBucketMultipartUploads'],
         resources: [this.bucket.bucketArn],
       }),
     );
-    this.deliveryRole.addToPrincipalPolicy(
+    role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         actions: ['s3:AbortMultipartUpload', 's3:GetObject', 's3:PutObject'],
         resources: [...TELEMETRY_TABLES, FIREHOSE_ERRORS_PREFIX.slice(0, -1)].map((p) =>
@@ -293,29 +250,45 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
         ),
       }),
     );
-    this.deliveryRole.addToPrincipalPolicy(
+    role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         actions: ['glue:GetTable', 'glue:GetTableVersion', 'glue:GetTableVersions'],
         resources: [
           stack.formatArn({ service: 'glue', resource: 'catalog' }),
-          stack.formatArn({ service: 'glue', resource: 'database', resourceName: databaseName }),
+          stack.formatArn({ service: 'glue', resource: 'database', resourceName: this.databaseName }),
           ...TELEMETRY_TABLES.map((t) =>
-            stack.formatArn({ service: 'glue', resource: 'table', resourceName: `${databaseName}/${t}` }),
+            stack.formatArn({
+              service: 'glue',
+              resource: 'table',
+              resourceName: `${this.databaseName}/${t}`,
+            }),
           ),
         ],
       }),
     );
-    this.deliveryRole.addToPrincipalPolicy(
+    role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
         resources: [this.key.keyArn],
       }),
     );
-    logGroup.grantWrite(this.deliveryRole);
+    logGroup.grantWrite(role);
+    return role;
+  }
 
+  /**
+   * One Direct PUT delivery stream per table (`GpuWindowsStream`, …) converting JSON to Snappy
+   * Parquet with the Glue schema into `<table>/yyyy/MM/dd/HH/`, errors to `firehose-errors/<table>/`,
+   * delivery logged to its own stream of `logGroup`.
+   */
+  private createStreams(
+    logGroup: logs.LogGroup,
+    bufferIntervalSeconds: number,
+    removalPolicy: RemovalPolicy,
+  ): { readonly [T in TelemetryTable]: firehose.CfnDeliveryStream } {
     const streams: Partial<Record<TelemetryTable, firehose.CfnDeliveryStream>> = {};
     for (const table of TELEMETRY_TABLES) {
-      const stream = new logs.LogStream(this, `${TABLE_IDS[table]}DeliveryLogStream`, {
+      const logStream = new logs.LogStream(this, `${TABLE_IDS[table]}DeliveryLogStream`, {
         logGroup,
         logStreamName: `${table}-s3-delivery`,
         removalPolicy,
@@ -337,7 +310,7 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
           cloudWatchLoggingOptions: {
             enabled: true,
             logGroupName: logGroup.logGroupName,
-            logStreamName: stream.logStreamName,
+            logStreamName: logStream.logStreamName,
           },
           dataFormatConversionConfiguration: {
             enabled: true,
@@ -345,7 +318,7 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
             outputFormatConfiguration: { serializer: { parquetSerDe: { compression: 'SNAPPY' } } },
             schemaConfiguration: {
               catalogId: Aws.ACCOUNT_ID,
-              databaseName,
+              databaseName: this.databaseName,
               tableName: table,
               region: Aws.REGION,
               roleArn: this.deliveryRole.roleArn,
@@ -355,20 +328,26 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
         },
       });
       s.node.addDependency(this.deliveryRole);
-      s.node.addDependency(tables[table] as glue.CfnTable);
+      s.node.addDependency(this.tables[table]);
       streams[table] = s;
     }
-    this.streams = streams as { readonly [T in TelemetryTable]: firehose.CfnDeliveryStream };
-    const bucketId = stack.getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
+    const bucketId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
     Validations.of(this.deliveryRole).acknowledge(
       ...[...TELEMETRY_TABLES, FIREHOSE_ERRORS_PREFIX.slice(0, -1)].map((p) => ({
         id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${p}/*]`,
         reason: PREFIX_REASON,
       })),
     );
+    return streams as { readonly [T in TelemetryTable]: firehose.CfnDeliveryStream };
+  }
 
-    this.workGroup = new athena.CfnWorkGroup(this, 'WorkGroup', {
-      name: `${databaseName}-${Aws.STACK_NAME}`,
+  /**
+   * The Athena workgroup (`WorkGroup`, engine v3) whose enforced configuration writes results SSE-KMS
+   * to `athena-results/` and cancels queries that scan more than 50 GiB.
+   */
+  private createWorkGroup(): athena.CfnWorkGroup {
+    return new athena.CfnWorkGroup(this, 'WorkGroup', {
+      name: `${this.databaseName}-${Aws.STACK_NAME}`,
       description: 'gpu-sentinel reports and fleet rules over the telemetry tables',
       state: 'ENABLED',
       recursiveDeleteOption: true,
@@ -401,14 +380,14 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
   }
 
   /**
-   * The ingest Lambda's settings: `STORE=athena`, `FIREHOSE_GPU_STREAM`, `FIREHOSE_EFA_STREAM`,
+   * What a function needs to reach this store: `STORE=athena`, `FIREHOSE_GPU_STREAM`, `FIREHOSE_EFA_STREAM`,
    * `FIREHOSE_EVENTS_STREAM`, `ATHENA_DATABASE`, `ATHENA_WORKGROUP`.
    *
    * @returns environment variables
    */
-  environment(): Record<string, string> {
+  environment(): StoreEnvironment {
     return {
-      STORE: 'athena',
+      STORE: this.kind,
       FIREHOSE_GPU_STREAM: this.streams.gpu_windows.ref,
       FIREHOSE_EFA_STREAM: this.streams.efa_windows.ref,
       FIREHOSE_EVENTS_STREAM: this.streams.events.ref,

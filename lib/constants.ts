@@ -2,6 +2,8 @@
  * Limits and defaults the CDK app validates props against. One line each: unit and source.
  */
 
+import type { StoreKind } from '../lambdas/domain/lambda-environment';
+
 /** Timestream database/table name length, characters, minimum. Source: Timestream `CreateDatabase` API, `DatabaseName` (3–256). */
 export const TIMESTREAM_NAME_MIN_LENGTH = 3;
 /** Timestream database/table name length, characters, maximum. Source: Timestream `CreateDatabase` API, `DatabaseName` (3–256). */
@@ -23,26 +25,14 @@ export const DEFAULT_MAGNETIC_RETENTION_DAYS = 365;
 /** Default Timestream database name (docs/design.md §4). */
 export const DEFAULT_DATABASE_NAME = 'gpu_sentinel';
 
-/** Timestream table of 10 s GPU windows plus the waste ledger (docs/design.md §4). */
-export const GPU_TABLE_NAME = 'gpu_windows';
-/** Timestream table of EFA counter deltas per device and port (docs/design.md §4). */
-export const EFA_TABLE_NAME = 'efa_windows';
-/** Timestream table of hardware events (XID, health) (docs/design.md §4). */
-export const EVENTS_TABLE_NAME = 'events';
-
 /** AWS Organizations id pattern. Source: Organizations API `Organization.Id`, `o-[a-z0-9]{10,32}`. */
 export const ORGANIZATION_ID_PATTERN = /^o-[a-z0-9]{10,32}$/;
-/**
- * EC2 instance type pattern (`p5.48xlarge`, `g6e.xlarge`, `u-6tb1.metal`): family, optional
- * generation/attributes, a dot, size. Source: EC2 instance type naming conventions page.
- */
-export const INSTANCE_TYPE_PATTERN = /^[a-z][a-z0-9-]*\.[a-z0-9-]+$/;
 /** Loose e-mail shape for SNS email subscriptions (SNS itself confirms the address). */
 export const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-/** API Gateway stage throttling default, requests per second (account default is 10,000; aws.md §3.1). */
+/** API Gateway stage throttling default, requests per second (account default is 10,000; docs/aws.md §4). */
 export const DEFAULT_THROTTLING_RATE_LIMIT = 1000;
-/** API Gateway stage burst default, requests (account default is 5,000; aws.md §3.1). */
+/** API Gateway stage burst default, requests (account default is 5,000; docs/aws.md §4). */
 export const DEFAULT_THROTTLING_BURST_LIMIT = 2000;
 /** Stage name of the ingest API; part of the agent's URL and of the agent policy's ARN. */
 export const INGEST_STAGE_NAME = 'prod';
@@ -64,16 +54,21 @@ export const INGEST_TIMEOUT_SECONDS = 25;
  * ~10,000 instances. Must leave the account's unreserved pool ≥ 100 (Lambda quotas).
  */
 export const DEFAULT_INGEST_RESERVED_CONCURRENCY = 100;
-/** Largest reserved concurrency accepted, executions: the default account concurrency quota (1,000) minus the 100 Lambda keeps unreserved. */
-export const MAX_INGEST_RESERVED_CONCURRENCY = 900;
+/** Largest reserved concurrency accepted for a function, executions: the default account concurrency quota (1,000) minus the 100 Lambda keeps unreserved. */
+export const MAX_RESERVED_CONCURRENCY = 900;
+/** Smallest Lambda memory, MiB (Lambda quotas page: 128 MB to 10,240 MB). */
+export const LAMBDA_MEMORY_MIB_MIN = 128;
+/** Largest Lambda memory, MiB (Lambda quotas page). */
+export const LAMBDA_MEMORY_MIB_MAX = 10_240;
+/** Longest Lambda timeout, s (Lambda quotas page: 900 seconds, 15 minutes). */
+export const LAMBDA_TIMEOUT_S_MAX = 900;
 /** Powertools service name of the ingest Lambda. */
 export const INGEST_SERVICE_NAME = 'gpu-sentinel-ingest';
 
-/** Tag key the ingest Lambda may set on instances outside an Auto Scaling group (docs/design.md §8). */
-export const QUARANTINE_TAG_KEY = 'gpu-sentinel:quarantine';
-/** Opt-out tag key; `off` on an Auto Scaling group denies SetInstanceHealth at IAM level (docs/design.md §8). */
-export const REMEDIATION_TAG_KEY = 'gpu-sentinel:remediation';
-/** Opt-out tag value (docs/design.md §8). */
+/**
+ * Opt-out tag value (docs/design.md §8): `gpu-sentinel:remediation=off` (the domain's
+ * `REMEDIATION_OPT_OUT_TAG`) on an Auto Scaling group denies SetInstanceHealth at IAM level.
+ */
 export const REMEDIATION_OPT_OUT_VALUE = 'off';
 /** DynamoDB state table partition key attribute. */
 export const STATE_PARTITION_KEY = 'pk';
@@ -115,11 +110,7 @@ export const REPORT_SCHEDULES = {
   week: 'cron(20 0 ? * MON *)',
   month: 'cron(35 0 1 * ? *)',
 } as const;
-/** The telemetry stores the stack can deploy (docs/design.md §4). `athena` is open to every account. */
-export const STORES = ['athena', 'timestream'] as const;
-/** One of {@link STORES}. */
-export type StoreKind = (typeof STORES)[number];
-/** Default store: Timestream for LiveAnalytics is closed to new customers since 2025-06-20 (Timestream developer guide banner). */
+/** Default store (one of the domain's `STORE_KINDS`): Timestream for LiveAnalytics is closed to new customers since 2025-06-20 (Timestream developer guide banner). */
 export const DEFAULT_STORE: StoreKind = 'athena';
 
 /** Glue database names: lower-case letters, digits and `_`, 1–255 characters (Athena: "Name tables, databases and columns"). */
@@ -189,7 +180,5 @@ export const FLEET_MEMORY_MIB = 512;
 export const FLEET_TIMEOUT_SECONDS = 240;
 /** Powertools service name of the fleet evaluator. */
 export const FLEET_SERVICE_NAME = 'gpu-sentinel-fleet';
-/** How often the fleet evaluator runs, minutes (issue 8: every 5 minutes, the `agent_silent` threshold). */
+/** How often the fleet evaluator runs, minutes (docs/design.md §6: fleet rules every 5 minutes, the `agent_silent` threshold). */
 export const FLEET_RATE_MINUTES = 5;
-/** AWS region codes, e.g. `us-east-1`, `ap-southeast-2`, `us-gov-west-1`. */
-export const REGION_PATTERN = /^[a-z]{2}(-gov)?-[a-z]+-\d$/;

@@ -1,13 +1,13 @@
 import { Duration, RemovalPolicy, Stack, TimeZone, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
-import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as targets from 'aws-cdk-lib/aws-scheduler-targets';
 import { Construct } from 'constructs';
+import type { LambdaEnvironment } from '../lambdas/domain/lambda-environment';
 import type { AlertTopics } from './alert-topics';
 import {
   REPORT_KEY_PREFIX,
@@ -16,10 +16,9 @@ import {
   REPORT_SERVICE_NAME,
   REPORT_TIMEOUT_SECONDS,
 } from './constants';
-import { encryptedLogGroup } from './encrypted-log-group';
-import { INGEST_BUNDLING_TARGET, INGEST_EXTERNAL_MODULES, INGEST_RUNTIME } from './ingest-function';
-import { lambdaServiceRole } from './lambda-service-role';
+import { LAMBDA_BUNDLING_TARGET, LAMBDA_EXTERNAL_MODULES } from './lambda-bundling';
 import { scheduleInvokeRole } from './schedule-invoke-role';
+import { SentinelFunction } from './sentinel-function';
 import { starResourceReason } from './star-resource-reason';
 import type { TelemetryStoreResources } from './telemetry-store-resources';
 
@@ -30,10 +29,10 @@ import type { TelemetryStoreResources } from './telemetry-store-resources';
  */
 export const REPORT_BUNDLING = {
   format: nodejs.OutputFormat.ESM,
-  target: INGEST_BUNDLING_TARGET,
+  target: LAMBDA_BUNDLING_TARGET,
   mainFields: ['module', 'main'],
   banner: "import { createRequire } from 'module';const require = createRequire(import.meta.url);",
-  externalModules: [...INGEST_EXTERNAL_MODULES, 'canvas'],
+  externalModules: [...LAMBDA_EXTERNAL_MODULES, 'canvas'],
   minify: true,
   sourceMap: true,
 } as const;
@@ -67,7 +66,9 @@ export interface FinanceReportsProps {
  * bucket encrypted with its own customer-managed KMS key (rotation on, S3 Bucket Keys), TLS only,
  * versioned, with server access logs; then publishes the message on the `reports` topic.
  *
- * The function's role, written by hand: `logs:CreateLogStream`/`PutLogEvents` on its log group;
+ * The function is a {@link SentinelFunction} of 1 GiB and 300 s, bundled as ESM
+ * ({@link REPORT_BUNDLING}), made under the id `Default`. Its role, written by hand: `logs:CreateLogStream`/`PutLogEvents` on
+ * its log group;
  * the store's read grant (`grantRead`: Athena on the workgroup, Glue and S3 reads of the tables, or
  * `timestream:Select` on the GPU windows table and `timestream:DescribeEndpoints` on `*`);
  * `s3:PutObject` under `reports/` of the bucket; `kms:GenerateDataKey` on the bucket key;
@@ -75,7 +76,7 @@ export interface FinanceReportsProps {
  * The schedules' role (trusting `scheduler.amazonaws.com` from this account only) may only
  * `lambda:InvokeFunction` this function.
  *
- * Construct IDs are a contract: `Key`, `AccessLogs`, `Bucket`, `LogGroup`, `ServiceRole`,
+ * Construct IDs are a contract: `Key`, `AccessLogs`, `Bucket`, `LogKey`, `LogGroup`, `ServiceRole`,
  * `Function`, `ScheduleRole`, `DaySchedule`, `WeekSchedule`, `MonthSchedule`.
  *
  * @example
@@ -86,7 +87,12 @@ export class FinanceReports extends Construct {
   readonly key: kms.Key;
   /** The reports bucket. */
   readonly bucket: s3.Bucket;
-  /** The report Lambda. */
+  /**
+   * The report Lambda with its role and log group, under the id `Default` (left out of logical
+   * IDs: its resources keep the IDs they had directly under `FinanceReports`).
+   */
+  readonly reportFunction: SentinelFunction;
+  /** The report Lambda ({@link reportFunction}'s function). */
   readonly function: nodejs.NodejsFunction;
   /** Its execution role. */
   readonly role: iam.Role;
@@ -96,21 +102,48 @@ export class FinanceReports extends Construct {
   constructor(scope: Construct, id: string, props: FinanceReportsProps) {
     super(scope, id);
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
-
     this.key = new kms.Key(this, 'Key', {
       description: 'gpu-sentinel: encrypts the finance reports bucket',
       enableKeyRotation: true,
       removalPolicy,
     });
+    this.bucket = this.createBucket(this.key, removalPolicy);
+    this.reportFunction = new SentinelFunction(this, 'Default', {
+      entry: props.entry,
+      depsLockFilePath: props.depsLockFilePath,
+      label: 'report Lambda',
+      description: 'gpu-sentinel: scheduled finance reports (CSV + HTML to S3, message to the reports topic)',
+      serviceName: REPORT_SERVICE_NAME,
+      memoryMiB: REPORT_MEMORY_MIB,
+      timeoutSeconds: REPORT_TIMEOUT_SECONDS,
+      bundling: REPORT_BUNDLING,
+      environment: {
+        ...props.store.environment(),
+        REPORTS_BUCKET: this.bucket.bucketName,
+        REPORTS_KEY_ARN: this.key.keyArn,
+        TOPIC_REPORTS_ARN: props.topics.reports.topicArn,
+      } satisfies LambdaEnvironment<'report'>,
+      initialGrants: [(fn) => this.grantReportWrites(fn, props)],
+      logRetention: props.logRetention,
+      logRemovalPolicy: removalPolicy,
+    });
+    this.function = this.reportFunction.function;
+    this.role = this.reportFunction.role;
+    this.acknowledgeWildcards(props.store);
+    this.schedules = this.createSchedules();
+  }
+
+  /** The private, versioned, KMS-encrypted reports bucket (`Bucket`) and its access-log bucket (`AccessLogs`). */
+  private createBucket(key: kms.Key, removalPolicy: RemovalPolicy): s3.Bucket {
     const accessLogs = new s3.Bucket(this, 'AccessLogs', {
       encryption: s3.BucketEncryption.S3_MANAGED,
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
       enforceSSL: true,
       removalPolicy,
     });
-    this.bucket = new s3.Bucket(this, 'Bucket', {
+    return new s3.Bucket(this, 'Bucket', {
       encryption: s3.BucketEncryption.KMS,
-      encryptionKey: this.key,
+      encryptionKey: key,
       bucketKeyEnabled: true,
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
       enforceSSL: true,
@@ -120,54 +153,42 @@ export class FinanceReports extends Construct {
       serverAccessLogsPrefix: 'reports-bucket/',
       removalPolicy,
     });
+  }
 
-    const { logGroup } = encryptedLogGroup(this, {
-      keyId: 'LogKey',
-      groupId: 'LogGroup',
-      description: 'gpu-sentinel: encrypts the report Lambda log group',
-      retention: props.logRetention,
-      removalPolicy,
-    });
-    this.role = lambdaServiceRole(this, logGroup, 'report Lambda');
-    props.store.grantRead(this.role);
-    this.role.addToPrincipalPolicy(
+  /**
+   * Lets `grantee` (the report Lambda) do its work: the store's read grant, `s3:PutObject` under
+   * `reports/` of the bucket, `kms:GenerateDataKey` on the bucket's key, publishing on `reports`.
+   */
+  private grantReportWrites(grantee: iam.IGrantable, props: FinanceReportsProps): void {
+    props.store.grantRead(grantee);
+    grantee.grantPrincipal.addToPrincipalPolicy(
       new iam.PolicyStatement({
         actions: ['s3:PutObject'],
         resources: [this.bucket.arnForObjects(`${REPORT_KEY_PREFIX}*`)],
       }),
     );
-    this.role.addToPrincipalPolicy(
+    grantee.grantPrincipal.addToPrincipalPolicy(
       new iam.PolicyStatement({ actions: ['kms:GenerateDataKey'], resources: [this.key.keyArn] }),
     );
-    props.topics.grantPublishReports(this.role);
+    props.topics.grantPublishReports(grantee);
+  }
 
-    this.function = new nodejs.NodejsFunction(this, 'Function', {
-      entry: props.entry,
-      depsLockFilePath: props.depsLockFilePath,
-      handler: 'handler',
-      runtime: INGEST_RUNTIME,
-      architecture: lambda.Architecture.ARM_64,
-      memorySize: REPORT_MEMORY_MIB,
-      timeout: Duration.seconds(REPORT_TIMEOUT_SECONDS),
-      tracing: lambda.Tracing.ACTIVE,
-      role: this.role,
-      logGroup,
-      description: 'gpu-sentinel: scheduled finance reports (CSV + HTML to S3, message to the reports topic)',
-      bundling: {
-        ...REPORT_BUNDLING,
-        mainFields: [...REPORT_BUNDLING.mainFields],
-        externalModules: [...REPORT_BUNDLING.externalModules],
-      },
-      environment: {
-        ...props.store.environment(),
-        REPORTS_BUCKET: this.bucket.bucketName,
-        REPORTS_KEY_ARN: this.key.keyArn,
-        TOPIC_REPORTS_ARN: props.topics.reports.topicArn,
-        POWERTOOLS_SERVICE_NAME: REPORT_SERVICE_NAME,
-        NODE_OPTIONS: '--enable-source-maps',
-      },
+  /** Tells cdk-nag why the role has `*` and `reports/*` resources. */
+  private acknowledgeWildcards(store: TelemetryStoreResources): void {
+    Validations.of(this.role).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: starResourceReason(store.kind),
     });
+    const bucketLogicalId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
+    Validations.of(this.role).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${bucketLogicalId}.Arn>/${REPORT_KEY_PREFIX}*]`,
+      reason:
+        'The report Lambda writes files it names at run time (period and date), all under the reports/ prefix of its own bucket only.',
+    });
+  }
 
+  /** The day, week and month schedules (UTC) and their role, each run retried up to 3 times within 6 h. */
+  private createSchedules(): Readonly<Record<keyof typeof REPORT_SCHEDULES, scheduler.Schedule>> {
     const scheduleRole = scheduleInvokeRole(this, 'ScheduleRole', this.function, 'the report Lambda');
     const schedule = (period: keyof typeof REPORT_SCHEDULES, scheduleId: string) =>
       new scheduler.Schedule(this, scheduleId, {
@@ -180,21 +201,10 @@ export class FinanceReports extends Construct {
           maxEventAge: Duration.hours(6),
         }),
       });
-    this.schedules = {
+    return {
       day: schedule('day', 'DaySchedule'),
       week: schedule('week', 'WeekSchedule'),
       month: schedule('month', 'MonthSchedule'),
     };
-
-    Validations.of(this.role).acknowledge({
-      id: 'AwsSolutions-IAM5[Resource::*]',
-      reason: starResourceReason(props.store.kind),
-    });
-    const bucketLogicalId = Stack.of(this).getLogicalId(this.bucket.node.defaultChild as s3.CfnBucket);
-    Validations.of(this.role).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::<${bucketLogicalId}.Arn>/${REPORT_KEY_PREFIX}*]`,
-      reason:
-        'The report Lambda writes files it names at run time (period and date), all under the reports/ prefix of its own bucket only.',
-    });
   }
 }

@@ -1,34 +1,22 @@
-import { Aws, Duration, type RemovalPolicy, Validations } from 'aws-cdk-lib';
+import type { RemovalPolicy } from 'aws-cdk-lib';
+import { Aws, Duration, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import type * as kms from 'aws-cdk-lib/aws-kms';
-import * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as scheduler from 'aws-cdk-lib/aws-scheduler';
 import * as targets from 'aws-cdk-lib/aws-scheduler-targets';
-import { Construct } from 'constructs';
+import type { Construct } from 'constructs';
+import { REGION_RULE } from '../lambdas/contract/field-rules';
 import { METRICS_NAMESPACE } from '../lambdas/domain/cloudwatch-metrics';
+import type { LambdaEnvironment } from '../lambdas/domain/lambda-environment';
 import type { AlertTopics } from './alert-topics';
-import {
-  FLEET_MEMORY_MIB,
-  FLEET_RATE_MINUTES,
-  FLEET_SERVICE_NAME,
-  FLEET_TIMEOUT_SECONDS,
-  REGION_PATTERN,
-} from './constants';
-import { encryptedLogGroup } from './encrypted-log-group';
-import {
-  INGEST_RUNTIME,
-  LAMBDA_BUNDLING,
-  validateMetricsTeams,
-  validateRuleThresholds,
-} from './ingest-function';
-import { lambdaServiceRole } from './lambda-service-role';
+import { FLEET_MEMORY_MIB, FLEET_RATE_MINUTES, FLEET_SERVICE_NAME, FLEET_TIMEOUT_SECONDS } from './constants';
 import { PropsValidationError } from './props-validation-error';
 import type { RemediationState } from './remediation-state';
 import { scheduleInvokeRole } from './schedule-invoke-role';
+import { SentinelFunction } from './sentinel-function';
 import { starResourceReason } from './star-resource-reason';
 import type { TelemetryStoreResources } from './telemetry-store-resources';
+import { validateMetricsTeams, validateRuleThresholds } from './validate-lambda-settings';
 import { validatePattern } from './validate-props';
 
 /** Props of {@link FleetEvaluator}. */
@@ -77,8 +65,8 @@ export interface FleetEvaluatorProps {
  * store and EC2's running GPU instances, sends their alerts to the SNS topics with the ingest alert
  * lifecycle (state table), and publishes the fleet metrics to CloudWatch (namespace `GpuSentinel`).
  *
- * The function's role, written by hand: `logs:CreateLogStream`/`PutLogEvents` on its log group; the
- * store's read grant; `sns:Publish` on the alert topics with their key; DynamoDB read/write on the
+ * A {@link SentinelFunction} of 512 MiB and 240 s (under the 5-minute schedule). Its role, written
+ * by hand: `logs:CreateLogStream`/`PutLogEvents` on its log group; the store's read grant; `sns:Publish` on the alert topics with their key; DynamoDB read/write on the
  * state table; `ec2:DescribeInstances` on `*` (no resource-level permission);
  * `cloudwatch:PutMetricData` on `*` only when `cloudwatch:namespace` is `GpuSentinel`; X-Ray. The
  * schedule's role (trusting `scheduler.amazonaws.com` from this account only) may only invoke it.
@@ -88,101 +76,36 @@ export interface FleetEvaluatorProps {
  * @example
  * new FleetEvaluator(this, 'FleetEvaluator', { entry, depsLockFilePath, store, topics, state });
  */
-export class FleetEvaluator extends Construct {
-  /** The evaluator Lambda. */
-  readonly function: nodejs.NodejsFunction;
-  /** Its execution role. */
-  readonly role: iam.Role;
-  /** Its log group, KMS-encrypted. */
-  readonly logGroup: logs.LogGroup;
-  /** The key of its log group. */
-  readonly logKey: kms.Key;
+export class FleetEvaluator extends SentinelFunction {
   /** The 5-minute schedule. */
   readonly schedule: scheduler.Schedule;
 
   /**
    * @throws {PropsValidationError} when `regions` is empty or names something that is not a region
-   *   code, or a rule threshold is unknown or out of its range
+   *   code, a rule threshold is unknown or out of its range, or `metricsTeams` is too long or has a
+   *   bad name
    */
   constructor(scope: Construct, id: string, props: FleetEvaluatorProps) {
-    super(scope, id);
-    const regions = validateRegions(props.regions);
-    const ruleThresholds = validateRuleThresholds(props.ruleThresholds ?? {});
-    const metricsTeams = validateMetricsTeams(props.metricsTeams ?? []);
-
-    const logs_ = encryptedLogGroup(this, {
-      keyId: 'LogKey',
-      groupId: 'LogGroup',
-      description: 'gpu-sentinel: encrypts the fleet evaluator log group',
-      retention: props.logRetention,
-      removalPolicy: props.logRemovalPolicy,
-    });
-    this.logKey = logs_.key;
-    this.logGroup = logs_.logGroup;
-    this.role = lambdaServiceRole(this, this.logGroup, 'fleet evaluator');
-    props.store.grantRead(this.role);
-    props.topics.grantPublishAlerts(this.role);
-    props.state.grantReadWrite(this.role);
-    this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'ListRunningGpuInstances',
-        actions: ['ec2:DescribeInstances'],
-        resources: ['*'],
-      }),
-    );
-    this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        sid: 'PutFleetMetrics',
-        actions: ['cloudwatch:PutMetricData'],
-        resources: ['*'],
-        conditions: { StringEquals: { 'cloudwatch:namespace': METRICS_NAMESPACE } },
-      }),
-    );
-
-    this.function = new nodejs.NodejsFunction(this, 'Function', {
+    super(scope, id, {
       entry: props.entry,
       depsLockFilePath: props.depsLockFilePath,
-      handler: 'handler',
-      runtime: INGEST_RUNTIME,
-      architecture: lambda.Architecture.ARM_64,
-      memorySize: FLEET_MEMORY_MIB,
-      timeout: Duration.seconds(FLEET_TIMEOUT_SECONDS),
-      tracing: lambda.Tracing.ACTIVE,
-      role: this.role,
-      logGroup: this.logGroup,
+      label: 'fleet evaluator',
       description:
         'gpu-sentinel: fleet rules every 5 minutes (agent_silent, straggler per job, waste_rate per team)',
-      bundling: {
-        ...LAMBDA_BUNDLING,
-        mainFields: [...LAMBDA_BUNDLING.mainFields],
-        externalModules: [...LAMBDA_BUNDLING.externalModules],
-      },
-      environment: {
-        ...props.store.environment(),
-        TOPIC_CRITICAL_ARN: props.topics.critical.topicArn,
-        TOPIC_WARNING_ARN: props.topics.warning.topicArn,
-        TOPIC_INFO_ARN: props.topics.info.topicArn,
-        STATE_TABLE: props.state.table.tableName,
-        FLEET_REGIONS: regions.join(','),
-        RULE_THRESHOLDS: JSON.stringify(ruleThresholds),
-        ...(metricsTeams.length === 0 ? {} : { METRICS_TEAMS: metricsTeams.join(',') }),
-        POWERTOOLS_SERVICE_NAME: FLEET_SERVICE_NAME,
-        NODE_OPTIONS: '--enable-source-maps',
-      },
+      serviceName: FLEET_SERVICE_NAME,
+      memoryMiB: FLEET_MEMORY_MIB,
+      timeoutSeconds: FLEET_TIMEOUT_SECONDS,
+      environment: fleetEnvironment(props),
+      initialGrants: [
+        (fn) => props.store.grantRead(fn),
+        (fn) => props.topics.grantPublishAlerts(fn),
+        (fn) => props.state.grantReadWrite(fn),
+        grantFleetCalls,
+      ],
+      logRetention: props.logRetention,
+      logRemovalPolicy: props.logRemovalPolicy,
     });
-
-    const scheduleRole = scheduleInvokeRole(this, 'ScheduleRole', this.function, 'the fleet evaluator');
-    this.schedule = new scheduler.Schedule(this, 'Schedule', {
-      description: 'gpu-sentinel fleet rules, every 5 minutes',
-      schedule: scheduler.ScheduleExpression.rate(Duration.minutes(FLEET_RATE_MINUTES)),
-      target: new targets.LambdaInvoke(this.function, {
-        role: scheduleRole,
-        // A missed run is replaced by the next one 5 minutes later: no retry, no stale run.
-        retryAttempts: 0,
-        maxEventAge: Duration.minutes(FLEET_RATE_MINUTES - 1),
-      }),
-    });
-
+    this.schedule = this.createSchedule();
     Validations.of(this.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason: starResourceReason(
@@ -192,6 +115,60 @@ export class FleetEvaluator extends Construct {
       ),
     });
   }
+
+  /** The 5-minute schedule and its role (`ScheduleRole`, `Schedule`); a missed run is not retried. */
+  private createSchedule(): scheduler.Schedule {
+    const scheduleRole = scheduleInvokeRole(this, 'ScheduleRole', this.function, 'the fleet evaluator');
+    return new scheduler.Schedule(this, 'Schedule', {
+      description: 'gpu-sentinel fleet rules, every 5 minutes',
+      schedule: scheduler.ScheduleExpression.rate(Duration.minutes(FLEET_RATE_MINUTES)),
+      target: new targets.LambdaInvoke(this.function, {
+        role: scheduleRole,
+        // A missed run is replaced by the next one 5 minutes later: no retry, no stale run.
+        retryAttempts: 0,
+        maxEventAge: Duration.minutes(FLEET_RATE_MINUTES - 1),
+      }),
+    });
+  }
+}
+
+/**
+ * Lets `grantee` make the evaluator's own calls: `ec2:DescribeInstances` on `*` (no resource-level
+ * permission exists) and `cloudwatch:PutMetricData` on `*` only when `cloudwatch:namespace` is
+ * `GpuSentinel`.
+ */
+function grantFleetCalls(grantee: iam.IGrantable): void {
+  grantee.grantPrincipal.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'ListRunningGpuInstances',
+      actions: ['ec2:DescribeInstances'],
+      resources: ['*'],
+    }),
+  );
+  grantee.grantPrincipal.addToPrincipalPolicy(
+    new iam.PolicyStatement({
+      sid: 'PutFleetMetrics',
+      actions: ['cloudwatch:PutMetricData'],
+      resources: ['*'],
+      conditions: { StringEquals: { 'cloudwatch:namespace': METRICS_NAMESPACE } },
+    }),
+  );
+}
+
+/**
+ * The evaluator's variables (`LAMBDA_VARIABLES.fleetEvaluator` of lambdas/domain/lambda-environment.ts),
+ * each setting checked at synth by the parser the Lambda runs at cold start.
+ */
+function fleetEnvironment(props: FleetEvaluatorProps): LambdaEnvironment<'fleetEvaluator'> {
+  const metricsTeams = validateMetricsTeams(props.metricsTeams ?? []);
+  return {
+    ...props.store.environment(),
+    ...props.topics.alertEnvironment(),
+    ...props.state.environment(),
+    FLEET_REGIONS: validateRegions(props.regions).join(','),
+    RULE_THRESHOLDS: JSON.stringify(validateRuleThresholds(props.ruleThresholds ?? {})),
+    ...(metricsTeams.length === 0 ? {} : { METRICS_TEAMS: metricsTeams.join(',') }),
+  };
 }
 
 /** Checks `regions`: at least one, each an AWS region code (or a token, such as the stack's region). */
@@ -200,7 +177,7 @@ function validateRegions(regions: readonly string[] | undefined): readonly strin
   if (regions.length === 0)
     throw new PropsValidationError('regions', 'at least one AWS region code', regions);
   regions.forEach((r, i) => {
-    validatePattern(`regions[${i}]`, r, REGION_PATTERN, 'an AWS region code, e.g. us-east-1');
+    validatePattern(`regions[${i}]`, r, REGION_RULE.pattern, 'an AWS region code, e.g. us-east-1');
   });
   return regions;
 }

@@ -3,12 +3,13 @@ import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { STORE_KINDS, type StoreKind } from '../lambdas/domain/lambda-environment';
 import type { PriceRates } from '../lambdas/domain/pricing';
 import { AgentPolicy } from './agent-policy';
 import { AgentRole } from './agent-role';
 import { type AlertEmails, AlertTopics } from './alert-topics';
 import { AthenaTelemetryStore } from './athena-telemetry-store';
-import { DEFAULT_STORE, STORES, type StoreKind } from './constants';
+import { DEFAULT_STORE } from './constants';
 import { FinanceReports } from './finance-reports';
 import { FleetEvaluator } from './fleet-evaluator';
 import { IngestApi } from './ingest-api';
@@ -230,28 +231,74 @@ export class GpuSentinelStack extends Stack {
   constructor(scope: Construct, id: string, props: GpuSentinelStackProps = {}) {
     super(scope, id, props);
     const logRetention = validateLogRetention(props.logRetention ?? logs.RetentionDays.ONE_MONTH);
+    this.storeKind = validateOneOf('store', props.store ?? DEFAULT_STORE, STORE_KINDS);
+    const stores = this.createStore(props, logRetention);
+    this.store = stores.store;
+    this.athenaStore = stores.athena;
+    this.database = stores.timestream;
+    this.topics = new AlertTopics(this, 'AlertTopics', { alertEmails: props.alertEmails });
+    this.state = new RemediationState(this, 'RemediationState');
+    this.agentRole = new AgentRole(this, 'AgentRole');
+    this.ingest = this.createIngest(props, logRetention);
+    this.api = this.createApi(props, logRetention);
+    this.agentPolicy = new AgentPolicy(this, 'AgentPolicy', { api: this.api });
+    this.agentPolicy.policy.attachToRole(this.agentRole.role);
+    this.reports = new FinanceReports(this, 'FinanceReports', {
+      entry: props.reportEntry ?? DEFAULT_REPORT_ENTRY,
+      depsLockFilePath: DEPS_LOCK_FILE_PATH,
+      store: this.store,
+      topics: this.topics,
+      logRetention,
+    });
+    this.fleet = this.createFleetEvaluator(props, logRetention);
+    const monitored = this.monitoredFunctions();
+    this.alarms = new MonitoringAlarms(this, 'MonitoringAlarms', {
+      topics: this.topics,
+      api: this.api.api,
+      functions: monitored,
+      ingest5xxRateThreshold: props.ingest5xxRateThreshold,
+      wasteRatePercentThreshold: props.wasteRatePercentThreshold,
+    });
+    this.dashboard = this.createDashboard(monitored);
+    this.addOutputs();
+  }
 
-    this.storeKind = validateOneOf('store', props.store ?? DEFAULT_STORE, STORES);
+  /**
+   * Lets `grantee` (a GPU instance role) send batches: `execute-api:Invoke` on
+   * `POST /v1/batches` of this stack's API only. Same permission as the `AgentPolicy` managed policy.
+   *
+   * @param grantee - the principal to grant to
+   * @returns the grant
+   */
+  grantIngest(grantee: iam.IGrantable): iam.Grant {
+    return this.api.grantIngest(grantee);
+  }
+
+  /** The telemetry store `props.store` names: `AthenaStore` or `TelemetryDatabase`. */
+  private createStore(
+    props: GpuSentinelStackProps,
+    logRetention: logs.RetentionDays,
+  ): { store: TelemetryStoreResources; athena?: AthenaTelemetryStore; timestream?: TelemetryDatabase } {
     if (this.storeKind === 'athena') {
-      this.athenaStore = new AthenaTelemetryStore(this, 'AthenaStore', {
+      const athena = new AthenaTelemetryStore(this, 'AthenaStore', {
         databaseName: props.databaseName,
         retentionDays: props.telemetryRetentionDays,
         bufferIntervalSeconds: props.firehoseBufferIntervalSeconds,
         logRetention,
       });
-      this.store = this.athenaStore;
-    } else {
-      this.database = new TelemetryDatabase(this, 'TelemetryDatabase', {
-        databaseName: props.databaseName,
-        memoryRetentionHours: props.memoryRetentionHours,
-        magneticRetentionDays: props.magneticRetentionDays,
-      });
-      this.store = this.database;
+      return { store: athena, athena };
     }
-    this.topics = new AlertTopics(this, 'AlertTopics', { alertEmails: props.alertEmails });
-    this.state = new RemediationState(this, 'RemediationState');
-    this.agentRole = new AgentRole(this, 'AgentRole');
-    this.ingest = new IngestFunction(this, 'IngestFunction', {
+    const timestream = new TelemetryDatabase(this, 'TelemetryDatabase', {
+      databaseName: props.databaseName,
+      memoryRetentionHours: props.memoryRetentionHours,
+      magneticRetentionDays: props.magneticRetentionDays,
+    });
+    return { store: timestream, timestream };
+  }
+
+  /** The ingest Lambda (`IngestFunction`), admitting the stack's agent role and the given ones. */
+  private createIngest(props: GpuSentinelStackProps, logRetention: logs.RetentionDays): IngestFunction {
+    return new IngestFunction(this, 'IngestFunction', {
       entry: props.ingestEntry ?? DEFAULT_INGEST_ENTRY,
       depsLockFilePath: DEPS_LOCK_FILE_PATH,
       store: this.store,
@@ -266,7 +313,11 @@ export class GpuSentinelStack extends Stack {
       reservedConcurrentExecutions: props.ingestReservedConcurrency,
       metricsTeams: props.metricsTeams,
     });
-    this.api = new IngestApi(this, 'IngestApi', {
+  }
+
+  /** The ingest REST API (`IngestApi`) in front of the ingest Lambda, open to the agent roles only. */
+  private createApi(props: GpuSentinelStackProps, logRetention: logs.RetentionDays): IngestApi {
+    return new IngestApi(this, 'IngestApi', {
       handler: this.ingest.function,
       organizationId: props.organizationId,
       agentRoleArns: [this.agentRole.role.roleArn, ...(props.agentRoleArns ?? [])],
@@ -276,16 +327,14 @@ export class GpuSentinelStack extends Stack {
       apiGatewayCloudWatchRole: props.apiGatewayCloudWatchRole,
       webAclArn: props.webAclArn,
     });
-    this.agentPolicy = new AgentPolicy(this, 'AgentPolicy', { api: this.api });
-    this.agentPolicy.policy.attachToRole(this.agentRole.role);
-    this.reports = new FinanceReports(this, 'FinanceReports', {
-      entry: props.reportEntry ?? DEFAULT_REPORT_ENTRY,
-      depsLockFilePath: DEPS_LOCK_FILE_PATH,
-      store: this.store,
-      topics: this.topics,
-      logRetention,
-    });
-    this.fleet = new FleetEvaluator(this, 'FleetEvaluator', {
+  }
+
+  /** The fleet evaluator (`FleetEvaluator`), with the same thresholds and teams as ingest. */
+  private createFleetEvaluator(
+    props: GpuSentinelStackProps,
+    logRetention: logs.RetentionDays,
+  ): FleetEvaluator {
+    return new FleetEvaluator(this, 'FleetEvaluator', {
       entry: props.fleetEntry ?? DEFAULT_FLEET_ENTRY,
       depsLockFilePath: DEPS_LOCK_FILE_PATH,
       store: this.store,
@@ -296,29 +345,32 @@ export class GpuSentinelStack extends Stack {
       metricsTeams: props.metricsTeams,
       logRetention,
     });
+  }
 
-    const monitored: MonitoredFunction[] = [
+  /** The functions the alarms and the dashboard watch, with the topic their errors go to. */
+  private monitoredFunctions(): MonitoredFunction[] {
+    return [
       { name: 'Ingest', function: this.ingest.function, errorsTopic: 'critical' },
       { name: 'Report', function: this.reports.function, errorsTopic: 'warning' },
       // A failing evaluator means silent agents go unnoticed: critical, like ingest.
       { name: 'FleetEvaluator', function: this.fleet.function, errorsTopic: 'critical' },
     ];
-    this.alarms = new MonitoringAlarms(this, 'MonitoringAlarms', {
-      topics: this.topics,
+  }
+
+  /** The dashboard (`MonitoringDashboard`): the API, the functions, Firehose when the store has it, the alarms. */
+  private createDashboard(functions: readonly MonitoredFunction[]): MonitoringDashboard {
+    return new MonitoringDashboard(this, 'MonitoringDashboard', {
       api: this.api.api,
-      functions: monitored,
-      ingest5xxRateThreshold: props.ingest5xxRateThreshold,
-      wasteRatePercentThreshold: props.wasteRatePercentThreshold,
-    });
-    this.dashboard = new MonitoringDashboard(this, 'MonitoringDashboard', {
-      api: this.api.api,
-      functions: monitored,
+      functions,
       ...(this.athenaStore === undefined
         ? {}
         : { deliveryStreamNames: Object.values(this.athenaStore.streams).map((s) => s.ref) }),
       alarms: this.alarms.alarms,
     });
+  }
 
+  /** The stack's outputs: where agents send, the topics, the agent policy, role and profile, the stores. */
+  private addOutputs(): void {
     new CfnOutput(this, 'BatchesUrl', {
       value: this.api.batchesUrl,
       description: 'Where agents POST batches (GPU_SENTINEL_ENDPOINT)',
@@ -359,17 +411,6 @@ export class GpuSentinelStack extends Stack {
       value: this.reports.bucket.bucketName,
       description: 'Where the scheduled finance reports (CSV, HTML) are written, under reports/',
     });
-  }
-
-  /**
-   * Lets `grantee` (a GPU instance role) send batches: `execute-api:Invoke` on
-   * `POST /v1/batches` of this stack's API only. Same permission as the `AgentPolicy` managed policy.
-   *
-   * @param grantee - the principal to grant to
-   * @returns the grant
-   */
-  grantIngest(grantee: iam.IGrantable): iam.Grant {
-    return this.api.grantIngest(grantee);
   }
 }
 

@@ -129,23 +129,69 @@ export class IngestApi extends Construct {
       retention: props.logRetention,
       removalPolicy: RemovalPolicy.RETAIN,
     }).logGroup;
+    this.api = this.createRestApi({
+      policy: agentResourcePolicy(organizationId, agentRoleArns),
+      cloudWatchRole,
+      throttlingRateLimit,
+      throttlingBurstLimit,
+    });
 
-    this.api = new apigw.RestApi(this, 'Api', {
+    this.batchesMethod = this.addBatchesMethod(props.handler);
+    this.batchesUrl = this.api.urlForPath(BATCHES_PATH);
+    this.batchesArn = this.api.arnForExecuteApi('POST', BATCHES_PATH, INGEST_STAGE_NAME);
+
+    if (props.webAclArn !== undefined) {
+      new wafv2.CfnWebACLAssociation(this, 'WebAclAssociation', {
+        resourceArn: this.api.deploymentStage.stageArn,
+        webAclArn: props.webAclArn,
+      });
+    }
+    this.acknowledgeFindings(props.webAclArn !== undefined, cloudWatchRole);
+  }
+
+  /**
+   * Lets `grantee` send batches: `execute-api:Invoke` on exactly
+   * `arn:<partition>:execute-api:<region>:<account>:<api id>/prod/POST/v1/batches`.
+   *
+   * @param grantee - the principal to grant to (e.g. a GPU instance role)
+   * @returns the grant
+   */
+  grantIngest(grantee: iam.IGrantable): iam.Grant {
+    return iam.Grant.addToPrincipal({
+      grantee,
+      actions: ['execute-api:Invoke'],
+      resourceArns: [this.batchesArn],
+    });
+  }
+
+  /**
+   * The REST API (`Api`): regional, per-stack name (API Gateway keys its metrics by name), the
+   * resource policy, compression on (so gzip request bodies are decompressed), gzip media types
+   * binary, and stage `prod` with X-Ray, throttling, ERROR execution logs and JSON access logs.
+   */
+  private createRestApi(settings: {
+    readonly policy: iam.PolicyDocument;
+    readonly cloudWatchRole: boolean;
+    readonly throttlingRateLimit: number;
+    readonly throttlingBurstLimit: number;
+  }): apigw.RestApi {
+    return new apigw.RestApi(this, 'Api', {
       // API Gateway keys its CloudWatch metrics by ApiName: a per-stack name keeps two stacks in one
       // region from sharing their 5XXError/Latency series and so the Ingest5xx alarm.
       restApiName: `${Stack.of(this).stackName}-ingest`,
       description: 'gpu-sentinel ingest API: agents POST SigV4-signed gzip JSON batches',
       endpointConfiguration: { types: [apigw.EndpointType.REGIONAL] },
-      policy: agentResourcePolicy(organizationId, agentRoleArns),
+      policy: settings.policy,
       minCompressionSize: Size.bytes(MIN_COMPRESSION_SIZE_BYTES),
       binaryMediaTypes: [...API_BINARY_MEDIA_TYPES],
-      cloudWatchRole,
-      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
+      cloudWatchRole: settings.cloudWatchRole,
+      // aws-cdk-lib refuses a removal policy for a role it is told not to create.
+      ...(settings.cloudWatchRole ? { cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN } : {}),
       deployOptions: {
         stageName: INGEST_STAGE_NAME,
         tracingEnabled: true,
-        throttlingRateLimit,
-        throttlingBurstLimit,
+        throttlingRateLimit: settings.throttlingRateLimit,
+        throttlingBurstLimit: settings.throttlingBurstLimit,
         loggingLevel: apigw.MethodLoggingLevel.ERROR,
         dataTraceEnabled: false,
         metricsEnabled: true,
@@ -163,27 +209,25 @@ export class IngestApi extends Construct {
         }),
       },
     });
+  }
 
+  /** `POST /v1/batches`: IAM authorization, the request validator, a Lambda proxy integration. */
+  private addBatchesMethod(handler: lambda.IFunction): apigw.Method {
     const validator = this.api.addRequestValidator('RequestValidator', {
       validateRequestBody: true,
       validateRequestParameters: true,
     });
     const batches = this.api.root.addResource('v1').addResource('batches');
-    this.batchesMethod = batches.addMethod(
+    return batches.addMethod(
       'POST',
-      new apigw.LambdaIntegration(props.handler, { proxy: true, allowTestInvoke: false }),
+      new apigw.LambdaIntegration(handler, { proxy: true, allowTestInvoke: false }),
       { authorizationType: apigw.AuthorizationType.IAM, requestValidator: validator },
     );
+  }
 
-    this.batchesUrl = this.api.urlForPath(BATCHES_PATH);
-    this.batchesArn = this.api.arnForExecuteApi('POST', BATCHES_PATH, INGEST_STAGE_NAME);
-
-    if (props.webAclArn !== undefined) {
-      new wafv2.CfnWebACLAssociation(this, 'WebAclAssociation', {
-        resourceArn: this.api.deploymentStage.stageArn,
-        webAclArn: props.webAclArn,
-      });
-    } else {
+  /** Tells cdk-nag why there is no WAF (when none is given), no Cognito, and an AWS managed logging policy. */
+  private acknowledgeFindings(hasWebAcl: boolean, cloudWatchRole: boolean): void {
+    if (!hasWebAcl) {
       Validations.of(this.api).acknowledge({
         id: 'AwsSolutions-APIG3',
         reason:
@@ -203,21 +247,6 @@ export class IngestApi extends Construct {
           'AWS-maintained logging policy; it is required for access and execution logging.',
       });
     }
-  }
-
-  /**
-   * Lets `grantee` send batches: `execute-api:Invoke` on exactly
-   * `arn:<partition>:execute-api:<region>:<account>:<api id>/prod/POST/v1/batches`.
-   *
-   * @param grantee - the principal to grant to (e.g. a GPU instance role)
-   * @returns the grant
-   */
-  grantIngest(grantee: iam.IGrantable): iam.Grant {
-    return iam.Grant.addToPrincipal({
-      grantee,
-      actions: ['execute-api:Invoke'],
-      resourceArns: [this.batchesArn],
-    });
   }
 }
 

@@ -36,6 +36,26 @@ const FULL_WIDTH = 24;
 /** Height of a graph row, grid units. */
 const GRAPH_HEIGHT = 6;
 
+/** Period of every graph and number: the monitoring period (5 min). */
+const PERIOD = Duration.seconds(MONITORING_PERIOD_S);
+/** Periods per hour: a sum per period × this = per hour. */
+const HOURLY_PER_PERIOD = 3600 / MONITORING_PERIOD_S;
+
+/** A `GpuSentinel` fleet metric with a legend label. */
+function fleet(name: string, statistic: string, label: string): cloudwatch.Metric {
+  return fleetMetric(name, statistic, PERIOD).with({ label });
+}
+
+/** A CloudWatch `SEARCH` over the `GpuSentinel` series of metric `name` by `dimensions`. */
+function search(dimensions: readonly string[], name: string, statistic: string): string {
+  return `SEARCH('{${METRICS_NAMESPACE},${dimensions.join(',')}} MetricName="${name}"', '${statistic}', ${MONITORING_PERIOD_S})`;
+}
+
+/** A graph of the monitoring period and the row height. */
+function graph(widget: cloudwatch.GraphWidgetProps): cloudwatch.GraphWidget {
+  return new cloudwatch.GraphWidget({ period: PERIOD, height: GRAPH_HEIGHT, ...widget });
+}
+
 /**
  * The gpu-sentinel CloudWatch dashboard (docs/design.md §13), one row per failure mode, each under
  * a text header saying what to look for:
@@ -62,21 +82,19 @@ export class MonitoringDashboard extends Construct {
 
   constructor(scope: Construct, id: string, props: MonitoringDashboardProps) {
     super(scope, id);
-    const period = Duration.seconds(MONITORING_PERIOD_S);
-    const fleet = (name: string, statistic: string, label: string) =>
-      fleetMetric(name, statistic, period).with({ label });
-    const search = (dimensions: readonly string[], name: string, statistic: string) =>
-      `SEARCH('{${METRICS_NAMESPACE},${dimensions.join(',')}} MetricName="${name}"', '${statistic}', ${MONITORING_PERIOD_S})`;
-    const hourly = 3600 / MONITORING_PERIOD_S;
-    const graph = (widget: cloudwatch.GraphWidgetProps) =>
-      new cloudwatch.GraphWidget({ period, height: GRAPH_HEIGHT, ...widget });
-
     this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
       ...(props.dashboardName === undefined ? {} : { dashboardName: props.dashboardName }),
       defaultInterval: Duration.hours(3),
     });
+    this.addHealthRow(props.alarms);
+    this.addThroughputRow();
+    this.addBottlenecksRow();
+    this.addWasteRow();
+    this.addPipelineRow(props);
+  }
 
-    // 1. Health
+  /** 1. Health: XID events, alerts by severity, silent agents and stragglers, the alarms' states. */
+  private addHealthRow(alarms: readonly cloudwatch.IAlarm[] | undefined): void {
     this.dashboard.addWidgets(
       header(
         'Health',
@@ -96,7 +114,7 @@ export class MonitoringDashboard extends Construct {
             new cloudwatch.MathExpression({
               expression: `SUM(SEARCH('{${METRICS_NAMESPACE},${METRIC_DIMENSIONS.rule},${METRIC_DIMENSIONS.severity}} MetricName="${METRIC_NAMES.alerts}" ${METRIC_DIMENSIONS.severity}="${severity}"', 'Sum', ${MONITORING_PERIOD_S}))`,
               label: severity,
-              period,
+              period: PERIOD,
             }),
         ),
         stacked: true,
@@ -113,13 +131,15 @@ export class MonitoringDashboard extends Construct {
       new cloudwatch.AlarmStatusWidget({
         title: 'Alarms',
         // The live array, not a copy: the body is rendered at synth, after every addFunction.
-        alarms: (props.alarms ?? []) as cloudwatch.IAlarm[],
+        alarms: (alarms ?? []) as cloudwatch.IAlarm[],
         width: 6,
         height: GRAPH_HEIGHT,
       }),
     );
+  }
 
-    // 2. Throughput and utilization
+  /** 2. Throughput and utilization: SM active vs occupancy, tensor active and efficiency, batches. */
+  private addThroughputRow(): void {
     this.dashboard.addWidgets(
       header(
         'Throughput and utilization',
@@ -154,8 +174,10 @@ export class MonitoringDashboard extends Construct {
         width: 8,
       }),
     );
+  }
 
-    // 3. Bottlenecks
+  /** 3. Bottlenecks: PCIe RX vs DRAM active. */
+  private addBottlenecksRow(): void {
     this.dashboard.addWidgets(
       header(
         'Bottlenecks',
@@ -171,8 +193,10 @@ export class MonitoringDashboard extends Construct {
         width: FULL_WIDTH,
       }),
     );
+  }
 
-    // 4. Waste dollars
+  /** 4. Waste dollars: the numbers now, wasted USD/h of the fleet and by team, waste rate, unmonitored USD/h. */
+  private addWasteRow(): void {
     this.dashboard.addWidgets(
       header(
         'Waste dollars',
@@ -184,7 +208,7 @@ export class MonitoringDashboard extends Construct {
       expression: `3600 * wasted / PERIOD(wasted)`,
       usingMetrics: { wasted },
       label: 'wasted USD/h (ingest)',
-      period,
+      period: PERIOD,
     });
     this.dashboard.addWidgets(
       new cloudwatch.SingleValueWidget({
@@ -195,7 +219,7 @@ export class MonitoringDashboard extends Construct {
           fleet(METRIC_NAMES.unmonitoredUsdPerHour, cloudwatch.Stats.AVERAGE, 'unmonitored USD/h'),
           fleet(METRIC_NAMES.silentAgents, cloudwatch.Stats.MAXIMUM, 'silent agents'),
         ],
-        period,
+        period: PERIOD,
         width: FULL_WIDTH,
         height: 3,
       }),
@@ -208,7 +232,7 @@ export class MonitoringDashboard extends Construct {
             expression: `3600 * wasted / PERIOD(wasted)`,
             usingMetrics: { wasted },
             label: 'wasted USD/h (ingest)',
-            period,
+            period: PERIOD,
           }),
           fleet(
             METRIC_NAMES.fleetWastedUsdPerHour,
@@ -222,10 +246,10 @@ export class MonitoringDashboard extends Construct {
         title: 'Wasted USD/h by team',
         left: [
           new cloudwatch.MathExpression({
-            expression: `${hourly} * ${search([METRIC_DIMENSIONS.team], METRIC_NAMES.wastedUsd, 'Sum')}`,
+            expression: `${HOURLY_PER_PERIOD} * ${search([METRIC_DIMENSIONS.team], METRIC_NAMES.wastedUsd, 'Sum')}`,
             // A dynamic label: one line per team, named after it.
             label: dimensionLabel(METRIC_DIMENSIONS.team),
-            period,
+            period: PERIOD,
           }),
         ],
         stacked: true,
@@ -239,8 +263,10 @@ export class MonitoringDashboard extends Construct {
         width: 8,
       }),
     );
+  }
 
-    // 5. Pipeline
+  /** 5. Pipeline: API answers and latency, refused batches, agent lag, the Lambdas, Firehose delivery. */
+  private addPipelineRow(props: MonitoringDashboardProps): void {
     this.dashboard.addWidgets(
       header(
         'Pipeline',
@@ -251,17 +277,25 @@ export class MonitoringDashboard extends Construct {
       graph({
         title: 'API requests, 4xx, 5xx',
         left: [
-          props.api.metricCount({ period, label: 'requests' }),
-          props.api.metricClientError({ period, statistic: cloudwatch.Stats.SUM, label: '4xx' }),
-          props.api.metricServerError({ period, statistic: cloudwatch.Stats.SUM, label: '5xx' }),
+          props.api.metricCount({ period: PERIOD, label: 'requests' }),
+          props.api.metricClientError({ period: PERIOD, statistic: cloudwatch.Stats.SUM, label: '4xx' }),
+          props.api.metricServerError({ period: PERIOD, statistic: cloudwatch.Stats.SUM, label: '5xx' }),
         ],
         width: 6,
       }),
       graph({
         title: 'API latency',
         left: [
-          props.api.metricLatency({ period, statistic: cloudwatch.Stats.percentile(50), label: 'p50' }),
-          props.api.metricLatency({ period, statistic: cloudwatch.Stats.percentile(99), label: 'p99' }),
+          props.api.metricLatency({
+            period: PERIOD,
+            statistic: cloudwatch.Stats.percentile(50),
+            label: 'p50',
+          }),
+          props.api.metricLatency({
+            period: PERIOD,
+            statistic: cloudwatch.Stats.percentile(99),
+            label: 'p99',
+          }),
         ],
         width: 6,
       }),
@@ -271,7 +305,7 @@ export class MonitoringDashboard extends Construct {
           new cloudwatch.MathExpression({
             expression: search([METRIC_DIMENSIONS.statusClass], METRIC_NAMES.rejectedBatches, 'Sum'),
             label: dimensionLabel(METRIC_DIMENSIONS.statusClass),
-            period,
+            period: PERIOD,
           }),
         ],
         width: 6,
@@ -290,9 +324,13 @@ export class MonitoringDashboard extends Construct {
       graph({
         title: 'Lambda errors and throttles',
         left: props.functions.flatMap((f) => [
-          f.function.metricErrors({ period, statistic: cloudwatch.Stats.SUM, label: `${f.name} errors` }),
+          f.function.metricErrors({
+            period: PERIOD,
+            statistic: cloudwatch.Stats.SUM,
+            label: `${f.name} errors`,
+          }),
           f.function.metricThrottles({
-            period,
+            period: PERIOD,
             statistic: cloudwatch.Stats.SUM,
             label: `${f.name} throttles`,
           }),
@@ -302,7 +340,11 @@ export class MonitoringDashboard extends Construct {
       graph({
         title: 'Lambda duration p99',
         left: props.functions.map((f) =>
-          f.function.metricDuration({ period, statistic: cloudwatch.Stats.percentile(99), label: f.name }),
+          f.function.metricDuration({
+            period: PERIOD,
+            statistic: cloudwatch.Stats.percentile(99),
+            label: f.name,
+          }),
         ),
         width: streams.length > 0 ? 8 : 12,
       }),
@@ -312,10 +354,10 @@ export class MonitoringDashboard extends Construct {
             graph({
               title: 'Firehose delivery to S3',
               left: streams.map((name) =>
-                firehoseMetric('DeliveryToS3.Success', 'delivered', name, cloudwatch.Stats.AVERAGE, period),
+                firehoseMetric('DeliveryToS3.Success', 'delivered', name, cloudwatch.Stats.AVERAGE, PERIOD),
               ),
               right: streams.map((name) =>
-                firehoseMetric('DeliveryToS3.DataFreshness', 'age s', name, cloudwatch.Stats.MAXIMUM, period),
+                firehoseMetric('DeliveryToS3.DataFreshness', 'age s', name, cloudwatch.Stats.MAXIMUM, PERIOD),
               ),
               leftYAxis: { min: 0, max: 1, label: 'success ratio', showUnits: false },
               rightYAxis: { min: 0, label: 'oldest record s', showUnits: false },

@@ -12,9 +12,10 @@ export class PropsValidationError extends Error {
    * @param prop - name of the offending prop
    * @param expected - what was expected, e.g. `an integer in 1..8766`
    * @param value - the value that came
+   * @param options - `cause`: the error that showed the value is bad (a JSON parse error)
    */
-  constructor(prop: string, expected: string, value: unknown) {
-    super(`Expected \`${prop}\` to be ${expected}, got ${describeValue(value)}`);
+  constructor(prop: string, expected: string, value: unknown, options?: ErrorOptions) {
+    super(`Expected \`${prop}\` to be ${expected}, got ${describeValue(value)}`, options);
     this.name = 'PropsValidationError';
     this.prop = prop;
     this.value = value;

@@ -2,6 +2,7 @@ import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
+import type { STATE_TABLE_VARIABLES, StackVariables } from '../lambdas/domain/lambda-environment';
 import { STATE_PARTITION_KEY, STATE_SORT_KEY, STATE_TTL_ATTRIBUTE } from './constants';
 
 /** Props of {@link RemediationState}. */
@@ -43,6 +44,16 @@ export class RemediationState extends Construct {
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
       deletionProtection: true,
     });
+  }
+
+  /**
+   * What a function needs to reach the table: `STATE_TABLE` (its name), as `STATE_TABLE_VARIABLES`
+   * in lambdas/domain/lambda-environment.ts lists it.
+   *
+   * @returns environment variables
+   */
+  environment(): StackVariables<typeof STATE_TABLE_VARIABLES> {
+    return { STATE_TABLE: this.table.tableName };
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { StoreKind } from './constants';
+import type { StoreKind } from '../lambdas/domain/lambda-environment';
 
 /**
  * Why a Lambda role reading the store has statements on `Resource: "*"` (cdk-nag

@@ -4,13 +4,12 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as timestream from 'aws-cdk-lib/aws-timestream';
 import { Construct } from 'constructs';
+import type { StoreEnvironment } from '../lambdas/domain/lambda-environment';
+import type { TelemetryTable } from '../lambdas/domain/store-columns';
 import {
   DEFAULT_DATABASE_NAME,
   DEFAULT_MAGNETIC_RETENTION_DAYS,
   DEFAULT_MEMORY_RETENTION_HOURS,
-  EFA_TABLE_NAME,
-  EVENTS_TABLE_NAME,
-  GPU_TABLE_NAME,
   MAGNETIC_REJECTS_PREFIX,
   MAGNETIC_RETENTION_DAYS_MAX,
   MAGNETIC_RETENTION_DAYS_MIN,
@@ -121,7 +120,27 @@ export class TelemetryDatabase extends Construct implements TelemetryStoreResour
     });
     this.database.applyRemovalPolicy(removalPolicy);
     this.databaseName = this.database.ref;
-    this.rejectedDataBucket = new s3.Bucket(this, 'MagneticRejects', {
+    this.rejectedDataBucket = this.createRejectsBucket(removalPolicy);
+
+    const table = (tableId: string, tableName: TelemetryTable) =>
+      this.createTable(tableId, tableName, { memoryRetentionHours, magneticRetentionDays, removalPolicy });
+    this.gpuTable = table('GpuWindowsTable', 'gpu_windows');
+    this.efaTable = table('EfaWindowsTable', 'efa_windows');
+    this.eventsTable = table('EventsTable', 'events');
+    Validations.of(this).acknowledge({
+      id: 'CloudFormation-Validate::W3697',
+      reason:
+        'Timestream for LiveAnalytics is in maintenance mode since 2025-06-20 but keeps serving existing ' +
+        'accounts; this store is for them (store: timestream); every other account gets the Athena store (docs/design.md §4).',
+    });
+  }
+
+  /**
+   * Where Timestream reports the magnetic-store writes it rejects (`MagneticRejects`): encrypted with
+   * {@link key}, TLS only, private, objects expire after 30 days.
+   */
+  private createRejectsBucket(removalPolicy: RemovalPolicy): s3.Bucket {
+    const bucket = new s3.Bucket(this, 'MagneticRejects', {
       encryption: s3.BucketEncryption.KMS,
       encryptionKey: this.key,
       bucketKeyEnabled: true,
@@ -131,56 +150,60 @@ export class TelemetryDatabase extends Construct implements TelemetryStoreResour
       lifecycleRules: [{ id: 'expire-rejects', expiration: Duration.days(30) }],
       removalPolicy,
     });
-    Validations.of(this.rejectedDataBucket).acknowledge({
+    Validations.of(bucket).acknowledge({
       id: 'AwsSolutions-S1',
       reason:
         'Only Timestream writes here (reports of rejected magnetic-store records, read by operators); ' +
         'its writes are in CloudTrail, so server access logs would add a second bucket for no new audit.',
     });
-
-    const table = (tableId: string, tableName: string): timestream.CfnTable => {
-      const t = new timestream.CfnTable(this, tableId, {
-        databaseName: this.databaseName,
-        tableName,
-        retentionProperties: {
-          MemoryStoreRetentionPeriodInHours: String(memoryRetentionHours),
-          MagneticStoreRetentionPeriodInDays: String(magneticRetentionDays),
-        },
-        magneticStoreWriteProperties: {
-          EnableMagneticStoreWrites: true,
-          MagneticStoreRejectedDataLocation: {
-            S3Configuration: {
-              BucketName: this.rejectedDataBucket.bucketName,
-              ObjectKeyPrefix: `${MAGNETIC_REJECTS_PREFIX}${tableName}/`,
-              EncryptionOption: 'SSE_KMS',
-              KmsKeyId: this.key.keyArn,
-            },
-          },
-        },
-      });
-      t.applyRemovalPolicy(removalPolicy);
-      return t;
-    };
-    this.gpuTable = table('GpuWindowsTable', GPU_TABLE_NAME);
-    this.efaTable = table('EfaWindowsTable', EFA_TABLE_NAME);
-    this.eventsTable = table('EventsTable', EVENTS_TABLE_NAME);
-    Validations.of(this).acknowledge({
-      id: 'CloudFormation-Validate::W3697',
-      reason:
-        'Timestream for LiveAnalytics is in maintenance mode since 2025-06-20 but keeps serving existing ' +
-        'accounts; it is the chosen first store (docs/design.md §4), behind a port with a second adapter planned.',
-    });
+    return bucket;
   }
 
   /**
-   * The ingest Lambda's settings: `STORE=timestream`, `TIMESTREAM_DATABASE`,
+   * One table with the database's retention and magnetic-store writes on, its rejects reported under
+   * `timestream-magnetic-rejects/<table>/` of {@link rejectedDataBucket}.
+   */
+  private createTable(
+    tableId: string,
+    tableName: TelemetryTable,
+    retention: {
+      readonly memoryRetentionHours: number;
+      readonly magneticRetentionDays: number;
+      readonly removalPolicy: RemovalPolicy;
+    },
+  ): timestream.CfnTable {
+    const t = new timestream.CfnTable(this, tableId, {
+      databaseName: this.databaseName,
+      tableName,
+      retentionProperties: {
+        MemoryStoreRetentionPeriodInHours: String(retention.memoryRetentionHours),
+        MagneticStoreRetentionPeriodInDays: String(retention.magneticRetentionDays),
+      },
+      magneticStoreWriteProperties: {
+        EnableMagneticStoreWrites: true,
+        MagneticStoreRejectedDataLocation: {
+          S3Configuration: {
+            BucketName: this.rejectedDataBucket.bucketName,
+            ObjectKeyPrefix: `${MAGNETIC_REJECTS_PREFIX}${tableName}/`,
+            EncryptionOption: 'SSE_KMS',
+            KmsKeyId: this.key.keyArn,
+          },
+        },
+      },
+    });
+    t.applyRemovalPolicy(retention.removalPolicy);
+    return t;
+  }
+
+  /**
+   * What a function needs to reach this store: `STORE=timestream`, `TIMESTREAM_DATABASE`,
    * `TIMESTREAM_GPU_TABLE`, `TIMESTREAM_EFA_TABLE`, `TIMESTREAM_EVENTS_TABLE`.
    *
    * @returns environment variables
    */
-  environment(): Record<string, string> {
+  environment(): StoreEnvironment {
     return {
-      STORE: 'timestream',
+      STORE: this.kind,
       TIMESTREAM_DATABASE: this.databaseName,
       TIMESTREAM_GPU_TABLE: this.gpuTable.attrName,
       TIMESTREAM_EFA_TABLE: this.efaTable.attrName,

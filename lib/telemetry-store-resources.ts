@@ -1,5 +1,5 @@
 import type * as iam from 'aws-cdk-lib/aws-iam';
-import type { StoreKind } from './constants';
+import type { StoreEnvironment, StoreKind } from '../lambdas/domain/lambda-environment';
 
 /**
  * What the Lambdas need from the deployed telemetry store, whichever it is ({@link StoreKind}): its
@@ -8,8 +8,12 @@ import type { StoreKind } from './constants';
 export interface TelemetryStoreResources {
   /** Which store: `athena` or `timestream`. */
   readonly kind: StoreKind;
-  /** The ingest Lambda's environment for this store (`STORE=<kind>` plus names). */
-  environment(): Record<string, string>;
+  /**
+   * What a function needs to reach this store: `STORE=<kind>` and the store's names, as
+   * `STORE_VARIABLES` in lambdas/domain/lambda-environment.ts lists them.
+   * @returns environment variables
+   */
+  environment(): StoreEnvironment;
   /**
    * Lets `grantee` write telemetry rows, nothing more.
    * @param grantee - the principal to grant to

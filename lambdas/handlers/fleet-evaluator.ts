@@ -11,7 +11,7 @@ import { RegionalClients } from '../adapters/regional-clients';
 import { SnsAlertSink } from '../adapters/sns-alert-sink';
 import { evaluateFleet, type FleetEvaluation } from '../app/evaluate-fleet';
 import { DEFAULT_RULE_CONTEXT, parseMetricsTeams, parseRuleThresholds } from '../domain';
-import { requiredEnv as required } from './environment';
+import { readFunctionVariables, requiredEnv as required } from './environment';
 import { powertoolsLog } from './log';
 import { storeFromEnvironment } from './store-from-environment';
 
@@ -20,7 +20,7 @@ import { storeFromEnvironment } from './store-from-environment';
  * settings from the environment the CDK stack sets (lib/fleet-evaluator.ts) once per cold start and
  * runs {@link evaluateFleet} with the real SDK clients.
  *
- * Environment: the store's (`STORE` and its settings, see `storeFromEnvironment`), `STATE_TABLE`,
+ * Environment (`LAMBDA_VARIABLES.fleetEvaluator` in lambdas/domain/lambda-environment.ts): the store's (`STORE` and its settings, see `storeFromEnvironment`), `STATE_TABLE`,
  * `TOPIC_CRITICAL_ARN`, `TOPIC_WARNING_ARN`, `TOPIC_INFO_ARN`, `FLEET_REGIONS` (comma-separated
  * regions whose running GPU instances are listed; default the Lambda's `AWS_REGION`),
  * `RULE_THRESHOLDS` (JSON over the thresholds table, optional).
@@ -36,8 +36,9 @@ import { storeFromEnvironment } from './store-from-environment';
 export function fleetEvaluatorFromEnvironment(
   env: NodeJS.ProcessEnv = process.env,
 ): (now: Date) => Promise<FleetEvaluation> {
-  const logger = new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'gpu-sentinel-fleet' });
-  const regions = (env.FLEET_REGIONS ?? required(env, 'AWS_REGION'))
+  const vars = readFunctionVariables('fleetEvaluator', env);
+  const logger = new Logger({ serviceName: vars.POWERTOOLS_SERVICE_NAME ?? 'gpu-sentinel-fleet' });
+  const regions = (vars.FLEET_REGIONS ?? required(env, 'AWS_REGION'))
     .split(',')
     .map((r) => r.trim())
     .filter((r) => r !== '');
@@ -45,14 +46,14 @@ export function fleetEvaluatorFromEnvironment(
     store: storeFromEnvironment(env),
     state: new DynamoDbStateStore({
       client: new DynamoDBClient({}),
-      tableName: required(env, 'STATE_TABLE'),
+      tableName: vars.STATE_TABLE,
     }),
     alerts: new SnsAlertSink({
       client: new SNSClient({}),
       topics: {
-        critical: required(env, 'TOPIC_CRITICAL_ARN'),
-        warning: required(env, 'TOPIC_WARNING_ARN'),
-        info: required(env, 'TOPIC_INFO_ARN'),
+        critical: vars.TOPIC_CRITICAL_ARN,
+        warning: vars.TOPIC_WARNING_ARN,
+        info: vars.TOPIC_INFO_ARN,
       },
     }),
     instances: new Ec2RunningInstances({
@@ -60,9 +61,9 @@ export function fleetEvaluatorFromEnvironment(
       regions,
     }),
     metrics: new CloudWatchFleetMetrics(new CloudWatchClient({})),
-    metricTeams: parseMetricsTeams(env.METRICS_TEAMS),
+    metricTeams: parseMetricsTeams(vars.METRICS_TEAMS),
     log: powertoolsLog(logger),
-    rules: { ...DEFAULT_RULE_CONTEXT, thresholds: parseRuleThresholds(env.RULE_THRESHOLDS) },
+    rules: { ...DEFAULT_RULE_CONTEXT, thresholds: parseRuleThresholds(vars.RULE_THRESHOLDS) },
   };
   return (now) => evaluateFleet(deps, now);
 }

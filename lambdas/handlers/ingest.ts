@@ -11,7 +11,7 @@ import {
   parseRemediationMode,
   parseRuleThresholds,
 } from '../domain';
-import { IngestConfigError, requiredEnv as required } from './environment';
+import { IngestConfigError, readFunctionVariables } from './environment';
 import { createIngestHandler, type IngestHandler } from './ingest-handler';
 import { lazily } from './lazy';
 import { powertoolsLog } from './log';
@@ -25,7 +25,7 @@ export { IngestConfigError };
  * the environment the CDK stack sets (lib/ingest-function.ts) once per cold start, builds the real
  * SDK clients and adapters, and delegates to {@link createIngestHandler}.
  *
- * Environment: `STORE` (`athena|timestream`) and that store's names (see
+ * Environment (`LAMBDA_VARIABLES.ingest` in lambdas/domain/lambda-environment.ts): `STORE` (`athena|timestream`) and that store's names (see
  * {@link storeFromEnvironment}; only the chosen store's SDK is loaded), `TOPIC_CRITICAL_ARN`,
  * `TOPIC_WARNING_ARN`, `TOPIC_INFO_ARN`, `STATE_TABLE`, `REMEDIATION_MODE` (`off|notify|replace`),
  * `PRICE_OVERRIDES` (JSON, optional), `RULE_THRESHOLDS` (JSON `{ "<threshold name>": <number> }`
@@ -55,11 +55,12 @@ export function handlerFromEnvironment(
   accountId?: string,
   sdk: SdkClientConfig = {},
 ): IngestHandler {
-  const logger = new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'gpu-sentinel-ingest' });
+  const vars = readFunctionVariables('ingest', env);
+  const logger = new Logger({ serviceName: vars.POWERTOOLS_SERVICE_NAME ?? 'gpu-sentinel-ingest' });
   const topics = {
-    critical: required(env, 'TOPIC_CRITICAL_ARN'),
-    warning: required(env, 'TOPIC_WARNING_ARN'),
-    info: required(env, 'TOPIC_INFO_ARN'),
+    critical: vars.TOPIC_CRITICAL_ARN,
+    warning: vars.TOPIC_WARNING_ARN,
+    info: vars.TOPIC_INFO_ARN,
   };
   const log = powertoolsLog(logger);
   // Loaded on first use: SNS on the first alert or decision, EC2/Auto Scaling/IAM on the first lookup.
@@ -71,7 +72,7 @@ export function handlerFromEnvironment(
     store: storeFromEnvironment(env, sdk),
     state: new DynamoDbStateStore({
       client: leanClient((config) => new DynamoDBClient(config), sdk),
-      tableName: required(env, 'STATE_TABLE'),
+      tableName: vars.STATE_TABLE,
     }),
     alerts: { publish: async (alert) => (await sinks()).alerts.publish(alert) },
     decisions: { record: async (decision) => (await sinks()).decisions.record(decision) },
@@ -82,16 +83,16 @@ export function handlerFromEnvironment(
     instances: {
       describe: async (instanceId, region) => (await aws()).instances.describe(instanceId, region),
     },
-    agentRoleNames: parseRoleNames(env.AGENT_ROLE_NAMES),
+    agentRoleNames: parseRoleNames(vars.AGENT_ROLE_NAMES),
     accountId,
     log,
-    metrics: new EmfMetricsSink({ log, namespace: env.POWERTOOLS_METRICS_NAMESPACE }),
-    metricTeams: parseMetricsTeams(env.METRICS_TEAMS),
-    remediationMode: parseRemediationMode(env.REMEDIATION_MODE ?? 'replace'),
+    metrics: new EmfMetricsSink({ log, namespace: vars.POWERTOOLS_METRICS_NAMESPACE }),
+    metricTeams: parseMetricsTeams(vars.METRICS_TEAMS),
+    remediationMode: parseRemediationMode(vars.REMEDIATION_MODE ?? 'replace'),
     dryRun: false,
-    priceOverrides: parsePriceOverrides(env.PRICE_OVERRIDES),
-    priceRates: parsePriceRates(env.PRICE_RATES),
-    rules: { ...DEFAULT_RULE_CONTEXT, thresholds: parseRuleThresholds(env.RULE_THRESHOLDS) },
+    priceOverrides: parsePriceOverrides(vars.PRICE_OVERRIDES),
+    priceRates: parsePriceRates(vars.PRICE_RATES),
+    rules: { ...DEFAULT_RULE_CONTEXT, thresholds: parseRuleThresholds(vars.RULE_THRESHOLDS) },
     callerCheck: 'instance-session',
   });
 }

@@ -3,17 +3,17 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { SNSClient } from '@aws-sdk/client-sns';
 import { S3ReportFiles } from '../adapters/s3-report-files';
 import { SnsReportNotifier } from '../adapters/sns-report-notifier';
-import { requiredEnv as required } from './environment';
+import { readFunctionVariables } from './environment';
 import { powertoolsLog } from './log';
 import { createReportHandler, type ReportRunResult } from './report-handler';
 import { storeFromEnvironment } from './store-from-environment';
 
 /**
  * The report Lambda (EventBridge Scheduler: daily, weekly, monthly; input `{ "period": … }`). Reads
- * its settings from the environment the CDK stack sets (lib/report-function.ts) once per cold start
+ * its settings from the environment the CDK stack sets (lib/finance-reports.ts) once per cold start
  * and delegates to {@link createReportHandler}.
  *
- * Environment: the store's (`STORE` and its settings, see `storeFromEnvironment`), `REPORTS_BUCKET`,
+ * Environment (`LAMBDA_VARIABLES.report` in lambdas/domain/lambda-environment.ts): the store's (`STORE` and its settings, see `storeFromEnvironment`), `REPORTS_BUCKET`,
  * `REPORTS_KEY_ARN`, `TOPIC_REPORTS_ARN`.
  */
 
@@ -24,17 +24,18 @@ import { storeFromEnvironment } from './store-from-environment';
 export function reportHandlerFromEnvironment(
   env: NodeJS.ProcessEnv = process.env,
 ): (event: unknown) => Promise<ReportRunResult> {
-  const logger = new Logger({ serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'gpu-sentinel-report' });
+  const vars = readFunctionVariables('report', env);
+  const logger = new Logger({ serviceName: vars.POWERTOOLS_SERVICE_NAME ?? 'gpu-sentinel-report' });
   return createReportHandler({
     store: storeFromEnvironment(env),
     files: new S3ReportFiles({
       client: new S3Client({}),
-      bucket: required(env, 'REPORTS_BUCKET'),
-      kmsKeyArn: required(env, 'REPORTS_KEY_ARN'),
+      bucket: vars.REPORTS_BUCKET,
+      kmsKeyArn: vars.REPORTS_KEY_ARN,
     }),
     notifier: new SnsReportNotifier({
       client: new SNSClient({}),
-      topicArn: required(env, 'TOPIC_REPORTS_ARN'),
+      topicArn: vars.TOPIC_REPORTS_ARN,
     }),
     log: powertoolsLog(logger),
   });

@@ -1,3 +1,4 @@
+import { STORE_KINDS, STORE_VARIABLE } from '../domain/lambda-environment';
 import type {
   LastSeen,
   RecentWindowsQuery,
@@ -13,15 +14,13 @@ import { IngestConfigError, requiredEnv } from './environment';
 import { lazily } from './lazy';
 import type { SdkClientConfig } from './sdk-client-config';
 
-/** The stores a Lambda can be told to use (`STORE`), as the CDK stack names them. */
-export const STORE_KINDS = ['athena', 'timestream'] as const;
-
 /**
  * The telemetry store the environment names, for the Lambdas. The settings are read and checked
  * now (cold start fails fast, naming the variable); the adapter module and its AWS SDK clients are
  * loaded on first use, and only the chosen one's, so an Athena deployment never loads the
  * Timestream SDK and the other way round.
  *
+ * The variables are those of `STORE_VARIABLES` in `lambdas/domain/lambda-environment.ts`:
  * - `STORE=athena`: `FIREHOSE_GPU_STREAM`, `FIREHOSE_EFA_STREAM`, `FIREHOSE_EVENTS_STREAM`,
  *   `ATHENA_DATABASE`, `ATHENA_WORKGROUP` (reads).
  * - `STORE=timestream`: `TIMESTREAM_DATABASE`, `TIMESTREAM_GPU_TABLE`, `TIMESTREAM_EFA_TABLE`,
@@ -33,7 +32,7 @@ export const STORE_KINDS = ['athena', 'timestream'] as const;
  * @throws {IngestConfigError} when `STORE` is missing or not `athena|timestream`, or a variable of the chosen store is missing
  */
 export function storeFromEnvironment(env: NodeJS.ProcessEnv, sdk: SdkClientConfig = {}): TelemetryStore {
-  const kind = requiredEnv(env, 'STORE');
+  const kind = requiredEnv(env, STORE_VARIABLE);
   let load: () => Promise<TelemetryStore>;
   if (kind === 'athena') {
     const streams = {

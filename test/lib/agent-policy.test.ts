@@ -1,16 +1,15 @@
 import type { CfnResource } from 'aws-cdk-lib';
-import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
-import { batchesInvokeArn, buildStack } from './build-stack';
+import { batchesInvokeArn, sharedStack } from './build-stack';
 
 describe('AgentPolicy', () => {
   let stack: GpuSentinelStack;
   let template: Template;
 
   beforeAll(() => {
-    stack = buildStack();
-    template = Template.fromStack(stack);
+    ({ stack, template } = sharedStack());
   });
 
   it('creates one managed policy named after the stack and region, allowing only POST /v1/batches', () => {
@@ -40,8 +39,7 @@ describe('AgentRole', () => {
   let template: Template;
 
   beforeAll(() => {
-    stack = buildStack();
-    template = Template.fromStack(stack);
+    ({ stack, template } = sharedStack());
   });
 
   it('is trusted by EC2 only, carries the agent policy and has an instance profile', () => {

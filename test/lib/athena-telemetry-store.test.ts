@@ -1,4 +1,4 @@
-import { App, type CfnElement, type CfnResource, Stack } from 'aws-cdk-lib';
+import { type CfnElement, type CfnResource, Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type { IConstruct } from 'constructs';
@@ -7,7 +7,7 @@ import { TELEMETRY_TABLE_COLUMNS, TELEMETRY_TABLES } from '../../lambdas/domain/
 import { AthenaTelemetryStore } from '../../lib/athena-telemetry-store';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../../lib/props-validation-error';
-import { buildStack, testOutdir } from './build-stack';
+import { buildStack, sharedStack, testApp } from './build-stack';
 import { actionsOf, resourcesOf, roleStatements, statementsGranting } from './iam-statements';
 
 /** The logical id of a construct's CloudFormation resource (its default child, or itself). */
@@ -32,7 +32,7 @@ describe('AthenaTelemetryStore (the default store)', () => {
 
   it('creates Timestream and no Firehose, Glue or Athena resource with store timestream', () => {
     // Prepare / Act
-    const timestream = Template.fromStack(buildStack({ store: 'timestream' }));
+    const timestream = sharedStack({ store: 'timestream' }).template;
 
     // Assess
     timestream.resourceCountIs('AWS::Timestream::Database', 1);
@@ -48,8 +48,7 @@ describe('AthenaTelemetryStore (the default store)', () => {
 
   it('gives Timestream a KMS-encrypted location for rejected magnetic-store writes, per table', () => {
     // Prepare
-    const timestream = buildStack({ store: 'timestream' });
-    const t = Template.fromStack(timestream);
+    const { stack: timestream, template: t } = sharedStack({ store: 'timestream' });
     const bucket = id(timestream, timestream.database?.rejectedDataBucket as IConstruct);
 
     // Act / Assess
@@ -351,8 +350,7 @@ describe('AthenaTelemetryStore (the default store)', () => {
 
   it('grants readers Athena on the workgroup, Glue on the tables, S3 read of the tables and the results prefix', () => {
     // Prepare
-    const app = new App({ outdir: testOutdir(), context: { 'aws:cdk:bundling-stacks': [] } });
-    const s = new Stack(app, 'ReaderStack');
+    const s = new Stack(testApp(), 'ReaderStack');
     const athenaStore = new AthenaTelemetryStore(s, 'Store');
     const reader = new iam.Role(s, 'Reader', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
 

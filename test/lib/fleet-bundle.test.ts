@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_FLEET_ENTRY } from '../../lib/gpu-sentinel-stack';
-import { LAMBDA_BUNDLING } from '../../lib/ingest-function';
+import { LAMBDA_BUNDLING } from '../../lib/lambda-bundling';
 import { ingestEsbuildOptions } from './ingest-esbuild';
 
 describe('the fleet evaluator Lambda bundle', () => {

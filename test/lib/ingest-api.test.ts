@@ -188,6 +188,15 @@ describe('IngestApi', () => {
     template.resourceCountIs('AWS::ApiGateway::Account', 1);
   });
 
+  it('creates no account logging role with apiGatewayCloudWatchRole false (the account has one)', () => {
+    // Prepare / Act
+    const t = Template.fromStack(buildStack({ apiGatewayCloudWatchRole: false }));
+
+    // Assess
+    t.resourceCountIs('AWS::ApiGateway::Account', 0);
+    t.resourceCountIs('AWS::ApiGateway::RestApi', 1);
+  });
+
   it('lets only API Gateway invoke the function, from this method', () => {
     // Prepare / Act / Assess
     template.resourceCountIs('AWS::Lambda::Permission', 1);

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { stackNameFromContext, stackPropsFromContext } from '../../bin/cdk-app-context';
+import { PropsValidationError } from '../../lib/props-validation-error';
+
+/** A context source holding `values`, as `-c key=value` (strings) or cdk.json (any JSON) gives them. */
+function context(values: Record<string, unknown>): { tryGetContext(key: string): unknown } {
+  return { tryGetContext: (key) => values[key] };
+}
+
+describe('the CDK app context', () => {
+  it('leaves every prop to the stack’s default when no context is given', () => {
+    // Prepare / Act
+    const props = stackPropsFromContext(context({}), {});
+
+    // Assess
+    expect(
+      Object.entries(props).filter(([key, value]) => key !== 'description' && value !== undefined),
+    ).toEqual([]);
+    expect(stackNameFromContext(context({}))).toBe('GpuSentinel');
+  });
+
+  it('converts CLI strings: numbers, booleans, JSON, comma-separated lists', () => {
+    // Prepare
+    const cli = context({
+      stackName: 'Fleet2',
+      store: 'timestream',
+      telemetryRetentionDays: '730',
+      apiGatewayCloudWatchRole: 'false',
+      priceOverridesUsdPerHour: '{"p5.48xlarge": 55.04}',
+      agentRoleArns: 'arn:aws:iam::123456789012:role/A, arn:aws:iam::123456789012:role/B',
+      fleetRegions: '["us-east-1","eu-north-1"]',
+      metricsTeams: '',
+    });
+
+    // Act
+    const props = stackPropsFromContext(cli, {});
+
+    // Assess
+    expect(stackNameFromContext(cli)).toBe('Fleet2');
+    expect(props).toMatchObject({
+      store: 'timestream',
+      telemetryRetentionDays: 730,
+      apiGatewayCloudWatchRole: false,
+      priceOverridesUsdPerHour: { 'p5.48xlarge': 55.04 },
+      agentRoleArns: ['arn:aws:iam::123456789012:role/A', 'arn:aws:iam::123456789012:role/B'],
+      fleetRegions: ['us-east-1', 'eu-north-1'],
+    });
+    expect(props.metricsTeams).toBeUndefined();
+  });
+
+  it('takes cdk.json values as they are: lists and objects', () => {
+    // Prepare / Act
+    const props = stackPropsFromContext(
+      context({ metricsTeams: ['llm', 'vision'], alertEmails: { critical: ['oncall@example.com'] } }),
+      {},
+    );
+
+    // Assess
+    expect(props.metricsTeams).toEqual(['llm', 'vision']);
+    expect(props.alertEmails).toEqual({ critical: ['oncall@example.com'] });
+  });
+
+  it('pins the stack to an environment only when both account and region are known', () => {
+    // Prepare / Act / Assess
+    expect(stackPropsFromContext(context({}), { CDK_DEFAULT_ACCOUNT: '123456789012' }).env).toBeUndefined();
+    expect(
+      stackPropsFromContext(context({}), {
+        CDK_DEFAULT_ACCOUNT: '123456789012',
+        CDK_DEFAULT_REGION: 'eu-west-1',
+      }).env,
+    ).toEqual({ account: '123456789012', region: 'eu-west-1' });
+  });
+
+  it.each([
+    [
+      { apiGatewayCloudWatchRole: 'yes' },
+      'Expected `apiGatewayCloudWatchRole` to be `true` or `false`, got `"yes"`',
+    ],
+    [{ priceRates: '{"spot_discount": 0.6' }, 'Expected `priceRates` to be JSON'],
+    [{ agentRoleArns: '[not json' }, 'Expected `agentRoleArns` to be JSON'],
+  ])('fails naming the key for %j', (values, message) => {
+    // Prepare / Act
+    const read = () => stackPropsFromContext(context(values), {});
+
+    // Assess
+    expect(read).toThrow(PropsValidationError);
+    expect(read).toThrow(message);
+  });
+});

@@ -1,0 +1,84 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type App, CfnResource } from 'aws-cdk-lib';
+import { describe, expect, it } from 'vitest';
+import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
+import { buildStack } from './build-stack';
+
+/** One finding of a validation plugin, as the CDK writes it to `validation-report.json`. */
+interface Finding {
+  readonly plugin: string;
+  readonly rule: string;
+  readonly severity: string;
+  readonly description: string;
+}
+
+/**
+ * Synthesizes the stack's app with the CDK's built-in CloudFormation validation (what `cdk synth`
+ * and `cdk deploy` run, with `cdk.json`'s `validateAgainstDefaultRules`) and returns the findings
+ * it reported that no construct acknowledged: none when the report is absent.
+ */
+function cloudFormationFindings(stack: GpuSentinelStack): Finding[] {
+  const assembly = (stack.node.root as App).synth();
+  const reportPath = join(assembly.directory, 'validation-report.json');
+  if (!existsSync(reportPath)) return [];
+  const report = JSON.parse(readFileSync(reportPath, 'utf8')) as {
+    pluginReports: {
+      pluginName: string;
+      violations: { ruleName: string; severity: string; description: string }[];
+    }[];
+  };
+  return report.pluginReports
+    .filter((r) => r.pluginName === 'CloudFormation Validate')
+    .flatMap((r) =>
+      r.violations.map((v) => ({
+        plugin: r.pluginName,
+        rule: v.ruleName,
+        severity: v.severity,
+        description: v.description,
+      })),
+    );
+}
+
+describe('CloudFormation validation (resource schemas and default rules)', () => {
+  it.each(['athena', 'timestream'] as const)('passes with store %s and no finding left open', (store) => {
+    // Prepare
+    const stack = buildStack(
+      { store, alertEmails: { critical: ['oncall@example.com'] } },
+      { cloudFormationValidation: true },
+    );
+
+    // Act
+    const findings = cloudFormationFindings(stack);
+
+    // Assess
+    expect(findings).toEqual([]);
+  });
+
+  it('reports a warning left open (the validation really runs here)', () => {
+    // Prepare
+    const stack = buildStack({}, { cloudFormationValidation: true });
+    new CfnResource(stack, 'OddTopic', { type: 'AWS::SNS::Topic', properties: { TopicName: 42 } });
+
+    // Act
+    const findings = cloudFormationFindings(stack);
+
+    // Assess
+    expect(findings).toEqual([
+      expect.objectContaining({
+        rule: 'W9003',
+        severity: 'warning',
+        description: expect.stringContaining('TopicName'),
+      }),
+    ]);
+  });
+
+  it('fails the synth on a resource the schema refuses', () => {
+    // Prepare
+    const stack = buildStack({}, { cloudFormationValidation: true });
+    new CfnResource(stack, 'NotATopic', { type: 'AWS::SNS::Topic', properties: { NoSuchProperty: true } });
+
+    // Act / Assess
+    expect(() => cloudFormationFindings(stack)).toThrow(/NoSuchProperty/);
+  });
+});
