@@ -1,12 +1,64 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Test files that share one module graph per worker (`isolate: false`), by room. Starting a fresh
+ * process and importing the SDK, DuckDB or koffi again for each of ~170 files was most of the
+ * suite's time; these rooms' tests keep no state across files, so each group runs in reused
+ * workers. A group never shares a worker with another (each is its own project), so module-level
+ * state of one room (the fake NVML's reference count, a handler's cache) cannot leak into another.
+ *
+ * Isolated (a fresh worker per file): the CDK tests (each builds apps into temp folders its module
+ * owns), the end-to-end and packaging tests (child processes, bundles), the ingest Lambda's
+ * on-the-wire test (it loads the handler module with its cold-start caches), the architecture test.
+ */
+const SHARED: Readonly<Record<string, readonly string[]>> = {
+  lambdas: [
+    'test/lambdas/contract/**/*.test.ts',
+    'test/lambdas/domain/**/*.test.ts',
+    'test/lambdas/app/**/*.test.ts',
+    'test/lambdas/adapters/**/*.test.ts',
+    'test/lambdas/local/**/*.test.ts',
+    'test/lambdas/*.test.ts',
+  ],
+  'lambdas-handlers': ['test/lambdas/handlers/**/*.test.ts'],
+  agent: [
+    'test/agent/*.test.ts',
+    'test/agent/window/**/*.test.ts',
+    'test/agent/config/**/*.test.ts',
+    'test/agent/identity/**/*.test.ts',
+    'test/agent/send/**/*.test.ts',
+    'test/agent/spool/**/*.test.ts',
+  ],
+  'agent-nvml': ['test/agent/nvml/**/*.test.ts'],
+  bin: ['test/bin/**/*.test.ts'],
+  chaos: ['test/chaos/**/*.test.ts'],
+};
+
+/** Files inside a shared group that need a fresh worker anyway (module-level cold-start state). */
+const ISOLATED_INSIDE_SHARED = ['test/lambdas/handlers/ingest-wire.test.ts'];
+
+const sharedGlobs = Object.values(SHARED).flat();
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/setup/global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
     benchmark: { include: ['test/**/*.bench.ts'] },
+    projects: [
+      ...Object.entries(SHARED).map(([name, include]) => ({
+        extends: true as const,
+        test: { name, include: [...include], exclude: ISOLATED_INSIDE_SHARED, isolate: false },
+      })),
+      {
+        extends: true as const,
+        test: { name: 'isolated', include: ['test/**/*.test.ts'], exclude: sharedGlobs, isolate: true },
+      },
+      {
+        extends: true as const,
+        test: { name: 'isolated-in-shared-room', include: ISOLATED_INSIDE_SHARED, isolate: true },
+      },
+    ],
   },
 });
