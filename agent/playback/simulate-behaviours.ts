@@ -1,6 +1,6 @@
 /**
  * Workload behaviours of a simulated GPU: what one GPU's counters look like, second by second,
- * under each labelled condition of the efficiency playbook (healthy compute bound, idle, held idle,
+ * under each labelled condition of the efficiency tree (docs/design.md §6: healthy compute bound, idle, held idle,
  * fake load, input bound, CPU bound, low occupancy, tensor idle, memory bound, thermal throttling,
  * a memory leak, a power sawtooth, an in-node straggler). Pure and deterministic: time and the
  * random stream are arguments.
@@ -138,7 +138,7 @@ const NOTHING: WorkPoint = {
 };
 
 /**
- * The work point of each behaviour at one instant. Numbers: the playbook's decision tree puts
+ * The work point of each behaviour at one instant. Numbers: the efficiency decision tree puts
  * each behaviour clearly inside its branch (SM active < 30 %, 30–70 %, > 70 %; tensor zero; DRAM
  * > 80 %; occupancy < 20 %), with ±3 % noise so statistics are not degenerate.
  */
@@ -197,7 +197,7 @@ export const BEHAVIOUR_WORK: Readonly<Record<Behaviour, (input: BehaviourInput) 
     pcie_rx_bytes_per_s: jitter(0.04 * GIB, 0.1, random, false),
     nvlink_bytes_per_s: jitter(4 * GIB, 0.1, random, false),
   }),
-  /** Small batches: SM active 55 %, occupancy 10 % (below the playbook's 20 %), tensor 32 %. */
+  /** Small batches: SM active 55 %, occupancy 10 % (below the tree's 20 %), tensor 32 %. */
   low_occupancy: ({ random }) => ({
     ...noisy(HEALTHY, random),
     sm_active: jitter(0.55, 0.03, random),
@@ -214,7 +214,7 @@ export const BEHAVIOUR_WORK: Readonly<Record<Behaviour, (input: BehaviourInput) 
     dram_active: jitter(0.35, 0.03, random),
     fp32_active: jitter(0.5, 0.03, random),
   }),
-  /** Memory bound: SM active 78 %, DRAM bandwidth 90 % (above the playbook's 80 %). */
+  /** Memory bound: SM active 78 %, DRAM bandwidth 90 % (above the tree's 80 %). */
   memory_bound: ({ random }) => ({
     ...noisy(HEALTHY, random),
     sm_active: jitter(0.78, 0.03, random),

@@ -6,8 +6,8 @@ import { SimulatedEfa, type SimulatedEfaPort } from './simulate-efa';
 
 /**
  * Simulated hosts and the default simulated fleet of `gpu-sentinel local`: one host per labelled
- * condition of the efficiency playbook, so the first run shows every diagnosis and its fix. Every
- * simulated host carries the tag `simulated=true`, team `simulated` and a `sim-…` job, and an
+ * condition of the efficiency tree (docs/design.md §6), so the first run shows every diagnosis and
+ * its fix. Every simulated host carries the tag `simulated=true`, team `simulated` and a `sim-…` job, and an
  * instance id starting `i-05e0`, so nobody mistakes it for a real machine.
  */
 
@@ -131,7 +131,7 @@ function fabric(dropping?: string): SimulatedEfaPort[] {
 }
 
 /**
- * The default simulated fleet: one host per diagnosis and per window rule of the playbook.
+ * The default simulated fleet: one host per diagnosis and per window rule (docs/design.md §6).
  * Single-GPU p5.4xlarge hosts for the per-GPU conditions (cheap to simulate, priced at $6.88/h),
  * 8-GPU p5.48xlarge hosts where peers or the fabric matter, and a p4d.24xlarge (A100, no GPM, no
  * DCGM) for the host whose efficiency cannot be measured.

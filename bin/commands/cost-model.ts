@@ -6,7 +6,7 @@ import {
 } from '../cost-model/pipeline-cost';
 import { SERVICE_PRICES } from '../cost-model/service-prices';
 
-/** The pipeline's cost target, USD per GPU-month (issue 10 item 4). */
+/** The pipeline's cost target, USD per GPU-month (BENCHMARKS.md, current figures against targets). */
 export const TARGET_USD_PER_GPU_MONTH = 0.1;
 
 /** Output formats of `gpu-sentinel cost-model`. */

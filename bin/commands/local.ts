@@ -188,7 +188,7 @@ export async function runLocalCommand(
 
 /**
  * What the pipeline made of each simulated host: its job, what it simulates, the diagnosis of its
- * GPUs, and the summary of each alert raised (the alert lines above carry the playbook's fix).
+ * GPUs, and the summary of each alert raised (the alert lines above carry each rule's fix).
  */
 async function simulatedFleetSummary(pipeline: LocalPipeline, fleet: readonly Scenario[]): Promise<string> {
   const observed = await observeHosts(

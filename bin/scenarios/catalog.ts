@@ -12,7 +12,7 @@ import type { Scenario } from './scenario';
 
 /**
  * The labelled scenario suite: the default simulated fleet (one host per diagnosis and window rule)
- * and the bundled real kernel-log captures, each with what the GPU observability playbook says the
+ * and the bundled real kernel-log captures, each with what the rules of docs/design.md §6 say the
  * pipeline must make of it.
  */
 

@@ -3,8 +3,8 @@ import type { Diagnosis, RuleId } from '../../lambdas/domain';
 
 /**
  * A labelled scenario: one host whose batches go through the real local pipeline (loopback HTTP →
- * ingest handler → DuckDB), and what the pipeline must make of it, after the GPU observability
- * playbook: the rules it must raise, those it may raise, the diagnosis its GPUs must get, and the
+ * ingest handler → DuckDB), and what the pipeline must make of it, after the rules of
+ * docs/design.md §6: the rules it must raise, those it may raise, the diagnosis its GPUs must get, and the
  * remediation decisions it may lead to. Every rule not listed must stay quiet.
  */
 
@@ -41,7 +41,7 @@ export interface Scenario {
   readonly instance_id: string;
   /** Rules that must raise an alert. */
   readonly expect: readonly RuleId[];
-  /** Rules that may raise one (a true consequence the playbook does not label either way). @default [] */
+  /** Rules that may raise one (a true consequence the labels do not decide either way). @default [] */
   readonly allow?: readonly RuleId[];
   /** The diagnosis each judged GPU's latest window must carry. @default not judged */
   readonly diagnosis?: Diagnosis;

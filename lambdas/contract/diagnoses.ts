@@ -1,5 +1,5 @@
 /**
- * The efficiency diagnosis of a GPU over the trailing horizon: the leaf of the playbook's decision tree
+ * The efficiency diagnosis of a GPU over the trailing horizon: the leaf of the efficiency decision tree
  * (SM active < 30 % → data loading / CPU preprocessing / small batch; 30–70 % → tensor idle;
  * > 70 % → memory or compute bound), plus `idle`/`held_idle` (no work), `fake_load` (GPU util high,
  * SM active low), `throttled` (clocks held down by heat or power) and `unknown` (no profiling source:
@@ -7,7 +7,7 @@
  * dollars have a cause.
  *
  * Published with the contract so the pipeline's rules and the agent's simulated workloads (one per
- * diagnosis the playbook names) share one list.
+ * diagnosis the tree names) share one list.
  */
 export const DIAGNOSES = [
   'idle',

@@ -17,7 +17,7 @@ import type { Batch } from '../../lambdas/contract';
  * Runs the agent loop (test/agent/fixtures/delivery-kill-child.ts: a fake 2-GPU source, the real
  * BatchBuilder, HttpSender to a loopback sink here) on a compressed clock, `--flush-ms` windows, for
  * four delivery paths:
- * - spool first, sent every flush (the agent before issue 10);
+ * - spool first, sent every flush (the agent before merged sends);
  * - spool first, sent every `--ratio` flushes, spooled batches merged into one request (the agent now);
  * - send first, every flush (in memory; spooled only on failure — the API is up here);
  * - send first, every `--ratio` flushes (windows wait in memory for the send).

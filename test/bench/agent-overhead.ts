@@ -50,7 +50,7 @@ import { processCpuUs, statusKb, threadCpuUs } from './proc-stat';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
 const SMI = join(HERE, 'fixtures', 'nvidia-smi');
-/** The agent's budget at 1 Hz (issue 10), by GPU count: % of one core and peak RSS in MiB (2^20 bytes, the unit of every RSS figure of this bench and of BENCHMARKS.md). */
+/** The agent's budget at 1 Hz (BENCHMARKS.md, current figures against targets), by GPU count: % of one core and peak RSS in MiB (2^20 bytes, the unit of every RSS figure of this bench and of BENCHMARKS.md). */
 const TARGETS: Readonly<Record<number, { cpuPercent: number; rssMb: number }>> = {
   8: { cpuPercent: 0.1, rssMb: 60 },
   64: { cpuPercent: 0.4, rssMb: 100 },

@@ -1,5 +1,5 @@
 /**
- * Cold start of the ingest Lambda (issue 10 item 3): bundles the handler exactly as the stack does
+ * Cold start of the ingest Lambda (targets in BENCHMARKS.md): bundles the handler exactly as the stack does
  * (`INGEST_BUNDLING`, and the split modules built next to `index.js`), then loads `index.js` in
  * fresh Node processes with the Lambda's `NODE_OPTIONS` (`--enable-source-maps`) and reports module
  * init (wall and CPU time of the `require`) and RSS after it, against the targets; and what the
@@ -16,9 +16,9 @@ import { DEFAULT_INGEST_ENTRY } from '../../lib/gpu-sentinel-stack';
 import { INGEST_SPLIT_MODULES, splitModuleCommands } from '../../lib/ingest-function';
 import { ingestEsbuildOptions } from '../lib/ingest-esbuild';
 
-/** Module init target, ms (issue 10 item 3). */
+/** Module init target, ms. */
 const TARGET_INIT_MS = 150;
-/** RSS after module init target, MB (10^6 bytes; issue 10 item 3). */
+/** RSS after module init target, MB (10^6 bytes). */
 const TARGET_RSS_MB = 80;
 
 const runsAt = process.argv.indexOf('--runs');

@@ -1,5 +1,5 @@
 /**
- * Ingest throughput on the Lambda path (issue 10 item 3): the production handler as the Lambda
+ * Ingest throughput on the Lambda path (target in BENCHMARKS.md): the production handler as the Lambda
  * builds it (`handlerFromEnvironment`: Powertools Logger, real SDK v3 clients for Firehose or
  * Timestream, DynamoDB, SNS, EC2, Auto Scaling, IAM) with a canned `requestHandler`, so every call
  * is really built, serialised, signed and parsed; only the network is missing. Batches as the agent
@@ -20,7 +20,7 @@ import { DEFAULT_COST_MODEL_INPUT, pipelineCost } from '../../bin/cost-model/pip
 import { CANNED_CALLER, cannedEnvironment, cannedIngest } from '../lambdas/handlers/canned-ingest';
 import { multiWindowBatch } from '../lambdas/handlers/multi-window-batch';
 
-/** Target, flush windows per CPU-second (issue 10 item 3). */
+/** Target, flush windows per CPU-second. */
 const TARGET_WINDOWS_PER_CPU_S = 10_000;
 const WINDOWS = 6;
 const GPUS = 8;

@@ -110,7 +110,7 @@ describe('agent parsers on real captures', () => {
 /**
  * The window rules' cost at ingest: the same batch with 8 flush windows and 8 horizon windows (a
  * healthy compute-bound host, the common case), judged (rules on) and not judged (rules off: a
- * minimum span longer than the horizon, so the horizons are validated and dropped as before issue 6).
+ * minimum span longer than the horizon, so the horizons are validated and dropped as before the window rules existed).
  */
 const rulesOffContext: RuleContext = {
   ...DEFAULT_RULE_CONTEXT,

@@ -22,7 +22,7 @@ import { setup as buildTestDoubles } from '../setup/global-setup';
  * against the 5 s target.
  */
 
-/** Target of issue 10: XID to alert and to replacement decision, p99, s. */
+/** Target: XID to alert and to replacement decision, p99, s (BENCHMARKS.md). */
 const TARGET_P99_S = 5;
 /** XID 79: the GPU has fallen off the bus; the XID policy replaces the instance at once. */
 const XID_FALLEN_OFF_BUS = 79;

@@ -11,7 +11,7 @@ import { RecordingAlertSink, RecordingDecisionSink, RecordingRemediator } from '
 import { proxyEvent, RecordingStore, Tally } from './chaos-fixtures';
 import { MemoryStateStore } from './memory-state-store';
 
-/** Requests the fuzz run sends through the real ingest handler (the issue asks for ≥ 10,000). */
+/** Requests the fuzz run sends through the real ingest handler (the goal is ≥ 10,000). */
 const FUZZ_RUNS = 10_000;
 
 /** Numbers at and past every bound a store or a parser has: int64, safe integers, DOUBLE's range, denormals. */

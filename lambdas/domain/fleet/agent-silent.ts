@@ -3,7 +3,7 @@ import { onDemandPrice } from '../pricing';
 import type { FleetFinding, FleetRule } from './fleet-rule';
 
 /**
- * Rule `agent_silent` (docs/design.md §6, issue 8): a GPU instance EC2 says is running that sent no
+ * Rule `agent_silent` (docs/design.md §6): a GPU instance EC2 says is running that sent no
  * batch for `agentSilentAfterS` (300 s), or none at all in the evaluator's look-back: a dead agent, a
  * hung host, or GPUs nobody watches. Instances launched less than `agentSilentAfterS` ago are not
  * judged (their agent is still starting). One alert per instance, warning; it resolves when the

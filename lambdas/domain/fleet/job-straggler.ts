@@ -50,7 +50,7 @@ function nodesByJob(
 }
 
 /**
- * Rule `straggler` across nodes (docs/design.md §6, issue 8; the ingest `straggler` compares the GPUs
+ * Rule `straggler` across nodes (docs/design.md §6; the ingest `straggler` compares the GPUs
  * of one instance): the nodes of one job (the `job` tag each window had) over the last
  * `fleetStragglerSpanS` (900 s). Per node, the mean of each of SM active, power and temperature over all
  * its GPUs' flush windows (a metric no window carries is absent, never 0). For each metric present on

@@ -5,7 +5,7 @@ import type { FleetFinding, FleetRule } from './fleet-rule';
 import { TEAM_SUBJECT_PREFIX } from './fleet-rule';
 
 /**
- * Rule `waste_rate` per team (docs/design.md §6, issue 8; the ingest `waste_rate` judges one instance's
+ * Rule `waste_rate` per team (docs/design.md §6; the ingest `waste_rate` judges one instance's
  * horizon): over the last `fleetWasteSpanS` (3600 s), a team's `wasted_usd / cost_usd` from the waste
  * ledger (docs/design.md §5, summed by the store per `team` tag each window had) is ≥
  * `fleetWasteRateAtLeast` (50 %), and the team spent at least `fleetWasteMinCostUsdPerHour` ($20/h)

@@ -3,7 +3,7 @@ import { percent, perGpu, round3 } from './window-finding';
 import type { WindowRule } from './window-rule';
 
 /**
- * Rule `cpu_bound` (playbook: SM active < 30 % with PCIe RX low = CPU preprocessing bound): SM active below
+ * Rule `cpu_bound` (efficiency tree: SM active < 30 % with PCIe RX low = CPU preprocessing bound): SM active below
  * `underutilizedSmActiveBelow` and PCIe RX measured below `inputBoundPcieRxBytesPerS` with no burst: the
  * GPU waits on the host's CPU, not the bus. Warning, to the owner.
  */

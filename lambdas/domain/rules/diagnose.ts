@@ -3,8 +3,8 @@ import type { Diagnosis } from '../types';
 import type { Thresholds } from './thresholds';
 
 /**
- * The efficiency diagnosis of one GPU horizon: the leaf of the playbook's decision tree (docs/design.md §6, issue
- * 6), first match wins. An absent metric never counts as zero: a branch that needs it is not taken.
+ * The efficiency diagnosis of one GPU horizon: the leaf of the efficiency decision tree (docs/design.md §6),
+ * first match wins. An absent metric never counts as zero: a branch that needs it is not taken.
  *
  * 1. `sm_active` absent (no GPM / DCGM): `gpu_util` (an upper bound on SM activity) below
  *    `idleSmActiveBelow` → `idle` / `held_idle` as below; otherwise `unknown` (no leaf can be named).

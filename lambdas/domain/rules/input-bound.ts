@@ -5,7 +5,7 @@ import type { WindowRule } from './window-rule';
 const gbPerS = (v: number): string => `${round3(v / 1e9)} GB/s`;
 
 /**
- * Rule `input_bound` (playbook: SM active < 30 % with PCIe RX high = data-loading bound): SM active below
+ * Rule `input_bound` (efficiency tree: SM active < 30 % with PCIe RX high = data-loading bound): SM active below
  * `underutilizedSmActiveBelow` while host→GPU traffic is high (`pcie_rx_bytes_per_s ≥
  * inputBoundPcieRxBytesPerS` or a burst `max_pcie_rx_bytes_per_s ≥ inputBoundPcieRxBurstBytesPerS`).
  * Warning, to the owner.

@@ -3,7 +3,7 @@ import { percent, perGpu } from './window-finding';
 import type { WindowRule } from './window-rule';
 
 /**
- * Rule `low_occupancy` (playbook: "if occupancy < 20 %, alert the developer"): `sm_occupancy <
+ * Rule `low_occupancy` (efficiency tree: occupancy < 20 % is worth telling the developer): `sm_occupancy <
  * lowOccupancyBelow` (0.2) on a GPU that is working (the diagnosis leaf `low_occupancy`: SM active ≥ 30 %
  * with tensor cores in use, or SM active < 30 % where PCIe traffic is not measured). Info, to the owner.
  */

@@ -3,7 +3,7 @@ import { percent, perGpu } from './window-finding';
 import type { WindowRule } from './window-rule';
 
 /**
- * Rule `memory_bound` (playbook: DRAM active > 80 % is memory bound, whether SM is high — the tree — or
+ * Rule `memory_bound` (efficiency tree: DRAM active > 80 % is memory bound, whether SM is high — the tree — or
  * low — the dashboard rule): `dram_active ≥ memoryBoundDramActiveAtLeast` (0.8). Info, to the owner.
  */
 export const memoryBoundRule: WindowRule<'memory_bound'> = diagnosisRule({

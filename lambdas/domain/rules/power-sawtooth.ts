@@ -5,7 +5,7 @@ import type { WindowRule } from './window-rule';
 const cv = (v: number): string => String(round3(v));
 
 /**
- * Rule `power_sawtooth` (playbook: a power sawtooth means data starvation): over the horizon, board power
+ * Rule `power_sawtooth` (a power sawtooth means data starvation: the GPU idles between steps): over the horizon, board power
  * swings (`power_cv ≥ powerSawtoothCvAtLeast`, 0.25) while SM activity swings with it (`sm_active_cv ≥
  * powerSawtoothSmActiveCvAtLeast`, 0.5) on a GPU that is not idle: compute, wait, compute. Needs both
  * spreads (horizon statistics). Info, to the owner.

@@ -51,7 +51,7 @@ export function peerStandings(values: readonly number[]): PeerStanding[] {
 }
 
 /**
- * Rule `straggler` (docs/design.md §6, playbook: one GPU 10 % slower slows the whole synchronous job; a cooler GPU
+ * Rule `straggler` (docs/design.md §6; in a synchronous job one GPU 10 % slower slows the whole synchronous job; a cooler GPU
  * is doing less work): one GPU of an instance against its peers on SM active, power and temperature. For
  * each metric present on ≥ `stragglerMinGpus` (3) judged GPUs, a GPU is low when its modified z-score is
  * ≤ `stragglerModifiedZBelow` (−3.5) **and** it is ≥ `stragglerMinGap` (10 %) below the median. A GPU low

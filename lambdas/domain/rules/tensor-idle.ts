@@ -3,7 +3,7 @@ import { percent, perGpu } from './window-finding';
 import type { WindowRule } from './window-rule';
 
 /**
- * Rule `tensor_idle` (playbook, SM active 30–70 %): `tensor_active < tensorIdleBelow` (0.05) while SM active
+ * Rule `tensor_idle` (efficiency tree, SM active 30–70 %): `tensor_active < tensorIdleBelow` (0.05) while SM active
  * is between `underutilizedSmActiveBelow` and `computeBoundSmActiveAtLeast`: the math runs on the FP32
  * pipes, not the tensor cores. Info, to the owner.
  */

@@ -15,9 +15,9 @@ function throttling(g: HorizonGpu, t: Thresholds): boolean {
 const celsius = (v: number): string => `${Math.round(v)} C`;
 
 /**
- * Rule `thermal_throttle` (docs/design.md §6, playbook): thermal clock-event reasons in ≥ `thermalThrottleRatioAtLeast`
+ * Rule `thermal_throttle` (docs/design.md §6): thermal clock-event reasons in ≥ `thermalThrottleRatioAtLeast`
  * (20 %) of the horizon's samples, or `max_gpu_temp_c > thermalThrottleTempC` (85 °C) → warning; else a
- * mean `gpu_temp_c > thermalWarnTempC` (80 °C, the playbook's alert level) → info. Notify only: cooling is
+ * mean `gpu_temp_c > thermalWarnTempC` (80 °C, the usual alert level) → info. Notify only: cooling is
  * the host's side, a human decides.
  */
 export const thermalThrottleRule: WindowRule<'thermal_throttle'> = gpuConditionRule({

@@ -4,9 +4,9 @@ import { IDLE_EFFICIENCY_BELOW } from '../constants';
  * Rule thresholds (docs/design.md §6): one documented data table (value, unit, range, source), overridable per
  * deployment (`parseRuleThresholds`: the ingest Lambda's `RULE_THRESHOLDS`, local mode's `--rules FILE`).
  *
- * Sources named below: "playbook" = the GPU observability playbook issue 6 follows (its decision tree:
- * SM active < 30 % underutilized → PCIe RX high: data loading / low: CPU preprocessing; 30–70 % → tensor
- * zero or low; > 70 % → DRAM > 80 %: memory bound; occupancy < 20 %: alert the developer; temperature
+ * Sources named below: "playbook" = the GPU efficiency decision tree the rules follow (written out in
+ * docs/design.md §6: SM active < 30 % underutilized → PCIe RX high: data loading / low: CPU
+ * preprocessing; 30–70 % → tensor zero or low; > 70 % → DRAM > 80 %: memory bound; occupancy < 20 %: alert the developer; temperature
  * alert above 80 °C, throttling from ~85 °C; a power sawtooth is data starvation; one GPU 10 % slower
  * slows a synchronous job); "docs/design.md §6" = the rule table; "Iglewicz & Hoaglin" = the modified z-score
  * outlier test (|z| > 3.5 with z = 0.6745 (x − median) / MAD).

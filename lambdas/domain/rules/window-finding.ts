@@ -12,7 +12,7 @@ export interface WindowFindingParts {
   readonly gpus: readonly HorizonGpu[];
   /** What is wrong, after `<job> on GPUs 1,2: ` (no subject: `tensor cores idle (…)`). */
   readonly what: string;
-  /** The playbook fix. */
+  /** What to do about it (the fix sent with the alert). */
   readonly remedy: string;
   /** The numbers (per-GPU values, thresholds), besides `gpus`, `horizon_s` and `wasted_usd_per_hour`. */
   readonly evidence: Readonly<Record<string, string | number | boolean>>;
@@ -31,7 +31,7 @@ export interface WindowFindingParts {
 export interface RuleMessageSpec {
   /** What is wrong with the job on these GPUs (no subject; the numbers go in the evidence). */
   readonly what: (gpus: readonly HorizonGpu[], t: Thresholds) => string;
-  /** The playbook fix. */
+  /** What to do about it (the fix sent with the alert). */
   readonly remedy: string;
   /** The measured numbers behind it. */
   readonly evidence: (

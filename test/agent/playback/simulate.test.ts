@@ -59,7 +59,7 @@ describe('SimulatedGpuSource', () => {
     ['tensor_idle', { sm_active: [0.53, 0.57], tensor_active: [0, 0] }],
     ['memory_bound', { dram_active: [0.88, 0.92], sm_active: [0.75, 0.81] }],
     ['thermal_throttle', { gpu_temp_c: [85, 89], sm_active: [0.83, 0.89] }],
-  ])('plays %s inside its branch of the playbook', (behaviour, bounds) => {
+  ])('plays %s inside its branch of the efficiency tree', (behaviour, bounds) => {
     // Prepare / Act
     const rs = readings({ gpus: [behaviour] }, 60);
 

@@ -8,7 +8,7 @@ const FLUSH_S = 10;
 const HORIZON_S = 900;
 
 /**
- * The batch the agent sends every 60 s by default (issue 10 item 2): `windows` consecutive 10 s
+ * The batch the agent sends every 60 s by default (`sendIntervalS`): `windows` consecutive 10 s
  * flush windows per GPU ending at `end`, one 15-minute horizon per GPU, for a p5.48xlarge of
  * `gpus` H100s running a healthy compute-bound job (every metric present), no events.
  *
