@@ -40,17 +40,33 @@ function withConfigFlags(command: Command): Command {
   return command;
 }
 
+/** What the agent's commands read and where their exit code goes, when not the process's own. */
+export interface AgentCommandsIo {
+  /** Environment the options resolve from (`GPU_SENTINEL_*`). @default process.env */
+  readonly env?: NodeJS.ProcessEnv;
+  /** Receives the `agent` command's exit code. @default sets `process.exitCode` */
+  readonly setExitCode?: (code: number) => void;
+}
+
 /**
  * Registers `agent` and the config-printing command on `program`.
  * @param program - the commander program
  * @param configCommand - name of the command that prints the resolved configuration
  * @param write - stdout writer
+ * @param io - environment and exit-code sink @default the process's
  */
 export function registerAgentCommands(
   program: Command,
   configCommand: string,
   write: (s: string) => void,
+  io: AgentCommandsIo = {},
 ): void {
+  const env = io.env ?? process.env;
+  const setExitCode =
+    io.setExitCode ??
+    ((code: number) => {
+      process.exitCode = code;
+    });
   withConfigFlags(
     program
       .command('agent')
@@ -60,13 +76,11 @@ export function registerAgentCommands(
   ).action(async (opts: Record<string, unknown>) => {
     const { config } = loadAgentConfig({
       ...(typeof opts.config === 'string' ? { file: opts.config } : {}),
-      env: process.env,
+      env,
       flags: flagValues(opts),
     });
-    process.exitCode = await runAgentCommand(
-      config,
-      { once: opts.once === true, print: opts.print === true },
-      write,
+    setExitCode(
+      await runAgentCommand(config, { once: opts.once === true, print: opts.print === true }, write),
     );
   });
 
@@ -82,7 +96,7 @@ export function registerAgentCommands(
     }
     const loaded = loadAgentConfig({
       ...(typeof opts.config === 'string' ? { file: opts.config } : {}),
-      env: process.env,
+      env,
       flags: flagValues(opts),
     });
     const sources = Object.fromEntries(
