@@ -4,21 +4,27 @@
 #   /opt/gpu-sentinel/bin/gpu-sentinel-agent   launcher; linked from /usr/local/bin
 #   /etc/gpu-sentinel/agent.json  config, from agent.sample.json; an existing one is kept
 #   /var/lib/gpu-sentinel/        spool (the unit's StateDirectory)
-#   /etc/systemd/system/gpu-sentinel-agent.service   hardened unit, enabled
-# and a system user `gpu-sentinel` in the group owning /dev/nvidiactl (else `video`).
-# Idempotent: running it again upgrades the files and keeps the config.
+#   /etc/systemd/system/gpu-sentinel-agent.service   hardened unit, enabled (multi-user.target.wants link)
+#   /usr/lib/sysusers.d/gpu-sentinel-agent.conf      the system user `gpu-sentinel`, in the group owning
+#                                                    /dev/nvidiactl (else `video`), made at boot by systemd-sysusers
+# and, on the live system, that user right away.
+# Idempotent: running it again upgrades the files and keeps the config; a new --endpoint replaces
+# the config's endpoint (and says so), every other key is kept.
 #
 # Usage: install.sh [--root DIR] [--prefix DIR] [--node PATH] [--endpoint URL] [--start] [--dry-run]
 #   --root DIR      install under DIR as if it were / (images, tests); users and systemctl are skipped
 #   --prefix DIR    installation folder (default /opt/gpu-sentinel)
 #   --node PATH     Node.js >= 20 to run the agent with (default: `command -v node`)
-#   --endpoint URL  API stage URL written into a new agent.json (an existing config is kept)
+#   --endpoint URL  API stage URL written into agent.json (new or existing; its other keys are kept)
 #   --start         (re)start the service now (default: enable only, for AMI baking)
 #   --dry-run       print what would be done, change nothing
 set -euo pipefail
 
 readonly UNIT_NAME=gpu-sentinel-agent.service
 readonly SERVICE_USER=gpu-sentinel
+# The target of the unit's [Install] WantedBy=, whose .wants folder enables it.
+readonly WANTED_BY=multi-user.target
+readonly SYSUSERS_FILE=/usr/lib/sysusers.d/gpu-sentinel-agent.conf
 readonly MIN_NODE_MAJOR=20
 
 ROOT=/
@@ -93,32 +99,76 @@ printf '#!/bin/sh\nexec %s %s "$@"\n' "$NODE" "$PREFIX/lib/gpu-sentinel-agent.mj
 run ln -sfn "$PREFIX/bin/gpu-sentinel-agent" "$ROOT/usr/local/bin/gpu-sentinel-agent"
 run cp "$SRC/agent.sample.json" "$ROOT/etc/gpu-sentinel/agent.sample.json"
 
-# 2. Config: created once, never overwritten.
+# 2. Config: created once; afterwards only a new --endpoint changes it (that key alone).
 config="$ROOT/etc/gpu-sentinel/agent.json"
-if [[ -e $config ]]; then
-  say "kept the existing $config"
-elif [[ -n $ENDPOINT ]]; then
-  # A JSON tool, not sed: any character of the URL (&, |, quotes, backslashes) stays the URL.
-  json_node=$NODE
-  [[ -x $json_node ]] || json_node=$(command -v node || true)
+json_node=$NODE
+[[ -x $json_node ]] || json_node=$(command -v node || true)
+# Writes $1 (a JSON config file) with "endpoint" set to $2 into $3, every other key kept. A JSON
+# tool, not sed: any character of the URL (&, |, quotes, backslashes) stays the URL.
+set_endpoint() {
   [[ -n $json_node ]] || die "Expected a Node.js here to write --endpoint into $config, got nothing; pass --node PATH"
   "$json_node" -e '
-    const [sample, endpoint] = process.argv.slice(1);
-    const config = JSON.parse(require("node:fs").readFileSync(sample, "utf8"));
+    const [file, endpoint] = process.argv.slice(1);
+    let config;
+    try { config = JSON.parse(require("node:fs").readFileSync(file, "utf8")); }
+    catch (err) { process.stderr.write(`Expected ${file} to hold a JSON object, got: ${err.message}\n`); process.exit(1); }
     process.stdout.write(`${JSON.stringify({ ...config, endpoint }, null, 2)}\n`);
-  ' "$SRC/agent.sample.json" "$ENDPOINT" | write_file "$config" 0644
+  ' "$1" "$2" >"$3" || die "Expected to write \`--endpoint\` into $config, got the error above; the config is unchanged"
+}
+# The "endpoint" of a JSON config file, or nothing.
+get_endpoint() {
+  [[ -n $json_node ]] || return 0
+  "$json_node" -e '
+    try { const e = JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8")).endpoint; if (typeof e === "string") process.stdout.write(e); } catch {}
+  ' "$1"
+}
+if [[ -e $config && -z $ENDPOINT ]]; then
+  say "kept the existing $config"
+elif [[ -e $config ]]; then
+  old=$(get_endpoint "$config")
+  if [[ $old == "$ENDPOINT" ]]; then
+    say "kept the existing $config (endpoint already $ENDPOINT)"
+  else
+    tmp_config=$(mktemp)
+    set_endpoint "$config" "$ENDPOINT" "$tmp_config"
+    write_file "$config" 0644 <"$tmp_config"
+    rm -f "$tmp_config"
+    say "endpoint in $config: ${old:-(none)} -> $ENDPOINT (every other key kept)"
+  fi
+elif [[ -n $ENDPOINT ]]; then
+  tmp_config=$(mktemp)
+  set_endpoint "$SRC/agent.sample.json" "$ENDPOINT" "$tmp_config"
+  write_file "$config" 0644 <"$tmp_config"
+  rm -f "$tmp_config"
 else
   write_file "$config" 0644 <"$SRC/agent.sample.json"
   say "$config has the defaults: set \"endpoint\" (or GPU_SENTINEL_ENDPOINT) before starting"
 fi
 
-# 3. The hardened unit.
+# 3. The hardened unit, enabled as `systemctl enable` does it (a link in the WantedBy= target's
+# .wants folder): an image tree gets it with no systemctl, and boots with the agent started.
 sed -e "s|@NODE@|$NODE|g" -e "s|@PREFIX@|$PREFIX|g" "$SRC/gpu-sentinel-agent.service" |
   write_file "$ROOT/etc/systemd/system/$UNIT_NAME" 0644
+run mkdir -p "$ROOT/etc/systemd/system/$WANTED_BY.wants"
+run ln -sfn "/etc/systemd/system/$UNIT_NAME" "$ROOT/etc/systemd/system/$WANTED_BY.wants/$UNIT_NAME"
 
-# 4. User and systemd: only on the live system, as root, with the tools present.
+# 4. The service user, declared for systemd-sysusers (run at every boot before the services): an
+# image tree gets the user on its first boot. The NVIDIA device group: the group owning
+# /dev/nvidiactl here (often root, mode 0666: then video), video in an image tree.
+gpu_group=video
+if [[ $LIVE -eq 1 && -e /dev/nvidiactl ]]; then
+  owner=$(stat -c %G /dev/nvidiactl)
+  [[ $owner == root ]] || gpu_group=$owner
+fi
+run mkdir -p "$ROOT$(dirname "$SYSUSERS_FILE")"
+printf '%s\n' \
+  "# gpu-sentinel agent's service user (install.sh); its home is the unit's StateDirectory." \
+  "u $SERVICE_USER - \"gpu-sentinel agent\" /var/lib/gpu-sentinel /usr/sbin/nologin" \
+  "m $SERVICE_USER $gpu_group" | write_file "$ROOT$SYSUSERS_FILE" 0644
+
+# 5. User and systemd now: only on the live system, as root, with the tools present.
 if [[ $LIVE -eq 0 ]]; then
-  say "skipped user $SERVICE_USER and systemctl: --root $ROOT is not the live system"
+  say "declared user $SERVICE_USER ($SYSUSERS_FILE) and enabled $UNIT_NAME in $ROOT: both take effect at its first boot; skipped useradd and systemctl (not the live system)"
 elif [[ $(id -u) -ne 0 && $DRY_RUN -eq 0 ]]; then
   say "skipped user $SERVICE_USER and systemctl: not root (run with sudo)"
 else
@@ -127,11 +177,7 @@ else
   elif ! id -u "$SERVICE_USER" >/dev/null 2>&1; then
     run useradd --system --no-create-home --home-dir /var/lib/gpu-sentinel --shell /usr/sbin/nologin "$SERVICE_USER"
   fi
-  # NVIDIA device nodes: the group owning /dev/nvidiactl (often root with mode 0666), else video.
-  gpu_group=
-  if [[ -e /dev/nvidiactl ]]; then gpu_group=$(stat -c %G /dev/nvidiactl); fi
-  if [[ -z $gpu_group || $gpu_group == root ]] && getent group video >/dev/null; then gpu_group=video; fi
-  if [[ -n $gpu_group && $gpu_group != root ]] && command -v usermod >/dev/null; then
+  if getent group "$gpu_group" >/dev/null && command -v usermod >/dev/null; then
     run usermod -a -G "$gpu_group" "$SERVICE_USER"
   fi
   if id -u "$SERVICE_USER" >/dev/null 2>&1 || [[ $DRY_RUN -eq 1 ]]; then
