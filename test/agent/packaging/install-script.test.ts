@@ -15,9 +15,13 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AGENT_SEA_EXEC_ARGV } from '../../../agent/packaging/build-agent-sea';
 
 const PACKAGING = join(import.meta.dirname, '..', '..', '..', 'agent', 'packaging');
 const UNIT = 'etc/systemd/system/gpu-sentinel-agent.service';
+/** This machine's architecture as the bundles name it (install.sh refuses a bundle for another). */
+const ARCH = process.arch === 'arm64' ? 'arm64' : 'x64';
+const OTHER_ARCH = ARCH === 'x64' ? 'arm64' : 'x64';
 const SYSUSERS = 'usr/lib/sysusers.d/gpu-sentinel-agent.conf';
 
 let dir: string;
@@ -36,7 +40,7 @@ beforeAll(() => {
   mkdirSync(join(bundle, 'chunks'));
   writeFileSync(join(bundle, 'chunks', 'chunk-STUB1234.mjs'), 'export const stub = 1;\n');
   writeFileSync(join(bundle, 'node_modules', 'koffi', 'package.json'), '{"name":"koffi"}\n');
-  writeFileSync(join(bundle, 'VERSION'), '0.0.0-test linux-x64\n');
+  writeFileSync(join(bundle, 'VERSION'), `0.0.0-test linux-${ARCH}\n`);
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -68,7 +72,7 @@ describe('install.sh into a temporary root', () => {
     expect(first.stdout).toContain(
       'declared user gpu-sentinel (/usr/lib/sysusers.d/gpu-sentinel-agent.conf) and enabled gpu-sentinel-agent.service',
     );
-    expect(first.stdout).toContain('installed 0.0.0-test linux-x64');
+    expect(first.stdout).toContain(`installed 0.0.0-test linux-${ARCH}`);
   });
 
   it.each([
@@ -129,7 +133,7 @@ describe('install.sh into a temporary root', () => {
   });
 
   it.each([
-    `ExecStart=${process.execPath} --max-old-space-size=64 --max-semi-space-size=1 --single-threaded --expose-gc /opt/gpu-sentinel/lib/gpu-sentinel-agent.mjs agent`,
+    `ExecStart=${process.execPath} ${AGENT_SEA_EXEC_ARGV.join(' ')} /opt/gpu-sentinel/lib/gpu-sentinel-agent.mjs agent`,
     'User=gpu-sentinel',
     'Restart=on-failure',
     'NoNewPrivileges=yes',
@@ -324,9 +328,15 @@ describe('install.sh options', () => {
   it.each([
     {
       args: ['--bogus'],
-      message: 'Expected one of --root, --prefix, --node, --endpoint, --start, --dry-run, got `--bogus`',
+      message:
+        'Expected one of --root, --arch, --prefix, --node, --endpoint, --start, --dry-run, got `--bogus`',
     },
     { args: ['--prefix', 'opt/x'], message: 'Expected `--prefix` to be an absolute path, got `opt/x`' },
+    { args: ['--arch', 'riscv64'], message: 'Expected `--arch` to be x64 or arm64, got `riscv64`' },
+    {
+      args: ['--arch', OTHER_ARCH],
+      message: `Expected a bundle built for linux-${OTHER_ARCH} (the target's architecture), got linux-${ARCH}`,
+    },
     {
       args: ['--endpoint', 'abc.example.com'],
       message: 'Expected `--endpoint` to be an http(s) URL, got `abc.example.com`',
