@@ -9,6 +9,7 @@ import {
   MAX_FLUSH_WINDOW_S,
 } from '../lambdas/contract';
 import type { Clock } from './clock';
+import type { ProcessOwner } from './sources/process-owner';
 import type { SourceRegistry } from './sources/source-registry';
 import { GpuRow, rowFromSample } from './window/gpu-row';
 import type { GpuSample } from './window/gpu-sample';
@@ -103,6 +104,18 @@ export interface AgentLoopOptions {
   readonly clock: Clock;
   /** Called once per condition worth an operator's attention (send failure, drops). */
   readonly onWarning?: (message: string, data?: Record<string, unknown>) => void;
+  /**
+   * Finds the owner (pod, Slurm job, systemd unit) of the processes of each closing window, from
+   * their cgroups (`ProcessOwnerReader`, `agent/sources/process-owner.ts`); must not throw.
+   * @default none: processes carry no owner
+   */
+  readonly processOwners?: ProcessOwnersLike;
+}
+
+/** Finds the owners of GPU processes (`ProcessOwnerReader`). */
+export interface ProcessOwnersLike {
+  /** The owner of each pid given (`{}` when unknown); never rejects. */
+  owners(pids: Iterable<number>): Promise<ReadonlyMap<number, ProcessOwner>>;
 }
 
 /**
@@ -291,16 +304,31 @@ export class AgentLoop {
       if (sendNow) this.kickDrain(end);
       return [];
     }
+    // After the reset: an event a source reports while the cgroups are read goes to the next window.
+    const owned = await this.withOwners(windows);
     const batches = this.options.builder.build({
       host: this.options.host,
       agent: { ...this.options.agent, stats: { ...this.stats } },
-      windows,
+      windows: owned,
       efa,
       events,
     });
     await this.deliver(batches);
     if (sendNow) this.kickDrain(end);
     return batches;
+  }
+
+  /** The windows with each process's owner added (flush windows only carry processes). */
+  private async withOwners(windows: GpuWindow[]): Promise<GpuWindow[]> {
+    const reader = this.options.processOwners;
+    const pids = windows.flatMap((w) => w.processes?.map((p) => p.pid) ?? []);
+    if (reader === undefined || pids.length === 0) return windows;
+    const owners = await reader.owners(pids);
+    return windows.map((w) =>
+      w.processes === undefined
+        ? w
+        : { ...w, processes: w.processes.map((p) => ({ ...p, ...owners.get(p.pid) })) },
+    );
   }
 
   /**

@@ -12,6 +12,7 @@ import { EfaWindowSource } from './sources/efa-window-source';
 import { KmsgSource } from './sources/kmsg-source';
 import { NvmlEventSource } from './sources/nvml/nvml-event-source';
 import { NvmlGpuSource } from './sources/nvml/nvml-gpu-source';
+import { ProcessOwnerReader } from './sources/process-owner';
 import type { AgentSource, SourceTimers } from './sources/source';
 import type { SourceRegistry } from './sources/source-registry';
 
@@ -134,6 +135,8 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
     ...(opts.timers ? { timers: opts.timers } : {}),
     // V8's gc() when node runs with --expose-gc (the systemd unit does; see AgentLoopOptions.collectGarbage).
     ...(typeof globalThis.gc === 'function' ? { collectGarbage: globalThis.gc } : {}),
+    // NVML's pids are the host's: /proc here is the host's (a pod runs with hostPID: true).
+    processOwners: new ProcessOwnerReader(),
   });
   const { loop, host, opened } = agent;
 
