@@ -48,14 +48,20 @@ export const INGEST_MEMORY_MIB = 512;
 /** Ingest Lambda timeout, seconds: below API Gateway's 29 s integration timeout (`API_GATEWAY_INTEGRATION_TIMEOUT_S`). */
 export const INGEST_TIMEOUT_SECONDS = 25;
 /**
- * Reserved concurrency of the ingest Lambda, concurrent executions: a cap so a burst (or a forged
- * flood) cannot take the account's whole Lambda concurrency, and a floor the ingest path always has.
- * One batch per instance per 10 s at ~100 ms each is ~1 execution per 100 instances, so 100 serves
- * ~10,000 instances. Must leave the account's unreserved pool ≥ 100 (Lambda quotas).
+ * Concurrent executions Lambda always keeps unreserved in an account and region: reserving more
+ * than the account's concurrency quota minus this fails the deploy ("decreases account's
+ * UnreservedConcurrentExecution below its minimum value"). New accounts may start with a quota of
+ * 10, so the stack reserves nothing unless asked. Source: Lambda API reference,
+ * `PutFunctionConcurrency` ("leave at least 100 simultaneous executions unreserved") and the
+ * developer guide, "Configuring reserved concurrency"; `aws lambda get-account-settings` shows the quota
+ * (`AccountLimit.ConcurrentExecutions`) and the pool left (`UnreservedConcurrentExecutions`).
  */
-export const DEFAULT_INGEST_RESERVED_CONCURRENCY = 100;
-/** Largest reserved concurrency accepted for a function, executions: the default account concurrency quota (1,000) minus the 100 Lambda keeps unreserved. */
-export const MAX_RESERVED_CONCURRENCY = 900;
+export const LAMBDA_UNRESERVED_CONCURRENCY_MIN = 100;
+/**
+ * What a reserved concurrency must be, in words, for validation messages: an integer, and the
+ * account's quota at least that plus {@link LAMBDA_UNRESERVED_CONCURRENCY_MIN}.
+ */
+export const RESERVED_CONCURRENCY_RULE = `an integer N >= 0 (0: reserve nothing, the default); Lambda keeps ${LAMBDA_UNRESERVED_CONCURRENCY_MIN} of the account's concurrency unreserved, so the account's Lambda concurrency quota must be >= N + ${LAMBDA_UNRESERVED_CONCURRENCY_MIN} (\`aws lambda get-account-settings\` shows it as AccountLimit.ConcurrentExecutions)`;
 /** Smallest Lambda memory, MiB (Lambda quotas page: 128 MB to 10,240 MB). */
 export const LAMBDA_MEMORY_MIB_MIN = 128;
 /** Largest Lambda memory, MiB (Lambda quotas page). */

@@ -136,8 +136,10 @@ export interface GpuSentinelStackProps extends StackProps {
    */
   readonly webAclArn?: string;
   /**
-   * Reserved concurrency of the ingest Lambda, executions, 1..900.
-   * @default 100
+   * Reserved concurrency of the ingest Lambda, executions, integer ≥ 0 (`0`: none). The account's
+   * Lambda concurrency quota must be ≥ N + 100: Lambda keeps 100 unreserved, and CloudFormation
+   * rolls the stack back otherwise (`aws lambda get-account-settings` shows the quota).
+   * @default - none (the account's unreserved pool; deploys with a new account's quota of 10)
    */
   readonly ingestReservedConcurrency?: number;
   /**
