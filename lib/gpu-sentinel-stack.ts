@@ -125,8 +125,10 @@ export interface GpuSentinelStackProps extends StackProps {
    */
   readonly throttlingBurstLimit?: number;
   /**
-   * Create the account's API Gateway CloudWatch Logs role (one per account and region); set
-   * `false` when the account already has one.
+   * Create the account's API Gateway CloudWatch Logs role and the `AWS::ApiGateway::Account`
+   * resource that sets it: an account-wide setting of the region, replacing any role set before
+   * for every API there; both are retained at stack deletion. `false` creates neither and leaves
+   * the setting alone (the account must already have a role: `aws apigateway get-account`).
    * @default true
    */
   readonly apiGatewayCloudWatchRole?: boolean;
