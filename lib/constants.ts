@@ -22,8 +22,6 @@ export const MAGNETIC_RETENTION_DAYS_MAX = 73_000;
 export const DEFAULT_MEMORY_RETENTION_HOURS = 24;
 /** Magnetic store retention, days, our default: one year of history for finance reports. */
 export const DEFAULT_MAGNETIC_RETENTION_DAYS = 365;
-/** Default Timestream database name (docs/design.md §4). */
-export const DEFAULT_DATABASE_NAME = 'gpu_sentinel';
 
 /** AWS Organizations id pattern. Source: Organizations API `Organization.Id`, `o-[a-z0-9]{10,32}`. */
 export const ORGANIZATION_ID_PATTERN = /^o-[a-z0-9]{10,32}$/;
