@@ -10,6 +10,26 @@ export const TIMESTREAM_NAME_MIN_LENGTH = 3;
 export const TIMESTREAM_NAME_MAX_LENGTH = 256;
 /** A whole Timestream name: 3–256 of `[a-zA-Z0-9_.-]`. Source: Timestream `CreateDatabase` API, `DatabaseName`. */
 export const TIMESTREAM_NAME_PATTERN = /^[a-zA-Z0-9_.-]{3,256}$/;
+/**
+ * The regions where Amazon Timestream for LiveAnalytics exists (its write API has an endpoint),
+ * AWS region codes. Elsewhere `AWS::Timestream::Database` cannot be created: `store: 'timestream'`
+ * is refused at synth for a known region outside this list, and by a CloudFormation `Rules`
+ * assertion on `AWS::Region` for an environment-agnostic stack. Source: AWS General Reference,
+ * "Amazon Timestream endpoints and quotas", Timestream for Live Analytics endpoints
+ * (https://docs.aws.amazon.com/general/latest/gr/timestream.html), read 2026-11-27; the same list
+ * as botocore 1.43 `endpoints.json` (`ingest.timestream`, partitions `aws` and `aws-us-gov`).
+ */
+export const TIMESTREAM_LIVEANALYTICS_REGIONS: readonly string[] = [
+  'us-east-1',
+  'us-east-2',
+  'us-west-2',
+  'ap-south-1',
+  'ap-southeast-2',
+  'ap-northeast-1',
+  'eu-central-1',
+  'eu-west-1',
+  'us-gov-west-1',
+];
 /** Memory store retention, hours, minimum. Source: Timestream quotas page (ts-limits), memory store 1 h..8766 h. */
 export const MEMORY_RETENTION_HOURS_MIN = 1;
 /** Memory store retention, hours, maximum (≈ 1 year). Source: Timestream quotas page (ts-limits). */

@@ -39,7 +39,9 @@ export interface GpuSentinelStackProps extends StackProps {
   /**
    * Which telemetry store to deploy (docs/design.md §4): `athena` (Firehose → S3 Parquet → Glue →
    * Athena; open to every account) or `timestream` (Timestream for LiveAnalytics, for accounts
-   * that already use it: it is closed to new customers since 2025-06-20).
+   * that already use it: it is closed to new customers since 2025-06-20), only in the regions
+   * that have it (`TIMESTREAM_LIVEANALYTICS_REGIONS`: refused at synth elsewhere, asserted by the
+   * template's `Rules` when the stack is environment-agnostic).
    * @default 'athena'
    */
   readonly store?: StoreKind;

@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Aws, CfnRule, Duration, Fn, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
@@ -14,10 +14,12 @@ import {
   MAGNETIC_RETENTION_DAYS_MIN,
   MEMORY_RETENTION_HOURS_MAX,
   MEMORY_RETENTION_HOURS_MIN,
+  TIMESTREAM_LIVEANALYTICS_REGIONS,
   TIMESTREAM_NAME_MAX_LENGTH,
   TIMESTREAM_NAME_MIN_LENGTH,
   TIMESTREAM_NAME_PATTERN,
 } from './constants';
+import { PropsValidationError } from './props-validation-error';
 import type { TelemetryStoreResources } from './telemetry-store-resources';
 import { validateIntegerInRange, validatePattern } from './validate-props';
 
@@ -61,6 +63,10 @@ export interface TelemetryDatabaseProps {
  * already use it keep it (`store: 'timestream'`). In an account that never used it, creating the
  * database fails at deploy time: those deploy the default store, {@link AthenaTelemetryStore}.
  *
+ * Only in the regions where Timestream for LiveAnalytics exists
+ * (`TIMESTREAM_LIVEANALYTICS_REGIONS`): refused at synth elsewhere, and asserted by the
+ * template's `Rules` when the stack is environment-agnostic.
+ *
  * @example
  * const db = new TelemetryDatabase(this, 'TelemetryDatabase', { memoryRetentionHours: 48 });
  * db.grantWrite(myFunction);
@@ -85,7 +91,8 @@ export class TelemetryDatabase extends Construct implements TelemetryStoreResour
 
   /**
    * @throws {PropsValidationError} when `databaseName`, `memoryRetentionHours` or
-   *   `magneticRetentionDays` is out of range
+   *   `magneticRetentionDays` is out of range, or the stack's region is known and has no
+   *   Timestream for LiveAnalytics
    */
   constructor(scope: Construct, id: string, props: TelemetryDatabaseProps = {}) {
     super(scope, id);
@@ -111,6 +118,7 @@ export class TelemetryDatabase extends Construct implements TelemetryStoreResour
       MAGNETIC_RETENTION_DAYS_MAX,
     );
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    this.requireTimestreamRegion();
 
     this.key = new kms.Key(this, 'Key', {
       description: `gpu-sentinel: encrypts the Timestream database of ${Stack.of(this).stackName}`,
@@ -135,6 +143,37 @@ export class TelemetryDatabase extends Construct implements TelemetryStoreResour
       reason:
         'Timestream for LiveAnalytics is in maintenance mode since 2025-06-20 but keeps serving existing ' +
         'accounts; this store is for them (store: timestream); every other account gets the Athena store (docs/design.md §4).',
+    });
+  }
+
+  /**
+   * Refuses a region without Timestream for LiveAnalytics ({@link TIMESTREAM_LIVEANALYTICS_REGIONS}):
+   * at synth when the stack's region is known, else by the CloudFormation rule
+   * `TimestreamLiveAnalyticsRegion` (`Fn::Contains` on `AWS::Region`), which stops the deploy before
+   * any resource is made.
+   *
+   * @throws {PropsValidationError} when the stack's region is known and not in the list
+   */
+  private requireTimestreamRegion(): void {
+    const region = Stack.of(this).region;
+    const regions = [...TIMESTREAM_LIVEANALYTICS_REGIONS];
+    if (!Token.isUnresolved(region)) {
+      if (!regions.includes(region)) {
+        throw new PropsValidationError(
+          'store',
+          `\`athena\` in ${region}: Timestream for LiveAnalytics exists only in ${regions.join(', ')}`,
+          'timestream',
+        );
+      }
+      return;
+    }
+    new CfnRule(Stack.of(this), 'TimestreamLiveAnalyticsRegion', {
+      assertions: [
+        {
+          assert: Fn.conditionContains(regions, Aws.REGION),
+          assertDescription: `store=timestream: Timestream for LiveAnalytics exists only in ${regions.join(', ')}; deploy the default store (athena) in this region`,
+        },
+      ],
     });
   }
 
