@@ -195,6 +195,11 @@ export const MONITORING_PERIOD_S = 300;
 export const DEFAULT_INGEST_5XX_RATE_THRESHOLD = 0.05;
 /** Periods the fleet waste-rate alarm needs above its threshold, our default: 6 × 5 min, a sustained half hour (waste is money, not an outage). */
 export const WASTE_RATE_ALARM_PERIODS = 6;
+/**
+ * Periods of 5 min in a row without an invocation before a scheduled function's `NotRunning`
+ * alarm fires: three missed runs of the 5-minute schedule, so one late or skipped run never fires it.
+ */
+export const SCHEDULE_MISSED_PERIODS = 3;
 /** Fleet evaluator memory, MiB: a few thousand windows per run in memory; 512 MiB with headroom. */
 export const FLEET_MEMORY_MIB = 512;
 /**

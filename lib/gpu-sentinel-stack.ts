@@ -263,6 +263,7 @@ export class GpuSentinelStack extends Stack {
       topics: this.topics,
       api: this.api.api,
       functions: monitored,
+      scheduledFunctions: [{ name: 'FleetEvaluator', function: this.fleet.function }],
       ingest5xxRateThreshold: props.ingest5xxRateThreshold,
       wasteRatePercentThreshold: props.wasteRatePercentThreshold,
     });
