@@ -1,3 +1,4 @@
+import { RESERVED_CONCURRENCY_RULE } from '../lib/constants';
 import type { GpuSentinelStackProps } from '../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../lib/props-validation-error';
 
@@ -12,7 +13,8 @@ export interface ContextSource {
  * context key named as its prop: `store`, `databaseName`, `telemetryRetentionDays`,
  * `firehoseBufferIntervalSeconds`, `memoryRetentionHours`, `magneticRetentionDays`,
  * `remediationMode`, `organizationId`, `throttlingRateLimit`, `throttlingBurstLimit`, `webAclArn`,
- * `apiGatewayCloudWatchRole` (`true|false`), `priceOverridesUsdPerHour`, `priceRates` and
+ * `apiGatewayCloudWatchRole` (`true|false`), `ingestReservedConcurrency` (an integer ≥ 0),
+ * `priceOverridesUsdPerHour`, `priceRates` and
  * `alertEmails` (JSON), `agentRoleArns`, `metricsTeams` and `fleetRegions` (comma-separated or a
  * JSON list), `ingest5xxRateThreshold`, `wasteRatePercentThreshold`. Values are only converted
  * here (CLI context values arrive as strings); the stack validates them and fails synth with the
@@ -22,8 +24,9 @@ export interface ContextSource {
  * @param context - the app's node
  * @param env - the process environment (`CDK_DEFAULT_ACCOUNT`, `CDK_DEFAULT_REGION`)
  * @returns the props; an unset key leaves its prop `undefined` (the stack's default)
- * @throws {PropsValidationError} when `apiGatewayCloudWatchRole` is not `true`/`false` or a JSON
- *   value does not parse, naming the key
+ * @throws {PropsValidationError} when `apiGatewayCloudWatchRole` is not `true`/`false`,
+ *   `ingestReservedConcurrency` is not an integer ≥ 0 (the message says the account's Lambda
+ *   concurrency quota must be ≥ N + 100) or a JSON value does not parse, naming the key
  */
 export function stackPropsFromContext(context: ContextSource, env: NodeJS.ProcessEnv): GpuSentinelStackProps {
   const read = contextReader(context);
@@ -44,6 +47,7 @@ export function stackPropsFromContext(context: ContextSource, env: NodeJS.Proces
     throttlingBurstLimit: read.number('throttlingBurstLimit'),
     webAclArn: read.string('webAclArn'),
     apiGatewayCloudWatchRole: read.boolean('apiGatewayCloudWatchRole'),
+    ingestReservedConcurrency: read.reservedConcurrency('ingestReservedConcurrency'),
     priceOverridesUsdPerHour: read.json('priceOverridesUsdPerHour'),
     priceRates: read.json('priceRates'),
     alertEmails: read.json('alertEmails'),
@@ -89,6 +93,18 @@ function contextReader(context: ContextSource) {
     number: (key: string): number | undefined => {
       const value = string(key);
       return value === undefined ? undefined : Number(value);
+    },
+    /**
+     * A reserved concurrency: an integer ≥ 0, refused with the rule Lambda applies (the account's
+     * quota must be ≥ N + 100) in words.
+     */
+    reservedConcurrency: (key: string): number | undefined => {
+      const value = string(key);
+      if (value === undefined) return undefined;
+      const n = Number(value);
+      if (!/^\s*\d+\s*$/.test(value) || !Number.isSafeInteger(n))
+        throw new PropsValidationError(key, RESERVED_CONCURRENCY_RULE, raw(key));
+      return n;
     },
     /** `true` or `false`. */
     boolean: (key: string): boolean | undefined => {

@@ -14,7 +14,6 @@ import {
   ACCESS_LOG_RETENTION_DAYS,
   ATHENA_BYTES_SCANNED_CUTOFF,
   ATHENA_RESULTS_PREFIX,
-  DEFAULT_DATABASE_NAME,
   DEFAULT_FIREHOSE_BUFFER_INTERVAL_S,
   DEFAULT_TELEMETRY_RETENTION_DAYS,
   FIREHOSE_BUFFER_INTERVAL_S_MAX,
@@ -24,6 +23,7 @@ import {
   GLUE_DATABASE_NAME_PATTERN,
 } from './constants';
 import { encryptedLogGroup } from './encrypted-log-group';
+import { glueDatabaseNameFor } from './physical-names';
 import type { TelemetryStoreResources } from './telemetry-store-resources';
 import { validateIntegerInRange, validatePattern } from './validate-props';
 
@@ -37,9 +37,9 @@ const TABLE_IDS: { readonly [T in TelemetryTable]: string } = {
 /** Props of {@link AthenaTelemetryStore}. */
 export interface AthenaTelemetryStoreProps {
   /**
-   * Glue database of the three tables: 1–255 of `[a-z0-9_]` (Glue and Athena names). One per
-   * account and region: give a second stack in the same region another name.
-   * @default 'gpu_sentinel'
+   * Glue database of the three tables: 1–255 of `[a-z0-9_]` (Glue and Athena names), unique in
+   * the account and region.
+   * @default - the stack's name in snake case (`GpuSentinel` → `gpu_sentinel`, {@link glueDatabaseNameFor})
    */
   readonly databaseName?: string;
   /**
@@ -59,7 +59,10 @@ export interface AthenaTelemetryStoreProps {
    */
   readonly logRetention?: logs.RetentionDays;
   /**
-   * What happens to the bucket, its key and the Glue database when the stack is deleted.
+   * What happens to the buckets, the key and the delivery log group when the stack is deleted.
+   * The Glue database and tables are always deleted with the stack: they only describe the
+   * bucket's files, hold no data, and a retained one would make the next deploy of the same stack
+   * fail on AlreadyExists.
    * @default RemovalPolicy.RETAIN (telemetry and ledger history outlive the stack)
    */
   readonly removalPolicy?: RemovalPolicy;
@@ -73,7 +76,8 @@ export interface AthenaTelemetryStoreProps {
  * - the telemetry bucket: SSE-KMS with a bucket key, TLS only, public access blocked, versioned,
  *   server access logs to a second bucket, lifecycle: telemetry expires after `retentionDays`,
  *   query results after 7 days, delivery errors after 30, incomplete uploads after 1;
- * - a Glue database and one table per telemetry table (`gpu_windows`, `efa_windows`, `events`),
+ * - a Glue database named after the stack and one table per telemetry table (`gpu_windows`,
+ *   `efa_windows`, `events`), deleted with the stack (the bucket keeps the data),
  *   Parquet SerDe, columns from the same list the adapters write, partitioned by the string
  *   column `datehour` projected as a date over Firehose's `yyyy/MM/dd/HH/` prefixes (no crawler,
  *   no `MSCK REPAIR`: Athena computes the partitions);
@@ -118,7 +122,7 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
     super(scope, id);
     const databaseName = validatePattern(
       'databaseName',
-      props.databaseName ?? DEFAULT_DATABASE_NAME,
+      props.databaseName ?? glueDatabaseNameFor(Stack.of(scope).stackName),
       GLUE_DATABASE_NAME_PATTERN,
       'a Glue database name of 1..255 characters [a-z0-9_]',
     );
@@ -151,8 +155,8 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
         description: 'gpu-sentinel telemetry: GPU windows with the waste ledger, EFA windows, events',
       },
     });
-    this.database.applyRemovalPolicy(removalPolicy);
-    this.tables = this.createTables(removalPolicy);
+    this.database.applyRemovalPolicy(RemovalPolicy.DESTROY);
+    this.tables = this.createTables();
     const { logGroup } = encryptedLogGroup(this, {
       keyId: 'DeliveryLogsKey',
       groupId: 'DeliveryLogs',
@@ -208,7 +212,7 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
    * One Glue table per telemetry table (`GpuWindowsTable`, …): Parquet SerDe, the columns the
    * adapters write, partitioned by `datehour` projected over Firehose's `yyyy/MM/dd/HH/` prefixes.
    */
-  private createTables(removalPolicy: RemovalPolicy): { readonly [T in TelemetryTable]: glue.CfnTable } {
+  private createTables(): { readonly [T in TelemetryTable]: glue.CfnTable } {
     const tables: Partial<Record<TelemetryTable, glue.CfnTable>> = {};
     for (const table of TELEMETRY_TABLES) {
       const t = new glue.CfnTable(this, `${TABLE_IDS[table]}Table`, {
@@ -217,7 +221,7 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
         tableInput: glueTableInput(table, `s3://${this.bucket.bucketName}/${table}/`),
       });
       t.node.addDependency(this.database);
-      t.applyRemovalPolicy(removalPolicy);
+      t.applyRemovalPolicy(RemovalPolicy.DESTROY);
       tables[table] = t;
     }
     return tables as { readonly [T in TelemetryTable]: glue.CfnTable };

@@ -10,6 +10,26 @@ export const TIMESTREAM_NAME_MIN_LENGTH = 3;
 export const TIMESTREAM_NAME_MAX_LENGTH = 256;
 /** A whole Timestream name: 3–256 of `[a-zA-Z0-9_.-]`. Source: Timestream `CreateDatabase` API, `DatabaseName`. */
 export const TIMESTREAM_NAME_PATTERN = /^[a-zA-Z0-9_.-]{3,256}$/;
+/**
+ * The regions where Amazon Timestream for LiveAnalytics exists (its write API has an endpoint),
+ * AWS region codes. Elsewhere `AWS::Timestream::Database` cannot be created: `store: 'timestream'`
+ * is refused at synth for a known region outside this list, and by a CloudFormation `Rules`
+ * assertion on `AWS::Region` for an environment-agnostic stack. Source: AWS General Reference,
+ * "Amazon Timestream endpoints and quotas", Timestream for Live Analytics endpoints
+ * (https://docs.aws.amazon.com/general/latest/gr/timestream.html), read 2026-11-27; the same list
+ * as botocore 1.43 `endpoints.json` (`ingest.timestream`, partitions `aws` and `aws-us-gov`).
+ */
+export const TIMESTREAM_LIVEANALYTICS_REGIONS: readonly string[] = [
+  'us-east-1',
+  'us-east-2',
+  'us-west-2',
+  'ap-south-1',
+  'ap-southeast-2',
+  'ap-northeast-1',
+  'eu-central-1',
+  'eu-west-1',
+  'us-gov-west-1',
+];
 /** Memory store retention, hours, minimum. Source: Timestream quotas page (ts-limits), memory store 1 h..8766 h. */
 export const MEMORY_RETENTION_HOURS_MIN = 1;
 /** Memory store retention, hours, maximum (≈ 1 year). Source: Timestream quotas page (ts-limits). */
@@ -22,8 +42,6 @@ export const MAGNETIC_RETENTION_DAYS_MAX = 73_000;
 export const DEFAULT_MEMORY_RETENTION_HOURS = 24;
 /** Magnetic store retention, days, our default: one year of history for finance reports. */
 export const DEFAULT_MAGNETIC_RETENTION_DAYS = 365;
-/** Default Timestream database name (docs/design.md §4). */
-export const DEFAULT_DATABASE_NAME = 'gpu_sentinel';
 
 /** AWS Organizations id pattern. Source: Organizations API `Organization.Id`, `o-[a-z0-9]{10,32}`. */
 export const ORGANIZATION_ID_PATTERN = /^o-[a-z0-9]{10,32}$/;
@@ -48,14 +66,20 @@ export const INGEST_MEMORY_MIB = 512;
 /** Ingest Lambda timeout, seconds: below API Gateway's 29 s integration timeout (`API_GATEWAY_INTEGRATION_TIMEOUT_S`). */
 export const INGEST_TIMEOUT_SECONDS = 25;
 /**
- * Reserved concurrency of the ingest Lambda, concurrent executions: a cap so a burst (or a forged
- * flood) cannot take the account's whole Lambda concurrency, and a floor the ingest path always has.
- * One batch per instance per 10 s at ~100 ms each is ~1 execution per 100 instances, so 100 serves
- * ~10,000 instances. Must leave the account's unreserved pool ≥ 100 (Lambda quotas).
+ * Concurrent executions Lambda always keeps unreserved in an account and region: reserving more
+ * than the account's concurrency quota minus this fails the deploy ("decreases account's
+ * UnreservedConcurrentExecution below its minimum value"). New accounts may start with a quota of
+ * 10, so the stack reserves nothing unless asked. Source: Lambda API reference,
+ * `PutFunctionConcurrency` ("leave at least 100 simultaneous executions unreserved") and the
+ * developer guide, "Configuring reserved concurrency"; `aws lambda get-account-settings` shows the quota
+ * (`AccountLimit.ConcurrentExecutions`) and the pool left (`UnreservedConcurrentExecutions`).
  */
-export const DEFAULT_INGEST_RESERVED_CONCURRENCY = 100;
-/** Largest reserved concurrency accepted for a function, executions: the default account concurrency quota (1,000) minus the 100 Lambda keeps unreserved. */
-export const MAX_RESERVED_CONCURRENCY = 900;
+export const LAMBDA_UNRESERVED_CONCURRENCY_MIN = 100;
+/**
+ * What a reserved concurrency must be, in words, for validation messages: an integer, and the
+ * account's quota at least that plus {@link LAMBDA_UNRESERVED_CONCURRENCY_MIN}.
+ */
+export const RESERVED_CONCURRENCY_RULE = `an integer N >= 0 (0: reserve nothing, the default); Lambda keeps ${LAMBDA_UNRESERVED_CONCURRENCY_MIN} of the account's concurrency unreserved, so the account's Lambda concurrency quota must be >= N + ${LAMBDA_UNRESERVED_CONCURRENCY_MIN} (\`aws lambda get-account-settings\` shows it as AccountLimit.ConcurrentExecutions)`;
 /** Smallest Lambda memory, MiB (Lambda quotas page: 128 MB to 10,240 MB). */
 export const LAMBDA_MEMORY_MIB_MIN = 128;
 /** Largest Lambda memory, MiB (Lambda quotas page). */
@@ -171,6 +195,11 @@ export const MONITORING_PERIOD_S = 300;
 export const DEFAULT_INGEST_5XX_RATE_THRESHOLD = 0.05;
 /** Periods the fleet waste-rate alarm needs above its threshold, our default: 6 × 5 min, a sustained half hour (waste is money, not an outage). */
 export const WASTE_RATE_ALARM_PERIODS = 6;
+/**
+ * Periods of 5 min in a row without an invocation before a scheduled function's `NotRunning`
+ * alarm fires: three missed runs of the 5-minute schedule, so one late or skipped run never fires it.
+ */
+export const SCHEDULE_MISSED_PERIODS = 3;
 /** Fleet evaluator memory, MiB: a few thousand windows per run in memory; 512 MiB with headroom. */
 export const FLEET_MEMORY_MIB = 512;
 /**

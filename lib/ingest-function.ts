@@ -1,5 +1,5 @@
 import type { RemovalPolicy } from 'aws-cdk-lib';
-import { Aws, Validations } from 'aws-cdk-lib';
+import { Aws, Token, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
@@ -9,13 +9,14 @@ import type { LambdaEnvironment } from '../lambdas/domain/lambda-environment';
 import type { PriceRates } from '../lambdas/domain/pricing';
 import type { AlertTopics } from './alert-topics';
 import {
-  DEFAULT_INGEST_RESERVED_CONCURRENCY,
   INGEST_MEMORY_MIB,
   INGEST_SERVICE_NAME,
   INGEST_TIMEOUT_SECONDS,
   REMEDIATION_OPT_OUT_VALUE,
+  RESERVED_CONCURRENCY_RULE,
 } from './constants';
 import { LAMBDA_BUNDLING, LAMBDA_EXTERNAL_MODULES } from './lambda-bundling';
+import { PropsValidationError } from './props-validation-error';
 import { DEFAULT_REMEDIATION_MODE, REMEDIATION_MODES, type RemediationMode } from './remediation-mode';
 import type { RemediationState } from './remediation-state';
 import { SentinelFunction } from './sentinel-function';
@@ -148,10 +149,13 @@ export interface IngestFunctionProps {
    */
   readonly logRemovalPolicy?: RemovalPolicy;
   /**
-   * Reserved concurrency of the function, executions, 1..900: the most batches processed at once
-   * (API Gateway answers 429 past it and the agents retry), and a share of the account's Lambda
-   * concurrency no other function can take.
-   * @default 100 (`DEFAULT_INGEST_RESERVED_CONCURRENCY`)
+   * Reserved concurrency of the function, executions, integer ≥ 0: the most batches processed at
+   * once (a throttled invocation fails the request and the agent retries it from its spool), and a share of the account's
+   * Lambda concurrency no other function can take. `0` reserves nothing (a reserved concurrency of
+   * 0 would stop the function). The account's Lambda concurrency quota must be ≥ N + 100 (Lambda
+   * keeps 100 unreserved, `LAMBDA_UNRESERVED_CONCURRENCY_MIN`), or CloudFormation rolls back.
+   * @default - none: the function shares the account's unreserved pool, so the stack deploys in an
+   *   account whose quota is still the 10 of a new account
    */
   readonly reservedConcurrentExecutions?: number;
 }
@@ -160,8 +164,8 @@ export interface IngestFunctionProps {
  * The ingest Lambda (docs/design.md §1): validates a batch, computes the waste ledger, writes the
  * telemetry store (Firehose by default, or Timestream), evaluates the per-instance rules, publishes
  * alerts and remediates. A {@link SentinelFunction} (arm64, Node.js 24, X-Ray active, its own
- * encrypted log group and a role written by hand, no AWS managed policy) of 512 MiB, 25 s and
- * reserved concurrency 100, bundled by esbuild (CJS, minified, source maps) with its split modules
+ * encrypted log group and a role written by hand, no AWS managed policy) of 512 MiB, 25 s, no
+ * reserved concurrency unless asked, bundled by esbuild (CJS, minified, source maps) with its split modules
  * built next to `index.js`. Its role may:
  * - `logs:CreateLogStream`, `logs:PutLogEvents` on its own log group;
  * - the store's write permission only: `firehose:PutRecordBatch` on the three delivery streams, or
@@ -196,7 +200,7 @@ export class IngestFunction extends SentinelFunction {
    * @throws {PropsValidationError} when `remediationMode` is not `off|notify|replace`, a price
    *   override has a bad instance type or a price that is not a finite number ≥ 0, a price rate is
    *   malformed (see `validatePriceRates`), a rule threshold is unknown or out of its range,
-   *   `reservedConcurrentExecutions` is not an integer in 1..900, or `metricsTeams` is too long or
+   *   `reservedConcurrentExecutions` is not an integer ≥ 0, or `metricsTeams` is too long or
    *   has a bad name
    */
   constructor(scope: Construct, id: string, props: IngestFunctionProps) {
@@ -208,7 +212,7 @@ export class IngestFunction extends SentinelFunction {
       serviceName: INGEST_SERVICE_NAME,
       memoryMiB: INGEST_MEMORY_MIB,
       timeoutSeconds: INGEST_TIMEOUT_SECONDS,
-      reservedConcurrentExecutions: props.reservedConcurrentExecutions ?? DEFAULT_INGEST_RESERVED_CONCURRENCY,
+      reservedConcurrentExecutions: ingestReservedConcurrency(props.reservedConcurrentExecutions),
       bundling: {
         ...INGEST_BUNDLING,
         commandHooks: {
@@ -332,6 +336,21 @@ export class IngestFunction extends SentinelFunction {
 }
 
 /** `arn:<partition>:autoscaling:*:<account>:autoScalingGroup:*:autoScalingGroupName/*` */
+/**
+ * The reserved concurrency to set: `undefined` (reserve nothing) for unset or `0`.
+ *
+ * @param value - executions, integer ≥ 0
+ * @returns `value` when ≥ 1, else `undefined`
+ * @throws {PropsValidationError} when `value` is not an integer ≥ 0, saying the account's quota must be ≥ N + 100
+ */
+function ingestReservedConcurrency(value: number | undefined): number | undefined {
+  if (value === undefined || Token.isUnresolved(value)) return value;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    throw new PropsValidationError('reservedConcurrentExecutions', RESERVED_CONCURRENCY_RULE, value);
+  }
+  return value === 0 ? undefined : value;
+}
+
 function autoScalingGroupArnPattern(): string {
   return `arn:${Aws.PARTITION}:autoscaling:*:${Aws.ACCOUNT_ID}:autoScalingGroup:*:autoScalingGroupName/*`;
 }

@@ -11,6 +11,7 @@ import type { AlertTopics } from './alert-topics';
 import {
   DEFAULT_INGEST_5XX_RATE_THRESHOLD,
   MONITORING_PERIOD_S,
+  SCHEDULE_MISSED_PERIODS,
   WASTE_RATE_ALARM_PERIODS,
 } from './constants';
 import { PropsValidationError } from './props-validation-error';
@@ -33,6 +34,9 @@ export interface MonitoredFunction {
   readonly errorsTopic: AlarmTopic;
 }
 
+/** A Lambda function a schedule invokes every 5 minutes, alarmed on when it stops being invoked. */
+export type ScheduledFunction = Pick<MonitoredFunction, 'name' | 'function'>;
+
 /** Props of {@link MonitoringAlarms}. */
 export interface MonitoringAlarmsProps {
   /** Where the alarms send their state changes (ALARM and back to OK). */
@@ -41,6 +45,13 @@ export interface MonitoringAlarmsProps {
   readonly api: apigw.RestApi;
   /** Functions whose `Errors` and `Throttles` are alarmed on; more with {@link MonitoringAlarms.addFunction}. */
   readonly functions: readonly MonitoredFunction[];
+  /**
+   * Functions a schedule runs every 5 minutes (the fleet evaluator): each also gets a
+   * `<name>NotRunning` alarm, to `warning`, when it was not invoked for
+   * {@link SCHEDULE_MISSED_PERIODS} periods in a row; more with {@link MonitoringAlarms.addNotRunning}.
+   * @default - none
+   */
+  readonly scheduledFunctions?: readonly ScheduledFunction[];
   /**
    * Share of API requests answered 5xx above which `Ingest5xx` fires, fraction in (0, 1].
    * @default 0.05 (5 % of requests, two of three 5-minute periods)
@@ -63,7 +74,8 @@ export interface MonitoringAlarmsProps {
  * | `Ingest5xx` | API Gateway `5XXError` Average (the share of requests) | > 5 % in 2 of 3 periods | not breaching (no requests is no failure; silent agents catch a fleet that stopped sending) | critical |
  * | `<name>Errors` | Lambda `Errors` Sum | ≥ 1 in a period | not breaching (no invocation, no error) | per function |
  * | `<name>Throttles` | Lambda `Throttles` Sum | ≥ 1 in a period | not breaching | warning |
- * | `SilentAgents` | `GpuSentinel` `SilentAgents` Maximum | > 0 in 2 of 3 periods | **breaching**: the fleet evaluator publishes it every run, so no data means nobody is watching for silent hosts | critical |
+ * | `SilentAgents` | `GpuSentinel` `SilentAgents` Maximum | > 0 in 2 of 3 periods | not breaching: no data is no silent host seen (right after deploy, or a late run); an evaluator that does not run is `FleetEvaluatorNotRunning`'s, one that fails `FleetEvaluatorErrors`' | critical |
+ * | `<name>NotRunning` | Lambda `Invocations` Sum | < 1 in 3 of 3 periods (15 min) | **breaching**: a scheduled function that is not invoked publishes nothing (schedule disabled, invoke refused, throttled before start); it may show ALARM for the first minutes after the first deploy, until the first run | warning |
  * | `FleetWasteRate` | `GpuSentinel` `FleetWasteRate` Average | > 50 % in 6 of 6 periods | not breaching (no GPUs running wastes nothing) | warning |
  *
  * The ingest handler answers its own errors with a 5xx rather than a Lambda error, so `Ingest5xx`
@@ -114,15 +126,18 @@ export class MonitoringAlarms extends Construct {
       alarmDescription: `More than ${rate5xx * 100} % of agent batches answered 5xx in 2 of 3 periods of 5 min: agents are spooling instead of delivering. See README "Monitoring".`,
     });
     for (const fn of props.functions) this.addFunction(fn);
+    for (const fn of props.scheduledFunctions ?? []) this.addNotRunning(fn);
     this.silentAgents = this.add('SilentAgents', 'critical', {
       metric: fleetMetric(METRIC_NAMES.silentAgents, cloudwatch.Stats.MAXIMUM, period),
       threshold: 0,
       comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
       evaluationPeriods: 3,
       datapointsToAlarm: 2,
-      treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      // No data is no silent host seen: right after a deploy, before the first evaluation, and
+      // when a run is late. An evaluator that fails or does not run has its own alarms.
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
       alarmDescription:
-        'Running GPU instances sent no batch for 5 min in 2 of 3 periods (dead agent, hung host, or an unwatched fleet), or the fleet evaluator stopped reporting. See README "Monitoring".',
+        'Running GPU instances sent no batch for 5 min in 2 of 3 periods (dead agent, hung host, or an unwatched fleet). See README "Monitoring".',
     });
     this.fleetWasteRate = this.add('FleetWasteRate', 'warning', {
       metric: fleetMetric(METRIC_NAMES.fleetWasteRate, cloudwatch.Stats.AVERAGE, period),
@@ -169,6 +184,35 @@ export class MonitoringAlarms extends Construct {
       alarmDescription: `The ${fn.name} Lambda was throttled in the last 5 min (reserved or account concurrency reached). See README "Monitoring".`,
     });
     return { errors, throttles };
+  }
+
+  /**
+   * Adds the `<name>NotRunning` alarm of a function a schedule invokes every 5 minutes: Lambda
+   * `Invocations` Sum < 1 in {@link SCHEDULE_MISSED_PERIODS} periods of 5 min in a row, missing
+   * data breaching (a function nobody invokes publishes no datapoint), to `warning`: its failures
+   * have the `<name>Errors` alarm; this one tells that it stopped running at all.
+   *
+   * @param fn - the function and its short name
+   * @returns the alarm
+   * @throws {PropsValidationError} when `name` is not `[A-Za-z0-9]{1,32}` or already has this alarm
+   */
+  addNotRunning(fn: ScheduledFunction): cloudwatch.Alarm {
+    validatePattern('scheduledFunctions[].name', fn.name, /^[A-Za-z0-9]{1,32}$/, '1–32 letters or digits');
+    if (this.node.tryFindChild(`${fn.name}NotRunning`) !== undefined) {
+      throw new PropsValidationError('scheduledFunctions[].name', 'a name used once', fn.name);
+    }
+    return this.add(`${fn.name}NotRunning`, 'warning', {
+      metric: fn.function.metricInvocations({
+        statistic: cloudwatch.Stats.SUM,
+        period: Duration.seconds(MONITORING_PERIOD_S),
+      }),
+      threshold: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+      evaluationPeriods: SCHEDULE_MISSED_PERIODS,
+      datapointsToAlarm: SCHEDULE_MISSED_PERIODS,
+      treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      alarmDescription: `The ${fn.name} Lambda was not invoked for ${(SCHEDULE_MISSED_PERIODS * MONITORING_PERIOD_S) / 60} min: its schedule is disabled or cannot invoke it, so silent agents and fleet rules go unjudged. See README "Monitoring".`,
+    });
   }
 
   private add(id: string, topic: AlarmTopic, props: cloudwatch.AlarmProps): cloudwatch.Alarm {

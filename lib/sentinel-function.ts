@@ -1,4 +1,4 @@
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Token } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -10,10 +10,11 @@ import {
   LAMBDA_MEMORY_MIB_MAX,
   LAMBDA_MEMORY_MIB_MIN,
   LAMBDA_TIMEOUT_S_MAX,
-  MAX_RESERVED_CONCURRENCY,
+  LAMBDA_UNRESERVED_CONCURRENCY_MIN,
 } from './constants';
 import { encryptedLogGroup } from './encrypted-log-group';
 import { LAMBDA_BUNDLING, LAMBDA_RUNTIME } from './lambda-bundling';
+import { PropsValidationError } from './props-validation-error';
 import { validateIntegerInRange, validatePattern } from './validate-props';
 
 /**
@@ -47,8 +48,10 @@ export interface SentinelFunctionProps {
   /** Timeout, s, integer in 1..900 (Lambda quotas). */
   readonly timeoutSeconds: number;
   /**
-   * Reserved concurrency, executions, integer in 1..900: a cap on concurrent runs and a share of
-   * the account's concurrency no other function can take.
+   * Reserved concurrency, executions, integer ≥ 1: a cap on concurrent runs and a share of the
+   * account's concurrency no other function can take. The account's Lambda concurrency quota must
+   * be at least this plus the 100 Lambda keeps unreserved (`LAMBDA_UNRESERVED_CONCURRENCY_MIN`),
+   * or the deploy fails.
    * @default - none (the account's unreserved pool)
    */
   readonly reservedConcurrentExecutions?: number;
@@ -223,14 +226,31 @@ function validateFunctionProps(props: SentinelFunctionProps): {
     ...(props.reservedConcurrentExecutions === undefined
       ? {}
       : {
-          reservedConcurrentExecutions: validateIntegerInRange(
+          reservedConcurrentExecutions: validateReservedConcurrency(
             'reservedConcurrentExecutions',
             props.reservedConcurrentExecutions,
-            1,
-            MAX_RESERVED_CONCURRENCY,
           ),
         }),
   };
+}
+
+/**
+ * @param prop - prop name used in the message
+ * @param value - reserved concurrency, executions
+ * @returns `value`
+ * @throws {PropsValidationError} when `value` is not an integer ≥ 1; the message says what the
+ *   account's quota must be
+ */
+function validateReservedConcurrency(prop: string, value: number): number {
+  if (Token.isUnresolved(value)) return value;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw new PropsValidationError(
+      prop,
+      `an integer N >= 1, with the account's Lambda concurrency quota >= N + ${LAMBDA_UNRESERVED_CONCURRENCY_MIN} (Lambda keeps ${LAMBDA_UNRESERVED_CONCURRENCY_MIN} unreserved)`,
+      value,
+    );
+  }
+  return value;
 }
 
 /**

@@ -70,6 +70,21 @@ describe('AthenaTelemetryStore (the default store)', () => {
     }
   });
 
+  it('names the Glue database after the stack and deletes the catalog with it, keeping the buckets', () => {
+    // Prepare / Act
+    const catalog = [
+      ...Object.values(template.findResources('AWS::Glue::Database')),
+      ...Object.values(template.findResources('AWS::Glue::Table')),
+    ];
+    const buckets = Object.values(template.findResources('AWS::S3::Bucket'));
+
+    // Assess
+    template.hasResourceProperties('AWS::Glue::Database', { DatabaseInput: { Name: 'test_stack' } });
+    expect(catalog).toHaveLength(4);
+    for (const r of catalog) expect(r.DeletionPolicy ?? 'Delete').toBe('Delete');
+    for (const r of buckets) expect(r.DeletionPolicy).toBe('Retain');
+  });
+
   it('encrypts the telemetry bucket with its own rotating key, blocks public access and logs access', () => {
     // Prepare / Act / Assess
     template.hasResourceProperties('AWS::S3::Bucket', {
@@ -173,7 +188,7 @@ describe('AthenaTelemetryStore (the default store)', () => {
 
       // Act / Assess
       template.hasResourceProperties('AWS::Glue::Table', {
-        DatabaseName: 'gpu_sentinel',
+        DatabaseName: 'test_stack',
         TableInput: {
           Name: table,
           TableType: 'EXTERNAL_TABLE',
@@ -231,7 +246,7 @@ describe('AthenaTelemetryStore (the default store)', () => {
             InputFormatConfiguration: { Deserializer: { OpenXJsonSerDe: {} } },
             OutputFormatConfiguration: { Serializer: { ParquetSerDe: { Compression: 'SNAPPY' } } },
             SchemaConfiguration: Match.objectLike({
-              DatabaseName: 'gpu_sentinel',
+              DatabaseName: 'test_stack',
               TableName: table,
               VersionId: 'LATEST',
               RoleARN: { 'Fn::GetAtt': [id(stack, store.deliveryRole), 'Arn'] },
@@ -341,7 +356,7 @@ describe('AthenaTelemetryStore (the default store)', () => {
           FIREHOSE_GPU_STREAM: { Ref: id(stack, store.streams.gpu_windows) },
           FIREHOSE_EFA_STREAM: { Ref: id(stack, store.streams.efa_windows) },
           FIREHOSE_EVENTS_STREAM: { Ref: id(stack, store.streams.events) },
-          ATHENA_DATABASE: 'gpu_sentinel',
+          ATHENA_DATABASE: 'test_stack',
           ATHENA_WORKGROUP: { Ref: id(stack, store.workGroup) },
         }),
       },

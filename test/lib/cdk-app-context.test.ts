@@ -26,6 +26,7 @@ describe('the CDK app context', () => {
       store: 'timestream',
       telemetryRetentionDays: '730',
       apiGatewayCloudWatchRole: 'false',
+      ingestReservedConcurrency: '250',
       priceOverridesUsdPerHour: '{"p5.48xlarge": 55.04}',
       agentRoleArns: 'arn:aws:iam::123456789012:role/A, arn:aws:iam::123456789012:role/B',
       fleetRegions: '["us-east-1","eu-north-1"]',
@@ -41,6 +42,7 @@ describe('the CDK app context', () => {
       store: 'timestream',
       telemetryRetentionDays: 730,
       apiGatewayCloudWatchRole: false,
+      ingestReservedConcurrency: 250,
       priceOverridesUsdPerHour: { 'p5.48xlarge': 55.04 },
       agentRoleArns: ['arn:aws:iam::123456789012:role/A', 'arn:aws:iam::123456789012:role/B'],
       fleetRegions: ['us-east-1', 'eu-north-1'],
@@ -77,6 +79,12 @@ describe('the CDK app context', () => {
       'Expected `apiGatewayCloudWatchRole` to be `true` or `false`, got `"yes"`',
     ],
     [{ priceRates: '{"spot_discount": 0.6' }, 'Expected `priceRates` to be JSON'],
+    [
+      { ingestReservedConcurrency: '-5' },
+      "Lambda keeps 100 of the account's concurrency unreserved, so the account's Lambda concurrency quota must be >= N + 100",
+    ],
+    [{ ingestReservedConcurrency: '2.5' }, 'Expected `ingestReservedConcurrency` to be an integer N >= 0'],
+    [{ ingestReservedConcurrency: 'lots' }, 'aws lambda get-account-settings'],
     [{ agentRoleArns: '[not json' }, 'Expected `agentRoleArns` to be JSON'],
   ])('fails naming the key for %j', (values, message) => {
     // Prepare / Act

@@ -85,7 +85,7 @@ describe('GpuSentinelStack', () => {
     template.hasOutput('TelemetryBucketName', {
       Value: { Ref: stack.getLogicalId(athena?.bucket.node.defaultChild as CfnResource) },
     });
-    template.hasOutput('GlueDatabaseName', { Value: 'gpu_sentinel' });
+    template.hasOutput('GlueDatabaseName', { Value: 'test_stack' });
     template.hasOutput('AthenaWorkGroup', {
       Value: { Ref: stack.getLogicalId(athena?.workGroup as CfnResource) },
     });

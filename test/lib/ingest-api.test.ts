@@ -1,7 +1,9 @@
 import type { CfnResource } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { stackPropsFromContext } from '../../bin/cdk-app-context';
 import { API_BINARY_MEDIA_TYPES } from '../../lambdas/contract/constants';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../../lib/props-validation-error';
@@ -183,18 +185,37 @@ describe('IngestApi', () => {
     expect(group?.Properties.RetentionInDays).toBe(30);
   });
 
-  it('creates the account logging role for API Gateway by default', () => {
-    // Prepare / Act / Assess
-    template.resourceCountIs('AWS::ApiGateway::Account', 1);
+  it('creates the account logging role for API Gateway by default, retained (it is account-wide)', () => {
+    // Prepare / Act
+    const accounts = Object.values(template.findResources('AWS::ApiGateway::Account'));
+    const pushRoles = Object.values(template.findResources('AWS::IAM::Role')).filter((r) =>
+      JSON.stringify(r.Properties?.ManagedPolicyArns ?? []).includes('AmazonAPIGatewayPushToCloudWatchLogs'),
+    );
+
+    // Assess
+    expect(accounts).toHaveLength(1);
+    expect(accounts[0]?.DeletionPolicy).toBe('Retain');
+    expect(pushRoles).toHaveLength(1);
+    expect(pushRoles[0]?.DeletionPolicy).toBe('Retain');
   });
 
-  it('creates no account logging role with apiGatewayCloudWatchRole false (the account has one)', () => {
-    // Prepare / Act
-    const t = Template.fromStack(buildStack({ apiGatewayCloudWatchRole: false }));
+  it('synthesizes from `-c apiGatewayCloudWatchRole=false` and leaves the account-wide setting alone', () => {
+    // Prepare
+    const props = stackPropsFromContext(
+      { tryGetContext: (k) => (k === 'apiGatewayCloudWatchRole' ? 'false' : undefined) },
+      {},
+    );
+    const s = buildStack(props);
+
+    // Act
+    const t = Template.fromStack(s);
+    const nag = new AwsSolutionsChecks(undefined, { verbose: true }).validateScope(s).violations;
 
     // Assess
     t.resourceCountIs('AWS::ApiGateway::Account', 0);
     t.resourceCountIs('AWS::ApiGateway::RestApi', 1);
+    expect(JSON.stringify(t.toJSON())).not.toContain('AmazonAPIGatewayPushToCloudWatchLogs');
+    expect(nag.map((v) => v.ruleName)).toEqual([]);
   });
 
   it('lets only API Gateway invoke the function, from this method', () => {

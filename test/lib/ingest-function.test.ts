@@ -6,7 +6,7 @@ import { parsePriceRates } from '../../lambdas/domain/pricing';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../../lib/props-validation-error';
 import type { TelemetryDatabase } from '../../lib/telemetry-database';
-import { buildStack } from './build-stack';
+import { buildStack, sharedStack } from './build-stack';
 import {
   actionsOf,
   resourcesOf,
@@ -138,15 +138,29 @@ describe('IngestFunction (Timestream store)', () => {
     expect(JSON.stringify(forLogs[0]?.Condition)).toContain('kms:EncryptionContext:aws:logs:arn');
   });
 
-  it.each([
-    { props: {}, reserved: 100 },
-    { props: { ingestReservedConcurrency: 250 }, reserved: 250 },
-  ])('reserves concurrency for the function: $reserved', ({ props, reserved }) => {
+  it.each([{ props: {} }, { props: { ingestReservedConcurrency: 0 } }])(
+    'reserves no concurrency by default, or for 0, so a new account (quota 10) can deploy: $props',
+    ({ props }) => {
+      // Prepare / Act
+      const t = sharedStack(props).template;
+
+      // Assess
+      const reserved = Object.values(t.findResources('AWS::Lambda::Function')).filter(
+        (fn) => fn.Properties?.ReservedConcurrentExecutions !== undefined,
+      );
+      expect(reserved).toEqual([]);
+    },
+  );
+
+  it('reserves the concurrency asked for the ingest function', () => {
     // Prepare / Act
-    const t = Template.fromStack(buildStack(props));
+    const t = sharedStack({ ingestReservedConcurrency: 1250 }).template;
 
     // Assess
-    t.hasResourceProperties('AWS::Lambda::Function', { ReservedConcurrentExecutions: reserved });
+    t.hasResourceProperties('AWS::Lambda::Function', {
+      Description: Match.stringLikeRegexp('validates agent batches'),
+      ReservedConcurrentExecutions: 1250,
+    });
   });
 
   it('uses a role with no managed policy, assumable by Lambda only', () => {
@@ -388,8 +402,7 @@ describe('IngestFunction (Timestream store)', () => {
     ['priceOverridesUsdPerHour', { priceOverridesUsdPerHour: { P5: 55 } }, '`"P5"`'],
     ['priceOverridesUsdPerHour', { priceOverridesUsdPerHour: { 'p5 48xlarge': 55 } }, '`"p5 48xlarge"`'],
     ['priceOverridesUsdPerHour', { priceOverridesUsdPerHour: [55] as never }, '(array)'],
-    ['reservedConcurrentExecutions', { ingestReservedConcurrency: 0 }, '`0`'],
-    ['reservedConcurrentExecutions', { ingestReservedConcurrency: 1000 }, '`1000`'],
+    ['reservedConcurrentExecutions', { ingestReservedConcurrency: -1 }, 'quota must be >= N + 100'],
     ['reservedConcurrentExecutions', { ingestReservedConcurrency: 2.5 }, '`2.5`'],
     ['ruleThresholds.minHorizonSpanS', { ruleThresholds: { minHorizonSpanS: Number.NaN } }, '`null`'],
     ['ruleThresholds.minHorizonSpanS', { ruleThresholds: { minHorizonSpanS: '300' as never } }, '(string)'],

@@ -84,6 +84,7 @@ describe.each(['athena', 'timestream'] as const)('monitoring, store %s', (store)
         'FleetWasteRate',
         'Ingest5xx',
         'SilentAgents',
+        'FleetEvaluatorNotRunning',
         ...functions.flatMap((f) => [`${f}Errors`, `${f}Throttles`]),
       ].sort(),
     );
@@ -130,7 +131,7 @@ describe.each(['athena', 'timestream'] as const)('monitoring, store %s', (store)
     });
   });
 
-  it('pages on silent agents > 0 in 2 of 3 periods of 5 min, and on the evaluator going quiet', () => {
+  it('pages on silent agents > 0 in 2 of 3 periods of 5 min, not on missing data (after deploy, a late run)', () => {
     // Act
     const alarm = alarms.get('SilentAgents');
     // Assess
@@ -143,11 +144,41 @@ describe.each(['athena', 'timestream'] as const)('monitoring, store %s', (store)
       ComparisonOperator: 'GreaterThanThreshold',
       EvaluationPeriods: 3,
       DatapointsToAlarm: 2,
-      TreatMissingData: 'breaching',
+      TreatMissingData: 'notBreaching',
       AlarmActions: [critical],
       OKActions: [critical],
     });
     expect(alarm?.Dimensions).toBeUndefined();
+  });
+
+  it('pages on the fleet evaluator’s errors and warns when it was not invoked for 15 min', () => {
+    // Act
+    const errors = alarms.get('FleetEvaluatorErrors');
+    const notRunning = alarms.get('FleetEvaluatorNotRunning');
+    // Assess
+    const dimensions = [{ Name: 'FunctionName', Value: ref(stack, stack.fleet.function) }];
+    expect(errors).toMatchObject({ MetricName: 'Errors', Dimensions: dimensions, AlarmActions: [critical] });
+    expect(notRunning).toMatchObject({
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Invocations',
+      Dimensions: dimensions,
+      Statistic: 'Sum',
+      Period: 300,
+      Threshold: 1,
+      ComparisonOperator: 'LessThanThreshold',
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 3,
+      TreatMissingData: 'breaching',
+      AlarmActions: [warning],
+      OKActions: [warning],
+    });
+  });
+
+  it('treats missing data as breaching in the not-running alarm only', () => {
+    // Act
+    const breaching = [...alarms].filter(([, a]) => a.TreatMissingData === 'breaching').map(([id]) => id);
+    // Assess
+    expect(breaching).toEqual(['FleetEvaluatorNotRunning']);
   });
 
   it('warns on a fleet waste rate above 50 % for half an hour', () => {
@@ -350,6 +381,22 @@ describe('monitoring props', () => {
     expect(() =>
       stack.alarms.addFunction({ name: 'Report', function: stack.ingest.function, errorsTopic: 'warning' }),
     ).toThrow(PropsValidationError);
+  });
+
+  it('adds a scheduled function’s not-running alarm with addNotRunning, and refuses a name used twice', () => {
+    // Prepare
+    const stack = buildStack({ store: 'timestream' });
+    // Act
+    stack.alarms.addNotRunning({ name: 'Report', function: stack.reports.function });
+    // Assess
+    expect(alarmsOf(stack).get('ReportNotRunning')).toMatchObject({
+      MetricName: 'Invocations',
+      TreatMissingData: 'breaching',
+      AlarmActions: [ref(stack, stack.topics.warning)],
+    });
+    expect(() =>
+      stack.alarms.addNotRunning({ name: 'FleetEvaluator', function: stack.fleet.function }),
+    ).toThrow('Expected `scheduledFunctions[].name` to be a name used once');
   });
 
   it.each([

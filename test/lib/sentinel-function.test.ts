@@ -159,7 +159,8 @@ describe('SentinelFunction', () => {
     ['timeoutSeconds', { timeoutSeconds: 0 }, '`0` (number)'],
     ['timeoutSeconds', { timeoutSeconds: 901 }, '`901` (number)'],
     ['reservedConcurrentExecutions', { reservedConcurrentExecutions: 0 }, '`0` (number)'],
-    ['reservedConcurrentExecutions', { reservedConcurrentExecutions: 901 }, '`901` (number)'],
+    ['reservedConcurrentExecutions', { reservedConcurrentExecutions: 0 }, 'quota >= N + 100'],
+    ['reservedConcurrentExecutions', { reservedConcurrentExecutions: 7.5 }, '`7.5` (number)'],
     ['label', { label: ' ' }, '`" "` (string)'],
     ['serviceName', { serviceName: 'gpu sentinel' }, '`"gpu sentinel"` (string)'],
   ])('fails at synth naming %s (%j)', (prop, change, got) => {

@@ -1,7 +1,8 @@
 import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { TIMESTREAM_LIVEANALYTICS_REGIONS } from '../../lib/constants';
 import { PropsValidationError } from '../../lib/props-validation-error';
-import { buildStack } from './build-stack';
+import { buildStack, sharedStack } from './build-stack';
 
 describe('TelemetryDatabase', () => {
   let template: Template;
@@ -13,20 +14,20 @@ describe('TelemetryDatabase', () => {
     keyLogicalId = stack.getLogicalId(stack.database?.key.node.defaultChild as never);
   });
 
-  it('creates the database gpu_sentinel encrypted with its own customer-managed key', () => {
-    // Prepare / Act / Assess
-    template.resourceCountIs('AWS::Timestream::Database', 1);
-    template.hasResourceProperties('AWS::Timestream::Database', {
-      DatabaseName: 'gpu_sentinel',
-      KmsKeyId: { 'Fn::GetAtt': [keyLogicalId, 'Arn'] },
-    });
+  it('creates the database under a name CloudFormation generates (it is retained: a fixed name would fail the next deploy), encrypted with its own customer-managed key', () => {
+    // Prepare / Act
+    const databases = Object.values(template.findResources('AWS::Timestream::Database'));
+
+    // Assess
+    expect(databases).toHaveLength(1);
+    expect(databases[0]?.Properties).toEqual({ KmsKeyId: { 'Fn::GetAtt': [keyLogicalId, 'Arn'] } });
   });
 
   it('rotates the database key', () => {
     // Prepare / Act / Assess
     template.hasResourceProperties('AWS::KMS::Key', {
       EnableKeyRotation: true,
-      Description: 'gpu-sentinel: encrypts the Timestream database gpu_sentinel',
+      Description: 'gpu-sentinel: encrypts the Timestream database of TestStack',
     });
   });
 
@@ -108,4 +109,51 @@ describe('TelemetryDatabase', () => {
       'Expected `memoryRetentionHours` to be an integer in 1..8766, got `0` (number)',
     );
   });
+});
+
+describe('TelemetryDatabase regions', () => {
+  it('asserts in the template’s Rules that the region has Timestream for LiveAnalytics when the stack is environment-agnostic', () => {
+    // Prepare / Act
+    const rules = sharedStack({ store: 'timestream' }).template.toJSON().Rules as Record<string, unknown>;
+
+    // Assess
+    expect(rules.TimestreamLiveAnalyticsRegion).toEqual({
+      Assertions: [
+        {
+          Assert: { 'Fn::Contains': [[...TIMESTREAM_LIVEANALYTICS_REGIONS], { Ref: 'AWS::Region' }] },
+          AssertDescription: expect.stringContaining('deploy the default store (athena)'),
+        },
+      ],
+    });
+  });
+
+  it('adds no rule for the default store', () => {
+    // Prepare / Act / Assess
+    expect(sharedStack().template.toJSON().Rules?.TimestreamLiveAnalyticsRegion).toBeUndefined();
+  });
+
+  it('synthesizes in a known region that has it, with no rule', () => {
+    // Prepare / Act
+    const t = Template.fromStack(
+      buildStack({ store: 'timestream', env: { account: '123456789012', region: 'eu-west-1' } }),
+    );
+
+    // Assess
+    t.resourceCountIs('AWS::Timestream::Database', 1);
+    expect(t.toJSON().Rules?.TimestreamLiveAnalyticsRegion).toBeUndefined();
+  });
+
+  it.each(['eu-north-1', 'ap-southeast-1', 'sa-east-1'])(
+    'refuses store timestream at synth in %s',
+    (region) => {
+      // Prepare / Act
+      const build = () => buildStack({ store: 'timestream', env: { account: '123456789012', region } });
+
+      // Assess
+      expect(build).toThrow(PropsValidationError);
+      expect(build).toThrow(
+        `Expected \`store\` to be \`athena\` in ${region}: Timestream for LiveAnalytics exists only in us-east-1,`,
+      );
+    },
+  );
 });
