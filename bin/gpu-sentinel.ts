@@ -10,7 +10,7 @@ import { runScenariosCommand } from './commands/scenarios';
 
 /**
  * The gpu-sentinel CLI: `local` (the whole pipeline on this machine), `scenarios` (the labelled
- * scenario suite and its confusion matrix), `agent` (the host agent) and `agent-config` (its
+ * scenario suite and its confusion matrix), `agent` (the host agent), `doctor` (checks a host for it) and `agent-config` (its
  * resolved configuration), `report` (finance report from the local store). Run as
  * `npx gpu-sentinel <command> --help`.
  */

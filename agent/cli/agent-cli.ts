@@ -41,7 +41,7 @@ function withConfigFlags(command: Command): Command {
 }
 
 /**
- * Registers `agent` and the config-printing command on `program`.
+ * Registers `agent`, `doctor` and the config-printing command on `program`.
  * @param program - the commander program
  * @param configCommand - name of the command that prints the resolved configuration
  * @param write - stdout writer
@@ -68,6 +68,23 @@ export function registerAgentCommands(
       { once: opts.once === true, print: opts.print === true },
       write,
     );
+  });
+
+  withConfigFlags(
+    program
+      .command('doctor')
+      .description(
+        "Check this host for the agent, each check with ✓/✗ and the fix: NVML, profiling (GPM or dcgm-exporter), /dev/kmsg, EFA sysfs, IMDSv2, the credentials' role, the endpoint and a signed probe that stores nothing; exits 1 when a check fails",
+      ),
+  ).action(async (opts: Record<string, unknown>) => {
+    const { config } = loadAgentConfig({
+      ...(typeof opts.config === 'string' ? { file: opts.config } : {}),
+      env: process.env,
+      flags: flagValues(opts),
+    });
+    // Loaded only for this command: the running agent never parses the doctor's checks.
+    const { runDoctorCommand } = await import('./doctor-command');
+    process.exitCode = await runDoctorCommand(config, write);
   });
 
   withConfigFlags(
