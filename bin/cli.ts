@@ -32,7 +32,7 @@ export interface CliIo {
 
 /**
  * The gpu-sentinel CLI: `local` (the whole pipeline on this machine), `scenarios` (the labelled
- * scenario suite and its confusion matrix), `agent` (the host agent) and `agent-config` (its
+ * scenario suite and its confusion matrix), `agent` (the host agent), `doctor` (checks a host for it) and `agent-config` (its
  * resolved configuration), `report` (finance report), `cost-model` (the stack's AWS cost). The
  * executable (`bin/gpu-sentinel.mjs`) runs it on the process's streams; tests run it in-process.
  * Never exits the process: commander's own exits (usage errors, `--help`, `--version`) come back as

@@ -44,12 +44,12 @@ function withConfigFlags(command: Command): Command {
 export interface AgentCommandsIo {
   /** Environment the options resolve from (`GPU_SENTINEL_*`). @default process.env */
   readonly env?: NodeJS.ProcessEnv;
-  /** Receives the `agent` command's exit code. @default sets `process.exitCode` */
+  /** Receives the exit code of `agent` and `doctor`. @default sets `process.exitCode` */
   readonly setExitCode?: (code: number) => void;
 }
 
 /**
- * Registers `agent` and the config-printing command on `program`.
+ * Registers `agent`, `doctor` and the config-printing command on `program`.
  * @param program - the commander program
  * @param configCommand - name of the command that prints the resolved configuration
  * @param write - stdout writer
@@ -82,6 +82,23 @@ export function registerAgentCommands(
     setExitCode(
       await runAgentCommand(config, { once: opts.once === true, print: opts.print === true }, write),
     );
+  });
+
+  withConfigFlags(
+    program
+      .command('doctor')
+      .description(
+        "Check this host for the agent, each check with ✓/✗ and the fix: NVML, profiling (GPM or dcgm-exporter), /dev/kmsg, EFA sysfs, IMDSv2, the credentials' role, the endpoint and a signed probe that stores nothing; exits 1 when a check fails",
+      ),
+  ).action(async (opts: Record<string, unknown>) => {
+    const { config } = loadAgentConfig({
+      ...(typeof opts.config === 'string' ? { file: opts.config } : {}),
+      env,
+      flags: flagValues(opts),
+    });
+    // Loaded only for this command: the running agent never parses the doctor's checks.
+    const { runDoctorCommand } = await import('./doctor-command');
+    setExitCode(await runDoctorCommand(config, write));
   });
 
   withConfigFlags(

@@ -49,7 +49,10 @@ export interface LocalApiOptions {
  * Starts a real HTTP server on loopback that hands each request to the ingest handler through the
  * API Gateway model (`invokeThroughApiGateway`: request decompression with the header passed
  * through, base64 only for binary media types, the 10 MB / 6 MB payload limits, the 29 s
- * timeout), so local mode and the end-to-end tests see exactly the event AWS would build. Only
+ * timeout), so local mode and the end-to-end tests see exactly the event AWS would build. Request
+ * headers pass through as API Gateway passes them, so a signed probe (`x-gpu-sentinel-probe: 1`,
+ * `PROBE_HEADER`) reaches the handler as it would in AWS; with `identity` set, the handler's caller
+ * checks see that caller as IAM authorization would report it. Only
  * `POST /v1/batches` exists; anything else is 404 (API Gateway's answer for a missing resource is
  * 403 "Missing Authentication Token" under IAM auth; local mode has no IAM, so 404 is clearer).
  *
