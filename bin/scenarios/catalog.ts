@@ -194,7 +194,8 @@ export function edgeScenarios(): Scenario[] {
 /**
  * Real-world detection (docs/detection.md), on real captures: a GPU that fell off the bus with
  * no Xid line, and a DGX A100 whose only word is `NV_ERR_GPU_IS_LOST` (no PCI id: the instance),
- * each must raise `gpu_lost` and may be replaced.
+ * each must raise `gpu_lost` and may be replaced; a GPU whose GSP hangs (Xid 119, printed five times
+ * over six minutes, never reset) must raise `xid_fatal` asking for a reset, not a replacement.
  */
 export function detectionScenarios(manifestPath: string = DETECTION_REPLAY_MANIFEST): Scenario[] {
   return [
@@ -211,6 +212,13 @@ export function detectionScenarios(manifestPath: string = DETECTION_REPLAY_MANIF
       manifestPath,
       'i-0a5e00000000000c2',
       { expect: ['gpu_lost'], remediate: ['gpu_lost'] },
+    ),
+    replayScenario(
+      'capture-xid119-gsp-hang',
+      'real kernel log: GSP RPC timeouts (Xid 119) on one GPU for six minutes, never reset: reset, not replace',
+      manifestPath,
+      'i-0a5e00000000000c3',
+      { expect: ['xid_fatal'], remediate: ['xid_fatal'] },
     ),
   ];
 }

@@ -192,14 +192,19 @@ describe('the labelled scenario suite through the real local pipeline', () => {
     expect(efa[0]?.summary).not.toContain('rdmap79s0');
   });
 
-  it('never decides a remediation on an efficiency finding; only the Xid 48 host and the lost GPUs are replaced', () => {
+  it('never decides a remediation on an efficiency finding; only the hardware captures lead to one', () => {
     // Assess
     const decided = [...verdicts.values()].flatMap((v) =>
       v.observation.decided.map((rule) => [v.scenario, rule]),
     );
     for (const [, rule] of decided) expect(HARDWARE_RULES).toContain(rule);
     expect(new Set(decided.map(([scenario]) => scenario))).toEqual(
-      new Set(['capture-xid48-63-94', 'capture-fallen-off-no-xid', 'capture-gpu-is-lost']),
+      new Set([
+        'capture-xid48-63-94',
+        'capture-fallen-off-no-xid',
+        'capture-gpu-is-lost',
+        'capture-xid119-gsp-hang',
+      ]),
     );
   });
 });
