@@ -35,7 +35,7 @@ export interface HorizonLike {
   window(gpu: GpuIdentity, end: Date): GpuWindow | undefined;
 }
 
-/** Deduplicates XIDs seen by both NVML and the kernel log (agent/sources/xid-merge.ts). */
+/** Deduplicates XIDs seen by both NVML and the kernel log, and keeps one `gpu_lost` per GPU (agent/sources/xid-merge.ts). */
 export interface XidMergerLike {
   /** True: emit the event; false: a duplicate of one already emitted. */
   add(event: GpuEvent): boolean;
@@ -213,11 +213,16 @@ export class AgentLoop {
 
   /**
    * Adds an event from another source (NVML event watcher, kernel log follower, IMDS poller).
-   * XIDs go through the merger (a duplicate of the other source is dropped); a critical event
+   * XIDs and `gpu_lost` events go through the merger (a duplicate of the other source, a GPU already reported lost, is dropped); a critical event
    * makes the running loop flush at once.
    */
   pushEvent(event: GpuEvent): void {
-    if (event.kind === 'xid' && this.options.xidMerger && !this.options.xidMerger.add(event)) return;
+    if (
+      (event.kind === 'xid' || event.kind === 'gpu_lost') &&
+      this.options.xidMerger &&
+      !this.options.xidMerger.add(event)
+    )
+      return;
     this.events.push(event);
     if (CRITICAL_EVENT_KINDS.has(event.kind)) {
       this.urgent = true;

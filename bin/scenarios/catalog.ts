@@ -7,7 +7,7 @@ import {
   simulatedInstanceId,
   simulatedPlaybackHost,
 } from '../../agent/playback/simulate-fleet';
-import { BUNDLED_REPLAY_MANIFEST } from '../commands/paths';
+import { BUNDLED_REPLAY_MANIFEST, DETECTION_REPLAY_MANIFEST } from '../commands/paths';
 import type { Scenario } from './scenario';
 
 /**
@@ -191,10 +191,42 @@ export function edgeScenarios(): Scenario[] {
   ];
 }
 
+/**
+ * Real-world detection (docs/detection.md), on real captures: a GPU that fell off the bus with
+ * no Xid line, and a DGX A100 whose only word is `NV_ERR_GPU_IS_LOST` (no PCI id: the instance),
+ * each must raise `gpu_lost` and may be replaced; a GPU whose GSP hangs (Xid 119, printed five times
+ * over six minutes, never reset) must raise `xid_fatal` asking for a reset, not a replacement.
+ */
+export function detectionScenarios(manifestPath: string = DETECTION_REPLAY_MANIFEST): Scenario[] {
+  return [
+    replayScenario(
+      'capture-fallen-off-no-xid',
+      'real kernel log: a GPU fell off the bus with no Xid line, then its probe failed',
+      manifestPath,
+      'i-0a5e00000000000c1',
+      { expect: ['gpu_lost'], remediate: ['gpu_lost'] },
+    ),
+    replayScenario(
+      'capture-gpu-is-lost',
+      'real kernel log of a DGX A100: only "GPU lost from the bus [NV_ERR_GPU_IS_LOST]", no PCI id',
+      manifestPath,
+      'i-0a5e00000000000c2',
+      { expect: ['gpu_lost'], remediate: ['gpu_lost'] },
+    ),
+    replayScenario(
+      'capture-xid119-gsp-hang',
+      'real kernel log: GSP RPC timeouts (Xid 119) on one GPU for six minutes, never reset: reset, not replace',
+      manifestPath,
+      'i-0a5e00000000000c3',
+      { expect: ['xid_fatal'], remediate: ['xid_fatal'] },
+    ),
+  ];
+}
+
 /** Span of the short-horizon edge, s: under the rules' 5-minute minimum horizon. */
 export const SHORT_HORIZON_S = 240;
 
-/** The whole default suite: the simulated fleet, the edges, then the real captures. */
+/** The whole default suite: the simulated fleet, the edges, the real captures, then the detection captures. */
 export function defaultScenarios(): Scenario[] {
-  return [...simulatedFleetScenarios(), ...edgeScenarios(), ...captureScenarios()];
+  return [...simulatedFleetScenarios(), ...edgeScenarios(), ...captureScenarios(), ...detectionScenarios()];
 }

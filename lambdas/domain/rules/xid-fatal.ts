@@ -1,6 +1,11 @@
 import type { Batch, GpuEvent } from '../../contract';
 import { MAX_EVIDENCE_LIST_ITEMS, MAX_EVIDENCE_TEXT_CHARS, MS_PER_SECOND } from '../constants';
 import type { Finding, FindingAction, Severity } from '../types';
+
+/** What a replace says, for a reset-class fault that came back. */
+const REPLACE_REMEDY =
+  'hardware fault: checkpoint and move the job; the instance is replaced (Auto Scaling) or quarantined for a human.';
+
 import { type XidPolicyEntry, xidPolicyFor } from '../xid-policy';
 import { describeGpu, type GpuRef, groupByGpu, resolveGpuRef } from './gpu-ref';
 import type { PointRule } from './point-rule';
@@ -61,11 +66,24 @@ function distinct(values: readonly (string | number | undefined)[]): string {
   return seen.join(',');
 }
 
+/** Start times of the episodes of a time-sorted run: occurrences more than `burstMs` after the previous one start a new one. */
+function episodeStarts(sorted: readonly TimedEvent[], burstMs: number): TimedEvent[] {
+  const starts: TimedEvent[] = [];
+  let prevMs = Number.NEGATIVE_INFINITY;
+  for (const ev of sorted) {
+    if (ev.ms - prevMs > burstMs) starts.push(ev);
+    prevMs = ev.ms;
+  }
+  return starts;
+}
+
 function outcome(
   entry: XidPolicyEntry,
   met: boolean,
+  persists: boolean,
 ): { action: FindingAction; severity: Severity } | undefined {
   if (entry.action === 'ignore') return undefined;
+  if (met && persists) return { action: 'replace', severity: 'critical' };
   if (met) return { action: entry.action, severity: entry.severity };
   // Below the count threshold: a replace/reset code is still worth a human look, never an action.
   if (entry.action === 'replace' || entry.action === 'reset')
@@ -85,7 +103,12 @@ function xidFinding(
   const { kept, dropped } = dedupe(sorted, ctx.thresholds.xidDedupeWindowS * MS_PER_SECOND);
   const most = maxInWindow(kept, entry.window_s * MS_PER_SECOND);
   const met = most >= entry.count;
-  const result = outcome(entry, met);
+  const episodes = episodeStarts(kept, entry.burst_s * MS_PER_SECOND);
+  const episodesInWindow =
+    entry.replace_window_s === undefined ? 0 : maxInWindow(episodes, entry.replace_window_s * MS_PER_SECOND);
+  const persists =
+    entry.action === 'reset' && entry.replace_count !== undefined && episodesInWindow >= entry.replace_count;
+  const result = outcome(entry, met, persists);
   if (result === undefined) return [];
   const first = kept[0] as TimedEvent;
   const last = kept[kept.length - 1] as TimedEvent;
@@ -95,6 +118,9 @@ function xidFinding(
   const times = kept.length > 1 ? ` x${kept.length}` : '';
   const text = xid === 154 && detail !== undefined ? `: ${detail.slice(0, MAX_EVIDENCE_TEXT_CHARS)}` : '';
   const below = met ? '' : ` (below the ${entry.count}-in-${entry.window_s}s ${entry.action} threshold)`;
+  const again = persists
+    ? ` (came back: ${episodesInWindow} episodes within ${entry.replace_window_s} s, a reset did not clear it)`
+    : '';
   return [
     {
       rule: 'xid_fatal',
@@ -105,10 +131,12 @@ function xidFinding(
       ...ref,
       at: first.event.at,
       variant: `xid${xid}`,
-      summary: `Xid ${xid} (${entry.meaning})${times} on ${describeGpu(ref)}${below}${text}`,
-      remedy: met
-        ? entry.remedy
-        : `Watch for repeats: ${entry.count} within ${entry.window_s} s means: ${entry.remedy}`,
+      summary: `Xid ${xid} (${entry.meaning})${times} on ${describeGpu(ref)}${below}${again}${text}`,
+      remedy: persists
+        ? `The fault persists after a reset: ${REPLACE_REMEDY}`
+        : met
+          ? entry.remedy
+          : `Watch for repeats: ${entry.count} within ${entry.window_s} s means: ${entry.remedy}`,
       evidence: {
         xid,
         mnemonic: entry.mnemonic,
@@ -120,6 +148,14 @@ function xidFinding(
         threshold: `${entry.count} in ${entry.window_s} s`,
         threshold_met: met,
         max_in_window: most,
+        catalog_action: entry.immediate,
+        xid_class: entry.class,
+        ...(entry.replace_count === undefined
+          ? {}
+          : {
+              episodes: episodes.length,
+              replace_threshold: `${entry.replace_count} episodes in ${entry.replace_window_s} s`,
+            }),
         sources: distinct(kept.map((k) => k.event.source)),
         ...(dropped > 0 ? { duplicates_dropped: dropped } : {}),
         ...(pids === '' ? {} : { pids }),
@@ -137,7 +173,9 @@ function xidFinding(
  *
  * Per group: policy `ignore` → nothing; the count threshold met (at least `count` occurrences within
  * `window_s`) → the policy's action and severity (`replace` → critical/replace, `reset` → warning/reset,
- * `notify` → its severity/notify). Not met: a `replace`/`reset` code gives a `notify` at `warning` (a
+ * `notify` → its severity/notify). A `reset` whose fault came back — `replace_count` episodes
+ * (occurrences more than `burst_s` apart) within `replace_window_s` — is a `replace` at critical: the
+ * catalog's "if it persists after a reset". A lone Xid 120, or one burst of them, asks for a reset. Not met: a `replace`/`reset` code gives a `notify` at `warning` (a
  * human should see a first NVLink error), a `notify` code gives nothing. The count is over this batch's
  * events only (the ingest path has no store query); repeats across batches arrive as separate findings.
  *
