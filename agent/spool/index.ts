@@ -1,3 +1,4 @@
+export * from './append-mark';
 export * from './constants';
 export * from './crc32';
 export * from './dead-letter';

@@ -1,7 +1,8 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Batch } from '../../lambdas/contract';
-import { CURSOR_FILE, REJECTED_DIR } from './constants';
+import { type AppendMark, AppendMarkFile } from './append-mark';
+import { CURSOR_FILE, MARK_FILE, REJECTED_DIR } from './constants';
 import { type QuarantineReason, writeDeadLetter } from './dead-letter';
 import { syncDir } from './durable-file';
 import { SpoolClosedError, SpoolOrderError } from './errors';
@@ -58,8 +59,10 @@ type Removal = 'ack' | 'quarantine' | 'drop';
  * queue starts, replaced atomically), and `rejected/<seq>-<batch_id>.json` (quarantined batches).
  *
  * Crash safety (`kill -9` or power loss at any point): `append` resolves only after the record is
- * fdatasync'd (a new segment's file and directory entry are fsync'd before its first record); a torn
- * last record is truncated on open and was never acknowledged to the caller. A batch leaves only by
+ * fdatasync'd and then the append mark (`append.mark`, `append-mark.ts`) is moved past it (a new
+ * segment's file and directory entry are fsync'd before its first record); on open, bytes after the
+ * mark are a torn write never acknowledged to the caller (cut off), and acknowledged records before
+ * it that no longer read back are dropped and counted (`recover-spool.ts`). A batch leaves only by
  * an atomic cursor replacement (write-tmp + fsync + rename + fsync of the directory) done after the
  * 2xx; segments wholly before the cursor are deleted after it, and again on open. A crash between the
  * 2xx and the cursor write re-sends that batch, which the API stores once (same `batch_id`). Unreported
@@ -94,6 +97,10 @@ export class Spool {
   private chain: Promise<unknown> = Promise.resolve();
   private readonly cursorFile: string;
   private readonly rejectedDir: string;
+  private readonly markFile: string;
+  /** The append mark file, open after recovery; the mark last written to it. */
+  private markHandle: AppendMarkFile | undefined;
+  private mark: AppendMark | undefined;
 
   /** The spool directory. */
   readonly dir: string;
@@ -114,6 +121,7 @@ export class Spool {
     this.warn = options.warn;
     this.cursorFile = join(this.dir, CURSOR_FILE);
     this.rejectedDir = join(this.dir, REJECTED_DIR);
+    this.markFile = join(this.dir, MARK_FILE);
   }
 
   /**
@@ -164,8 +172,17 @@ export class Spool {
       await this.enforceLimits(recordBytes);
       const segment = await this.activeSegment();
       const record = encodeRecord(payload);
+      const mark: AppendMark = {
+        segment: segment.index,
+        bytes: segment.size + record.length,
+        lastSeq: Math.max(this.lastSeq ?? batch.seq, batch.seq),
+        firstSeq: this.mark?.segment === segment.index ? this.mark.firstSeq : batch.seq,
+        windows: meta.windows,
+      };
       try {
         await appendRecord(segment, record);
+        // Acknowledged only once the mark says so: a record after the mark is a torn write at open.
+        await this.writeMark(mark);
       } catch (error) {
         await this.undoPartialWrite(segment);
         throw error;
@@ -357,8 +374,11 @@ export class Spool {
       } finally {
         this.closed = true;
         const active = this.active;
+        const markHandle = this.markHandle;
         this.active = undefined;
+        this.markHandle = undefined;
         await active?.handle.close();
+        await markHandle?.close();
       }
     });
     this.chain = run.catch(() => undefined);
@@ -496,6 +516,13 @@ export class Spool {
     await syncDir(this.dir);
   }
 
+  /** Writes the append mark durably (`append-mark.ts`). */
+  private async writeMark(mark: AppendMark): Promise<void> {
+    if (!this.markHandle) throw new Error(`spool ${this.dir}: append mark not open`);
+    await this.markHandle.write(mark);
+    this.mark = mark;
+  }
+
   private async writeCursorNow(cursor: SpoolCursor): Promise<void> {
     await writeCursor(this.cursorFile, cursor);
     this.cursorDirty = false;
@@ -557,6 +584,7 @@ export class Spool {
     const recovered = await recoverSpool({
       dir: this.dir,
       cursorFile: this.cursorFile,
+      markFile: this.markFile,
       clock: this.clock,
       warn: this.warn,
     });
@@ -568,5 +596,20 @@ export class Spool {
     const { damaged, seqFloor } = recovered;
     if (damaged.length > 0 || seqFloor !== undefined) await this.remove(0, 'drop', damaged, seqFloor);
     await this.enforceLimits(0);
+    // The mark restated for the repaired files, after the losses are in the cursor (a crash between
+    // the two counts them again on the next open: over-reported, never silent).
+    this.markHandle = await AppendMarkFile.open(this.markFile, recovered.markGeneration);
+    const last = this.lastSegmentIndex();
+    if (this.lastSeq !== undefined) {
+      const inLast = this.entries.find((e) => e.segment === last);
+      await this.writeMark({
+        // No segment left: nothing acknowledged is on disk (0 bytes) in the one the next append creates.
+        segment: last ?? this.cursor.segment,
+        bytes: last === undefined ? 0 : (this.segments.get(last) ?? 0),
+        lastSeq: this.lastSeq,
+        firstSeq: inLast?.seq ?? this.lastSeq + 1,
+        windows: this.entries.at(-1)?.windows ?? recovered.markWindows,
+      });
+    }
   }
 }

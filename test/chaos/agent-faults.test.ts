@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SendFailedError } from '../../agent/errors';
 import { HttpSender } from '../../agent/send/sender';
-import { scanSegment } from '../../agent/spool/segment-format';
+import { MARK_FILE } from '../../agent/spool/constants';
 import { Spool } from '../../agent/spool/spool';
 import { SpoolingSender } from '../../agent/spool/spooling-sender';
 import type { Batch } from '../../lambdas/contract';
@@ -177,9 +177,9 @@ describe('chaos: agent faults', () => {
     const files = new Map(
       await Promise.all(segments.map(async (n) => [n, await readFile(join(template, n))] as const)),
     );
-    // A damaged final record of the last segment reads as a write cut short (never acknowledged): not flipped.
-    const last = segments.at(-1) ?? '';
-    const lastRecordAt = scanSegment(last, files.get(last) ?? Buffer.alloc(0)).records.at(-1)?.offset ?? 0;
+    // The append mark goes with the segments: it tells a damaged acknowledged record (any byte,
+    // the last record's included) from a write cut short.
+    const mark = await readFile(join(template, MARK_FILE));
     const totals = { runs: 0, flipped: 0, batchesLost: 0, windowsLost: 0, windowsReported: 0, setAside: 0 };
 
     await fc.assert(
@@ -199,13 +199,13 @@ describe('chaos: agent faults', () => {
           for (const flip of flips) {
             const name = segments[flip.segment % segments.length] ?? '';
             const data = damaged.get(name) ?? Buffer.alloc(0);
-            const end = name === last ? lastRecordAt : data.length;
-            const offset = flip.at % end;
+            const offset = flip.at % data.length;
             data[offset] = (data[offset] ?? 0) ^ flip.xor;
             totals.flipped += 1;
           }
           await mkdir(run);
           for (const [name, data] of damaged) await writeFile(join(run, name), data);
+          await writeFile(join(run, MARK_FILE), mark);
           if (stray) await writeFile(join(run, '000000009999.seg'), 'a stray file, not a segment');
 
           // Act
