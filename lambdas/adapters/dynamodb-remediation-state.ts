@@ -132,6 +132,9 @@ export class DynamoDbRemediationState {
    *   window after `at`.
    * A lost race on a slot (another invocation took it between the read and the write) reads the
    * slots again and retries; so concurrent reservations never take more slots than the limit.
+   * Every transaction carries a `ClientRequestToken` (see `transactionToken`), and a cancellation
+   * whose instance item is pending under this reservation's own lease id (`<instance>@<at>`) is our
+   * own commit whose answer was lost: granted, not `in_progress`, so no slot is stranded.
    *
    * @param request - see {@link RemediationReservationRequest}
    * @returns granted with the lease id, or refused and why
@@ -194,6 +197,9 @@ export class DynamoDbRemediationState {
             'GetItem remediation',
           );
           if (item === undefined) continue;
+          // Our own lease: a retry of a transaction that committed (its answer was lost) is
+          // cancelled by the items it wrote itself. The slots were taken with it (all or nothing).
+          if (item.state === 'pending' && item.lease_id === leaseId) return { granted: true, leaseId };
           if (item.state !== 'pending') return { granted: false, reason: 'remediated' };
           if (Number(item.lease_until_ms) > atMs) return { granted: false, reason: 'in_progress' };
         }
