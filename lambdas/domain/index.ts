@@ -22,6 +22,7 @@ export * from './remediation-mode';
 export * from './remediation-outcome';
 export * from './remediation-policy';
 export * from './report-input-error';
+export * from './report-line-items';
 export * from './report-message';
 export * from './rule-registry';
 export * from './rules';

@@ -256,6 +256,17 @@ export interface WasteReportRow extends LedgerSums {
   readonly gpu_index: number;
   readonly team?: string;
   readonly job?: string;
+  /** AWS region of the instance (the latest window's `host.region`); absent where the store keeps none. */
+  readonly region?: string;
+  /** Availability Zone of the instance (the latest window's `host.az`); absent when unknown. */
+  readonly az?: string;
+  /** Kubernetes namespace of the pod that last held the GPU (dcgm-exporter's label); absent off Kubernetes. */
+  readonly namespace?: string;
+  /**
+   * GPU-hours of the windows classed `idle` or `held_idle` (efficiency < 1 %), h, ≥ 0: idle time
+   * even where the host is unpriced. Absent from a store read that did not sum it.
+   */
+  readonly idle_gpu_hours?: number;
   /** GPU-hour-weighted mean efficiency over the windows where it was measured; absent if never. */
   readonly efficiency?: number;
   /** `sm_active`, `gpu_util`, `mixed`, or `none`. */
