@@ -27,7 +27,7 @@ function anchorsOf(markdown: string): Set<string> {
     if (line.startsWith('```')) fenced = !fenced;
     const heading = fenced ? null : /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
     if (heading === null) continue;
-    const base = heading[1]
+    const base = (heading[1] ?? '')
       .replace(/`|\*\*|\[|\]\([^)]*\)/g, '')
       .toLowerCase()
       .replace(/[^\p{L}\p{N}\s_-]/gu, '')
@@ -47,7 +47,8 @@ function linksOf(markdown: string): { target: string; line: number }[] {
     if (text.startsWith('```')) fenced = !fenced;
     if (fenced) return;
     for (const m of text.replace(/`[^`]*`/g, '').matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
-      if (!/^[a-z]+:/i.test(m[1])) links.push({ target: m[1], line: i + 1 });
+      const target = m[1] ?? '';
+      if (!/^[a-z]+:/i.test(target)) links.push({ target, line: i + 1 });
     }
   });
   return links;

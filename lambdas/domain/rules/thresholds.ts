@@ -246,7 +246,8 @@ export const THRESHOLD_TABLE = {
     unit: 'count',
     min: 3,
     max: 10_000,
-    source: 'design choice: a job needs ≥ 3 nodes for a cross-node straggler (a median of two has no majority)',
+    source:
+      'design choice: a job needs ≥ 3 nodes for a cross-node straggler (a median of two has no majority)',
   },
   fleetWasteSpanS: {
     value: 3600,
