@@ -73,4 +73,14 @@ describe('documentation links', () => {
     // Assess
     expect(broken).toEqual([]);
   });
+
+  it('README.md links every document of docs/, so none is found only by browsing the tree', () => {
+    // Prepare
+    const linked = new Set(
+      linksOf(readFileSync(join(ROOT, 'README.md'), 'utf8')).map((l) => l.target.split('#')[0]),
+    );
+
+    // Assess
+    expect(DOCS.filter((d) => d.startsWith('docs/') && !linked.has(d))).toEqual([]);
+  });
 });
