@@ -3,6 +3,7 @@ export * from './constants';
 export * from './crc32';
 export * from './dead-letter';
 export * from './errors';
+export * from './held-batches';
 export * from './segment-format';
 export * from './spool';
 export * from './spool-cursor';

@@ -95,6 +95,11 @@ export async function recoverSpool(options: RecoverSpoolOptions): Promise<Recove
     .filter((index): index is number => index !== undefined)
     .sort((a, b) => a - b);
   const cursor: SpoolCursor = read ?? { ...INITIAL_CURSOR, segment: indices[0] ?? 0 };
+  if (mark === undefined && indices.length > 0)
+    warn(
+      'spool append mark missing or unreadable; a bad tail of the last segment is taken for a torn write (not counted) until the next append writes one',
+      { file: options.markFile },
+    );
   const entries: SpoolEntry[] = [];
   const segments = new Map<number, number>();
   let bytes = 0;

@@ -2,10 +2,11 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Batch } from '../../lambdas/contract';
 import { type AppendMark, AppendMarkFile } from './append-mark';
-import { CURSOR_FILE, MARK_FILE, REJECTED_DIR } from './constants';
+import { CURSOR_FILE, HELD_DIR, MARK_FILE, REJECTED_DIR } from './constants';
 import { type QuarantineReason, writeDeadLetter } from './dead-letter';
 import { syncDir } from './durable-file';
 import { SpoolClosedError, SpoolOrderError } from './errors';
+import { type HeldBatch, heldPastBounds, listHeld, readHeld, removeHeld, writeHeld } from './held-batches';
 import { recoverSpool } from './recover-spool';
 import {
   encodeRecord,
@@ -97,6 +98,7 @@ export class Spool {
   private chain: Promise<unknown> = Promise.resolve();
   private readonly cursorFile: string;
   private readonly rejectedDir: string;
+  private readonly heldDir: string;
   private readonly markFile: string;
   /** The append mark file, open after recovery; the mark last written to it. */
   private markHandle: AppendMarkFile | undefined;
@@ -122,6 +124,7 @@ export class Spool {
     this.cursorFile = join(this.dir, CURSOR_FILE);
     this.rejectedDir = join(this.dir, REJECTED_DIR);
     this.markFile = join(this.dir, MARK_FILE);
+    this.heldDir = join(this.dir, HELD_DIR);
   }
 
   /**
@@ -301,6 +304,87 @@ export class Spool {
       const file = await this.writeRejected(batch, reason);
       await this.remove(1, 'quarantine');
       return file;
+    });
+  }
+
+  /**
+   * Moves the oldest batch, which the API refused with 401 or 403 after every credential refresh
+   * (not the batch's fault), to `held/` to be resent once a send succeeds again (see
+   * {@link heldBatches}). The file is written durably before the batch leaves the queue; held
+   * batches past the age or byte bound (the queue's `maxAgeS` and `maxBytes`) are then dropped and
+   * counted.
+   *
+   * @param batchId - `batch_id` of the oldest batch
+   * @param reason - the refusal
+   * @returns the held file's path; undefined when no queued batch has that id, or when the record no longer reads back (then dropped and counted)
+   * @throws {SpoolOrderError} when the batch is queued but is not the oldest
+   * @throws {SpoolClosedError} after `close()`
+   * @throws {Error} the fs error; the batch then stays queued
+   */
+  hold(batchId: string, reason: QuarantineReason): Promise<string | undefined> {
+    return this.exclusive(async () => {
+      if (!this.isHead(batchId)) return undefined;
+      const batch = await this.readHead();
+      const head = this.entries[0];
+      if (batch?.batch_id !== batchId || !head) return undefined;
+      const file = await writeHeld(this.heldDir, batch, head.atMs, head.windows, reason, this.clock());
+      await this.remove(1, 'quarantine');
+      await this.dropHeld(await heldPastBounds(await listHeld(this.heldDir), this.cutoffMs(), this.maxBytes));
+      return file;
+    });
+  }
+
+  /**
+   * The held batches (refused with 401/403), lowest `seq` first, after dropping (and counting)
+   * those past the age or byte bound.
+   *
+   * @returns the batches still held, as listed (read one with {@link readHeldBatch})
+   * @throws {SpoolClosedError} after `close()`
+   * @throws {Error} the fs error
+   */
+  heldBatches(): Promise<HeldBatch[]> {
+    return this.exclusive(async () => {
+      const held = await listHeld(this.heldDir);
+      const past = await heldPastBounds(held, this.cutoffMs(), this.maxBytes);
+      await this.dropHeld(past);
+      return held.filter((h) => !past.includes(h));
+    });
+  }
+
+  /**
+   * Reads a held batch back; one that no longer reads back is dropped and counted.
+   *
+   * @param held - from {@link heldBatches}
+   * @returns the batch, or undefined when it was dropped
+   * @throws {SpoolClosedError} after `close()`
+   * @throws {Error} the fs error
+   */
+  readHeldBatch(held: HeldBatch): Promise<Batch | undefined> {
+    return this.exclusive(async () => {
+      const batch = await readHeld(held);
+      if (batch === undefined) {
+        await this.dropHeld([held], 'held batch no longer reads back; dropped');
+      }
+      return batch;
+    });
+  }
+
+  /**
+   * Settles a held batch: `delivered` deletes it; a refusal moves it to `rejected/` with the reason
+   * (like {@link quarantine}).
+   *
+   * @param held - from {@link heldBatches}
+   * @param outcome - `{ delivered: true }`, or the batch and the refusal
+   * @throws {SpoolClosedError} after `close()`
+   * @throws {Error} the fs error; the batch then stays held
+   */
+  settleHeld(
+    held: HeldBatch,
+    outcome: { readonly delivered: true } | { readonly batch: Batch; readonly reason: QuarantineReason },
+  ): Promise<void> {
+    return this.exclusive(async () => {
+      if ('batch' in outcome) await this.writeRejected(outcome.batch, outcome.reason);
+      await removeHeld(held);
     });
   }
 
@@ -514,6 +598,25 @@ export class Spool {
       await unlinkIfExists(join(this.dir, segmentFileName(index)));
     }
     await syncDir(this.dir);
+  }
+
+  /** Counts held batches as dropped (one cursor write), then deletes their files. */
+  private async dropHeld(
+    held: readonly HeldBatch[],
+    why = 'held batches past the spool bound (age or bytes); dropped',
+  ): Promise<void> {
+    if (held.length === 0) return;
+    this.warn(why, {
+      dropped: held.length,
+      max_bytes: this.maxBytes,
+      max_age_s: this.maxAgeS,
+    });
+    await this.remove(
+      0,
+      'drop',
+      held.map((h) => ({ seq: h.seq, batchId: h.batchId, atMs: h.atMs, windows: h.windows })),
+    );
+    for (const h of held) await removeHeld(h);
   }
 
   /** Writes the append mark durably (`append-mark.ts`). */

@@ -17,6 +17,7 @@ let remove: () => Promise<void>;
 
 beforeEach(async () => {
   ({ dir, remove } = await makeTempDir('gpu-sentinel-mark-'));
+  warnings = [];
 });
 
 afterEach(async () => {
@@ -25,8 +26,10 @@ afterEach(async () => {
 
 const MARK: AppendMark = { segment: 3, bytes: 4096, lastSeq: 41, firstSeq: 30, windows: 8 };
 
+let warnings: string[] = [];
+
 async function openSpool(): Promise<Spool> {
-  return Spool.open({ dir, clock: () => T0 });
+  return Spool.open({ dir, clock: () => T0, onWarning: (m) => warnings.push(m) });
 }
 
 describe('append mark', () => {
@@ -135,5 +138,6 @@ describe('Spool with its append mark', () => {
 
     // Assess
     expect(stats).toMatchObject({ batches: 2, dropped_total: 0, last_seq: 1 });
+    expect(warnings.some((w) => w.startsWith('spool append mark missing or unreadable'))).toBe(true);
   });
 });
