@@ -10,6 +10,7 @@ import {
   type DoctorCheckResult,
   type DoctorOptions,
   doctorExitCode,
+  parseDoctorChecks,
   renderDoctorReport,
   runDoctor,
 } from '../../../agent/doctor';
@@ -383,5 +384,35 @@ describe('gpu-sentinel doctor', () => {
       status: 'fail',
       detail: expect.stringContaining('predates the probe'),
     });
+  });
+
+  it('reports only the checks asked for, as an AMI build without an endpoint asks, and exits 0', async () => {
+    // Prepare: no endpoint, no IMDS: the endpoint check would fail if it were reported
+    setFakeNvmlEnv({ PRESET: 'p5' });
+    const only = parseDoctorChecks('nvml, profiling,kmsg,efa');
+    // Act
+    const results = await runDoctor(
+      options(
+        config({ imds: 'off', instanceId: INSTANCE, instanceType: 'p5.48xlarge', region: 'us-east-1' }),
+        {
+          only,
+        },
+      ),
+    );
+    // Assess
+    expect(results.map((r) => [r.id, r.status])).toEqual([
+      ['nvml', 'pass'],
+      ['profiling', 'pass'],
+      ['kmsg', 'pass'],
+      ['efa', 'pass'],
+    ]);
+    expect(doctorExitCode(results)).toBe(0);
+  });
+
+  it.each(['', 'nvml,gpu', ' , '])('refuses --checks %j, naming the flag and the ids it takes', (value) => {
+    // Act / Assess
+    expect(() => parseDoctorChecks(value)).toThrow(
+      /Expected `--checks` to be a comma-separated list of nvml, profiling/,
+    );
   });
 });
