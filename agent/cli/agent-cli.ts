@@ -89,6 +89,10 @@ export function registerAgentCommands(
       .command('doctor')
       .description(
         "Check this host for the agent, each check with ✓/✗ and the fix: NVML, profiling (GPM or dcgm-exporter), /dev/kmsg, EFA sysfs, IMDSv2, the credentials' role, the endpoint and a signed probe that stores nothing; exits 1 when a check fails",
+      )
+      .option(
+        '--checks <ids>',
+        'report only these checks, comma-separated: nvml, profiling, kmsg, efa, imds, credentials, endpoint, probe (e.g. nvml,profiling,kmsg,efa in an AMI build)',
       ),
   ).action(async (opts: Record<string, unknown>) => {
     const { config } = loadAgentConfig({
@@ -97,8 +101,12 @@ export function registerAgentCommands(
       flags: flagValues(opts),
     });
     // Loaded only for this command: the running agent never parses the doctor's checks.
-    const { runDoctorCommand } = await import('./doctor-command');
-    setExitCode(await runDoctorCommand(config, write));
+    const [{ runDoctorCommand }, { parseDoctorChecks }] = await Promise.all([
+      import('./doctor-command'),
+      import('../doctor/run-doctor'),
+    ]);
+    const only = typeof opts.checks === 'string' ? parseDoctorChecks(opts.checks) : undefined;
+    setExitCode(await runDoctorCommand(config, write, only));
   });
 
   withConfigFlags(

@@ -1,6 +1,6 @@
 import { systemClock } from '../clock';
 import type { AgentConfig } from '../config';
-import { doctorExitCode, renderDoctorReport, runDoctor } from '../doctor';
+import { type DoctorCheckId, doctorExitCode, renderDoctorReport, runDoctor } from '../doctor';
 import { AGENT_VERSION } from '../version';
 
 /**
@@ -10,11 +10,17 @@ import { AGENT_VERSION } from '../version';
  *
  * @param config - the resolved agent configuration
  * @param write - stdout writer
- * @returns the exit code: 0 when no check failed, 1 otherwise
+ * @param only - the checks to report (`--checks`) @default every check
+ * @returns the exit code: 0 when no reported check failed, 1 otherwise
  */
-export async function runDoctorCommand(config: AgentConfig, write: (s: string) => void): Promise<number> {
+export async function runDoctorCommand(
+  config: AgentConfig,
+  write: (s: string) => void,
+  only?: readonly DoctorCheckId[],
+): Promise<number> {
   const results = await runDoctor({
     config,
+    ...(only ? { only } : {}),
     version: AGENT_VERSION,
     clock: systemClock,
     uid: process.getuid?.() ?? -1,

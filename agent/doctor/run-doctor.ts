@@ -6,7 +6,7 @@ import { ImdsClient } from '../identity/imds';
 import { type HostCredentialSource, hostCredentialProvider } from '../send/host-credentials';
 import { HttpSender } from '../send/sender';
 import { checkCredentials, checkEndpoint, checkImds, checkProbe, probeBatch } from './aws-checks';
-import { DOCTOR_CHECK_IDS, type DoctorCheckResult } from './doctor-check';
+import { DOCTOR_CHECK_IDS, type DoctorCheckId, type DoctorCheckResult } from './doctor-check';
 import { checkEfa, checkKmsg, checkNvml, checkProfiling } from './host-checks';
 import { stsCallerArn } from './sts-caller-identity';
 
@@ -38,6 +38,13 @@ export interface DoctorOptions {
   readonly whoAmI?: (region: string) => Promise<string>;
   /** Per-request timeout of the endpoint and probe requests, ms. @default 5000 */
   readonly timeoutMs?: number;
+  /**
+   * The checks to report, e.g. `['nvml', 'profiling', 'kmsg', 'efa']` in an AMI build that has no
+   * endpoint or agent role yet; the others are neither printed nor counted (the checks a reported
+   * one depends on still run: IMDS for EFA's instance type, the endpoint for the probe).
+   * @default every check of {@link DOCTOR_CHECK_IDS}
+   */
+  readonly only?: readonly DoctorCheckId[];
 }
 
 /**
@@ -116,7 +123,7 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorCheckResu
       'Set `endpoint` (--endpoint, GPU_SENTINEL_ENDPOINT) to the stack output BatchesUrl without /v1/batches.';
     put({ id: 'endpoint', status: 'fail', detail: 'no endpoint configured', fix });
     put({ id: 'probe', status: 'skip', detail: 'no endpoint to probe' });
-    return ordered(results);
+    return ordered(results, options.only);
   }
   let sender: HttpSender;
   try {
@@ -139,7 +146,7 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorCheckResu
       fix: 'Fix `endpoint`, `auth` and `region`.',
     });
     put({ id: 'probe', status: 'skip', detail: 'no usable endpoint' });
-    return ordered(results);
+    return ordered(results, options.only);
   }
   const endpoint = await checkEndpoint(sender.batchesUrl, fetchFn, timeoutMs);
   put(endpoint);
@@ -147,7 +154,7 @@ export async function runDoctor(options: DoctorOptions): Promise<DoctorCheckResu
     put({ id: 'probe', status: 'skip', detail: 'the endpoint does not answer' });
   else if (host === undefined) put({ id: 'probe', status: 'skip', detail: 'no instance identity to send' });
   else put(await checkProbe(sender, probeBatch(host, options.version, clock())));
-  return ordered(results);
+  return ordered(results, options.only);
 }
 
 /**
@@ -160,6 +167,32 @@ export function doctorExitCode(results: readonly DoctorCheckResult[]): number {
   return results.some((r) => r.status === 'fail') ? 1 : 0;
 }
 
-function ordered(results: Map<string, DoctorCheckResult>): DoctorCheckResult[] {
-  return DOCTOR_CHECK_IDS.flatMap((id) => results.get(id) ?? []);
+function ordered(
+  results: Map<string, DoctorCheckResult>,
+  only: readonly DoctorCheckId[] | undefined,
+): DoctorCheckResult[] {
+  return DOCTOR_CHECK_IDS.filter((id) => only === undefined || only.includes(id)).flatMap(
+    (id) => results.get(id) ?? [],
+  );
+}
+
+/**
+ * Parses a comma-separated list of check ids (`--checks nvml,kmsg`).
+ *
+ * @param value - ids of {@link DOCTOR_CHECK_IDS}, comma-separated, at least one
+ * @returns the ids
+ * @throws {RangeError} naming `--checks` and the unknown id
+ */
+export function parseDoctorChecks(value: string): DoctorCheckId[] {
+  const ids = value
+    .split(',')
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
+  const known: readonly string[] = DOCTOR_CHECK_IDS;
+  const bad = ids.find((id) => !known.includes(id));
+  if (ids.length === 0 || bad !== undefined)
+    throw new RangeError(
+      `Expected \`--checks\` to be a comma-separated list of ${DOCTOR_CHECK_IDS.join(', ')}, got \`${value}\``,
+    );
+  return ids as DoctorCheckId[];
 }

@@ -10,6 +10,7 @@ import {
   type DoctorCheckResult,
   type DoctorOptions,
   doctorExitCode,
+  parseDoctorChecks,
   renderDoctorReport,
   runDoctor,
 } from '../../../agent/doctor';
@@ -39,10 +40,14 @@ const METADATA: Record<string, string> = {
   'instance-life-cycle': 'on-demand',
 };
 /**
- * API Gateway's own refusal by a resource policy's Deny statement: the body's wording from the API
- * Gateway developer guide ("Create and attach an API Gateway resource policy", troubleshooting)
- * and AWS's knowledge center (api-gateway-403-error-lambda-authorizer), the header from its
- * ACCESS_DENIED gateway response.
+ * API Gateway's own refusal by a resource policy's Deny statement. The body's wording: API Gateway
+ * developer guide, https://docs.aws.amazon.com/apigateway/latest/developerguide/apigateway-resource-policies-create-attach.html
+ * (troubleshooting: `{"Message":"User: anonymous is not authorized to perform: execute-api:Invoke
+ * on resource: …"}`) and AWS knowledge center,
+ * https://aws.amazon.com/premiumsupport/knowledge-center/api-gateway-403-error-lambda-authorizer/
+ * (the same message ending `with an explicit deny` for an explicit Deny); the header is the
+ * `x-amzn-ErrorType` of API Gateway's ACCESS_DENIED gateway response. Caller and resource here are
+ * this test's.
  */
 const RESOURCE_POLICY_DENY = JSON.stringify({
   Message: `User: ${SESSION_ARN} is not authorized to perform: execute-api:Invoke on resource: arn:aws:execute-api:us-east-1:********9012:abc123defg/prod/POST/v1/batches with an explicit deny`,
@@ -379,5 +384,35 @@ describe('gpu-sentinel doctor', () => {
       status: 'fail',
       detail: expect.stringContaining('predates the probe'),
     });
+  });
+
+  it('reports only the checks asked for, as an AMI build without an endpoint asks, and exits 0', async () => {
+    // Prepare: no endpoint, no IMDS: the endpoint check would fail if it were reported
+    setFakeNvmlEnv({ PRESET: 'p5' });
+    const only = parseDoctorChecks('nvml, profiling,kmsg,efa');
+    // Act
+    const results = await runDoctor(
+      options(
+        config({ imds: 'off', instanceId: INSTANCE, instanceType: 'p5.48xlarge', region: 'us-east-1' }),
+        {
+          only,
+        },
+      ),
+    );
+    // Assess
+    expect(results.map((r) => [r.id, r.status])).toEqual([
+      ['nvml', 'pass'],
+      ['profiling', 'pass'],
+      ['kmsg', 'pass'],
+      ['efa', 'pass'],
+    ]);
+    expect(doctorExitCode(results)).toBe(0);
+  });
+
+  it.each(['', 'nvml,gpu', ' , '])('refuses --checks %j, naming the flag and the ids it takes', (value) => {
+    // Act / Assess
+    expect(() => parseDoctorChecks(value)).toThrow(
+      /Expected `--checks` to be a comma-separated list of nvml, profiling/,
+    );
   });
 });
