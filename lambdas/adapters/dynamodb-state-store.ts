@@ -26,6 +26,9 @@ export interface DynamoDbStateStoreOptions {
  *
  * Items (`pk`, `sk`):
  * - `instance#<id>`, `remediation`: the one replace/quarantine of an instance (written only if absent);
+ * - `instance#<id>`, `reboot`: the instance's last reboot (reserved, then confirmed);
+ * - `budget#<scope>`, `slot#<n>`: a taken budget slot (scopes `asg#<group>`, `fleet`,
+ *   `reboot#asg#<group>`, `reboot#fleet`), TTL one budget window;
  * - `asg#<group>`, `<ISO at>#<instance id>`: group history for the rate limit, TTL 7 days;
  * - `instance#<id>`, `broken#<gpuKey>`: since when a GPU is broken (earliest kept);
  * - `alert#<id>`, `last_sent`: last send of an alert (claimed when older than the cooldown),
@@ -91,6 +94,11 @@ export class DynamoDbStateStore implements StateStore {
   /** {@inheritDoc DynamoDbRemediationState.putRemediationIfAbsent} */
   putRemediationIfAbsent(record: RemediationRecord): Promise<boolean> {
     return this.#remediations.putRemediationIfAbsent(record);
+  }
+
+  /** {@inheritDoc DynamoDbRemediationState.getLastReboot} */
+  getLastReboot(instanceId: string): Promise<RemediationRecord | undefined> {
+    return this.#remediations.getLastReboot(instanceId);
   }
 
   /** {@inheritDoc DynamoDbRemediationState.reserveRemediation} */

@@ -17,6 +17,11 @@ import type {
 } from '../domain/ports';
 import { type DuckDbSession, sqlValue as v } from './duckdb-session';
 
+/** The table of a record: `reboots` (the last reboot per instance) or `remediations` (replace/quarantine). */
+function tableOf(action: RemediationRecord['action']): 'reboots' | 'remediations' {
+  return action === 'reboot' ? 'reboots' : 'remediations';
+}
+
 /**
  * The state port of the local store (docs/design.md §6, §8) on DuckDB: remediation records and
  * budget slots, broken and idle marks, alert claims, leases and firing records, on a session it
@@ -46,6 +51,19 @@ export class DuckDbStateStore implements StateStore {
   }
 
   /**
+   * @param instanceId - EC2 instance id
+   * @returns the instance's last confirmed reboot, or undefined when none
+   */
+  getLastReboot(instanceId: string): Promise<RemediationRecord | undefined> {
+    return this.#db.serial(async () => {
+      const [r] = await this.#db.rows("SELECT * FROM reboots WHERE instance_id = ? AND state = 'done'", [
+        instanceId,
+      ]);
+      return r === undefined ? undefined : toRemediation(r);
+    });
+  }
+
+  /**
    * Records a replace/quarantine only if the instance has none yet.
    *
    * @param record - the remediation
@@ -66,7 +84,8 @@ export class DuckDbStateStore implements StateStore {
   /**
    * Reserves a remediation in one DuckDB transaction (every operation of this store runs one at a
    * time, so the read of the instance and the budget slots and the writes are one atomic step):
-   * refused when the instance has a `done` record or a live `pending` lease, or when the group's or
+   * refused when the instance has a `done` record (a reboot: younger than `repeatAfterS`, in table
+   * `reboots`) or a live `pending` lease, or when the group's or
    * the fleet's slots taken after `at − windowS` reach their limit; else the record is written
    * `pending` until `at + leaseS` and, for a budgeted replacement, one slot of each scope is taken.
    *
@@ -83,12 +102,15 @@ export class DuckDbStateStore implements StateStore {
     const failure = 'expected DuckDB to reserve the remediation, it failed; nothing was reserved, retry it';
     return this.#db.serial(() =>
       this.#db.transaction('reserveRemediation', failure, async (): Promise<RemediationReservation> => {
+        const table = tableOf(record.action);
         const [held] = await this.#db.rows(
-          "SELECT coalesce(state, 'done') AS state, lease_until_ms FROM remediations WHERE instance_id = ?",
+          `SELECT coalesce(state, 'done') AS state, lease_until_ms, at_ms FROM ${table} WHERE instance_id = ?`,
           [record.instance_id],
         );
-        if (held?.state === 'done') return { granted: false, reason: 'remediated' };
-        if (held !== undefined && Number(held.lease_until_ms) > atMs) {
+        const repeatCutoffMs = atMs - (request.repeatAfterS ?? 0) * 1000;
+        const stale = record.action === 'reboot' && Number(held?.at_ms) <= repeatCutoffMs;
+        if (held?.state === 'done' && !stale) return { granted: false, reason: 'remediated' };
+        if (held?.state === 'pending' && Number(held.lease_until_ms) > atMs) {
           return { granted: false, reason: 'in_progress' };
         }
         const taken: [string, number][] = [];
@@ -107,7 +129,7 @@ export class DuckDbStateStore implements StateStore {
           }
         }
         await this.#db.exec(
-          `INSERT OR REPLACE INTO remediations (instance_id, asg_name, action, "at", at_ms, rule, state, lease_id, lease_until_ms)
+          `INSERT OR REPLACE INTO ${table} (instance_id, asg_name, action, "at", at_ms, rule, state, lease_id, lease_until_ms)
              VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
           [
             record.instance_id,
@@ -145,7 +167,7 @@ export class DuckDbStateStore implements StateStore {
     return this.#db.serial(async () => {
       await this.#db.run(
         'confirmRemediation',
-        "UPDATE remediations SET state = 'done', lease_until_ms = NULL WHERE instance_id = ? AND lease_id = ? AND state = 'pending'",
+        `UPDATE ${tableOf(record.action)} SET state = 'done', lease_until_ms = NULL WHERE instance_id = ? AND lease_id = ? AND state = 'pending'`,
         [record.instance_id, leaseId],
       );
     });
@@ -163,7 +185,7 @@ export class DuckDbStateStore implements StateStore {
     return this.#db.serial(async () => {
       await this.#db.run(
         'releaseRemediation',
-        "DELETE FROM remediations WHERE instance_id = ? AND lease_id = ? AND state = 'pending'",
+        `DELETE FROM ${tableOf(record.action)} WHERE instance_id = ? AND lease_id = ? AND state = 'pending'`,
         [record.instance_id, leaseId],
       );
       await this.#db.run('releaseRemediation', 'DELETE FROM remediation_slots WHERE lease_id = ?', [leaseId]);

@@ -132,6 +132,11 @@ export class DuckDbStore implements TelemetryStore, StateStore {
     return this.#state.putRemediationIfAbsent(record);
   }
 
+  /** {@inheritDoc DuckDbStateStore.getLastReboot} */
+  getLastReboot(instanceId: string): Promise<RemediationRecord | undefined> {
+    return this.#state.getLastReboot(instanceId);
+  }
+
   /** {@inheritDoc DuckDbStateStore.reserveRemediation} */
   reserveRemediation(request: RemediationReservationRequest): Promise<RemediationReservation> {
     return this.#state.reserveRemediation(request);

@@ -14,6 +14,11 @@ import type {
   StateStore,
 } from '../../lambdas/domain/ports';
 
+/** The map key of a record: a reboot is kept apart from the instance's replace/quarantine. */
+function keyOf(instanceId: string, action: RemediationRecord['action']): string {
+  return action === 'reboot' ? `${instanceId}#reboot` : instanceId;
+}
+
 interface Held {
   readonly record: RemediationRecord;
   state: 'pending' | 'done';
@@ -42,6 +47,11 @@ export class MemoryStateStore implements StateStore {
     return held?.state === 'done' ? held.record : undefined;
   }
 
+  async getLastReboot(instanceId: string): Promise<RemediationRecord | undefined> {
+    const held = this.remediations.get(keyOf(instanceId, 'reboot'));
+    return held?.state === 'done' ? held.record : undefined;
+  }
+
   async putRemediationIfAbsent(record: RemediationRecord): Promise<boolean> {
     if (this.remediations.has(record.instance_id)) return false;
     this.remediations.set(record.instance_id, { record, state: 'done', leaseId: '', leaseUntilMs: 0 });
@@ -51,9 +61,14 @@ export class MemoryStateStore implements StateStore {
   async reserveRemediation(request: RemediationReservationRequest): Promise<RemediationReservation> {
     const { record, budget } = request;
     const { atMs, leaseUntilMs, cutoffMs } = reservationTimes(record, request.leaseS, budget);
-    const held = this.remediations.get(record.instance_id);
-    if (held?.state === 'done') return { granted: false, reason: 'remediated' };
-    if (held !== undefined && held.leaseUntilMs > atMs) return { granted: false, reason: 'in_progress' };
+    const key = keyOf(record.instance_id, record.action);
+    const held = this.remediations.get(key);
+    const stale =
+      record.action === 'reboot' &&
+      Date.parse(held?.record.at ?? '') <= atMs - (request.repeatAfterS ?? 0) * 1000;
+    if (held?.state === 'done' && !stale) return { granted: false, reason: 'remediated' };
+    if (held?.state === 'pending' && held.leaseUntilMs > atMs)
+      return { granted: false, reason: 'in_progress' };
     const leaseId = leaseIdFor(record);
     const taken: [string, number][] = [];
     const spend = budgetedGroup(record, budget);
@@ -64,7 +79,7 @@ export class MemoryStateStore implements StateStore {
         taken.push([scope, pick.free]);
       }
     }
-    this.remediations.set(record.instance_id, { record, state: 'pending', leaseId, leaseUntilMs });
+    this.remediations.set(key, { record, state: 'pending', leaseId, leaseUntilMs });
     for (const [scope, slot] of taken) {
       const kept = (this.slots.get(scope) ?? []).filter((s) => s.slot !== slot);
       this.slots.set(scope, [...kept, { slot, at_ms: atMs, leaseId }]);
@@ -73,13 +88,14 @@ export class MemoryStateStore implements StateStore {
   }
 
   async confirmRemediation(record: RemediationRecord, leaseId: string): Promise<void> {
-    const held = this.remediations.get(record.instance_id);
+    const held = this.remediations.get(keyOf(record.instance_id, record.action));
     if (held?.leaseId === leaseId && held.state === 'pending') held.state = 'done';
   }
 
   async releaseRemediation(record: RemediationRecord, leaseId: string): Promise<void> {
-    const held = this.remediations.get(record.instance_id);
-    if (held?.leaseId === leaseId && held.state === 'pending') this.remediations.delete(record.instance_id);
+    const key = keyOf(record.instance_id, record.action);
+    const held = this.remediations.get(key);
+    if (held?.leaseId === leaseId && held.state === 'pending') this.remediations.delete(key);
     for (const [scope, slots] of this.slots)
       this.slots.set(
         scope,

@@ -228,6 +228,7 @@ describe('ingest handler', () => {
         firing: await store.listFiringAlerts(i),
       }),
       getRemediation: (id) => store.getRemediation(id),
+      getLastReboot: (id) => store.getLastReboot(id),
       putRemediationIfAbsent: (r) => store.putRemediationIfAbsent(r),
       reserveRemediation: (r) => store.reserveRemediation(r),
       confirmRemediation: (r, l) => store.confirmRemediation(r, l),
