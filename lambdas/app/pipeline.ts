@@ -15,6 +15,7 @@ import type {
   Remediator,
   RuleContext,
   StateStore,
+  StormLimits,
   TelemetryStore,
 } from '../domain';
 
@@ -59,6 +60,8 @@ export interface PipelineDeps {
   readonly instances?: InstanceDirectory;
   /** Replacement budgets per group and fleet-wide. @default DEFAULT_REMEDIATION_LIMITS */
   readonly remediationLimits?: RemediationLimits;
+  /** When correlated faults are a storm (one incident, remediation paused). @default DEFAULT_STORM_LIMITS */
+  readonly stormLimits?: StormLimits;
 }
 
 /** What the alert lifecycle needs of the pipeline: state, sink, log and cooldown (ingest and fleet alike). */

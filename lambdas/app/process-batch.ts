@@ -17,6 +17,7 @@ import {
 } from '../domain';
 import { type AlertTally, publishOnce, resolveStopped } from './alert-lifecycle';
 import { UnpublishedAlertsError } from './errors';
+import { isFault, judgeStorms } from './incidents';
 import type { PipelineDeps, ProcessResult } from './pipeline';
 import { remediate } from './remediate';
 
@@ -27,9 +28,11 @@ const SEVERITY_ORDER: Readonly<Record<Finding['severity'], number>> = { critical
  * The ingest pipeline for one validated batch (docs/design.md §1): price the instance, judge the point
  * rules, judge the horizon windows (diagnosis per GPU, window rules), compute the waste ledger of
  * every flush window with its GPU's diagnosis (broken-since from the stored marks and this batch's
- * findings, in memory), write the store, then persist the broken and idle marks, publish alerts
- * (publish-then-record), resolve window alerts that stopped, and decide (and, unless dry-run, carry
- * out) remediation for point findings only: a window finding never remediates.
+ * findings, in memory), write the store, then persist the broken and idle marks, judge whether its
+ * faults are part of a storm (then one incident per group and fleet replaces their alerts and
+ * remediation pauses), publish alerts (publish-then-record), resolve window alerts that stopped,
+ * and decide (and, unless dry-run, carry out) remediation for point findings only: a window
+ * finding never remediates.
  *
  * Nothing is written before the store write succeeds: if it fails this throws and the agent
  * retries the whole batch, which is idempotent (`seq` is the record version); no broken mark,
@@ -97,11 +100,20 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
     if (outcome === 'failed') tally.failed.push(alert);
     return outcome === 'sent';
   };
+  // Correlated faults: one incident per group and fleet instead of a page per instance, and no
+  // remediation while it lasts (every fault still decided and recorded).
+  const pausedBy = await judgeStorms(
+    findings.filter(isFault),
+    instance ? { ...host, asg_name: instance.asg?.name } : host,
+    instance?.asg?.desired_capacity,
+    deps,
+    now,
+    send,
+  );
   for (const finding of findings) {
-    await send(toAlert(finding, host));
-    if (finding.action === 'replace' || finding.action === 'reset') {
-      decisions.push(await remediate(finding, batch, instance, deps, now));
-    }
+    const fault = isFault(finding);
+    if (!fault || pausedBy === undefined) await send(toAlert(finding, host));
+    if (fault) decisions.push(await remediate(finding, batch, instance, deps, now, pausedBy));
   }
   // Window findings: never a remediation (efficiency is the owner's to fix), and they resolve.
   for (const finding of window.findings) {

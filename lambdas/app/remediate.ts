@@ -31,6 +31,8 @@ import type { PipelineDeps } from './pipeline';
  * @param instance - what EC2 and Auto Scaling say about the sender; undefined without enrichment
  * @param deps - state store, remediator, decision sink, log, mode, limits, cooldown
  * @param now - the server's clock
+ * @param pausedBy - why remediation is paused (the instance is part of a storm, `judgeStorms`): the
+ *   decision is a recorded `skip` @default undefined
  * @returns the decision as recorded
  * @throws whatever the state store throws when it cannot be reached (nothing was carried out)
  * @throws whatever the decision sink throws when an escalation cannot be recorded (its claim is
@@ -42,6 +44,7 @@ export async function remediate(
   instance: InstanceInfo | undefined,
   deps: PipelineDeps,
   now: Date,
+  pausedBy?: string,
 ): Promise<RemediationDecision> {
   const host = instance ? { ...batch.host, asg_name: instance.asg?.name } : batch.host;
   const limits = deps.remediationLimits ?? DEFAULT_REMEDIATION_LIMITS;
@@ -54,12 +57,15 @@ export async function remediate(
       host,
       mode: deps.remediationMode,
       existing: await deps.state.getRemediation(host.instance_id),
-      ...(finding.action === 'reset' ? { lastReboot: await deps.state.getLastReboot(host.instance_id) } : {}),
+      ...(finding.action === 'reset' && pausedBy === undefined
+        ? { lastReboot: await deps.state.getLastReboot(host.instance_id) }
+        : {}),
       recentInGroup: host.asg_name ? await deps.state.listRemediations(host.asg_name, since) : [],
       groupDesiredCapacity: desired,
       groupTags: instance?.asg?.tags,
       limits,
       dryRun: deps.dryRun,
+      ...(pausedBy === undefined ? {} : { pausedBy }),
     },
     now,
   );

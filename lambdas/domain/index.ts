@@ -21,6 +21,7 @@ export * from './pricing';
 export * from './remediation-mode';
 export * from './remediation-outcome';
 export * from './remediation-policy';
+export * from './remediation-storm';
 export * from './report-input-error';
 export * from './report-message';
 export * from './rule-registry';

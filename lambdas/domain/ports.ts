@@ -228,6 +228,13 @@ export type RemediationReservation =
       readonly limit?: number;
     };
 
+/** One instance's last fault in an incident scope (`StateStore.recordFault`). */
+export interface ScopeFault {
+  readonly instance_id: string;
+  /** When it last faulted, ISO 8601 (as recorded). */
+  readonly at: string;
+}
+
 /** What the pipeline knows about one instance before it judges a batch (read in one call). */
 export interface InstanceState {
   /** gpuKey → since when broken, ISO 8601 (as {@link StateStore.getBrokenSince}). */
@@ -285,6 +292,20 @@ export interface StateStore {
    * @throws when the store cannot be reached
    */
   releaseRemediation(record: RemediationRecord, leaseId: string): Promise<void>;
+  /**
+   * Records that an instance faulted at `at` in an incident scope (`asg#<group>` or `fleet`; the
+   * latest time per instance is kept), then reads the scope back: the incident's members. Correlated
+   * faults are judged from this (docs/remediation.md, storms).
+   *
+   * @param scope - the incident scope
+   * @param instanceId - EC2 instance id
+   * @param at - the fault's time, ISO 8601
+   * @param windowS - how far back a fault counts, s > 0
+   * @returns every instance of the scope whose last fault is in `(at − windowS, at]`, this one
+   *   included, oldest first (ties by instance id)
+   * @throws when the store cannot be reached
+   */
+  recordFault(scope: string, instanceId: string, at: string, windowS: number): Promise<ScopeFault[]>;
   /** Replace actions in a group since `since` (for the per-group rate limit). */
   listRemediations(asgName: string, since: Date): Promise<RemediationRecord[]>;
   /** Since when a GPU (`gpuKey` = index, or PCI bus id, or `*` for the whole instance) is known broken, ISO 8601. */

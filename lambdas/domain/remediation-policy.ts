@@ -99,6 +99,11 @@ export interface RemediationInput {
   readonly limits?: RemediationLimits;
   /** True when nothing will be executed (local mode). */
   readonly dryRun: boolean;
+  /**
+   * Why remediation is paused for this instance, when it is part of a storm (`stormPauseReason`):
+   * the decision is `skip` with this reason, recorded like any other. @default undefined (not paused)
+   */
+  readonly pausedBy?: string;
 }
 
 function optedOut(tags: Readonly<Record<string, string>> | undefined): boolean {
@@ -148,7 +153,8 @@ function againstLastReboot(
  * `replace` can lead to `replace` or `quarantine`. Checks, in this order; the first that applies decides:
  *
  * 1. mode `off` → `skip`;
- * 2. finding action `none` → `skip`; `notify` → `notify`; `reset` on an instance already being
+ * 2. finding action `none` → `skip`; `notify` → `notify`; part of a storm (`pausedBy`) → `skip`
+ *    with the incident's reason; `reset` on an instance already being
  *    replaced or quarantined (`existing`) → `skip`: a reset of a GPU on its way out helps nobody;
  * 3. mode `notify` → `notify` (says what `replace` mode would have done);
  * 4. opt-out tag `gpu-sentinel:remediation=off` on the instance or its group → `skip`;
@@ -186,6 +192,7 @@ export function decideRemediation(input: RemediationInput, now: Date): Remediati
   if (mode === 'off') return decide('skip', 'remediation mode is off');
   if (finding.action === 'none') return decide('skip', 'the finding asks for no action');
   if (finding.action === 'notify') return decide('notify', 'the finding asks only for a notification');
+  if (input.pausedBy !== undefined) return decide('skip', input.pausedBy);
   const reset = finding.action === 'reset';
   if (reset && input.existing !== undefined) {
     return decide(

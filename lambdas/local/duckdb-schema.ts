@@ -70,6 +70,10 @@ export const DUCKDB_SCHEMA_SQL: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS reboots (
     instance_id VARCHAR PRIMARY KEY, asg_name VARCHAR, action VARCHAR NOT NULL, "at" VARCHAR NOT NULL, at_ms BIGINT NOT NULL,
     rule VARCHAR NOT NULL, state VARCHAR NOT NULL, lease_id VARCHAR, lease_until_ms BIGINT)`,
+  // The last fault of each instance per incident scope (StateStore.recordFault: storms).
+  `CREATE TABLE IF NOT EXISTS scope_faults (
+    scope VARCHAR NOT NULL, instance_id VARCHAR NOT NULL, "at" VARCHAR NOT NULL, at_ms BIGINT NOT NULL,
+    PRIMARY KEY (scope, instance_id))`,
   `CREATE TABLE IF NOT EXISTS remediation_slots (
     scope VARCHAR NOT NULL, slot INTEGER NOT NULL, instance_id VARCHAR NOT NULL, lease_id VARCHAR NOT NULL,
     at_ms BIGINT NOT NULL, PRIMARY KEY (scope, slot))`,

@@ -13,6 +13,7 @@ import type {
   RemediationRecord,
   RemediationReservation,
   RemediationReservationRequest,
+  ScopeFault,
   StateStore,
 } from '../domain/ports';
 import { type DuckDbSession, sqlValue as v } from './duckdb-session';
@@ -189,6 +190,34 @@ export class DuckDbStateStore implements StateStore {
         [record.instance_id, leaseId],
       );
       await this.#db.run('releaseRemediation', 'DELETE FROM remediation_slots WHERE lease_id = ?', [leaseId]);
+    });
+  }
+
+  /**
+   * Keeps the instance's latest fault in the scope (a late batch never moves it back), then reads
+   * the scope back.
+   *
+   * @param scope - the incident scope (`asg#<group>` or `fleet`)
+   * @param instanceId - EC2 instance id
+   * @param at - the fault's time, ISO 8601
+   * @param windowS - how far back a fault counts, s > 0
+   * @returns the scope's instances whose last fault is in `(at − windowS, at]`, oldest first
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  recordFault(scope: string, instanceId: string, at: string, windowS: number): Promise<ScopeFault[]> {
+    const atMs = isoToMs(at, 'at');
+    return this.#db.serial(async () => {
+      await this.#db.run(
+        'recordFault',
+        `INSERT INTO scope_faults VALUES (?, ?, ?, ?) ON CONFLICT (scope, instance_id)
+           DO UPDATE SET "at" = excluded."at", at_ms = excluded.at_ms WHERE excluded.at_ms > scope_faults.at_ms`,
+        [scope, instanceId, at, atMs],
+      );
+      const rows = await this.#db.rows(
+        'SELECT instance_id, "at" FROM scope_faults WHERE scope = ? AND at_ms > ? AND at_ms <= ? ORDER BY at_ms, instance_id',
+        [scope, atMs - windowS * 1000, atMs],
+      );
+      return rows.map((r) => ({ instance_id: r.instance_id as string, at: r.at as string }));
     });
   }
 

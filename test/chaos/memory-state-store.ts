@@ -11,6 +11,7 @@ import type {
   RemediationRecord,
   RemediationReservation,
   RemediationReservationRequest,
+  ScopeFault,
   StateStore,
 } from '../../lambdas/domain/ports';
 
@@ -41,6 +42,19 @@ export class MemoryStateStore implements StateStore {
   readonly leases = new Map<string, number>();
   readonly firing = new Map<string, Map<string, FiringAlert>>();
   readonly idle = new Map<string, Map<string, string>>();
+  readonly faults = new Map<string, Map<string, string>>();
+
+  async recordFault(scope: string, instanceId: string, at: string, windowS: number): Promise<ScopeFault[]> {
+    const faults = this.faults.get(scope) ?? new Map<string, string>();
+    const seen = faults.get(instanceId);
+    if (seen === undefined || Date.parse(seen) < Date.parse(at)) faults.set(instanceId, at);
+    this.faults.set(scope, faults);
+    const atMs = Date.parse(at);
+    return [...faults]
+      .filter(([, t]) => Date.parse(t) > atMs - windowS * 1000 && Date.parse(t) <= atMs)
+      .sort(([a, t], [b, u]) => Date.parse(t) - Date.parse(u) || a.localeCompare(b))
+      .map(([instance_id, t]) => ({ instance_id, at: t }));
+  }
 
   async getRemediation(instanceId: string): Promise<RemediationRecord | undefined> {
     const held = this.remediations.get(instanceId);

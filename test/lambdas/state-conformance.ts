@@ -331,6 +331,35 @@ export function describeStateStoreContract(name: string, makeStore: MakeStateSto
       expect(await store.listRemediations('p5-train', new Date('2026-03-10T11:00:00Z'))).toEqual([]);
     });
 
+    it('keeps the latest fault of each instance per scope and reads back the ones inside the window, oldest first', async () => {
+      // Act
+      await store.recordFault('asg#p5-train', 'i-0000000000000000b', '2026-03-10T12:00:10.000Z', 600);
+      await store.recordFault('asg#p5-train', 'i-0000000000000000a', '2026-03-10T12:00:10.000Z', 600);
+      await store.recordFault('asg#other', 'i-0000000000000000c', '2026-03-10T12:00:20.000Z', 600);
+      await store.recordFault('asg#p5-train', 'i-0000000000000000d', '2026-03-10T11:50:00.000Z', 600);
+      await store.recordFault('asg#p5-train', 'i-0000000000000000a', '2026-03-10T12:05:00.000Z', 600);
+      const late = await store.recordFault(
+        'asg#p5-train',
+        'i-0000000000000000a',
+        '2026-03-10T12:01:00.000Z',
+        600,
+      );
+      const now = await store.recordFault(
+        'asg#p5-train',
+        'i-0000000000000000e',
+        '2026-03-10T12:05:00.000Z',
+        600,
+      );
+
+      // Assess
+      expect(late).toEqual([{ instance_id: 'i-0000000000000000b', at: '2026-03-10T12:00:10.000Z' }]);
+      expect(now).toEqual([
+        { instance_id: 'i-0000000000000000b', at: '2026-03-10T12:00:10.000Z' },
+        { instance_id: 'i-0000000000000000a', at: '2026-03-10T12:05:00.000Z' },
+        { instance_id: 'i-0000000000000000e', at: '2026-03-10T12:05:00.000Z' },
+      ]);
+    });
+
     it('reserves a quarantine without spending any budget', async () => {
       // Prepare
       const record: RemediationRecord = {

@@ -229,6 +229,7 @@ describe('ingest handler', () => {
       }),
       getRemediation: (id) => store.getRemediation(id),
       getLastReboot: (id) => store.getLastReboot(id),
+      recordFault: (s, i, a, w) => store.recordFault(s, i, a, w),
       putRemediationIfAbsent: (r) => store.putRemediationIfAbsent(r),
       reserveRemediation: (r) => store.reserveRemediation(r),
       confirmRemediation: (r, l) => store.confirmRemediation(r, l),
