@@ -3,10 +3,13 @@ import {
   ALERT_LEASE_S,
   ALERT_REARM_S,
   type Alert,
+  type AlertBounds,
   alertId,
+  DEFAULT_ALERT_BOUNDS,
   DEFAULT_ALERT_COOLDOWN_S,
   type Finding,
   type FiringAlert,
+  instanceAlertScope,
   MS_PER_SECOND,
   type RuleId,
   windowResolvedAlert,
@@ -133,4 +136,41 @@ export async function resolveStopped(
     if (await publishResolve(firing, alert, deps, now)) tally.sent.push(alert);
     else tally.failed.push(alert);
   }
+}
+
+/**
+ * Splits a batch's findings into those sent one by one and those folded into the summary alert
+ * (docs/remediation.md, bounded fan-out): the first `perBatch` (in the order given: most severe
+ * first) are candidates; each candidate's alert id is recorded in the instance's alert scope
+ * (`StateStore.recordFault`, `alerts#<instance>`), and one that finds more than `perInstance`
+ * distinct alerts of the instance within `windowS` is folded too. State calls: at most
+ * 2 × `perBatch` per batch, however many findings it has.
+ *
+ * @param findings - the findings whose alerts would go out, most severe first
+ * @param instanceId - the batch's instance
+ * @param deps - state store and bounds (@default DEFAULT_ALERT_BOUNDS)
+ * @param now - the server's clock
+ * @returns `individual` (send one by one) and `folded` (count in the summary), each in the order given
+ * @throws whatever the state store throws when it cannot be reached
+ */
+export async function boundAlerts<F extends Finding>(
+  findings: readonly F[],
+  instanceId: string,
+  deps: Pick<AlertLifecycleDeps, 'state'> & { readonly alertBounds?: AlertBounds },
+  now: Date,
+): Promise<{ individual: F[]; folded: F[] }> {
+  const bounds = deps.alertBounds ?? DEFAULT_ALERT_BOUNDS;
+  const individual: F[] = [];
+  const folded: F[] = findings.slice(bounds.perBatch);
+  for (const finding of findings.slice(0, bounds.perBatch)) {
+    const recent = await deps.state.recordFault(
+      instanceAlertScope(instanceId),
+      alertId(finding),
+      now.toISOString(),
+      bounds.windowS,
+    );
+    if (recent.length > bounds.perInstance) folded.push(finding);
+    else individual.push(finding);
+  }
+  return { individual, folded };
 }

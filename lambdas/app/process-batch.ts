@@ -3,6 +3,7 @@ import {
   type Alert,
   attributeEventsToGpus,
   brokenMarksOf,
+  DEFAULT_ALERT_BOUNDS,
   enrichHost,
   evaluatePointRules,
   type Finding,
@@ -11,11 +12,12 @@ import {
   RESOLVING_WINDOW_RULES,
   type RemediationDecision,
   storeRowsOf,
+  summaryAlert,
   toAlert,
   windowFiringRecord,
   withBrokenMarks,
 } from '../domain';
-import { type AlertTally, publishOnce, resolveStopped } from './alert-lifecycle';
+import { type AlertTally, boundAlerts, publishOnce, resolveStopped } from './alert-lifecycle';
 import { UnpublishedAlertsError } from './errors';
 import { isFault, judgeStorms } from './incidents';
 import type { PipelineDeps, ProcessResult } from './pipeline';
@@ -30,9 +32,9 @@ const SEVERITY_ORDER: Readonly<Record<Finding['severity'], number>> = { critical
  * every flush window with its GPU's diagnosis (broken-since from the stored marks and this batch's
  * findings, in memory), write the store, then persist the broken and idle marks, judge whether its
  * faults are part of a storm (then one incident per group and fleet replaces their alerts and
- * remediation pauses), publish alerts (publish-then-record), resolve window alerts that stopped,
- * and decide (and, unless dry-run, carry out) remediation for point findings only: a window
- * finding never remediates.
+ * remediation pauses), publish alerts (publish-then-record; at most `alertBounds` one by one, the
+ * rest in one summary), resolve window alerts that stopped, and decide (and, unless dry-run, carry
+ * out) remediation once per batch, for its most severe point fault: a window finding never remediates.
  *
  * Nothing is written before the store write succeeds: if it fails this throws and the agent
  * retries the whole batch, which is idempotent (`seq` is the record version); no broken mark,
@@ -110,18 +112,27 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
     now,
     send,
   );
-  for (const finding of findings) {
-    const fault = isFault(finding);
-    if (!fault || pausedBy === undefined) await send(toAlert(finding, host));
-    if (fault) decisions.push(await remediate(finding, batch, instance, deps, now, pausedBy));
-  }
-  // Window findings: never a remediation (efficiency is the owner's to fix), and they resolve.
-  for (const finding of window.findings) {
+  // Bounded fan-out: point findings (a storm's faults are in its incident), then window findings;
+  // past the bounds they are counted in one summary alert.
+  const windowFindings = new Set<Finding>(window.findings);
+  const { individual, folded } = await boundAlerts(
+    [...findings.filter((f) => !isFault(f) || pausedBy === undefined), ...window.findings],
+    host.instance_id,
+    deps,
+    now,
+  );
+  for (const finding of individual) {
     const alert = toAlert(finding, host);
-    if ((await send(alert)) && RESOLVING_WINDOW_RULES.has(finding.rule)) {
+    // Window findings never remediate (efficiency is the owner's to fix), and they resolve.
+    if ((await send(alert)) && windowFindings.has(finding) && RESOLVING_WINDOW_RULES.has(finding.rule)) {
       await deps.state.putFiringAlert(windowFiringRecord(alert));
     }
   }
+  if (folded.length > 0) await send(summaryAlert(folded, host, deps.alertBounds ?? DEFAULT_ALERT_BOUNDS));
+  // One remediation decision per batch: the most severe fault (a replacement makes a reboot moot,
+  // one reboot resets every GPU), however many faults the batch reports.
+  const decisive = findings.find((f) => f.action === 'replace') ?? findings.find((f) => f.action === 'reset');
+  if (decisive !== undefined) decisions.push(await remediate(decisive, batch, instance, deps, now, pausedBy));
   await resolveStopped(window, state.firing, host, deps, now, tally);
   if (tally.failed.length > 0) {
     const ids = tally.failed.map((a) => a.id);
@@ -137,6 +148,7 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
     events: rows.events.length,
     findings: findings.length + window.findings.length,
     alerts: tally.sent.length,
+    ...(folded.length > 0 ? { alerts_folded: folded.length } : {}),
   });
   return {
     accepted: written.written,

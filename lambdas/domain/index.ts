@@ -1,3 +1,4 @@
+export * from './alert-bounds';
 export * from './alert-message';
 export * from './attribute-events';
 export * from './batch-metrics';
