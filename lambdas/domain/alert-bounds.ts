@@ -117,7 +117,7 @@ export function summaryAlert(folded: readonly Finding[], host: Host, bounds: Ale
     id,
     finding,
     subject: alertSubject(
-      `[${severity.toUpperCase()}] summary ${host.instance_id} ${host.instance_type}: ${finding.summary}`,
+      `[${severity.toUpperCase()}] summary ${host.instance_id} ${host.instance_type}: ${folded.length} more findings (${rules})`,
     ),
     body,
     attributes: { ...alertAttributes(finding, 'firing', host.tags ?? {}), summary: 'true' },
