@@ -37,17 +37,25 @@ export interface AlertTally {
  * @param alert - the alert to send
  * @param deps - state store, alert sink, log, cooldown (@default DEFAULT_ALERT_COOLDOWN_S)
  * @param now - the server's clock
- * @returns `sent`, `skipped` (in cooldown, or another invocation is sending it), or `failed` (logged)
+ * @param admit - asked once the lease is held (so only an alert that would really go out is
+ *   counted): false gives the lease back and sends nothing (`folded`) @default always admitted
+ * @returns `sent`, `skipped` (in cooldown, or another invocation is sending it), `folded` (not
+ *   admitted), or `failed` (logged)
  * @throws whatever the state store throws when it cannot be reached (`StoreUnavailableError`)
  */
 export async function publishOnce(
   alert: Alert,
   deps: AlertLifecycleDeps,
   now: Date,
-): Promise<'sent' | 'skipped' | 'failed'> {
+  admit?: () => Promise<boolean>,
+): Promise<'sent' | 'skipped' | 'folded' | 'failed'> {
   const at = now.toISOString();
   const cooldownS = deps.alertCooldownS ?? DEFAULT_ALERT_COOLDOWN_S;
   if (!(await deps.state.leaseAlert(alert.id, at, cooldownS, ALERT_LEASE_S))) return 'skipped';
+  if (admit !== undefined && !(await admit())) {
+    await deps.state.releaseAlertLease(alert.id, at);
+    return 'folded';
+  }
   try {
     await deps.alerts.publish(alert);
   } catch (err) {
@@ -139,38 +147,31 @@ export async function resolveStopped(
 }
 
 /**
- * Splits a batch's findings into those sent one by one and those folded into the summary alert
- * (docs/remediation.md, bounded fan-out): the first `perBatch` (in the order given: most severe
- * first) are candidates; each candidate's alert id is recorded in the instance's alert scope
- * (`StateStore.recordFault`, `alerts#<instance>`), and one that finds more than `perInstance`
- * distinct alerts of the instance within `windowS` is folded too. State calls: at most
- * 2 × `perBatch` per batch, however many findings it has.
+ * The per-instance bound of bounded fan-out (docs/remediation.md): records the alert id in the
+ * instance's alert scope (`StateStore.recordFault`, `alerts#<instance>`) and admits it while the
+ * instance has sent at most `perInstance` distinct alerts within `windowS`. Asked by
+ * {@link publishOnce} only once the alert's lease is held, so an alert in its cooldown costs nothing.
  *
- * @param findings - the findings whose alerts would go out, most severe first
  * @param instanceId - the batch's instance
+ * @param id - the alert id
  * @param deps - state store and bounds (@default DEFAULT_ALERT_BOUNDS)
  * @param now - the server's clock
- * @returns `individual` (send one by one) and `folded` (count in the summary), each in the order given
- * @throws whatever the state store throws when it cannot be reached
+ * @returns the admission check
  */
-export async function boundAlerts<F extends Finding>(
-  findings: readonly F[],
+export function withinInstanceBound(
   instanceId: string,
+  id: string,
   deps: Pick<AlertLifecycleDeps, 'state'> & { readonly alertBounds?: AlertBounds },
   now: Date,
-): Promise<{ individual: F[]; folded: F[] }> {
+): () => Promise<boolean> {
   const bounds = deps.alertBounds ?? DEFAULT_ALERT_BOUNDS;
-  const individual: F[] = [];
-  const folded: F[] = findings.slice(bounds.perBatch);
-  for (const finding of findings.slice(0, bounds.perBatch)) {
+  return async () => {
     const recent = await deps.state.recordFault(
       instanceAlertScope(instanceId),
-      alertId(finding),
+      id,
       now.toISOString(),
       bounds.windowS,
     );
-    if (recent.length > bounds.perInstance) folded.push(finding);
-    else individual.push(finding);
-  }
-  return { individual, folded };
+    return recent.length <= bounds.perInstance;
+  };
 }

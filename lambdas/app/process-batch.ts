@@ -17,7 +17,7 @@ import {
   windowFiringRecord,
   withBrokenMarks,
 } from '../domain';
-import { type AlertTally, boundAlerts, publishOnce, resolveStopped } from './alert-lifecycle';
+import { type AlertTally, publishOnce, resolveStopped, withinInstanceBound } from './alert-lifecycle';
 import { UnpublishedAlertsError } from './errors';
 import { isFault, judgeStorms } from './incidents';
 import type { PipelineDeps, ProcessResult } from './pipeline';
@@ -113,22 +113,29 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
     send,
   );
   // Bounded fan-out: point findings (a storm's faults are in its incident), then window findings;
-  // past the bounds they are counted in one summary alert.
+  // past `perBatch`, or past the instance's `perInstance` in the window, they are counted in one summary.
+  const bounds = deps.alertBounds ?? DEFAULT_ALERT_BOUNDS;
   const windowFindings = new Set<Finding>(window.findings);
-  const { individual, folded } = await boundAlerts(
-    [...findings.filter((f) => !isFault(f) || pausedBy === undefined), ...window.findings],
-    host.instance_id,
-    deps,
-    now,
-  );
-  for (const finding of individual) {
+  const alertable = [...findings.filter((f) => !isFault(f) || pausedBy === undefined), ...window.findings];
+  const folded = alertable.slice(bounds.perBatch);
+  for (const finding of alertable.slice(0, bounds.perBatch)) {
     const alert = toAlert(finding, host);
+    const outcome = await publishOnce(
+      alert,
+      deps,
+      now,
+      withinInstanceBound(host.instance_id, alert.id, deps, now),
+    );
+    if (outcome === 'failed') tally.failed.push(alert);
+    if (outcome === 'folded') folded.push(finding);
+    if (outcome !== 'sent') continue;
+    tally.sent.push(alert);
     // Window findings never remediate (efficiency is the owner's to fix), and they resolve.
-    if ((await send(alert)) && windowFindings.has(finding) && RESOLVING_WINDOW_RULES.has(finding.rule)) {
+    if (windowFindings.has(finding) && RESOLVING_WINDOW_RULES.has(finding.rule)) {
       await deps.state.putFiringAlert(windowFiringRecord(alert));
     }
   }
-  if (folded.length > 0) await send(summaryAlert(folded, host, deps.alertBounds ?? DEFAULT_ALERT_BOUNDS));
+  if (folded.length > 0) await send(summaryAlert(folded, host, bounds));
   // One remediation decision per batch: the most severe fault (a replacement makes a reboot moot,
   // one reboot resets every GPU), however many faults the batch reports.
   const decisive = findings.find((f) => f.action === 'replace') ?? findings.find((f) => f.action === 'reset');
