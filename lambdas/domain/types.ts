@@ -216,8 +216,12 @@ export interface AutoScalingGroupInfo {
   readonly tags: Readonly<Record<string, string>>;
 }
 
-/** What remediation did, or would do in dry-run, for a finding. */
-export type RemediationAction = 'replace' | 'quarantine' | 'notify' | 'skip' | 'escalate';
+/**
+ * What remediation did, or would do in dry-run, for a finding: `reboot` (EC2 RebootInstances, for a
+ * fault a GPU reset clears), `replace` (Auto Scaling), `quarantine` (tag, outside a group), `notify`,
+ * `skip`, `escalate` (a human must act).
+ */
+export type RemediationAction = 'reboot' | 'replace' | 'quarantine' | 'notify' | 'skip' | 'escalate';
 
 /** One remediation decision: the audit record of what was decided and why. */
 export interface RemediationDecision {

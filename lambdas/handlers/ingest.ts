@@ -78,6 +78,7 @@ export function handlerFromEnvironment(
     remediator: {
       replace: async (decision) => (await aws()).remediator.replace(decision),
       quarantine: async (decision) => (await aws()).remediator.quarantine(decision),
+      reboot: async (decision) => (await aws()).remediator.reboot(decision),
     },
     instances: {
       describe: async (instanceId, region) => (await aws()).instances.describe(instanceId, region),

@@ -410,6 +410,52 @@ describe('DynamoDbStateStore', () => {
     expect(theirs).toEqual({ granted: false, reason: 'in_progress' });
   });
 
+  it('records a fault in an incident scope, keeping the latest, and reads the scope back within the window', async () => {
+    // Prepare
+    mock.on(QueryCommand).resolves({
+      Items: [
+        marshall({
+          pk: 'storm#asg#p5-train',
+          sk: 'fault#i-0abc',
+          instance_id: 'i-0abc',
+          at: '2026-03-10T12:00:06Z',
+          at_ms: 1773144006000,
+        }),
+        marshall({
+          pk: 'storm#asg#p5-train',
+          sk: 'fault#i-0old',
+          instance_id: 'i-0old',
+          at: '2026-03-10T11:50:06Z',
+          at_ms: 1773143406000,
+        }),
+      ],
+    });
+
+    // Act
+    const members = await store.recordFault('asg#p5-train', 'i-0abc', '2026-03-10T12:00:06Z', 600);
+
+    // Assess
+    expect(members).toEqual([{ instance_id: 'i-0abc', at: '2026-03-10T12:00:06Z' }]);
+    expect(mock.commandCalls(PutItemCommand)[0]!.args[0].input).toEqual({
+      TableName: 'gpu-sentinel-state',
+      Item: marshall({
+        pk: 'storm#asg#p5-train',
+        sk: 'fault#i-0abc',
+        instance_id: 'i-0abc',
+        at: '2026-03-10T12:00:06Z',
+        at_ms: 1773144006000,
+        expires_at: 1773144006 + 600 + 3600,
+      }),
+      ConditionExpression: 'attribute_not_exists(pk) OR #at < :at',
+      ExpressionAttributeNames: { '#at': 'at_ms' },
+      ExpressionAttributeValues: marshall({ ':at': 1773144006000 }),
+    });
+    expect(mock.commandCalls(QueryCommand)[0]!.args[0].input).toMatchObject({
+      KeyConditionExpression: 'pk = :p AND begins_with(sk, :b)',
+      ConsistentRead: true,
+    });
+  });
+
   it('gives back an alert claim only if it is still the one made at that time', async () => {
     // Prepare
     mock.on(DeleteItemCommand).resolves({});
