@@ -136,7 +136,7 @@ export function simulatedFleetScenarios(): Scenario[] {
 /**
  * The bundled real kernel-log captures as scenarios: the Xid 48 → 63 → 94 host must raise
  * `xid_fatal` and may be replaced; the host with only application faults (Xid 13, 43) raises an
- * informational `xid_fatal` notice (an application fault, not a hardware one) and is never replaced.
+ * informational `xid_app` notice (an application fault, not a hardware one) and is never replaced.
  */
 export function captureScenarios(manifestPath: string = BUNDLED_REPLAY_MANIFEST): Scenario[] {
   return [
@@ -152,7 +152,7 @@ export function captureScenarios(manifestPath: string = BUNDLED_REPLAY_MANIFEST)
       'real kernel log: 629 Xid 13 and 7 Xid 43, application faults only',
       manifestPath,
       'i-0a5e00000000000b2',
-      { expect: ['xid_fatal'] },
+      { expect: ['xid_app'] },
     ),
   ];
 }
