@@ -195,7 +195,9 @@ export function edgeScenarios(): Scenario[] {
  * Real-world detection (docs/detection.md), on real captures: a GPU that fell off the bus with
  * no Xid line, and a DGX A100 whose only word is `NV_ERR_GPU_IS_LOST` (no PCI id: the instance),
  * each must raise `gpu_lost` and may be replaced; a GPU whose GSP hangs (Xid 119, printed five times
- * over six minutes, never reset) must raise `xid_fatal` asking for a reset, not a replacement.
+ * over six minutes, never reset) must raise `xid_fatal` asking for a reset, not a replacement; an H100
+ * in MIG mode (a real scrape with only per-slice GR engine activity) is measured, found idle and
+ * priced, no longer refused.
  */
 export function detectionScenarios(manifestPath: string = DETECTION_REPLAY_MANIFEST): Scenario[] {
   return [
@@ -219,6 +221,13 @@ export function detectionScenarios(manifestPath: string = DETECTION_REPLAY_MANIF
       manifestPath,
       'i-0a5e00000000000c3',
       { expect: ['xid_fatal'], remediate: ['xid_fatal'] },
+    ),
+    replayScenario(
+      'capture-h100-mig',
+      'real dcgm-exporter scrape of an H100 in MIG mode: three 1g.10gb slices, two held by pods, all idle',
+      manifestPath,
+      'i-0a5e00000000000c4',
+      { expect: ['waste_rate', 'profiling_unavailable'], diagnosis: 'idle' },
     ),
   ];
 }
