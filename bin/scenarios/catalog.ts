@@ -136,7 +136,9 @@ export function simulatedFleetScenarios(): Scenario[] {
 /**
  * The bundled real kernel-log captures as scenarios: the Xid 48 → 63 → 94 host must raise
  * `xid_fatal` and may be replaced; the host with only application faults (Xid 13, 43) raises an
- * informational `xid_app` notice (an application fault, not a hardware one) and is never replaced.
+ * informational `xid_app` notice (an application fault, not a hardware one) and is never replaced;
+ * the EKS p5 scrape (no process count, GPU 0 held by a vLLM pod) raises `idle_billed` for GPUs 1–7
+ * only — the pod's GPU is held idle, not idle.
  */
 export function captureScenarios(manifestPath: string = BUNDLED_REPLAY_MANIFEST): Scenario[] {
   return [
@@ -146,6 +148,17 @@ export function captureScenarios(manifestPath: string = BUNDLED_REPLAY_MANIFEST)
       manifestPath,
       'i-0a5e00000000000b1',
       { expect: ['xid_fatal'], remediate: ['xid_fatal'] },
+    ),
+    replayScenario(
+      'capture-p5-vllm-held',
+      'real dcgm-exporter scrape of an EKS p5: GPU 0 held idle by a vLLM pod, GPUs 1–7 idle and allocated to no pod',
+      manifestPath,
+      'i-0a5e00000000000a1',
+      {
+        expect: ['idle_billed', 'waste_rate', 'profiling_unavailable'],
+        diagnosis: 'idle',
+        diagnosis_gpus: [1, 2, 3, 4, 5, 6, 7],
+      },
     ),
     replayScenario(
       'capture-xid13-43',
