@@ -20,6 +20,8 @@ export interface HorizonGpu {
   readonly diagnosis: Diagnosis;
   /** What this GPU wastes at this horizon's rate, USD/hour (ledger of the horizon, per hour; 0 when unpriced). */
   readonly wastedUsdPerHour: number;
+  /** What this GPU costs, USD/hour: its share of the instance price (`price / GPU count`; 0 when unpriced). */
+  readonly costUsdPerHour: number;
   /**
    * Nothing holds the GPU, as far as the source can say (see `isGpuFree`): `true`, `false`, or
    * `undefined` when the source cannot tell.
@@ -114,6 +116,7 @@ export function judgedHorizons(
         podHeld.has(index),
       ),
       wastedUsdPerHour: (ledger.wasted_usd / ledger.window_s) * SECONDS_PER_HOUR,
+      costUsdPerHour: (ledger.cost_usd / ledger.window_s) * SECONDS_PER_HOUR,
       free: isGpuFree(window, podHeld.has(index), podHeld.size > 0, thresholds),
     });
   }
