@@ -91,6 +91,28 @@ function outcome(
   return undefined;
 }
 
+/** Recovery actions of Xid 154's text (NVIDIA's catalog) that need the GPU reset: the instance is rebooted. */
+const RESET_RECOVERY_ACTIONS = new Set(['gpu reset required', 'node reboot required', 'drain and reset']);
+
+/**
+ * Xid 154 summarizes the recovery action the driver wants for the other Xids ("GPU recovery action
+ * changed from 0x0 (None) to 0x2 (Node Reboot Required)", NVIDIA's catalog). When the latest one asks
+ * for a GPU reset or a node reboot, it is a hardware `reset` (judged by `xid_fatal`); otherwise the
+ * policy's entry (a notice).
+ */
+function recoveryActionEntry(entry: XidPolicyEntry, sorted: readonly TimedEvent[]): XidPolicyEntry {
+  const latest = [...sorted].reverse().find((t) => t.event.detail !== undefined)?.event.detail ?? '';
+  const action = / to 0x[0-9a-f]+ \(([^)]+)\)/i.exec(latest)?.[1]?.trim();
+  if (action === undefined || !RESET_RECOVERY_ACTIONS.has(action.toLowerCase())) return entry;
+  return {
+    ...entry,
+    action: 'reset',
+    severity: 'warning',
+    class: 'hardware',
+    remedy: `The driver's recovery action is "${action}": reset the GPU (a reboot of the instance resets every GPU); if the fault comes back after it, replace the instance.`,
+  };
+}
+
 /** The rule that judges each Xid class: named for what it judges, so an application fault is never published as `xid_fatal`. */
 const RULE_OF_CLASS = {
   hardware: 'xid_fatal',
@@ -107,9 +129,11 @@ function xidFinding(
   ctx: RuleContext,
   cls: XidClass,
 ): Finding[] {
-  const { entry, known } = xidPolicyFor(ctx.xidPolicy, xid);
-  if (entry.class !== cls) return [];
   const sorted = [...events].sort((a, b) => a.ms - b.ms || a.order - b.order);
+  const policy = xidPolicyFor(ctx.xidPolicy, xid);
+  const known = policy.known;
+  const entry = xid === 154 ? recoveryActionEntry(policy.entry, sorted) : policy.entry;
+  if (entry.class !== cls) return [];
   const { kept, dropped } = dedupe(sorted, ctx.thresholds.xidDedupeWindowS * MS_PER_SECOND);
   const most = maxInWindow(kept, entry.window_s * MS_PER_SECOND);
   const met = most >= entry.count;

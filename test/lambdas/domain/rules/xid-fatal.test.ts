@@ -261,6 +261,19 @@ describe('xid_fatal policy outcomes', () => {
     expect(finding).toMatchObject({ action: 'reset', evidence: { count: 1, duplicates_dropped: 1 } });
   });
 
+  it.each([
+    ['GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)', 'xid_fatal', 'reset'],
+    ['GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)', 'xid_fatal', 'reset'],
+    ['GPU recovery action changed from 0x2 (Node Reboot Required) to 0x0 (None)', 'xid_notice', 'notify'],
+  ])('follows the recovery action of Xid 154 "%s"', (detail, rule, action) => {
+    // Prepare
+    const batch = makeBatch({ events: [xid(154, '2026-03-10T10:00:01Z', { detail })] });
+    // Act
+    const findings = evaluatePointRules(batch, DEFAULT_RULE_CONTEXT, NOW);
+    // Assess
+    expect(findings.map((f) => [f.rule, f.action])).toEqual([[rule, action]]);
+  });
+
   it('puts the driver text of Xid 154 in the summary', () => {
     // Prepare
     const batch = makeBatch({
