@@ -16,7 +16,8 @@ import { type KernelLogOptions, type KernelLogTime, parseLogTime } from './kmsg'
  * - `init_failed`: `NVRM: GPU 0000:04:01.0: RmInitAdapter failed! (0x11:0x45:2525)`: the driver
  *   cannot bring a GPU up, so it is unusable until the node is repaired;
  * - `probe_failed`: the PCI core's `nvidia 0000:01:00.0: probe with driver nvidia failed with error -1`
- *   (older kernels: `nvidia: probe of 0000:01:00.0 failed with error -1`);
+ *   (older kernels: `nvidia: probe of 0000:01:00.0 failed with error -1`), and the driver's
+ *   `NVRM: The NVIDIA probe routine failed for 1 device(s).` (the GPU of the NVRM line before it);
  * - `nvswitch_fatal`: a **fatal** NVSwitch SXid (`nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034,
  *   Fatal, Link 48 LTSSM Fault Up`): NVIDIA's Fabric Manager guide says NVLink traffic of the GPUs
  *   behind the switch stalls until the GPUs and switches are reset. The switch's PCI id is not a
@@ -63,7 +64,7 @@ const FALLEN = /fallen off the bus/i;
 const IS_LOST = /NV_ERR_GPU_IS_LOST|GPU lost from the bus/;
 const INIT_FAILED = /NVRM: .*RmInitAdapter failed/;
 const PROBE_FAILED = new RegExp(
-  `nvidia ${PCI}: probe with driver nvidia failed|nvidia: probe of ${PCI} failed with error`,
+  `nvidia ${PCI}: probe with driver nvidia failed|nvidia: probe of ${PCI} failed with error|NVRM: The NVIDIA probe routine failed for \\d+ device`,
 );
 const SXID_FATAL = new RegExp(`(nvidia-nvswitch\\d+): SXid \\(PCI:${PCI}\\): (\\d+), Fatal\\b`);
 

@@ -15,9 +15,9 @@ const BOOT = new Date('2026-03-01T00:00:00Z');
 const brief = (r: GpuLostRecord): string => `${r.cause}@${r.pci_bus_id ?? '*'}`;
 
 describe('findGpuLost on real kernel logs', () => {
-  it('finds a GPU fallen off the bus with no Xid, its PCI id on the first of three dmesg lines', () => {
+  it('finds a GPU fallen off the bus with no Xid, its PCI id on the first of three dmesg lines, then its failed probe', () => {
     const found = findGpuLost(real('nvsentinel-155-fallen-off-no-xid.dmesg.log'));
-    expect(found.map(brief)).toEqual(['fallen_off_bus@0000:b3:00.0']);
+    expect(found.map(brief)).toEqual(['fallen_off_bus@0000:b3:00.0', 'probe_failed@0000:b3:00.0']);
     expect(found[0]?.time).toEqual({ kind: 'monotonic', sinceBootS: 1843.308145 });
   });
 
@@ -121,6 +121,12 @@ describe('GpuLostDetector formats', () => {
     ).toBeUndefined();
   });
 
+  it('takes a lone failed probe routine as a loss of the instance', () => {
+    const r = new GpuLostDetector().feed('[ 5.1] NVRM: The NVIDIA probe routine failed for 1 device(s).');
+    expect(r).toMatchObject({ cause: 'probe_failed' });
+    expect(r?.pci_bus_id).toBeUndefined();
+  });
+
   it('ignores a message from another driver that mentions a bus', () => {
     expect(new GpuLostDetector().feed('[ 1.0] usb 1-1: device has fallen off the bus')).toBeUndefined();
   });
@@ -134,6 +140,12 @@ describe('toGpuLostEvent', () => {
     expect(e).toMatchObject({ kind: 'gpu_lost', source: 'kmsg', pci_bus_id: '0000:b3:00.0' });
     expect(e.at).toMatch(/^2026-03-01T00:30:43\.30814/);
     expect(e.detail).toBe('fallen_off_bus: NVRM: fallen off the bus and is not responding to commands.');
+    // The merger keeps one event per GPU: the probe failure of the same GPU is the same loss.
+    const merger = new XidMerger({ clock: () => BOOT });
+    const events = findGpuLost(real('nvsentinel-155-fallen-off-no-xid.dmesg.log')).map(
+      (x) => toGpuLostEvent(x, { bootTime: BOOT }) as GpuEvent,
+    );
+    expect(events.filter((x) => merger.add(x))).toHaveLength(1);
     expect(toGpuLostEvent(r as GpuLostRecord)).toBeUndefined();
   });
 });

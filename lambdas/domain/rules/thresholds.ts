@@ -1,4 +1,5 @@
 import { IDLE_EFFICIENCY_BELOW } from '../constants';
+import { HELD_FB_USED_BYTES_AT_LEAST } from '../gpu-holder';
 
 /**
  * Rule thresholds (docs/design.md §6): one documented data table (value, unit, range, source), overridable per
@@ -131,6 +132,14 @@ export const THRESHOLD_TABLE = {
     min: 0,
     max: 100,
     source: 'this module: SM active swinging by half its mean (work, wait, work) is data starvation',
+  },
+  heldFbUsedBytesAtLeast: {
+    value: HELD_FB_USED_BYTES_AT_LEAST,
+    unit: 'bytes',
+    min: 0,
+    max: 2 ** 40,
+    source:
+      'docs/detection.md §5: where processes are unknown, framebuffer used ≥ 256 MiB is a context holding the GPU (idle GPUs show 0–12 MiB in the real captures)',
   },
   idleBilledS: {
     value: 1800,

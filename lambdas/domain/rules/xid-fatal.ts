@@ -6,7 +6,7 @@ import type { Finding, FindingAction, Severity } from '../types';
 const REPLACE_REMEDY =
   'hardware fault: checkpoint and move the job; the instance is replaced (Auto Scaling) or quarantined for a human.';
 
-import { type XidPolicyEntry, xidPolicyFor } from '../xid-policy';
+import { type XidClass, type XidPolicyEntry, xidPolicyFor } from '../xid-policy';
 import { describeGpu, type GpuRef, groupByGpu, resolveGpuRef } from './gpu-ref';
 import type { PointRule } from './point-rule';
 import type { RuleContext } from './rule-context';
@@ -91,15 +91,49 @@ function outcome(
   return undefined;
 }
 
+/** Recovery actions of Xid 154's text (NVIDIA's catalog) that need the GPU reset: the instance is rebooted. */
+const RESET_RECOVERY_ACTIONS = new Set(['gpu reset required', 'node reboot required', 'drain and reset']);
+
+/**
+ * Xid 154 summarizes the recovery action the driver wants for the other Xids ("GPU recovery action
+ * changed from 0x0 (None) to 0x2 (Node Reboot Required)", NVIDIA's catalog). When the latest one asks
+ * for a GPU reset or a node reboot, it is a hardware `reset` (judged by `xid_fatal`); otherwise the
+ * policy's entry (a notice).
+ */
+function recoveryActionEntry(entry: XidPolicyEntry, sorted: readonly TimedEvent[]): XidPolicyEntry {
+  const latest = [...sorted].reverse().find((t) => t.event.detail !== undefined)?.event.detail ?? '';
+  const action = / to 0x[0-9a-f]+ \(([^)]+)\)/i.exec(latest)?.[1]?.trim();
+  if (action === undefined || !RESET_RECOVERY_ACTIONS.has(action.toLowerCase())) return entry;
+  return {
+    ...entry,
+    action: 'reset',
+    severity: 'warning',
+    class: 'hardware',
+    remedy: `The driver's recovery action is "${action}": reset the GPU (a reboot of the instance resets every GPU); if the fault comes back after it, replace the instance.`,
+  };
+}
+
+/** The rule that judges each Xid class: named for what it judges, so an application fault is never published as `xid_fatal`. */
+const RULE_OF_CLASS = {
+  hardware: 'xid_fatal',
+  application: 'xid_app',
+  notice: 'xid_notice',
+} as const satisfies Record<XidClass, string>;
+type XidRuleId = (typeof RULE_OF_CLASS)[XidClass];
+
 function xidFinding(
   batch: Batch,
   ref: GpuRef,
   xid: number,
   events: TimedEvent[],
   ctx: RuleContext,
+  cls: XidClass,
 ): Finding[] {
-  const { entry, known } = xidPolicyFor(ctx.xidPolicy, xid);
   const sorted = [...events].sort((a, b) => a.ms - b.ms || a.order - b.order);
+  const policy = xidPolicyFor(ctx.xidPolicy, xid);
+  const known = policy.known;
+  const entry = xid === 154 ? recoveryActionEntry(policy.entry, sorted) : policy.entry;
+  if (entry.class !== cls) return [];
   const { kept, dropped } = dedupe(sorted, ctx.thresholds.xidDedupeWindowS * MS_PER_SECOND);
   const most = maxInWindow(kept, entry.window_s * MS_PER_SECOND);
   const met = most >= entry.count;
@@ -123,7 +157,7 @@ function xidFinding(
     : '';
   return [
     {
-      rule: 'xid_fatal',
+      rule: RULE_OF_CLASS[cls],
       severity: result.severity,
       action: result.action,
       instance_id: batch.host.instance_id,
@@ -167,8 +201,9 @@ function xidFinding(
 }
 
 /**
- * Rule `xid_fatal` (docs/design.md §6): XID events judged by the XID policy, grouped per (GPU, Xid code) so 629
- * Xid 13 make one finding with `evidence.count = 629`. Cross-source duplicates (NVML + kmsg within
+ * The Xid rules (docs/design.md §6, docs/detection.md §2–3): XID events of one policy class judged by
+ * the XID policy — `hardware` by `xid_fatal`, `application` by `xid_app`, `notice` by `xid_notice` —
+ * grouped per (GPU, Xid code) so 629 Xid 13 make one finding with `evidence.count = 629`. Cross-source duplicates (NVML + kmsg within
  * `thresholds.xidDedupeWindowS`) count once.
  *
  * Per group: policy `ignore` → nothing; the count threshold met (at least `count` occurrences within
@@ -181,9 +216,10 @@ function xidFinding(
  *
  * @param batch - a validated batch; reads `events` of kind `xid`
  * @param ctx - `xidPolicy` and `thresholds.xidDedupeWindowS`
- * @returns one finding per (GPU, Xid code) that deserves one, ordered by GPU then code; `at` = first occurrence
+ * @param cls - the policy class this rule judges
+ * @returns one finding per (GPU, Xid code) of the class that deserves one, ordered by GPU then code; `at` = first occurrence
  */
-function xidFatalFindings(batch: Batch, ctx: RuleContext): Finding[] {
+function xidFindings(batch: Batch, ctx: RuleContext, cls: XidClass): Finding[] {
   const timed: (TimedEvent & { ref: GpuRef })[] = [];
   (batch.events ?? []).forEach((event, order) => {
     if (event.kind !== 'xid' || event.xid === undefined) return;
@@ -204,15 +240,26 @@ function xidFatalFindings(batch: Batch, ctx: RuleContext): Finding[] {
       else byXid.set(xid, [t]);
     }
     for (const xid of [...byXid.keys()].sort((a, b) => a - b)) {
-      findings.push(...xidFinding(batch, group.ref, xid, byXid.get(xid) ?? [], ctx));
+      findings.push(...xidFinding(batch, group.ref, xid, byXid.get(xid) ?? [], ctx, cls));
     }
   }
   return findings;
 }
 
-/** Rule `xid_fatal` as the registry runs it: always judges; its findings are {@link xidFatalFindings}'s. */
-export const xidFatalRule: PointRule<'xid_fatal'> = {
-  id: 'xid_fatal',
-  reads: 'batch',
-  evaluate: (batch, ctx) => ({ judged: true, findings: xidFatalFindings(batch, ctx) }),
-};
+/** An Xid rule of one class as the registry runs it: always judges; its findings are {@link xidFindings}'s for that class. */
+function xidRule<Id extends XidRuleId>(id: Id, cls: XidClass): PointRule<Id> {
+  return {
+    id,
+    reads: 'batch',
+    evaluate: (batch, ctx) => ({ judged: true, findings: xidFindings(batch, ctx, cls) }),
+  };
+}
+
+/** Rule `xid_fatal`: the hardware-class Xids (memory, link, firmware, a GPU gone) — reset, or replace when it persists. */
+export const xidFatalRule: PointRule<'xid_fatal'> = xidRule('xid_fatal', 'hardware');
+
+/** Rule `xid_app`: application-class Xids (13, 31, 43, copy engines …): the job's owner hears; the hardware stays. */
+export const xidAppRule: PointRule<'xid_app'> = xidRule('xid_app', 'application');
+
+/** Rule `xid_notice`: notice-class Xids (driver, firmware, mechanicals, codes unused on Ampere+, 154, unknown codes). */
+export const xidNoticeRule: PointRule<'xid_notice'> = xidRule('xid_notice', 'notice');

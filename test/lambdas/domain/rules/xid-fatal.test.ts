@@ -103,14 +103,14 @@ describe('xid_fatal on the real kernel log with 629 × Xid 13 and 7 × Xid 43', 
     expect(events.filter((e) => e.xid === 43)).toHaveLength(7);
   });
 
-  it('gives one info notify for 13 counting 629 and nothing for 43', () => {
+  it('gives one info notify for 13 counting 629 under xid_app (never xid_fatal) and nothing for 43', () => {
     // Prepare
     // Act
     const findings = evaluatePointRules(merged, DEFAULT_RULE_CONTEXT, now);
     // Assess
     expect(findings).toHaveLength(1);
     expect(findings[0]).toMatchObject({
-      rule: 'xid_fatal',
+      rule: 'xid_app',
       severity: 'info',
       action: 'notify',
       pci_bus_id: '0000:38:00.0',
@@ -135,17 +135,37 @@ describe('xid_fatal policy outcomes', () => {
     [119, 'warning', 'reset'],
     [120, 'warning', 'reset'],
     [46, 'warning', 'reset'],
-    [31, 'info', 'notify'],
+    [31, 'info', 'notify', 'xid_app'],
     [92, 'warning', 'notify'],
-    [555, 'warning', 'notify'],
-  ])('maps one Xid %i to %s/%s', (code, severity, action) => {
+    [54, 'warning', 'notify', 'xid_notice'],
+    [555, 'warning', 'notify', 'xid_notice'],
+  ])('maps one Xid %i to %s/%s', (code, severity, action, rule = 'xid_fatal') => {
     // Prepare
     const batch = makeBatch({ events: [xid(code, '2026-03-10T10:00:05Z')] });
     // Act
-    const findings = xidFatalRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings;
+    const findings = evaluatePointRules(batch, DEFAULT_RULE_CONTEXT, NOW);
     // Assess
     expect(findings).toHaveLength(1);
-    expect(findings[0]).toMatchObject({ severity, action, gpu_index: 2, at: '2026-03-10T10:00:05Z' });
+    expect(findings[0]).toMatchObject({ rule, severity, action, gpu_index: 2, at: '2026-03-10T10:00:05Z' });
+  });
+
+  it('judges each class only under its own rule: a batch of 13, 48 and 54 gives one finding per rule', () => {
+    // Prepare
+    const batch = makeBatch({
+      events: [
+        xid(13, '2026-03-10T10:00:01Z'),
+        xid(48, '2026-03-10T10:00:02Z'),
+        xid(54, '2026-03-10T10:00:03Z'),
+      ],
+    });
+    // Act
+    const findings = evaluatePointRules(batch, DEFAULT_RULE_CONTEXT, NOW);
+    // Assess
+    expect(findings.map((f) => [f.rule, f.evidence.xid, f.evidence.xid_class])).toEqual([
+      ['xid_fatal', 48, 'hardware'],
+      ['xid_app', 13, 'application'],
+      ['xid_notice', 54, 'notice'],
+    ]);
   });
 
   it.each([43, 45, 38])('gives nothing for ignored Xid %i', (code) => {
@@ -241,6 +261,19 @@ describe('xid_fatal policy outcomes', () => {
     expect(finding).toMatchObject({ action: 'reset', evidence: { count: 1, duplicates_dropped: 1 } });
   });
 
+  it.each([
+    ['GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)', 'xid_fatal', 'reset'],
+    ['GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)', 'xid_fatal', 'reset'],
+    ['GPU recovery action changed from 0x2 (Node Reboot Required) to 0x0 (None)', 'xid_notice', 'notify'],
+  ])('follows the recovery action of Xid 154 "%s"', (detail, rule, action) => {
+    // Prepare
+    const batch = makeBatch({ events: [xid(154, '2026-03-10T10:00:01Z', { detail })] });
+    // Act
+    const findings = evaluatePointRules(batch, DEFAULT_RULE_CONTEXT, NOW);
+    // Assess
+    expect(findings.map((f) => [f.rule, f.action])).toEqual([[rule, action]]);
+  });
+
   it('puts the driver text of Xid 154 in the summary', () => {
     // Prepare
     const batch = makeBatch({
@@ -249,8 +282,9 @@ describe('xid_fatal policy outcomes', () => {
       ],
     });
     // Act
-    const [finding] = xidFatalRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings;
+    const [finding] = evaluatePointRules(batch, DEFAULT_RULE_CONTEXT, NOW);
     // Assess
+    expect(finding?.rule).toBe('xid_notice');
     expect(finding?.severity).toBe('warning');
     expect(finding?.summary).toContain('Node Reboot Required');
   });
@@ -263,14 +297,15 @@ describe('xid_fatal policy outcomes', () => {
     };
     const batch = makeBatch({ events: [xid(13, '2026-03-10T10:00:01Z')] });
     // Act / Assess
-    expect(xidFatalRule.evaluate(batch, ctx, NOW).findings).toEqual([]);
+    expect(evaluatePointRules(batch, DEFAULT_RULE_CONTEXT, NOW)).toHaveLength(1);
+    expect(evaluatePointRules(batch, ctx, NOW)).toEqual([]);
   });
 
   it('orders findings by GPU then code, whatever the event order', () => {
     // Prepare
     const batch = makeBatch({
       events: [
-        xid(94, '2026-03-10T10:00:03Z', { gpu_index: 3 }),
+        xid(95, '2026-03-10T10:00:03Z', { gpu_index: 3 }),
         xid(48, '2026-03-10T10:00:02Z', { gpu_index: 3 }),
         xid(79, '2026-03-10T10:00:01Z', { gpu_index: 1 }),
       ],
@@ -281,7 +316,7 @@ describe('xid_fatal policy outcomes', () => {
     expect(findings.map((f) => [f.gpu_index, f.evidence.xid])).toEqual([
       [1, 79],
       [3, 48],
-      [3, 94],
+      [3, 95],
     ]);
   });
 });
