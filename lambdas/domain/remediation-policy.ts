@@ -225,7 +225,9 @@ export function decideRemediation(input: RemediationInput, now: Date): Remediati
     if (reboot.state === 'clearing') {
       return decide(
         'skip',
-        `the reboot at ${reboot.at} is clearing this fault (stamped ${reboot.afterS} s after it, within the ${limits.rebootSettleS} s it takes to go down)`,
+        reboot.afterS < 0
+          ? `the reboot at ${reboot.at} is clearing this fault (stamped ${-reboot.afterS} s before it: the episode the reboot answers)`
+          : `the reboot at ${reboot.at} is clearing this fault (stamped ${reboot.afterS} s after it, within the ${limits.rebootSettleS} s it takes to go down)`,
       );
     }
     if (reboot.state === 'none') {

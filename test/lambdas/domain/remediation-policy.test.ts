@@ -237,6 +237,12 @@ describe('decideRemediation: the ladder (reboot, then replace)', () => {
   it.each([
     ['no reboot before', undefined, 'reboot', /RebootInstances/],
     [
+      'a reboot 30 s after the fault (a line of the episode the reboot answers, delivered late)',
+      '2026-03-10T12:00:20Z',
+      'skip',
+      /the reboot at 2026-03-10T12:00:20Z is clearing this fault \(stamped 30 s before it: the episode the reboot answers\)/,
+    ],
+    [
       'a reboot 100 s before the fault (its lines still in flight)',
       '2026-03-10T11:58:10Z',
       'skip',
