@@ -66,13 +66,15 @@ export interface AgentRuntimeOptions {
 }
 
 /**
- * Longest gap between two looks at the NVML event set, ms: 1 s. At the default poll interval (1 s)
- * and faster, each poll drains the events the driver holds (a zero-timeout `nvmlEventSetWait_v2`
- * on the poll's own tick: no pool thread, no extra wake-up; a background wait with a 1 s timeout
- * cost ≈ 0.2 ms of CPU a second, a fifth of the agent's budget). With a slower poll a background
- * wait with this timeout keeps XIDs at most 1 s late.
+ * Timeout of each background `nvmlEventSetWait_v2`, ms: 2 s. The wait runs on a libuv pool thread
+ * and returns the moment the driver posts an XID, a double-bit ECC error or a lost GPU, so an event
+ * reaches the loop at once (which flushes and sends it: fault to alert ≤ 0.5 s, BENCHMARKS.md),
+ * whatever the poll interval; the timeout only bounds how long `stop()` waits and sets the idle
+ * cost (one wake-up per timeout: a 1 s timeout cost ≈ 0.2 ms of CPU a second, so 2 s about half
+ * that). Before, at the default 1 s poll, each poll drained the set with a zero timeout: an event
+ * then waited up to a poll (p50 0.51 s, p99 1.40 s to the alert).
  */
-export const EVENT_WAIT_MS = 1000;
+export const EVENT_WAIT_MS = 2000;
 
 /** IMDS spot/rebalance notices are polled on this interval, ms (a spot notice comes ~2 min ahead). */
 export const INSTANCE_EVENT_POLL_MS = 5000;
@@ -223,7 +225,7 @@ function agentSources(
     new NvmlEventSource({
       libraryPath: config.nvmlLibraryPath,
       logger: log,
-      waitTimeoutMs: config.pollIntervalMs <= EVENT_WAIT_MS ? 0 : EVENT_WAIT_MS,
+      waitTimeoutMs: EVENT_WAIT_MS,
     }),
   );
   if (config.kmsgPath !== 'off')

@@ -13,7 +13,7 @@ import {
   AGENT_BUNDLE_FILE,
   buildAgentBundle,
 } from '../../agent/packaging/build-agent-bundle';
-import { AGENT_SEA_EXEC_ARGV } from '../../agent/packaging/build-agent-sea';
+import { AGENT_SEA_EXEC_ARGV, AGENT_SEA_FILE } from '../../agent/packaging/build-agent-sea';
 import { fakeNvmlPath } from '../setup/fake-nvml';
 import { setup as buildTestDoubles } from '../setup/global-setup';
 import { readTopFunctions } from './cpu-profile-top';
@@ -23,7 +23,8 @@ import { processCpuUs, statusKb, threadCpuUs } from './proc-stat';
  * The shipped agent's own cost, against the obvious alternative, in one run:
  * `npx tsx test/bench/agent-overhead.ts [--seconds 120] [--warmup-s 60] [--report-every-s 300]
  * [--poll-ms 1000] [--flush-s 10] [--send-s 60] [--gpus 8] [--sigv4] [--extra-flags '--single-threaded-gc']
- * [--bundle dist/agent]` (`--bundle`: measure a bundle folder already built, e.g. from another commit).
+ * [--bundle dist/agent] [--sea dist/agent-x64]` (`--bundle`: measure a bundle folder already built,
+ * e.g. from another commit; `--sea`: measure the single executable of that folder).
  *
  * The hour-long run, horizons full before the steady window opens (15 min warm-up, then an hour):
  * `npx tsx test/bench/agent-overhead.ts --seconds 4500 --warmup-s 900 --report-every-s 300`.
@@ -53,8 +54,8 @@ const ROOT = join(HERE, '..', '..');
 const SMI = join(HERE, 'fixtures', 'nvidia-smi');
 /** The agent's budget at 1 Hz (BENCHMARKS.md, current figures against targets), by GPU count: % of one core and peak RSS in MiB (2^20 bytes, the unit of every RSS figure of this bench and of BENCHMARKS.md). */
 const TARGETS: Readonly<Record<number, { cpuPercent: number; rssMb: number }>> = {
-  8: { cpuPercent: 0.1, rssMb: 60 },
-  64: { cpuPercent: 0.4, rssMb: 100 },
+  8: { cpuPercent: 0.1, rssMb: 57 },
+  64: { cpuPercent: 0.4, rssMb: 95 },
 };
 /** Functions listed from the CPU profile. */
 const TOP_FUNCTIONS = 12;
@@ -82,6 +83,11 @@ const { values } = parseArgs({
     sigv4: { type: 'boolean', default: false },
     /** An agent bundle folder already built (e.g. from another commit) to measure instead of building one. */
     bundle: { type: 'string' },
+    /**
+     * Measure the single executable of this folder (`build.ts --sea`: its V8 flags are built in)
+     * instead of the ESM bundle on this Node.js; the profiled agent stays the bundle (`--cpu-prof`).
+     */
+    sea: { type: 'string' },
   },
 });
 const seconds = Number(values.seconds);
@@ -158,6 +164,7 @@ function spawnAgent(
   sink: Sink,
   workDir: string,
   name: string,
+  executable?: string,
 ): RunningAgent {
   const spoolDir = join(workDir, `spool-${name}`);
   mkdirSync(spoolDir);
@@ -185,10 +192,14 @@ function spawnAgent(
     [envName('spoolDir')]: spoolDir,
     [envName('logLevel')]: 'error',
   };
-  const child = spawn(process.execPath, [...nodeFlags, entry, 'agent'], {
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    executable ?? process.execPath,
+    executable ? ['agent'] : [...nodeFlags, entry, 'agent'],
+    {
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   if (child.pid === undefined) throw new Error(`Expected the ${name} agent to start, got no pid`);
   const agent: RunningAgent = {
     child,
@@ -326,7 +337,8 @@ try {
   const [sink, profSink] = await Promise.all([startSink(), startSink()]);
 
   const t0 = performance.now();
-  const agent = spawnAgent(bundle.entry, nodeFlags, sink, workDir, 'measured');
+  const seaExecutable = values.sea ? join(values.sea, AGENT_SEA_FILE) : undefined;
+  const agent = spawnAgent(bundle.entry, nodeFlags, sink, workDir, 'measured', seaExecutable);
   const profiled = spawnAgent(
     bundle.entry,
     [
@@ -433,12 +445,15 @@ try {
     `## Agent overhead (${new Date().toISOString()})`,
     '',
     `Machine: ${cpuModel}, ${cpus().length} cores, Node ${process.version}, ${os}. Run: ${seconds} s (steady after ${warmupS} s), poll ${pollMs} ms, flush ${flushS} s, send ${sendS} s, ${gpus} GPUs.`,
-    `The agent: the shipped bundle (\`gpu-sentinel-agent.mjs agent\`, ${fmt(bundle.bundleBytes / MB)} MiB entry + ${bundle.chunks.length} chunks), run with the unit's Node flags: ${nodeFlags.join(' ') || 'none'}; NVML is the fake libnvidia-ml.so (test/fake-nvml, p5 preset: ${gpus}× H100); nvidia-smi is the stand-in test/bench/fixtures/nvidia-smi (no GPU here).`,
+    (seaExecutable
+      ? `The agent: the single executable (\`${seaExecutable} agent\`, Node.js inside, its V8 flags built in: ${AGENT_SEA_EXEC_ARGV.join(' ')}); the profiled one is the bundle on this Node.js;`
+      : `The agent: the shipped bundle (\`gpu-sentinel-agent.mjs agent\`, ${fmt(bundle.bundleBytes / MB)} MiB entry + ${bundle.chunks.length} chunks), run with the unit's Node flags: ${nodeFlags.join(' ') || 'none'};`) +
+      ` NVML is the fake libnvidia-ml.so (test/fake-nvml, p5 preset: ${gpus}× H100); nvidia-smi is the stand-in test/bench/fixtures/nvidia-smi (no GPU here).`,
     'CPU % is of one core, from /proc/<pid>/stat (utime + stime, 10 ms resolution); peak RSS is VmHWM; both sides run at once, each in its own process.',
     '',
     '| approach | CPU % of one core (whole run) | steady CPU % (after warm-up) | CPU s | peak RSS MiB | notes |',
     '|---|---|---|---|---|---|',
-    `| gpu-sentinel agent (shipped bundle → loopback sink${values.sigv4 ? ', SigV4-signed' : ''}), ${gpus} GPUs | ${fmt(wholePct, 3)} | ${fmt(steadyPct, 3)} | ${fmt((end.cpuUs - start.cpuUs) / 1e6, 3)} | ${fmt(peakRssMb, 1)} | ${sink.batches} batches received (${fmt(sink.bytes / 1024, 1)} KiB gzip) |`,
+    `| gpu-sentinel agent (${seaExecutable ? 'single executable' : 'shipped bundle'} → loopback sink${values.sigv4 ? ', SigV4-signed' : ''}), ${gpus} GPUs | ${fmt(wholePct, 3)} | ${fmt(steadyPct, 3)} | ${fmt((end.cpuUs - start.cpuUs) / 1e6, 3)} | ${fmt(peakRssMb, 1)} | ${sink.batches} batches received (${fmt(sink.bytes / 1024, 1)} KiB gzip) |`,
     `| nvidia-smi every poll (stand-in script): spawned processes | ${fmt(percent(smi.childUs, smi.wallMs), 3)} |  | ${fmt(smi.childUs / 1e6, 3)} | n/a (short-lived) | ${smi.rows ?? 0} CSV rows parsed |`,
     `| nvidia-smi every poll (stand-in script): spawning Node process | ${fmt(percent(smiOwn, smi.wallMs), 3)} |  | ${fmt(smiOwn / 1e6, 3)} | ${fmt((smi.vmHwmKb * 1024) / MB, 1)} | execFile + CSV parse, ${smi.polls} polls |`,
     `| nvidia-smi every poll (stand-in script): total | ${fmt(percent(smiOwn + smi.childUs, smi.wallMs), 3)} | ${fmt(smi.steadyUs === null || smi.steadyMs === null ? Number.NaN : percent(smi.steadyUs, smi.steadyMs), 3)} | ${fmt((smiOwn + smi.childUs) / 1e6, 3)} | ${fmt((smi.vmHwmKb * 1024) / MB, 1)} | the real nvidia-smi costs far more per run |`,

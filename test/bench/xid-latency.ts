@@ -1,5 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startAgentRuntime } from '../../agent/agent-runtime';
@@ -15,15 +15,15 @@ import { setup as buildTestDoubles } from '../setup/global-setup';
  *
  * One `gpu-sentinel local` pipeline (the ingest handler behind the loopback API, DuckDB, console
  * alerts, dry-run remediation) and, per run, the shipped agent runtime (`startAgentRuntime`: NVML on
- * the fake libnvidia-ml.so, NVML XID event waits, horizons, the spool; 1 s polls, 10 s windows, sends
+ * the fake libnvidia-ml.so, NVML XID event waits in the background, returning as the event comes, horizons, the spool; 1 s polls, 10 s windows, sends
  * every `--send-s`) as a fresh instance id. A second after start, XID 79 (GPU fallen off the bus) is
  * injected into the fake's event queue at a known time; the run measures until the console alert
  * is written and until the remediation decision is recorded. Prints Markdown with p50/p90/p99/max
- * against the 5 s target.
+ * against the 0.5 s target.
  */
 
-/** Target: XID to alert and to replacement decision, p99, s (BENCHMARKS.md). */
-const TARGET_P99_S = 5;
+/** Target: XID to alert and to replacement decision, p99, s (BENCHMARKS.md: fault to alert ≤ 0.5 s in local mode). */
+const TARGET_P99_S = 0.5;
 /** XID 79: the GPU has fallen off the bus; the XID policy replaces the instance at once. */
 const XID_FALLEN_OFF_BUS = 79;
 /** `nvmlEventTypeXidCriticalError`. */
@@ -112,7 +112,7 @@ process.stdout.write(
   [
     `### XID → alert and → replacement decision, local mode — \`test/bench/xid-latency.ts\` (${new Date().toISOString().slice(0, 10)}, ${cpus()[0]?.model ?? 'unknown CPU'}, Node.js ${process.versions.node})`,
     '',
-    `${runs} injections of XID ${XID_FALLEN_OFF_BUS} into the fake NVML's event queue, each into a fresh agent (1 s polls, 10 s windows, sent every ${sendIntervalS} s; critical events at once), seconds:`,
+    `${runs} injections of XID ${XID_FALLEN_OFF_BUS} into the fake NVML's event queue, each into a fresh agent (1 s polls, 10 s windows, sent every ${sendIntervalS} s; NVML events read as they come, critical events flushed and sent at once; load average ${loadavg()[0]?.toFixed(1)}), seconds:`,
     '',
     '| from the injection to | p50 | p90 | p99 | max | target |',
     '|---|---:|---:|---:|---:|---|',
