@@ -113,12 +113,16 @@ program
   .requiredOption('--db <file>', 'DuckDB file written by `gpu-sentinel local --db` (must exist)')
   .addOption(new Option('--by <grouping>', 'group by').choices([...REPORT_GROUPINGS]).default('team'))
   .addOption(
-    new Option('--period <period>', 'period ending at --to (default: day)')
+    new Option(
+      '--period <period>',
+      'the last whole calendar day, ISO week or month before --to (default: day)',
+    )
       .choices([...REPORT_PERIODS])
       .conflicts('from'),
   )
   .option('--from <iso>', 'inclusive start, ISO 8601 (instead of --period)')
   .option('--to <iso>', 'exclusive end, ISO 8601 (default: now)')
+  .option('--tz <zone>', 'IANA time zone of the calendar periods and days, e.g. Europe/Berlin (default: UTC)')
   .addOption(new Option('--format <format>', 'output').choices([...REPORT_FORMATS]).default('text'))
   .option('--out <file>', 'write to this file instead of stdout')
   .action(async (opts) => {

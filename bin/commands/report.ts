@@ -11,6 +11,7 @@ import {
   type ReportPeriod,
   reportPeriod,
   reportSummaryText,
+  reportTimeZone,
   type WasteReport,
 } from '../../lambdas/domain';
 import { DuckDbStore } from '../../lambdas/local/duckdb-store';
@@ -24,12 +25,17 @@ export interface ReportCommandOptions {
   readonly db: string;
   /** Grouping. @default 'team' */
   readonly by?: ReportGrouping;
-  /** `day`, `week` or `month` ending at `--to` (or now). Not with `--from`. @default 'day' */
+  /**
+   * The last whole calendar `day`, ISO `week` (Monday to Monday) or `month` ending at or before
+   * `--to` (or now), in `--tz`. Not with `--from`. @default 'day'
+   */
   readonly period?: (typeof REPORT_PERIODS)[number];
   /** Inclusive start, ISO 8601; with `--to`, replaces `--period`. */
   readonly from?: string;
   /** Exclusive end, ISO 8601. @default now */
   readonly to?: string;
+  /** IANA time zone of the calendar periods and of the line items' days, e.g. `Europe/Berlin`. @default 'UTC' */
+  readonly tz?: string;
   /** Output format. @default 'text' */
   readonly format?: (typeof REPORT_FORMATS)[number];
   /** Write the output to this file instead of stdout. @default undefined (stdout) */
@@ -46,6 +52,7 @@ export interface ReportCommandOptions {
  * @returns the exit code, 0
  * @throws {Error} naming the option when the store does not exist, a time is not ISO 8601, the range
  *   is empty, or `--period` is given with `--from`
+ * @throws {ReportInputError} naming `--tz` when the time zone is not an IANA zone
  */
 export async function runReportCommand(
   opts: ReportCommandOptions,
@@ -89,7 +96,8 @@ async function render(report: WasteReport, format: (typeof REPORT_FORMATS)[numbe
 
 function periodOf(opts: ReportCommandOptions, now: Date): ReportPeriod {
   const to = opts.to !== undefined ? parseTime('--to', opts.to) : now;
-  if (opts.from === undefined) return reportPeriod(opts.period ?? 'day', to);
+  const tz = reportTimeZone(opts.tz ?? 'UTC', '--tz');
+  if (opts.from === undefined) return reportPeriod(opts.period ?? 'day', to, tz);
   if (opts.period !== undefined) {
     throw new Error('Expected either --period or --from/--to, got both; drop one.');
   }
@@ -97,7 +105,7 @@ function periodOf(opts: ReportCommandOptions, now: Date): ReportPeriod {
   if (from >= to) {
     throw new Error(`Expected --from before --to, got ${from.toISOString()} >= ${to.toISOString()}`);
   }
-  return { kind: 'custom', from: from.toISOString(), to: to.toISOString() };
+  return { kind: 'custom', from: from.toISOString(), to: to.toISOString(), time_zone: tz };
 }
 
 function parseTime(option: string, value: string): Date {

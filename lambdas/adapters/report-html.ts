@@ -102,7 +102,7 @@ figure.chart { margin: 1.5rem 0; } figcaption { font-weight: 600; margin-bottom:
 </head>
 <body>
 <h1>${escapeHtml(title)}</h1>
-<p>Period ${escapeHtml(report.period.from)} to ${escapeHtml(report.period.to)} (UTC, ${escapeHtml(report.period.kind)}); generated ${escapeHtml(report.generated_at)}.</p>
+<p>Period ${escapeHtml(report.period.from)} to ${escapeHtml(report.period.to)} (UTC instants; ${escapeHtml(report.period.kind)} of the ${escapeHtml(report.period.time_zone ?? 'UTC')} calendar); generated ${escapeHtml(report.generated_at)}.</p>
 <section class="totals" aria-label="Totals">
 <div>GPU-hours<b>${t.gpu_hours.toFixed(1)}</b></div>
 <div>Cost<b>${usd(t.cost_usd)}</b></div>

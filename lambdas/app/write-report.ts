@@ -6,6 +6,7 @@ import {
   type ReportFileSink,
   type ReportGrouping,
   type ReportNotifier,
+  reportLocalDate,
   reportPeriod,
   reportSnsMessage,
   type WasteReport,
@@ -49,17 +50,19 @@ export interface ReportRunResult {
 }
 
 /**
- * One scheduled finance report (docs/design.md §9): the report over the period that ended at the
- * last UTC midnight before `now` (a whole day, week, or calendar month), one CSV per grouping and
- * the HTML page (grouped `by`) written under `<kind>/<end date>/`, then the message on the reports
- * topic naming them. Files first, message last, so nobody is sent to a file that is not there; a
- * re-run rewrites the same files.
+ * One scheduled finance report (docs/design.md §9): the report over the last whole calendar period
+ * before `now` (yesterday, last ISO week, last month; see `reportPeriod`) in `timeZone`, one CSV per
+ * grouping and the HTML page (grouped `by`) written under `<kind>/<end date>/`, then the message on
+ * the reports topic naming them. Files first, message last, so nobody is sent to a file that is not
+ * there; a re-run rewrites the same files.
  *
  * @param kind - `day`, `week` or `month`
  * @param by - the grouping of the HTML page and the message
  * @param deps - store, file sink, notifier, renderers, log
- * @param now - the clock: the period ends at the UTC midnight that starts its day
+ * @param now - the clock: the period is the last whole one ending at or before it
+ * @param timeZone - IANA zone of the calendar. @default 'UTC'
  * @returns the period, the files and the wasted dollars
+ * @throws {ReportInputError} when the time zone is unknown
  * @throws whatever the store, the file sink or the notifier throws (nothing is announced then)
  */
 export async function writeReport(
@@ -67,11 +70,11 @@ export async function writeReport(
   by: ReportGrouping,
   deps: WriteReportDeps,
   now: Date,
+  timeZone = 'UTC',
 ): Promise<ReportRunResult> {
-  const end = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
-  const period = reportPeriod(kind, end);
+  const period = reportPeriod(kind, now, timeZone);
   const input = await gatherReportInput(deps.store, period, REPORT_GROUPINGS);
-  const folder = `${kind}/${period.to.slice(0, 10)}`;
+  const folder = `${kind}/${reportLocalDate(period.to, period.time_zone)}`;
   const files: Record<string, string> = {};
   for (const grouping of REPORT_GROUPINGS) {
     const report = buildWasteReport({ ...input, period, by: grouping, generatedAt: now });

@@ -1,5 +1,6 @@
 import { WASTE_GROUPS, type WasteGroupRow } from './ports';
 import { isUnpriced } from './pricing';
+import type { ReportPeriod } from './report-calendar';
 import { ReportInputError } from './report-input-error';
 import { type ReportDayRows, type ReportLineItem, reportLineItems } from './report-line-items';
 import type { LedgerSums, WasteReportRow } from './types';
@@ -19,11 +20,6 @@ import type { LedgerSums, WasteReportRow } from './types';
 export const REPORT_GROUPINGS = [...WASTE_GROUPS, 'gpu'] as const;
 /** One of {@link REPORT_GROUPINGS}. */
 export type ReportGrouping = (typeof REPORT_GROUPINGS)[number];
-
-/** Report period kinds: one day, seven days, one calendar month, ending at the report's end. */
-export const REPORT_PERIODS = ['day', 'week', 'month'] as const;
-/** One of {@link REPORT_PERIODS}, or `custom` for an explicit from/to. */
-export type ReportPeriodKind = (typeof REPORT_PERIODS)[number] | 'custom';
 
 /** The waste classes money is split into (docs/design.md §5), in report order. */
 export const REPORT_WASTE_CLASSES = ['idle', 'held_idle', 'underused', 'broken'] as const;
@@ -104,13 +100,6 @@ export interface UnpricedHost {
   readonly gpu_hours: number;
 }
 
-/** The report period: `from ≤ window end < to`, ISO 8601 UTC. */
-export interface ReportPeriod {
-  readonly kind: ReportPeriodKind;
-  readonly from: string;
-  readonly to: string;
-}
-
 /** How efficiency and money were measured, in words finance can read. */
 export interface ReportMethod {
   /** `sm_active`, `gpu_util`, `mixed` (both, by GPU), or `none`. */
@@ -150,66 +139,6 @@ export interface WasteReport {
   readonly top_wasters: readonly ReportWaster[];
   /** Every unpriced instance, by id. */
   readonly unpriced: readonly UnpricedHost[];
-}
-
-const MS_PER_DAY = 86_400_000;
-
-/**
- * The period of a report ending at `end`: one day, seven days, or one calendar month (UTC) back.
- *
- * @param kind - `day`, `week` or `month`
- * @param end - exclusive end
- * @returns `{ kind, from, to }`
- * @throws {ReportInputError} when `end` is not a valid date
- * @example
- * reportPeriod('month', new Date('2026-03-31T00:00:00Z')); // from 2026-02-28T00:00:00.000Z (day clamped)
- */
-export function reportPeriod(kind: (typeof REPORT_PERIODS)[number], end: Date): ReportPeriod {
-  if (Number.isNaN(end.getTime())) throw new ReportInputError('end', end, 'Expected a valid end date.');
-  let from: Date;
-  if (kind === 'day') from = new Date(end.getTime() - MS_PER_DAY);
-  else if (kind === 'week') from = new Date(end.getTime() - 7 * MS_PER_DAY);
-  else {
-    const y = end.getUTCFullYear();
-    const m = end.getUTCMonth() - 1;
-    const lastDay = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
-    from = new Date(
-      Date.UTC(
-        y,
-        m,
-        Math.min(end.getUTCDate(), lastDay),
-        end.getUTCHours(),
-        end.getUTCMinutes(),
-        end.getUTCSeconds(),
-        end.getUTCMilliseconds(),
-      ),
-    );
-  }
-  return { kind, from: from.toISOString(), to: end.toISOString() };
-}
-
-/**
- * The UTC days a period touches, each clipped to the period: the slices the trend is summed over.
- *
- * @param period - the report period
- * @returns `{ day, from, to }` per UTC day, ascending; `from`/`to` ISO 8601
- */
-export function reportDays(period: ReportPeriod): { day: string; from: string; to: string }[] {
-  const endMs = Date.parse(period.to);
-  const out: { day: string; from: string; to: string }[] = [];
-  let fromMs = Date.parse(period.from);
-  while (fromMs < endMs) {
-    const dayStart = new Date(fromMs);
-    dayStart.setUTCHours(0, 0, 0, 0);
-    const nextMs = Math.min(dayStart.getTime() + MS_PER_DAY, endMs);
-    out.push({
-      day: dayStart.toISOString().slice(0, 10),
-      from: new Date(fromMs).toISOString(),
-      to: new Date(nextMs).toISOString(),
-    });
-    fromMs = nextMs;
-  }
-  return out;
 }
 
 interface Acc {

@@ -21,6 +21,7 @@ export * from './pricing';
 export * from './remediation-mode';
 export * from './remediation-outcome';
 export * from './remediation-policy';
+export * from './report-calendar';
 export * from './report-input-error';
 export * from './report-line-items';
 export * from './report-message';

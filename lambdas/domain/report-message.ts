@@ -19,7 +19,7 @@ export interface ReportLocations {
 function totalsLines(report: WasteReport): string[] {
   const t = report.totals;
   return [
-    `Period: ${report.period.from} to ${report.period.to} (${report.period.kind})`,
+    `Period: ${report.period.from} to ${report.period.to} (${report.period.kind}${report.period.time_zone !== undefined && report.period.time_zone !== 'UTC' ? `, ${report.period.time_zone} calendar` : ''})`,
     `Fleet: ${t.instances} instances, ${t.gpus} GPUs, ${t.gpu_hours.toFixed(1)} GPU-hours`,
     `Cost: ${usdDisplay(t.cost_usd)}; wasted: ${usdDisplay(t.wasted_usd)} (${percentOf(t.wasted_usd, t.cost_usd)})`,
     `Wasted by class: idle ${usdDisplay(t.by_class.idle)}, held idle ${usdDisplay(t.by_class.held_idle)}, underused ${usdDisplay(t.by_class.underused)}, broken ${usdDisplay(t.by_class.broken)}`,

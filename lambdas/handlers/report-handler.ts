@@ -19,6 +19,8 @@ export type { ReportRunResult };
 export const ReportEventSchema = z.object({
   period: z.enum(REPORT_PERIODS),
   by: z.enum(REPORT_GROUPINGS).default('team'),
+  /** IANA time zone of the calendar periods (checked by the report). @default 'UTC' */
+  time_zone: z.string().min(1).default('UTC'),
 });
 /** A parsed report event. */
 export type ReportEvent = z.infer<typeof ReportEventSchema>;
@@ -43,13 +45,14 @@ export interface ReportHandlerDeps {
  *
  * @param deps - ports
  * @returns the handler
- * @throws {z.ZodError} (from the handler) when the event is not `{ period, by? }`
+ * @throws {z.ZodError} (from the handler) when the event is not `{ period, by?, time_zone? }`
+ * @throws {ReportInputError} (from the handler) when `time_zone` is not an IANA zone
  */
 export function createReportHandler(deps: ReportHandlerDeps): (event: unknown) => Promise<ReportRunResult> {
   const clock = deps.clock ?? systemClock;
   const render = { csv: reportCsv, html: renderReportHtml };
   return async (event) => {
-    const { period, by } = ReportEventSchema.parse(event);
-    return writeReport(period, by, { ...deps, render }, clock());
+    const { period, by, time_zone } = ReportEventSchema.parse(event);
+    return writeReport(period, by, { ...deps, render }, clock(), time_zone);
   };
 }

@@ -91,7 +91,25 @@ describe('gpu-sentinel report', () => {
     // Assess
     expect(report.by).toBe(by);
     expect(report.groups.map((g) => g.key)).toEqual(keys);
-    expect(report.period).toEqual({ kind: 'day', from: '2026-03-10T00:00:00.000Z', to: NOW.toISOString() });
+    expect(report.period).toEqual({
+      kind: 'day',
+      from: '2026-03-10T00:00:00.000Z',
+      to: NOW.toISOString(),
+      time_zone: 'UTC',
+    });
+  });
+
+  it('takes the last whole calendar period of --tz: the day before 2026-03-11 in Tokyo ends at 15:00 UTC', async () => {
+    // Prepare / Act: 2026-03-11T00:00Z is 09:00 on the 11th in Tokyo (UTC+9)
+    const report = JSON.parse(await run({ format: 'json', period: 'day', tz: 'Asia/Tokyo' })) as WasteReport;
+    // Assess
+    expect(report.period).toEqual({
+      kind: 'day',
+      from: '2026-03-09T15:00:00.000Z',
+      to: '2026-03-10T15:00:00.000Z',
+      time_zone: 'Asia/Tokyo',
+    });
+    expect(report.line_items.map((i) => i.day)).toEqual(['2026-03-10', '2026-03-10']);
   });
 
   it('takes an explicit --from/--to instead of a period', async () => {
@@ -106,7 +124,7 @@ describe('gpu-sentinel report', () => {
 
   it('writes a CSV a spreadsheet opens, with one row per team', async () => {
     // Prepare / Act
-    const csv = await run({ format: 'csv', period: 'month' });
+    const csv = await run({ format: 'csv', period: 'month', to: '2026-04-01T00:00:00Z' });
     // Assess
     const records = parse(csv, { bom: true, columns: true }) as Record<string, string>[];
     expect(records.map((r) => r.team)).toEqual(['vision', 'nlp', 'old']);
@@ -183,6 +201,7 @@ describe('gpu-sentinel report', () => {
       /--from before --to/,
     ],
     ['a --to that is not a time', { to: 'yesterday' }, /--to to be an ISO 8601 time/],
+    ['an unknown --tz', { tz: 'Mars/Olympus' }, /`--tz` to be an IANA time zone/],
   ] as const)('refuses %s', async (_name, opts, message) => {
     // Prepare / Act / Assess
     await expect(runReportCommand({ db, ...opts }, () => {}, NOW)).rejects.toThrow(message);

@@ -8,8 +8,8 @@ import {
 } from '../../lambdas/domain';
 import type { WasteReportRow } from '../../lambdas/domain/types';
 
-/** The end of the fixture report's period. */
-export const REPORT_END = new Date('2026-03-11T00:00:00Z');
+/** The end of the fixture report's period: Monday 9 March 2026, so the week is 2 to 9 March. */
+export const REPORT_END = new Date('2026-03-09T00:00:00Z');
 
 /** One GPU's sums over a day on a p5.48xlarge ($165.12/day per GPU), working at 90 % unless told. */
 export function gpuSums(
@@ -138,12 +138,12 @@ export function fixtureReport(by: WasteReport['by'] = 'team'): WasteReport {
   const groups = groupsOf(rows, (r) =>
     r.idle_usd > 0 ? 'idle' : r.instance_id === 'i-0ccc' ? 'input_bound' : undefined,
   );
-  // The instances ran on three days of the week: vision's on the 4th, nlp's and the hostile tags' on the 6th, the rest on the 10th.
+  // The instances ran on three days of the week: vision's on the 4th, nlp's and the hostile tags' on the 6th, the rest on the 8th.
   const daysOf = (ids: readonly string[]) => rows.filter((r) => ids.includes(r.instance_id));
   const days = [
     { day: '2026-03-04', rows: daysOf(['i-0aaa']) },
     { day: '2026-03-06', rows: daysOf(['i-0bbb', 'i-0ccc', 'i-0ddd']) },
-    { day: '2026-03-10', rows: daysOf(['i-0eee', 'i-0fff']) },
+    { day: '2026-03-08', rows: daysOf(['i-0eee', 'i-0fff']) },
   ];
   return buildWasteReport({
     rows,

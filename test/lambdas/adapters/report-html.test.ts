@@ -68,7 +68,7 @@ describe('the HTML report in headless Chromium', () => {
     // Assess
     expect(problems).toEqual([]);
     expect(requests).toEqual([pathToFileURL(file).href]);
-    expect(title).toBe('GPU waste report, 2026-03-04 to 2026-03-11');
+    expect(title).toBe('GPU waste report, 2026-03-02 to 2026-03-09');
     expect(charts.map((c) => c.name)).toEqual([...REPORT_CHARTS]);
     for (const c of charts) {
       expect(c.width).toBeGreaterThan(200);

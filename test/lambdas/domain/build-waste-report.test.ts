@@ -3,7 +3,6 @@ import {
   buildWasteReport,
   REPORT_GROUPINGS,
   ReportInputError,
-  reportDays,
   reportPeriod,
   UNATTRIBUTED,
 } from '../../../lambdas/domain';
@@ -252,35 +251,5 @@ describe('buildWasteReport', () => {
       }),
     ).toThrow(ReportInputError);
     expect(REPORT_GROUPINGS).toContain('diagnosis');
-  });
-});
-
-describe('reportDays', () => {
-  it('cuts a period into UTC days, clipped to the period', () => {
-    // Prepare / Act
-    const days = reportDays({
-      kind: 'custom',
-      from: '2026-03-09T18:00:00.000Z',
-      to: '2026-03-11T06:00:00.000Z',
-    });
-    // Assess
-    expect(days).toEqual([
-      { day: '2026-03-09', from: '2026-03-09T18:00:00.000Z', to: '2026-03-10T00:00:00.000Z' },
-      { day: '2026-03-10', from: '2026-03-10T00:00:00.000Z', to: '2026-03-11T00:00:00.000Z' },
-      { day: '2026-03-11', from: '2026-03-11T00:00:00.000Z', to: '2026-03-11T06:00:00.000Z' },
-    ]);
-  });
-});
-
-describe('reportPeriod', () => {
-  it.each([
-    ['day', '2026-03-11T06:00:00.000Z', '2026-03-10T06:00:00.000Z'],
-    ['week', '2026-03-11T06:00:00.000Z', '2026-03-04T06:00:00.000Z'],
-    ['month', '2026-03-11T06:00:00.000Z', '2026-02-11T06:00:00.000Z'],
-    ['month', '2026-03-31T00:00:00.000Z', '2026-02-28T00:00:00.000Z'],
-    ['month', '2026-01-15T00:00:00.000Z', '2025-12-15T00:00:00.000Z'],
-  ] as const)('a %s ending %s starts %s', (kind, end, from) => {
-    // Prepare / Act / Assess
-    expect(reportPeriod(kind, new Date(end))).toEqual({ kind, from, to: end });
   });
 });

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ZodError } from 'zod';
 import { S3ReportFiles } from '../../../lambdas/adapters/s3-report-files';
 import { SnsReportNotifier } from '../../../lambdas/adapters/sns-report-notifier';
+import { ReportInputError } from '../../../lambdas/domain';
 import { createReportHandler } from '../../../lambdas/handlers/report-handler';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { expectValidAwsInputs } from '../adapters/aws-model';
@@ -117,6 +118,22 @@ describe('report Lambda', () => {
     const lastPut = s3.commandCalls(PutObjectCommand).at(-1);
     const published = sns.commandCalls(PublishCommand)[0];
     expect(lastPut !== undefined && published !== undefined && lastPut.calledBefore(published)).toBe(true);
+  });
+
+  it('reports the calendar day of the event’s time zone, filed under its local end date', async () => {
+    // Prepare / Act: 00:05 UTC on 11 March is 01:05 in Berlin (UTC+1): the day is Berlin's 10 March
+    const result = await handler()({ period: 'day', time_zone: 'Europe/Berlin' });
+    // Assess
+    expect(result.period).toEqual({ from: '2026-03-09T23:00:00.000Z', to: '2026-03-10T23:00:00.000Z' });
+    expect(result.files['report.html']).toBe(`s3://${BUCKET}/reports/day/2026-03-11/report.html`);
+  });
+
+  it('refuses an unknown time zone before writing anything', async () => {
+    // Prepare / Act / Assess
+    await expect(handler()({ period: 'day', time_zone: 'Mars/Olympus' })).rejects.toBeInstanceOf(
+      ReportInputError,
+    );
+    expect(s3.commandCalls(PutObjectCommand)).toHaveLength(0);
   });
 
   it('announces nothing when a file cannot be written', async () => {
