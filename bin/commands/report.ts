@@ -50,7 +50,8 @@ export interface ReportCommandOptions {
  * @param write - where stdout goes
  * @param now - the clock (the default end)
  * @returns the exit code, 0
- * @throws {Error} naming the option when the store does not exist, a time is not ISO 8601, the range
+ * @throws {Error} naming the option when the store does not exist or is not a gpu-sentinel DuckDB
+ *   store (it is opened read-only: the report never writes it), a time is not ISO 8601, the range
  *   is empty, or `--period` is given with `--from`
  * @throws {ReportInputError} naming `--tz` when the time zone is not an IANA zone
  */
@@ -69,7 +70,15 @@ export async function runReportCommand(
     );
   }
   const period = periodOf(opts, now);
-  const store = await DuckDbStore.open(db);
+  let store: DuckDbStore;
+  try {
+    store = await DuckDbStore.openReadOnly(db);
+  } catch (cause) {
+    throw new Error(
+      `Expected --db to name a store written by \`gpu-sentinel local --db\`, got ${db}: ${(cause as Error).message}`,
+      { cause },
+    );
+  }
   let report: WasteReport;
   try {
     const by = opts.by ?? 'team';
