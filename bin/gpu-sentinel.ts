@@ -122,6 +122,10 @@ program
   )
   .option('--from <iso>', 'inclusive start, ISO 8601 (instead of --period)')
   .option('--to <iso>', 'exclusive end, ISO 8601 (default: now)')
+  .option(
+    '--cur <path>',
+    'AWS Cost and Usage Report 2.0 (Parquet or CSV, gzip ok; a file or folder): price each instance-hour at its effective cost',
+  )
   .option('--tz <zone>', 'IANA time zone of the calendar periods and days, e.g. Europe/Berlin (default: UTC)')
   .addOption(new Option('--format <format>', 'output').choices([...REPORT_FORMATS]).default('text'))
   .option('--out <file>', 'write to this file instead of stdout')

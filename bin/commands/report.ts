@@ -14,6 +14,7 @@ import {
   reportTimeZone,
   type WasteReport,
 } from '../../lambdas/domain';
+import { applyCurPrices } from '../../lambdas/local/duckdb-cur';
 import { DuckDbStore } from '../../lambdas/local/duckdb-store';
 
 /** Output formats of `gpu-sentinel report`. */
@@ -34,6 +35,12 @@ export interface ReportCommandOptions {
   readonly from?: string;
   /** Exclusive end, ISO 8601. @default now */
   readonly to?: string;
+  /**
+   * A Cost and Usage Report 2.0 (Parquet or CSV, gzip allowed; a file or an export's folder): each
+   * instance-hour it bills is priced at its effective cost (`price_source` `cur`), the others keep
+   * their stored price. @default undefined (stored prices)
+   */
+  readonly cur?: string;
   /** IANA time zone of the calendar periods and of the line items' days, e.g. `Europe/Berlin`. @default 'UTC' */
   readonly tz?: string;
   /** Output format. @default 'text' */
@@ -53,7 +60,8 @@ export interface ReportCommandOptions {
  * @throws {Error} naming the option when the store does not exist or is not a gpu-sentinel DuckDB
  *   store (it is opened read-only: the report never writes it), a time is not ISO 8601, the range
  *   is empty, or `--period` is given with `--from`
- * @throws {ReportInputError} naming `--tz` when the time zone is not an IANA zone
+ * @throws {ReportInputError} naming `--tz` when the time zone is not an IANA zone, `--cur` when the
+ *   CUR path does not exist or holds no CUR file, or the first CUR column missing
  */
 export async function runReportCommand(
   opts: ReportCommandOptions,
@@ -81,9 +89,22 @@ export async function runReportCommand(
   }
   let report: WasteReport;
   try {
+    const cur =
+      opts.cur === undefined
+        ? undefined
+        : await applyCurPrices(store.session, resolve(opts.cur), {
+            from: new Date(period.from),
+            to: new Date(period.to),
+          });
     const by = opts.by ?? 'team';
     const input = await gatherReportInput(store, period, [by]);
-    report = buildWasteReport({ ...input, period, by, generatedAt: now });
+    report = buildWasteReport({
+      ...input,
+      period,
+      by,
+      generatedAt: now,
+      ...(cur !== undefined ? { cur } : {}),
+    });
   } finally {
     await store.close();
   }

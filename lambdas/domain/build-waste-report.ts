@@ -1,3 +1,4 @@
+import { type CurCoverage, curCoverageNote } from './cur-columns';
 import { WASTE_GROUPS, type WasteGroupRow } from './ports';
 import { isUnpriced } from './pricing';
 import type { ReportPeriod } from './report-calendar';
@@ -139,6 +140,8 @@ export interface WasteReport {
   readonly top_wasters: readonly ReportWaster[];
   /** Every unpriced instance, by id. */
   readonly unpriced: readonly UnpricedHost[];
+  /** How much of the period a Cost and Usage Report priced; absent when the report read none. */
+  readonly cur?: CurCoverage;
 }
 
 interface Acc {
@@ -273,7 +276,11 @@ function dailyOf(days: readonly ReportDayRows[]): ReportDay[] {
     .sort((a, b) => (a.day < b.day ? -1 : 1));
 }
 
-function methodOf(rows: readonly WasteReportRow[], unpriced: readonly UnpricedHost[]): ReportMethod {
+function methodOf(
+  rows: readonly WasteReportRow[],
+  unpriced: readonly UnpricedHost[],
+  cur: CurCoverage | undefined,
+): ReportMethod {
   const sources = new Set(rows.map((r) => r.efficiency_source).filter((s) => s !== 'none'));
   const efficiency_source =
     sources.size === 0
@@ -294,6 +301,7 @@ function methodOf(rows: readonly WasteReportRow[], unpriced: readonly UnpricedHo
   if (rows.some((r) => r.processes_unknown)) {
     caveats.push('Where compute process counts were unknown, idle GPUs are counted as idle (not held-idle).');
   }
+  if (cur !== undefined) caveats.push(curCoverageNote(cur));
   if (unpriced.length > 0) {
     caveats.push(
       `${unpriced.length} instance(s) are unpriced (no list price for their type and region, or a spot host without a spot price): costed at $0, listed below. Set price rates to price them.`,
@@ -318,6 +326,8 @@ export function buildWasteReport(
     readonly period: ReportPeriod;
     readonly by: ReportGrouping;
     readonly generatedAt: Date;
+    /** What the CUR priced, when the rows were priced from one. @default undefined */
+    readonly cur?: CurCoverage;
   },
 ): WasteReport {
   const { rows, groups, period, by } = input;
@@ -366,7 +376,7 @@ export function buildWasteReport(
   return {
     period,
     generated_at: input.generatedAt.toISOString(),
-    method: methodOf(rows, unpricedHosts),
+    method: methodOf(rows, unpricedHosts, input.cur),
     prices: [...prices.entries()]
       .map(([source, gpu_hours]) => ({ source, gpu_hours }))
       .sort((a, b) => b.gpu_hours - a.gpu_hours || (a.source < b.source ? -1 : 1)),
@@ -380,5 +390,6 @@ export function buildWasteReport(
     line_items: reportLineItems(input.days, by === 'gpu' ? 'gpu' : 'instance'),
     top_wasters: wasters.sort(byWastedDesc).slice(0, REPORT_TOP_WASTERS),
     unpriced: unpricedHosts.sort((a, b) => (a.instance_id < b.instance_id ? -1 : 1)),
+    ...(input.cur !== undefined ? { cur: input.cur } : {}),
   };
 }

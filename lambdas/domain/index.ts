@@ -5,6 +5,7 @@ export * from './broken-marks';
 export * from './build-waste-report';
 export * from './cloudwatch-metrics';
 export * from './constants';
+export * from './cur-columns';
 export * from './enrich-host';
 export * from './errors';
 export * from './fleet';

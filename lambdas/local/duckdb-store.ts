@@ -69,6 +69,11 @@ export class DuckDbStore implements TelemetryStore, StateStore {
     return new DuckDbStore(await DuckDbSession.open(path));
   }
 
+  /** The store's DuckDB session, for local read extensions (the CUR price overlay, `duckdb-cur.ts`). */
+  get session(): DuckDbSession {
+    return this.#db;
+  }
+
   /**
    * Opens an existing store read-only (reports): creates, upgrades and writes nothing, and checks
    * that the file is a gpu-sentinel store whose `gpu_windows` has the columns the reads name.
