@@ -1,5 +1,6 @@
 import {
   buildWasteReport,
+  type CurCoverage,
   type Log,
   REPORT_GROUPINGS,
   type REPORT_PERIODS,
@@ -25,10 +26,29 @@ export interface ReportRenderers {
   readonly html: (report: WasteReport) => Promise<string>;
 }
 
+/**
+ * The report's reads priced from a Cost and Usage Report (`AthenaCurReads`): the same reads as
+ * the store's, every instance-hour the CUR bills at its effective cost, and what the CUR covered.
+ */
+export interface CurPricedReads extends ReportStore {
+  /**
+   * Checks the CUR has every column the report reads.
+   * @throws {ReportInputError} naming the first missing column
+   */
+  checkColumns(): Promise<void>;
+  /** How many instance-hours of the range the CUR priced, and when its own instance-hours are. */
+  coverage(range: { readonly from: Date; readonly to: Date }): Promise<CurCoverage>;
+}
+
 /** What `writeReport` is given: the store it reads, where files go, who is told, how files are made. */
 export interface WriteReportDeps {
   /** Where the ledger is read (the deployment's telemetry store). */
   readonly store: ReportStore;
+  /**
+   * The store's reads priced from the deployment's CUR; when given, the report reads through it
+   * instead of `store`. @default undefined (stored prices)
+   */
+  readonly cur?: CurPricedReads;
   /** Where the files go (the encrypted reports bucket). */
   readonly files: ReportFileSink;
   /** Who is told (the `reports` topic). */
@@ -62,7 +82,7 @@ export interface ReportRunResult {
  * @param now - the clock: the period is the last whole one ending at or before it
  * @param timeZone - IANA zone of the calendar. @default 'UTC'
  * @returns the period, the files and the wasted dollars
- * @throws {ReportInputError} when the time zone is unknown
+ * @throws {ReportInputError} when the time zone is unknown, or the CUR lacks a column (nothing written)
  * @throws whatever the store, the file sink or the notifier throws (nothing is announced then)
  */
 export async function writeReport(
@@ -73,18 +93,21 @@ export async function writeReport(
   timeZone = 'UTC',
 ): Promise<ReportRunResult> {
   const period = reportPeriod(kind, now, timeZone);
-  const input = await gatherReportInput(deps.store, period, REPORT_GROUPINGS);
+  await deps.cur?.checkColumns();
+  const input = await gatherReportInput(deps.cur ?? deps.store, period, REPORT_GROUPINGS);
+  const cur = await deps.cur?.coverage({ from: new Date(period.from), to: new Date(period.to) });
+  const priced = cur !== undefined ? { cur } : {};
   const folder = `${kind}/${reportLocalDate(period.to, period.time_zone)}`;
   const files: Record<string, string> = {};
   for (const grouping of REPORT_GROUPINGS) {
-    const report = buildWasteReport({ ...input, period, by: grouping, generatedAt: now });
+    const report = buildWasteReport({ ...input, ...priced, period, by: grouping, generatedAt: now });
     files[`waste-by-${grouping}.csv`] = await deps.files.put(
       `${folder}/waste-by-${grouping}.csv`,
       deps.render.csv(report),
       CSV_TYPE,
     );
   }
-  const report = buildWasteReport({ ...input, period, by, generatedAt: now });
+  const report = buildWasteReport({ ...input, ...priced, period, by, generatedAt: now });
   files['report.html'] = await deps.files.put(
     `${folder}/report.html`,
     await deps.render.html(report),

@@ -124,6 +124,10 @@ export const LAMBDA_VARIABLES = {
     REPORTS_KEY_ARN: 'required',
     /** ARN of the `reports` topic the totals message goes to. */
     TOPIC_REPORTS_ARN: 'required',
+    /** Glue database of a Cost and Usage Report 2.0 export (Athena store only; with `CUR_TABLE`); default: no CUR, stored prices. */
+    CUR_DATABASE: 'optional',
+    /** Glue table of that CUR 2.0 export (with `CUR_DATABASE`). */
+    CUR_TABLE: 'optional',
   },
 } as const satisfies Readonly<Record<string, VariableTable>>;
 

@@ -3,7 +3,7 @@ import { systemClock } from '../adapters/clock';
 import { reportCsv } from '../adapters/report-csv';
 import { renderReportHtml } from '../adapters/report-html';
 import type { ReportStore } from '../app/report-input';
-import { type ReportRunResult, writeReport } from '../app/write-report';
+import { type CurPricedReads, type ReportRunResult, writeReport } from '../app/write-report';
 import {
   type Log,
   REPORT_GROUPINGS,
@@ -29,6 +29,8 @@ export type ReportEvent = z.infer<typeof ReportEventSchema>;
 export interface ReportHandlerDeps {
   /** Where the ledger is read (the deployment's telemetry store). */
   readonly store: ReportStore;
+  /** The store's reads priced from the deployment's CUR. @default undefined (stored prices) */
+  readonly cur?: CurPricedReads;
   /** Where the CSV and HTML files go (the encrypted reports bucket). */
   readonly files: ReportFileSink;
   /** Who is told (the `reports` topic). */

@@ -136,6 +136,42 @@ describe('report Lambda', () => {
     expect(s3.commandCalls(PutObjectCommand)).toHaveLength(0);
   });
 
+  it('reads through the CUR-priced reads when the deployment names a CUR, and says what it covered', async () => {
+    // Prepare
+    const checked: string[] = [];
+    const cur = {
+      checkColumns: async () => {
+        checked.push('columns');
+      },
+      queryWaste: (q: Parameters<DuckDbStore['queryWaste']>[0]) =>
+        store.queryWaste(q).then((rows) => rows.map((r) => ({ ...r, price_source: 'cur' }))),
+      queryWasteBy: (q: Parameters<DuckDbStore['queryWasteBy']>[0]) => store.queryWasteBy(q),
+      coverage: async () => ({ source: '"cur"."gpu_fleet"', instance_hours: 1, covered_instance_hours: 1 }),
+    };
+    // Act
+    await createReportHandler({
+      store: {
+        queryWaste: () => Promise.reject(new Error('read the CUR-priced reads instead')),
+        queryWasteBy: () => Promise.reject(new Error('read the CUR-priced reads instead')),
+      },
+      cur,
+      files: new S3ReportFiles({
+        client: new S3Client({ region: 'us-east-1' }),
+        bucket: BUCKET,
+        kmsKeyArn: KEY_ARN,
+      }),
+      notifier: new SnsReportNotifier({ client: new SNSClient({ region: 'us-east-1' }), topicArn: TOPIC }),
+      log: recordingLog(),
+      clock: () => RUN_AT,
+    })({ period: 'day' });
+    // Assess
+    expect(checked).toEqual(['columns']);
+    const html = String(s3.commandCalls(PutObjectCommand).at(-1)?.args[0].input.Body);
+    expect(html).toContain('The CUR (&quot;cur&quot;.&quot;gpu_fleet&quot;) priced 1 of 1 instance-hours');
+    const lineItems = String(s3.commandCalls(PutObjectCommand)[5]?.args[0].input.Body);
+    expect(lineItems).toContain(',cur,');
+  });
+
   it('announces nothing when a file cannot be written', async () => {
     // Prepare
     s3.on(PutObjectCommand).rejects(new Error('AccessDenied'));
