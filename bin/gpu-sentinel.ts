@@ -69,6 +69,10 @@ program
   )
   .option('--price-overrides <json>', 'prices by instance type, USD/hour, e.g. {"p5.48xlarge":40}')
   .option(
+    '--price-rates <file>',
+    'JSON rates in the shape of the stack priceRates prop: {"savings_plans":{"p5.48xlarge":34.68},"spot":{…},"spot_discount":0.6}',
+  )
+  .option(
     '--instance-type <type>',
     'with a real GPU: the EC2 instance type to price the run at (default local.gpu, unpriced)',
   )

@@ -29,6 +29,7 @@ export * from './report-message';
 export * from './rule-registry';
 export * from './rules';
 export * from './sender-identity';
+export * from './spot-price-source';
 export * from './store-columns';
 export * from './store-rows';
 export * from './types';

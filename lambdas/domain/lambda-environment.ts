@@ -103,6 +103,11 @@ export const LAMBDA_VARIABLES = {
     PRICE_OVERRIDES: 'optional',
     /** Spot, Savings Plans and Capacity Block rates, JSON (see `parsePriceRates`); default: list prices. */
     PRICE_RATES: 'optional',
+    /**
+     * `ec2`: price a spot host that no spot rate prices at EC2's spot price history of its type, AZ
+     * and hour (needs `ec2:DescribeSpotPriceHistory`); default: unset (`spot_discount`, or unpriced).
+     */
+    SPOT_PRICE_HISTORY: 'optional',
     /** Role names whose instance sessions may send, comma-separated; default: no role check in the handler. */
     AGENT_ROLE_NAMES: 'optional',
     /** CloudWatch namespace of the EMF metrics; default `GpuSentinel`. */
