@@ -23,6 +23,7 @@ export * from './remediation-mode';
 export * from './remediation-outcome';
 export * from './remediation-policy';
 export * from './report-calendar';
+export * from './report-causes';
 export * from './report-input-error';
 export * from './report-line-items';
 export * from './report-message';

@@ -1,5 +1,6 @@
 import {
   buildWasteReport,
+  previousReportPeriod,
   type ReportGrouping,
   type ReportInput,
   reportPeriod,
@@ -98,6 +99,9 @@ export function fixtureReport(by: WasteReport['by'] = 'team'): WasteReport {
       underused_usd: 0,
       wasted_usd: 165.12,
       efficiency: 0,
+      idle_gpu_hours: 24,
+      region: 'us-east-1',
+      wasted_by_diagnosis_usd: { idle: 165.12 },
     }),
     gpuSums({ instance_id: 'i-0aaa', gpu_index: 1, team: 'vision', job: 'train-1' }),
     gpuSums({
@@ -114,6 +118,7 @@ export function fixtureReport(by: WasteReport['by'] = 'team'): WasteReport {
       gpu_index: 0,
       team: '=HYPERLINK("http://evil")',
       job: '<script>alert(1)</script>',
+      wasted_by_diagnosis_usd: { input_bound: 16.512 },
     }),
     gpuSums({
       instance_id: 'i-0ddd',
@@ -133,6 +138,8 @@ export function fixtureReport(by: WasteReport['by'] = 'team'): WasteReport {
       wasted_usd: 0,
       price_usd_per_hour: 0,
       price_source: 'unpriced',
+      region: 'us-east-1',
+      idle_gpu_hours: 6,
     }),
   ];
   const groups = groupsOf(rows, (r) =>
@@ -145,11 +152,13 @@ export function fixtureReport(by: WasteReport['by'] = 'team'): WasteReport {
     { day: '2026-03-06', rows: daysOf(['i-0bbb', 'i-0ccc', 'i-0ddd']) },
     { day: '2026-03-08', rows: daysOf(['i-0eee', 'i-0fff']) },
   ];
+  const period = reportPeriod('week', REPORT_END);
   return buildWasteReport({
     rows,
     groups,
     days,
-    period: reportPeriod('week', REPORT_END),
+    previous: { period: previousReportPeriod(period), cost_usd: 1651.2, wasted_usd: 400 },
+    period,
     by,
     generatedAt: REPORT_END,
   });
