@@ -88,6 +88,10 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     )
     .option('--price-overrides <json>', 'prices by instance type, USD/hour, e.g. {"p5.48xlarge":40}')
     .option(
+      '--price-rates <file>',
+      'JSON rates in the shape of the stack priceRates prop: {"savings_plans":{"p5.48xlarge":34.68},"spot":{…},"spot_discount":0.6}',
+    )
+    .option(
       '--instance-type <type>',
       'with a real GPU: the EC2 instance type to price the run at (default local.gpu, unpriced)',
     )
@@ -137,12 +141,23 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     .requiredOption('--db <file>', 'DuckDB file written by `gpu-sentinel local --db` (must exist)')
     .addOption(new Option('--by <grouping>', 'group by').choices([...REPORT_GROUPINGS]).default('team'))
     .addOption(
-      new Option('--period <period>', 'period ending at --to (default: day)')
+      new Option(
+        '--period <period>',
+        'the last whole calendar day, ISO week or month before --to (default: day)',
+      )
         .choices([...REPORT_PERIODS])
         .conflicts('from'),
     )
     .option('--from <iso>', 'inclusive start, ISO 8601 (instead of --period)')
     .option('--to <iso>', 'exclusive end, ISO 8601 (default: now)')
+    .option(
+      '--cur <path>',
+      'AWS Cost and Usage Report 2.0 (Parquet or CSV, gzip ok; a file or folder): price each instance-hour at its effective cost',
+    )
+    .option(
+      '--tz <zone>',
+      'IANA time zone of the calendar periods and days, e.g. Europe/Berlin (default: UTC)',
+    )
     .addOption(new Option('--format <format>', 'output').choices([...REPORT_FORMATS]).default('text'))
     .option('--out <file>', 'write to this file instead of stdout')
     .action(async (opts) => {

@@ -17,6 +17,7 @@ import {
   REPORT_TIMEOUT_SECONDS,
 } from './constants';
 import { LAMBDA_BUNDLING_TARGET, LAMBDA_EXTERNAL_MODULES } from './lambda-bundling';
+import { PropsValidationError } from './props-validation-error';
 import { scheduleInvokeRole } from './schedule-invoke-role';
 import { SentinelFunction } from './sentinel-function';
 import { starResourceReason } from './star-resource-reason';
@@ -37,6 +38,22 @@ export const REPORT_BUNDLING = {
   sourceMap: true,
 } as const;
 
+/**
+ * A Cost and Usage Report 2.0 export (AWS Data Exports) whose Glue table the reports price
+ * instance-hours from, through Athena (docs/finance.md, "Reconciling with the bill").
+ */
+export interface FinanceReportsCur {
+  /** Glue database of the export's table: lower-case letters, digits and `_`. */
+  readonly database: string;
+  /** Glue table of the export: lower-case letters, digits and `_`. */
+  readonly table: string;
+  /** S3 bucket the export writes to; Athena reads its objects with the report Lambda's role. */
+  readonly bucketName: string;
+}
+
+/** Glue names: lower-case letters, digits and `_`, 1–255 characters (Athena: "Name tables, databases and columns"). */
+const GLUE_NAME = /^[a-z0-9_]{1,255}$/;
+
 /** Props of {@link FinanceReports}. */
 export interface FinanceReportsProps {
   /** Absolute path of the report handler's entry file (TypeScript), bundled by esbuild. */
@@ -52,6 +69,13 @@ export interface FinanceReportsProps {
    * @default logs.RetentionDays.ONE_MONTH
    */
   readonly logRetention?: logs.RetentionDays;
+  /**
+   * A CUR 2.0 export to price instance-hours from (Athena store only): sets `CUR_DATABASE` and
+   * `CUR_TABLE`, and lets the Lambda read that table (`glue:GetDatabase`, `GetTable`,
+   * `GetPartitions`) and the export's bucket (`s3:GetObject`, `ListBucket`, `GetBucketLocation`).
+   * @default undefined (the prices stored with the ledger)
+   */
+  readonly cur?: FinanceReportsCur;
   /**
    * What happens to the reports bucket, its access-log bucket, its key and the log group when the
    * stack is deleted.
@@ -101,6 +125,7 @@ export class FinanceReports extends Construct {
 
   constructor(scope: Construct, id: string, props: FinanceReportsProps) {
     super(scope, id);
+    validateCur(props);
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     this.key = new kms.Key(this, 'Key', {
       description: 'gpu-sentinel: encrypts the finance reports bucket',
@@ -122,6 +147,7 @@ export class FinanceReports extends Construct {
         REPORTS_BUCKET: this.bucket.bucketName,
         REPORTS_KEY_ARN: this.key.keyArn,
         TOPIC_REPORTS_ARN: props.topics.reports.topicArn,
+        ...(props.cur !== undefined ? { CUR_DATABASE: props.cur.database, CUR_TABLE: props.cur.table } : {}),
       } satisfies LambdaEnvironment<'report'>,
       initialGrants: [(fn) => this.grantReportWrites(fn, props)],
       logRetention: props.logRetention,
@@ -130,6 +156,13 @@ export class FinanceReports extends Construct {
     this.function = this.reportFunction.function;
     this.role = this.reportFunction.role;
     this.acknowledgeWildcards(props.store);
+    if (props.cur !== undefined) {
+      Validations.of(this.role).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::${props.cur.bucketName}/*]`,
+        reason:
+          'Athena reads the Cost and Usage Report export with the report Lambda role: every object of the export bucket, read-only.',
+      });
+    }
     this.schedules = this.createSchedules();
   }
 
@@ -171,6 +204,34 @@ export class FinanceReports extends Construct {
       new iam.PolicyStatement({ actions: ['kms:GenerateDataKey'], resources: [this.key.keyArn] }),
     );
     props.topics.grantPublishReports(grantee);
+    if (props.cur !== undefined) this.grantCurRead(grantee, props.cur);
+  }
+
+  /** Athena's reads of the CUR table with the Lambda's role: its Glue table and the export's objects. */
+  private grantCurRead(grantee: iam.IGrantable, cur: FinanceReportsCur): void {
+    const stack = Stack.of(this);
+    const glue = (resource: string, resourceName?: string) =>
+      stack.formatArn({ service: 'glue', resource, ...(resourceName !== undefined ? { resourceName } : {}) });
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['glue:GetDatabase', 'glue:GetTable', 'glue:GetPartitions'],
+        resources: [
+          glue('catalog'),
+          glue('database', cur.database),
+          glue('table', `${cur.database}/${cur.table}`),
+        ],
+      }),
+    );
+    const bucket = s3.Bucket.fromBucketName(this, 'CurBucket', cur.bucketName);
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['s3:ListBucket', 's3:GetBucketLocation'],
+        resources: [bucket.bucketArn],
+      }),
+    );
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [bucket.arnForObjects('*')] }),
+    );
   }
 
   /** Tells cdk-nag why the role has `*` and `reports/*` resources. */
@@ -206,5 +267,30 @@ export class FinanceReports extends Construct {
       week: schedule('week', 'WeekSchedule'),
       month: schedule('month', 'MonthSchedule'),
     };
+  }
+}
+
+/** Refuses, at synth, a CUR on a store Athena does not read, or a name that is not a Glue name. */
+function validateCur(props: FinanceReportsProps): void {
+  const cur = props.cur;
+  if (cur === undefined) return;
+  if (props.store.kind !== 'athena') {
+    throw new PropsValidationError(
+      'cur',
+      'the athena store (the CUR is read through Athena)',
+      props.store.kind,
+    );
+  }
+  for (const key of ['database', 'table'] as const) {
+    if (!GLUE_NAME.test(cur[key])) {
+      throw new PropsValidationError(
+        `cur.${key}`,
+        'a Glue name of lower-case letters, digits and _',
+        cur[key],
+      );
+    }
+  }
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(cur.bucketName)) {
+    throw new PropsValidationError('cur.bucketName', 'an S3 bucket name', cur.bucketName);
   }
 }

@@ -23,6 +23,7 @@ import {
 } from '../scenarios/run-scenarios';
 import type { Scenario } from '../scenarios/scenario';
 import { BUNDLED_REPLAY_MANIFEST } from './paths';
+import { loadPriceRates } from './price-rates-file';
 import { loadRuleContext } from './rules-file';
 
 /** Options of `gpu-sentinel local`, as commander parses them. */
@@ -40,6 +41,8 @@ export interface LocalCommandOptions {
   readonly nvml: boolean;
   readonly remediationMode: string;
   readonly priceOverrides?: string;
+  /** The deployment's rates, a JSON file in the shape of the stack's `priceRates` prop (see `loadPriceRates`). @default list prices */
+  readonly priceRates?: string;
   /** With a real GPU: the EC2 instance type to price the run at (there is no IMDS locally). @default 'local.gpu' (unpriced) */
   readonly instanceType?: string;
   /**
@@ -89,12 +92,14 @@ export async function runLocalCommand(
   const clock = opts.clock ?? systemClock;
   const outDir = resolve(opts.out);
   const rules = await loadRuleContext(opts.rules);
+  const priceRates = await loadPriceRates(opts.priceRates);
   const pipeline = await startLocalPipeline({
     rules,
     outDir,
     dbPath: opts.db ? resolve(opts.db) : undefined,
     remediationMode: parseRemediationMode(opts.remediationMode),
     priceOverrides: parsePriceOverrides(opts.priceOverrides),
+    ...(priceRates !== undefined ? { priceRates } : {}),
     log,
     write,
     fleetIntervalMs: (opts.fleetIntervalS ?? DEFAULT_FLEET_INTERVAL_S) * 1000,

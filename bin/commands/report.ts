@@ -11,8 +11,10 @@ import {
   type ReportPeriod,
   reportPeriod,
   reportSummaryText,
+  reportTimeZone,
   type WasteReport,
 } from '../../lambdas/domain';
+import { applyCurPrices } from '../../lambdas/local/duckdb-cur';
 import { DuckDbStore } from '../../lambdas/local/duckdb-store';
 
 /** Output formats of `gpu-sentinel report`. */
@@ -24,12 +26,23 @@ export interface ReportCommandOptions {
   readonly db: string;
   /** Grouping. @default 'team' */
   readonly by?: ReportGrouping;
-  /** `day`, `week` or `month` ending at `--to` (or now). Not with `--from`. @default 'day' */
+  /**
+   * The last whole calendar `day`, ISO `week` (Monday to Monday) or `month` ending at or before
+   * `--to` (or now), in `--tz`. Not with `--from`. @default 'day'
+   */
   readonly period?: (typeof REPORT_PERIODS)[number];
   /** Inclusive start, ISO 8601; with `--to`, replaces `--period`. */
   readonly from?: string;
   /** Exclusive end, ISO 8601. @default now */
   readonly to?: string;
+  /**
+   * A Cost and Usage Report 2.0 (Parquet or CSV, gzip allowed; a file or an export's folder): each
+   * instance-hour it bills is priced at its effective cost (`price_source` `cur`), the others keep
+   * their stored price. @default undefined (stored prices)
+   */
+  readonly cur?: string;
+  /** IANA time zone of the calendar periods and of the line items' days, e.g. `Europe/Berlin`. @default 'UTC' */
+  readonly tz?: string;
   /** Output format. @default 'text' */
   readonly format?: (typeof REPORT_FORMATS)[number];
   /** Write the output to this file instead of stdout. @default undefined (stdout) */
@@ -44,8 +57,11 @@ export interface ReportCommandOptions {
  * @param write - where stdout goes
  * @param now - the clock (the default end)
  * @returns the exit code, 0
- * @throws {Error} naming the option when the store does not exist, a time is not ISO 8601, the range
+ * @throws {Error} naming the option when the store does not exist or is not a gpu-sentinel DuckDB
+ *   store (it is opened read-only: the report never writes it), a time is not ISO 8601, the range
  *   is empty, or `--period` is given with `--from`
+ * @throws {ReportInputError} naming `--tz` when the time zone is not an IANA zone, `--cur` when the
+ *   CUR path does not exist or holds no CUR file, or the first CUR column missing
  */
 export async function runReportCommand(
   opts: ReportCommandOptions,
@@ -62,12 +78,33 @@ export async function runReportCommand(
     );
   }
   const period = periodOf(opts, now);
-  const store = await DuckDbStore.open(db);
+  let store: DuckDbStore;
+  try {
+    store = await DuckDbStore.openReadOnly(db);
+  } catch (cause) {
+    throw new Error(
+      `Expected --db to name a store written by \`gpu-sentinel local --db\`, got ${db}: ${(cause as Error).message}`,
+      { cause },
+    );
+  }
   let report: WasteReport;
   try {
+    const cur =
+      opts.cur === undefined
+        ? undefined
+        : await applyCurPrices(store.session, resolve(opts.cur), {
+            from: new Date(period.from),
+            to: new Date(period.to),
+          });
     const by = opts.by ?? 'team';
     const input = await gatherReportInput(store, period, [by]);
-    report = buildWasteReport({ ...input, period, by, generatedAt: now });
+    report = buildWasteReport({
+      ...input,
+      period,
+      by,
+      generatedAt: now,
+      ...(cur !== undefined ? { cur } : {}),
+    });
   } finally {
     await store.close();
   }
@@ -89,7 +126,8 @@ async function render(report: WasteReport, format: (typeof REPORT_FORMATS)[numbe
 
 function periodOf(opts: ReportCommandOptions, now: Date): ReportPeriod {
   const to = opts.to !== undefined ? parseTime('--to', opts.to) : now;
-  if (opts.from === undefined) return reportPeriod(opts.period ?? 'day', to);
+  const tz = reportTimeZone(opts.tz ?? 'UTC', '--tz');
+  if (opts.from === undefined) return reportPeriod(opts.period ?? 'day', to, tz);
   if (opts.period !== undefined) {
     throw new Error('Expected either --period or --from/--to, got both; drop one.');
   }
@@ -97,7 +135,7 @@ function periodOf(opts: ReportCommandOptions, now: Date): ReportPeriod {
   if (from >= to) {
     throw new Error(`Expected --from before --to, got ${from.toISOString()} >= ${to.toISOString()}`);
   }
-  return { kind: 'custom', from: from.toISOString(), to: to.toISOString() };
+  return { kind: 'custom', from: from.toISOString(), to: to.toISOString(), time_zone: tz };
 }
 
 function parseTime(option: string, value: string): Date {

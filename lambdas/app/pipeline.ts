@@ -19,6 +19,7 @@ import type {
   StormLimits,
   TelemetryStore,
 } from '../domain';
+import type { SpotPriceSource } from '../domain/spot-price-source';
 
 /**
  * What the ingest application service (`processBatch`) is given: the ports, injected, and the
@@ -49,6 +50,11 @@ export interface PipelineDeps {
    * discount is unpriced, never billed at on-demand. @default {}
    */
   readonly priceRates?: PriceRates;
+  /**
+   * The spot price of a spot host no configured spot rate prices (EC2's spot price history, per
+   * type, AZ and hour). @default undefined (such a host is priced by `spot_discount`, or unpriced)
+   */
+  readonly spotPrices?: SpotPriceSource;
   /** Rule thresholds and XID policy. */
   readonly rules: RuleContext;
   /** An alert that is still firing is sent again after this many seconds. @default DEFAULT_ALERT_COOLDOWN_S (3600) */

@@ -8,9 +8,11 @@ import {
   evaluatePointRules,
   type Finding,
   judgeWindows,
+  type PriceRates,
   priceFor,
   RESOLVING_WINDOW_RULES,
   type RemediationDecision,
+  rateKey,
   storeRowsOf,
   summaryAlert,
   toAlert,
@@ -50,6 +52,24 @@ const SEVERITY_ORDER: Readonly<Record<Finding['severity'], number>> = { critical
  * @throws {InstanceLookupError} when EC2 cannot be asked about the sender (the caller answers 503)
  * @throws {UnpublishedAlertsError} when an alert or resolve message could not be published (the caller answers 5xx)
  */
+/**
+ * The deployment's rates, plus the spot price of the batch's type, AZ and hour when the host is a
+ * spot host that no configured spot rate prices and a spot price source is wired (the hour of the
+ * batch's first flush window). Without an answer the rates stay as configured.
+ */
+async function withSpotPrice(batch: Batch, deps: PipelineDeps): Promise<PriceRates | undefined> {
+  const { host } = batch;
+  const rates = deps.priceRates;
+  if (host.lifecycle !== 'spot' || deps.spotPrices === undefined || host.az === undefined) return rates;
+  const configured = rates?.spot ?? {};
+  const key = rateKey(host.instance_type, host.region);
+  if (Object.hasOwn(configured, key) || Object.hasOwn(configured, host.instance_type)) return rates;
+  const starts = batch.windows.filter((w) => w.kind === 'flush').map((w) => Date.parse(w.start));
+  const at = new Date(starts.length > 0 ? Math.min(...starts) : Date.parse(batch.sent_at));
+  const usd = await deps.spotPrices.priceAt(host.instance_type, host.region, host.az, at);
+  return usd === undefined ? rates : { ...rates, spot: { ...configured, [key]: usd } };
+}
+
 export async function processBatch(received: Batch, deps: PipelineDeps, now: Date): Promise<ProcessResult> {
   // Server-side enrichment first: team/job/opt-out tags, the real group and instance type from EC2
   // and Auto Scaling, so IMDS tags on the host are optional and the agent's claims are not trusted.
@@ -61,9 +81,10 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
   );
   const { host } = batch;
   const gpuCount = new Set(batch.windows.filter((w) => w.kind === 'flush').map((w) => w.gpu.index)).size;
+  const rates = await withSpotPrice(batch, deps);
   const price = priceFor(host.instance_type, host.region, deps.priceOverrides, gpuCount || undefined, {
     lifecycle: host.lifecycle ?? 'on-demand',
-    ...(deps.priceRates !== undefined ? { rates: deps.priceRates } : {}),
+    ...(rates !== undefined ? { rates } : {}),
   });
 
   // Most severe first (the order alerts go out); every finding has its own alert id and cooldown.

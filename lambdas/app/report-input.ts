@@ -1,4 +1,5 @@
 import {
+  previousReportPeriod,
   type ReportDayRows,
   type ReportGrouping,
   type ReportInput,
@@ -15,8 +16,9 @@ export type ReportStore = Pick<TelemetryStore, 'queryWaste' | 'queryWasteBy'>;
 /**
  * Asks the store what a report needs, with the reads every store has: the per-GPU sums over the
  * period, the sums grouped by team, by diagnosis and by each store grouping asked for (each window
- * counted for its own tags), and per day of the period its per-GPU sums (one read per day, the line
- * items and the trend; a day without windows is left out).
+ * counted for its own tags), per day of the period its per-GPU sums (one read per day, the line
+ * items and the trend; a day without windows is left out), and the previous period's totals (one
+ * grouped read, for the change against it).
  *
  * @param store - the telemetry store
  * @param period - the report period
@@ -43,5 +45,16 @@ export async function gatherReportInput(
     const dayRows = await store.queryWaste({ from: new Date(slice.from), to: new Date(slice.to) });
     if (dayRows.length > 0) days.push({ day: slice.day, rows: dayRows });
   }
-  return { rows, groups, days };
+  const before = previousReportPeriod(period);
+  const previousSums = await store.queryWasteBy({
+    from: new Date(before.from),
+    to: new Date(before.to),
+    by: 'instance_type',
+  });
+  const previous = {
+    period: before,
+    cost_usd: previousSums.reduce((s, r) => s + r.cost_usd, 0),
+    wasted_usd: previousSums.reduce((s, r) => s + r.wasted_usd, 0),
+  };
+  return { rows, groups, days, previous };
 }

@@ -1,5 +1,8 @@
+import { type CurCoverage, curCoverageNote } from './cur-columns';
 import { WASTE_GROUPS, type WasteGroupRow } from './ports';
-import { isUnpriced } from './pricing';
+import { isUnpriced, onDemandPrice } from './pricing';
+import type { ReportPeriod } from './report-calendar';
+import { explainCause } from './report-causes';
 import { ReportInputError } from './report-input-error';
 import { type ReportDayRows, type ReportLineItem, reportLineItems } from './report-line-items';
 import type { LedgerSums, WasteReportRow } from './types';
@@ -19,11 +22,6 @@ import type { LedgerSums, WasteReportRow } from './types';
 export const REPORT_GROUPINGS = [...WASTE_GROUPS, 'gpu'] as const;
 /** One of {@link REPORT_GROUPINGS}. */
 export type ReportGrouping = (typeof REPORT_GROUPINGS)[number];
-
-/** Report period kinds: one day, seven days, one calendar month, ending at the report's end. */
-export const REPORT_PERIODS = ['day', 'week', 'month'] as const;
-/** One of {@link REPORT_PERIODS}, or `custom` for an explicit from/to. */
-export type ReportPeriodKind = (typeof REPORT_PERIODS)[number] | 'custom';
 
 /** The waste classes money is split into (docs/design.md §5), in report order. */
 export const REPORT_WASTE_CLASSES = ['idle', 'held_idle', 'underused', 'broken'] as const;
@@ -59,6 +57,37 @@ export interface ReportInput {
    * items and the trend. A day without windows may be left out.
    */
   readonly days: readonly ReportDayRows[];
+  /**
+   * The previous period's totals (`previousReportPeriod`), for the change against it; absent when
+   * not read. @default undefined
+   */
+  readonly previous?: ReportPreviousPeriod;
+}
+
+/** What was spent and wasted in the period before the report's. */
+export interface ReportPreviousPeriod {
+  readonly period: ReportPeriod;
+  readonly cost_usd: number;
+  readonly wasted_usd: number;
+}
+
+/** The change of the wasted dollars against the previous period. */
+export interface ReportChange extends ReportPreviousPeriod {
+  /** This period's wasted USD minus the previous one's. */
+  readonly wasted_change_usd: number;
+  /** That change as a share of the previous wasted USD (0.25 = +25 %); absent when nothing was wasted before. */
+  readonly wasted_change_share?: number;
+}
+
+/** One price used in the period: an instance type at a price from a source. */
+export interface ReportRate {
+  readonly instance_type: string;
+  /** USD per instance-hour. */
+  readonly price_usd_per_hour: number;
+  /** `builtin:<table>` (list price), `savings_plan`, `capacity_block`, `override`, `spot`, `cur`, `unpriced`, … */
+  readonly price_source: string;
+  /** GPU-hours priced at it (the latest price of each GPU over the period). */
+  readonly gpu_hours: number;
 }
 
 /** Money and time of a slice of the fleet. All USD, unrounded. */
@@ -95,6 +124,10 @@ export interface ReportWaster extends ReportMoney {
   readonly job?: string;
   readonly price_usd_per_hour: number;
   readonly price_source: string;
+  /** The cause of most of its wasted dollars (a diagnosis, or `(none)`); absent when nothing was wasted. */
+  readonly cause?: string;
+  /** What fixes that cause (see `explainCause`); absent with `cause`. */
+  readonly fix?: string;
 }
 
 /** An instance costed at 0 because nobody priced it. */
@@ -102,13 +135,10 @@ export interface UnpricedHost {
   readonly instance_id: string;
   readonly instance_type: string;
   readonly gpu_hours: number;
-}
-
-/** The report period: `from ≤ window end < to`, ISO 8601 UTC. */
-export interface ReportPeriod {
-  readonly kind: ReportPeriodKind;
-  readonly from: string;
-  readonly to: string;
+  /** Idle and held-idle GPU-hours of it, h: idle time shown even where it has no price. */
+  readonly idle_gpu_hours: number;
+  /** Why nobody priced it, in words (no list price for its type and region, or a spot host without a spot price). */
+  readonly reason: string;
 }
 
 /** How efficiency and money were measured, in words finance can read. */
@@ -129,8 +159,16 @@ export interface WasteReport {
   readonly method: ReportMethod;
   /** The price sources used, with GPU-hours priced by each (`builtin:<table id>`, `savings_plan`, …). */
   readonly prices: readonly { readonly source: string; readonly gpu_hours: number }[];
-  /** The whole fleet over the period. */
-  readonly totals: ReportMoney & { readonly gpus: number; readonly instances: number };
+  /** The whole fleet over the period; `idle_gpu_hours`: GPU-hours idle or held idle, priced or not. */
+  readonly totals: ReportMoney & {
+    readonly gpus: number;
+    readonly instances: number;
+    readonly idle_gpu_hours: number;
+  };
+  /** The prices used, by instance type, price and source, most GPU-hours first. */
+  readonly rates: readonly ReportRate[];
+  /** The wasted dollars against the previous period; absent when it was not read. */
+  readonly change?: ReportChange;
   /** Wasted share of cost, 0..1 (0 when nothing was spent). */
   readonly wasted_share: number;
   /** The grouping asked for, and its groups by wasted USD descending. */
@@ -150,66 +188,8 @@ export interface WasteReport {
   readonly top_wasters: readonly ReportWaster[];
   /** Every unpriced instance, by id. */
   readonly unpriced: readonly UnpricedHost[];
-}
-
-const MS_PER_DAY = 86_400_000;
-
-/**
- * The period of a report ending at `end`: one day, seven days, or one calendar month (UTC) back.
- *
- * @param kind - `day`, `week` or `month`
- * @param end - exclusive end
- * @returns `{ kind, from, to }`
- * @throws {ReportInputError} when `end` is not a valid date
- * @example
- * reportPeriod('month', new Date('2026-03-31T00:00:00Z')); // from 2026-02-28T00:00:00.000Z (day clamped)
- */
-export function reportPeriod(kind: (typeof REPORT_PERIODS)[number], end: Date): ReportPeriod {
-  if (Number.isNaN(end.getTime())) throw new ReportInputError('end', end, 'Expected a valid end date.');
-  let from: Date;
-  if (kind === 'day') from = new Date(end.getTime() - MS_PER_DAY);
-  else if (kind === 'week') from = new Date(end.getTime() - 7 * MS_PER_DAY);
-  else {
-    const y = end.getUTCFullYear();
-    const m = end.getUTCMonth() - 1;
-    const lastDay = new Date(Date.UTC(y, m + 1, 0)).getUTCDate();
-    from = new Date(
-      Date.UTC(
-        y,
-        m,
-        Math.min(end.getUTCDate(), lastDay),
-        end.getUTCHours(),
-        end.getUTCMinutes(),
-        end.getUTCSeconds(),
-        end.getUTCMilliseconds(),
-      ),
-    );
-  }
-  return { kind, from: from.toISOString(), to: end.toISOString() };
-}
-
-/**
- * The UTC days a period touches, each clipped to the period: the slices the trend is summed over.
- *
- * @param period - the report period
- * @returns `{ day, from, to }` per UTC day, ascending; `from`/`to` ISO 8601
- */
-export function reportDays(period: ReportPeriod): { day: string; from: string; to: string }[] {
-  const endMs = Date.parse(period.to);
-  const out: { day: string; from: string; to: string }[] = [];
-  let fromMs = Date.parse(period.from);
-  while (fromMs < endMs) {
-    const dayStart = new Date(fromMs);
-    dayStart.setUTCHours(0, 0, 0, 0);
-    const nextMs = Math.min(dayStart.getTime() + MS_PER_DAY, endMs);
-    out.push({
-      day: dayStart.toISOString().slice(0, 10),
-      from: new Date(fromMs).toISOString(),
-      to: new Date(nextMs).toISOString(),
-    });
-    fromMs = nextMs;
-  }
-  return out;
+  /** How much of the period a Cost and Usage Report priced; absent when the report read none. */
+  readonly cur?: CurCoverage;
 }
 
 interface Acc {
@@ -332,6 +312,63 @@ function fromStore(rows: readonly WasteGroupRow[] | undefined, by: ReportGroupin
     .sort(byWastedDesc);
 }
 
+/** The diagnosis behind most of the wasted dollars of an instance's GPUs, `(none)` for undiagnosed waste. */
+function mainCause(rows: readonly WasteReportRow[]): string | undefined {
+  const byCause = new Map<string, number>();
+  let diagnosed = 0;
+  let wasted = 0;
+  for (const r of rows) {
+    wasted += r.wasted_usd;
+    for (const [d, usd] of Object.entries(r.wasted_by_diagnosis_usd)) {
+      byCause.set(d, (byCause.get(d) ?? 0) + (usd ?? 0));
+      diagnosed += usd ?? 0;
+    }
+  }
+  if (wasted - diagnosed > 1e-12) byCause.set(UNATTRIBUTED, wasted - diagnosed);
+  let best: [string, number] | undefined;
+  for (const entry of byCause) if (best === undefined || entry[1] > best[1]) best = entry;
+  return best?.[0];
+}
+
+/** Why a host is unpriced: a spot host where the type has a list price, else no list price for its type and region. */
+function unpricedReason(r: WasteReportRow): string {
+  if (r.region === undefined)
+    return `no price for ${r.instance_type} (its region is not stored: no list price could be looked up)`;
+  if (onDemandPrice(r.instance_type, r.region) !== undefined) {
+    return `a spot host with no spot price, spot rate or spot_discount for ${r.instance_type} in ${r.region}`;
+  }
+  return `no list price for ${r.instance_type} in ${r.region} (set a rate: Capacity Blocks, Savings Plans or an override)`;
+}
+
+/** The prices used: GPU-hours per instance type, price and source. */
+function ratesOf(rows: readonly WasteReportRow[]): ReportRate[] {
+  const rates = new Map<string, ReportRate>();
+  for (const r of rows) {
+    const key = `${r.instance_type}\u0000${r.price_usd_per_hour}\u0000${r.price_source}`;
+    const seen = rates.get(key);
+    rates.set(key, {
+      instance_type: r.instance_type,
+      price_usd_per_hour: r.price_usd_per_hour,
+      price_source: r.price_source,
+      gpu_hours: (seen?.gpu_hours ?? 0) + r.gpu_hours,
+    });
+  }
+  return [...rates.values()].sort(
+    (a, b) => b.gpu_hours - a.gpu_hours || (a.instance_type < b.instance_type ? -1 : 1),
+  );
+}
+
+/** The change of wasted dollars against the previous period. */
+function changeOf(wastedUsd: number, previous: ReportPreviousPeriod | undefined): ReportChange | undefined {
+  if (previous === undefined) return undefined;
+  const delta = wastedUsd - previous.wasted_usd;
+  return {
+    ...previous,
+    wasted_change_usd: delta,
+    ...(previous.wasted_usd > 0 ? { wasted_change_share: delta / previous.wasted_usd } : {}),
+  };
+}
+
 /** The trend: per day with data, the cost and wasted dollars of its rows, ascending. */
 function dailyOf(days: readonly ReportDayRows[]): ReportDay[] {
   return days
@@ -344,7 +381,11 @@ function dailyOf(days: readonly ReportDayRows[]): ReportDay[] {
     .sort((a, b) => (a.day < b.day ? -1 : 1));
 }
 
-function methodOf(rows: readonly WasteReportRow[], unpriced: readonly UnpricedHost[]): ReportMethod {
+function methodOf(
+  rows: readonly WasteReportRow[],
+  unpriced: readonly UnpricedHost[],
+  cur: CurCoverage | undefined,
+): ReportMethod {
   const sources = new Set(rows.map((r) => r.efficiency_source).filter((s) => s !== 'none'));
   const efficiency_source =
     sources.size === 0
@@ -365,6 +406,7 @@ function methodOf(rows: readonly WasteReportRow[], unpriced: readonly UnpricedHo
   if (rows.some((r) => r.processes_unknown)) {
     caveats.push('Where compute process counts were unknown, idle GPUs are counted as idle (not held-idle).');
   }
+  if (cur !== undefined) caveats.push(curCoverageNote(cur));
   if (unpriced.length > 0) {
     caveats.push(
       `${unpriced.length} instance(s) are unpriced (no list price for their type and region, or a spot host without a spot price): costed at $0, listed below. Set price rates to price them.`,
@@ -389,6 +431,8 @@ export function buildWasteReport(
     readonly period: ReportPeriod;
     readonly by: ReportGrouping;
     readonly generatedAt: Date;
+    /** What the CUR priced, when the rows were priced from one. @default undefined */
+    readonly cur?: CurCoverage;
   },
 ): WasteReport {
   const { rows, groups, period, by } = input;
@@ -413,9 +457,17 @@ export function buildWasteReport(
   const wasters: ReportWaster[] = [];
   for (const g of instances) {
     const first = rows.find((r) => r.instance_id === g.key) as WasteReportRow;
+    const own = rows.filter((r) => r.instance_id === g.key);
     if (g.unpriced) {
-      unpricedHosts.push({ instance_id: g.key, instance_type: first.instance_type, gpu_hours: g.gpu_hours });
+      unpricedHosts.push({
+        instance_id: g.key,
+        instance_type: first.instance_type,
+        gpu_hours: g.gpu_hours,
+        idle_gpu_hours: own.reduce((sum, r) => sum + (r.idle_gpu_hours ?? 0), 0),
+        reason: unpricedReason(first),
+      });
     }
+    const cause = mainCause(own);
     wasters.push({
       instance_id: g.key,
       instance_type: first.instance_type,
@@ -427,21 +479,30 @@ export function buildWasteReport(
       by_class: g.by_class,
       price_usd_per_hour: first.price_usd_per_hour,
       price_source: first.price_source,
+      ...(cause !== undefined && g.wasted_usd > 0 ? { cause, fix: explainCause(cause).fix } : {}),
     });
   }
   const prices = new Map<string, number>();
   for (const r of rows) prices.set(r.price_source, (prices.get(r.price_source) ?? 0) + r.gpu_hours);
   const byTeam = fromStore(groups.team, 'team');
   const byDiagnosis = fromStore(groups.diagnosis, 'diagnosis');
-  const totals = { ...money(all), gpus: all.gpus, instances: instances.length };
+  const totals = {
+    ...money(all),
+    gpus: all.gpus,
+    instances: instances.length,
+    idle_gpu_hours: rows.reduce((sum, r) => sum + (r.idle_gpu_hours ?? 0), 0),
+  };
+  const change = changeOf(totals.wasted_usd, input.previous);
   return {
     period,
     generated_at: input.generatedAt.toISOString(),
-    method: methodOf(rows, unpricedHosts),
+    method: methodOf(rows, unpricedHosts, input.cur),
     prices: [...prices.entries()]
       .map(([source, gpu_hours]) => ({ source, gpu_hours }))
       .sort((a, b) => b.gpu_hours - a.gpu_hours || (a.source < b.source ? -1 : 1)),
     totals,
+    rates: ratesOf(rows),
+    ...(change !== undefined ? { change } : {}),
     wasted_share: totals.cost_usd > 0 ? totals.wasted_usd / totals.cost_usd : 0,
     by,
     groups: by === 'instance' ? instances : by === 'gpu' ? byInstance(rows, true) : fromStore(groups[by], by),
@@ -451,5 +512,6 @@ export function buildWasteReport(
     line_items: reportLineItems(input.days, by === 'gpu' ? 'gpu' : 'instance'),
     top_wasters: wasters.sort(byWastedDesc).slice(0, REPORT_TOP_WASTERS),
     unpriced: unpricedHosts.sort((a, b) => (a.instance_id < b.instance_id ? -1 : 1)),
+    ...(input.cur !== undefined ? { cur: input.cur } : {}),
   };
 }

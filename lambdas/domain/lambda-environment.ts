@@ -103,6 +103,11 @@ export const LAMBDA_VARIABLES = {
     PRICE_OVERRIDES: 'optional',
     /** Spot, Savings Plans and Capacity Block rates, JSON (see `parsePriceRates`); default: list prices. */
     PRICE_RATES: 'optional',
+    /**
+     * `ec2`: price a spot host that no spot rate prices at EC2's spot price history of its type, AZ
+     * and hour (needs `ec2:DescribeSpotPriceHistory`); default: unset (`spot_discount`, or unpriced).
+     */
+    SPOT_PRICE_HISTORY: 'optional',
     /** Role names whose instance sessions may send, comma-separated; default: no role check in the handler. */
     AGENT_ROLE_NAMES: 'optional',
     /** CloudWatch namespace of the EMF metrics; default `GpuSentinel`. */
@@ -124,6 +129,10 @@ export const LAMBDA_VARIABLES = {
     REPORTS_KEY_ARN: 'required',
     /** ARN of the `reports` topic the totals message goes to. */
     TOPIC_REPORTS_ARN: 'required',
+    /** Glue database of a Cost and Usage Report 2.0 export (Athena store only; with `CUR_TABLE`); default: no CUR, stored prices. */
+    CUR_DATABASE: 'optional',
+    /** Glue table of that CUR 2.0 export (with `CUR_DATABASE`). */
+    CUR_TABLE: 'optional',
   },
 } as const satisfies Readonly<Record<string, VariableTable>>;
 

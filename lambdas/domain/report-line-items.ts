@@ -65,8 +65,9 @@ export interface ReportLineItem {
 }
 
 /**
- * The purchase option a stored price source implies: `spot` for `spot` and `spot_discount:<d>`
- * (the ledger prices a spot host only from spot rates), `on-demand` for every other priced source
+ * The purchase option a stored price source implies: `spot` for `spot`, `spot_discount:<d>` (the
+ * ledger prices a spot host only from spot rates) and `cur:spot` (a CUR line item whose
+ * `pricing_term` is `Spot`), `on-demand` for every other priced source (`cur` included)
  * (a Savings Plan, a reservation or a Capacity Block rate applies to on-demand hosts only), and
  * none for `unpriced` (a spot host without a rate and a type without a list price look alike).
  *
@@ -77,7 +78,9 @@ export interface ReportLineItem {
  */
 export function lifecycleOfPriceSource(priceSource: string): ReportLifecycle | undefined {
   if (isUnpriced(priceSource)) return undefined;
-  return priceSource === 'spot' || priceSource.startsWith('spot_discount:') ? 'spot' : 'on-demand';
+  return priceSource === 'spot' || priceSource === 'cur:spot' || priceSource.startsWith('spot_discount:')
+    ? 'spot'
+    : 'on-demand';
 }
 
 function itemOf(day: string, r: WasteReportRow, grain: LineItemGrain): ReportLineItem {

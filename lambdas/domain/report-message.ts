@@ -19,10 +19,24 @@ export interface ReportLocations {
 function totalsLines(report: WasteReport): string[] {
   const t = report.totals;
   return [
-    `Period: ${report.period.from} to ${report.period.to} (${report.period.kind})`,
+    `Period: ${report.period.from} to ${report.period.to} (${report.period.kind}${report.period.time_zone !== undefined && report.period.time_zone !== 'UTC' ? `, ${report.period.time_zone} calendar` : ''})`,
     `Fleet: ${t.instances} instances, ${t.gpus} GPUs, ${t.gpu_hours.toFixed(1)} GPU-hours`,
     `Cost: ${usdDisplay(t.cost_usd)}; wasted: ${usdDisplay(t.wasted_usd)} (${percentOf(t.wasted_usd, t.cost_usd)})`,
     `Wasted by class: idle ${usdDisplay(t.by_class.idle)}, held idle ${usdDisplay(t.by_class.held_idle)}, underused ${usdDisplay(t.by_class.underused)}, broken ${usdDisplay(t.by_class.broken)}`,
+    `Idle GPU-hours (priced or not): ${t.idle_gpu_hours.toFixed(1)}`,
+    ...changeLines(report),
+  ];
+}
+
+function changeLines(report: WasteReport): string[] {
+  const c = report.change;
+  if (c === undefined) return [];
+  const share =
+    c.wasted_change_share === undefined
+      ? ''
+      : ` (${c.wasted_change_share >= 0 ? '+' : '-'}${Math.abs(100 * c.wasted_change_share).toFixed(1)} %)`;
+  return [
+    `Change against ${c.period.from} to ${c.period.to}: wasted ${usdDisplay(c.wasted_usd)} then, ${c.wasted_change_usd >= 0 ? '+' : '-'}${usdDisplay(Math.abs(c.wasted_change_usd))} now${share}`,
   ];
 }
 
@@ -32,7 +46,9 @@ function methodLines(report: WasteReport): string[] {
     ...report.method.caveats.map((c) => `Note: ${c}`),
     `Prices: ${report.prices.map((p) => `${p.source} (${p.gpu_hours.toFixed(1)} GPU-h)`).join('; ') || 'none'}`,
     ...(report.unpriced.length > 0
-      ? [`Unpriced: ${report.unpriced.map((h) => `${h.instance_id} (${h.instance_type})`).join(', ')}`]
+      ? [
+          `Unpriced: ${report.unpriced.map((h) => `${h.instance_id} (${h.instance_type}: ${h.reason})`).join(', ')}`,
+        ]
       : []),
   ];
 }
@@ -79,7 +95,7 @@ export function reportSnsMessage(
     .slice(0, REPORT_MESSAGE_TOP_WASTERS)
     .map(
       (w, i) =>
-        `${i + 1}. ${w.instance_id} (${w.instance_type}${w.team !== undefined ? `, team ${w.team}` : ''}${w.job !== undefined ? `, job ${w.job}` : ''}): ${usdDisplay(w.wasted_usd)} wasted of ${usdDisplay(w.cost_usd)}`,
+        `${i + 1}. ${w.instance_id} (${w.instance_type}${w.team !== undefined ? `, team ${w.team}` : ''}${w.job !== undefined ? `, job ${w.job}` : ''}): ${usdDisplay(w.wasted_usd)} wasted of ${usdDisplay(w.cost_usd)}${w.cause !== undefined ? `, mostly ${w.cause}: ${w.fix ?? ''}` : ''}`,
     );
   const body = [
     ...totalsLines(report),

@@ -92,6 +92,14 @@ export function handlerFromEnvironment(
     dryRun: false,
     priceOverrides: parsePriceOverrides(vars.PRICE_OVERRIDES),
     priceRates: parsePriceRates(vars.PRICE_RATES),
+    ...(vars.SPOT_PRICE_HISTORY === 'ec2'
+      ? {
+          spotPrices: {
+            priceAt: async (type: string, region: string, az: string, at: Date) =>
+              (await aws()).spotPrices.priceAt(type, region, az, at),
+          },
+        }
+      : {}),
     rules: parseRuleContext(vars.RULE_THRESHOLDS),
     callerCheck: 'instance-session',
   });

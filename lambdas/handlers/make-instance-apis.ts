@@ -3,8 +3,10 @@ import { EC2Client } from '@aws-sdk/client-ec2';
 import { IAMClient } from '@aws-sdk/client-iam';
 import { AutoScalingRemediator } from '../adapters/auto-scaling-remediator';
 import { Ec2InstanceDirectory } from '../adapters/ec2-instance-directory';
+import { Ec2SpotPrices } from '../adapters/ec2-spot-prices';
 import { RegionalClients } from '../adapters/regional-clients';
 import type { InstanceDirectory, Remediator } from '../domain/ports';
+import type { SpotPriceSource } from '../domain/spot-price-source';
 import { leanClient, type SdkClientConfig } from './sdk-client-config';
 
 /** The ingest Lambda's EC2, Auto Scaling and IAM side: enrichment and remediation. */
@@ -13,6 +15,8 @@ export interface InstanceApis {
   readonly instances: InstanceDirectory;
   /** Replacement, quarantine and reboot (Auto Scaling `SetInstanceHealth`, EC2 `CreateTags`, `RebootInstances`). */
   readonly remediator: Remediator;
+  /** Spot prices of spot hosts (EC2 `DescribeSpotPriceHistory`, cached per type, AZ and hour). */
+  readonly spotPrices: SpotPriceSource;
 }
 
 /**
@@ -38,5 +42,6 @@ export function makeInstanceApis(sdk: SdkClientConfig): InstanceApis {
       iam: leanClient((config) => new IAMClient(config), sdk),
     }),
     remediator: new AutoScalingRemediator({ autoScaling, ec2 }),
+    spotPrices: new Ec2SpotPrices({ ec2 }),
   };
 }

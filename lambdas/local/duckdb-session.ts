@@ -35,12 +35,28 @@ export class DuckDbSession {
 
   /**
    * Opens (or creates) a store file: creates the parent directories and the tables when missing.
+   * Read-only (`readOnly`), it creates nothing and writes nothing: the file must already be a
+   * DuckDB database (DuckDB's `access_mode = READ_ONLY`, which other readers may share).
    *
    * @param path - database file path, or `:memory:` for a store that lives as long as the session
+   * @param options - `readOnly`: open an existing file without writing it. @default { readOnly: false }
    * @returns the open session
-   * @throws {StoreUnavailableError} when the file cannot be created or opened (e.g. locked by another process)
+   * @throws {StoreUnavailableError} when the file cannot be created or opened (e.g. locked by another
+   *   process), or, read-only, when it is not a DuckDB database
    */
-  static async open(path: string): Promise<DuckDbSession> {
+  static async open(path: string, options: { readonly readOnly?: boolean } = {}): Promise<DuckDbSession> {
+    if (options.readOnly === true) {
+      try {
+        const instance = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
+        return new DuckDbSession(instance, await instance.connect());
+      } catch (error) {
+        throw new StoreUnavailableError(
+          `open ${path} read-only`,
+          `expected a DuckDB database file, and ${path} is not one (${(error as Error).message}); name the file \`gpu-sentinel local --db\` wrote`,
+          { cause: error },
+        );
+      }
+    }
     try {
       if (path !== ':memory:') await mkdir(dirname(path), { recursive: true });
       const instance = await DuckDBInstance.create(path);

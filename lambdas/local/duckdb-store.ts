@@ -1,4 +1,5 @@
-import { StoreQueryError } from '../domain/port-errors';
+import { LEDGER_FIELD_NAMES } from '../domain/measure-types';
+import { StoreQueryError, StoreUnavailableError } from '../domain/port-errors';
 import type {
   FiringAlert,
   InstanceState,
@@ -16,6 +17,7 @@ import type {
   WasteGroupRow,
   WasteQuery,
 } from '../domain/ports';
+import { GPU_WINDOW_KEY_COLUMNS } from '../domain/store-columns';
 import type { StoreRows, WasteReportRow } from '../domain/types';
 import { DuckDbSession } from './duckdb-session';
 import { DuckDbStateStore } from './duckdb-state-store';
@@ -66,6 +68,51 @@ export class DuckDbStore implements TelemetryStore, StateStore {
    */
   static async open(path: string): Promise<DuckDbStore> {
     return new DuckDbStore(await DuckDbSession.open(path));
+  }
+
+  /** The store's DuckDB session, for local read extensions (the CUR price overlay, `duckdb-cur.ts`). */
+  get session(): DuckDbSession {
+    return this.#db;
+  }
+
+  /**
+   * Opens an existing store read-only (reports): creates, upgrades and writes nothing, and checks
+   * that the file is a gpu-sentinel store whose `gpu_windows` has the columns the reads name.
+   *
+   * @param path - the store file `gpu-sentinel local --db` wrote
+   * @returns the open store; its writes fail with {@link StoreUnavailableError}
+   * @throws {StoreUnavailableError} naming the file when it is not a DuckDB database, has no
+   *   `gpu_windows` table, or lacks columns a newer gpu-sentinel added (open it once with
+   *   `gpu-sentinel local --db` to upgrade it)
+   */
+  static async openReadOnly(path: string): Promise<DuckDbStore> {
+    const db = await DuckDbSession.open(path, { readOnly: true });
+    const operation = `open ${path} read-only`;
+    try {
+      const rows = await db.serial(() =>
+        db.rows(
+          "SELECT column_name FROM information_schema.columns WHERE table_schema = 'main' AND table_name = 'gpu_windows'",
+        ),
+      );
+      const present = new Set(rows.map((r) => String(r.column_name)));
+      if (present.size === 0) {
+        throw new StoreUnavailableError(
+          operation,
+          `expected a gpu-sentinel store, and ${path} is a DuckDB database without a gpu_windows table; name the file \`gpu-sentinel local --db\` wrote`,
+        );
+      }
+      const missing = [...GPU_WINDOW_KEY_COLUMNS, ...LEDGER_FIELD_NAMES].filter((c) => !present.has(c));
+      if (missing.length > 0) {
+        throw new StoreUnavailableError(
+          operation,
+          `expected gpu_windows to have the columns the report reads, and ${path} lacks ${missing.join(', ')} (written by an older gpu-sentinel); open it once with \`gpu-sentinel local --db ${path}\` to upgrade it`,
+        );
+      }
+    } catch (error) {
+      await db.close();
+      throw error;
+    }
+    return new DuckDbStore(db);
   }
 
   /**

@@ -3,7 +3,13 @@ import { join } from 'node:path';
 import { systemClock } from '../adapters/clock';
 import { wasteCsv } from '../adapters/report-csv';
 import { evaluateFleet, type FleetEvaluation } from '../app/evaluate-fleet';
-import { DEFAULT_RULE_CONTEXT, type PriceOverrides, type RemediationMode, type RuleContext } from '../domain';
+import {
+  DEFAULT_RULE_CONTEXT,
+  type PriceOverrides,
+  type PriceRates,
+  type RemediationMode,
+  type RuleContext,
+} from '../domain';
 import type { Log } from '../domain/ports';
 import type { WasteReportRow } from '../domain/types';
 import { createIngestHandler } from '../handlers/ingest-handler';
@@ -24,6 +30,8 @@ export interface LocalPipelineOptions {
   readonly remediationMode?: RemediationMode;
   /** Price overrides by instance type, USD/hour. @default {} */
   readonly priceOverrides?: PriceOverrides;
+  /** The deployment's rates (`--price-rates FILE`, the stack's `priceRates` shape). @default {} (list prices) */
+  readonly priceRates?: PriceRates;
   /** Rule thresholds and XID policy (`gpu-sentinel local --rules FILE`). @default the defaults */
   readonly rules?: RuleContext;
   /** Structured log of the pipeline. */
@@ -90,6 +98,7 @@ export async function startLocalPipeline(options: LocalPipelineOptions): Promise
     remediationMode: options.remediationMode ?? 'replace',
     dryRun: true,
     priceOverrides: options.priceOverrides,
+    ...(options.priceRates !== undefined ? { priceRates: options.priceRates } : {}),
     rules: options.rules ?? DEFAULT_RULE_CONTEXT,
     callerCheck: 'none',
   });

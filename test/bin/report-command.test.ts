@@ -1,6 +1,8 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runReportCommand } from '../../bin/commands/report';
@@ -91,7 +93,25 @@ describe('gpu-sentinel report', () => {
     // Assess
     expect(report.by).toBe(by);
     expect(report.groups.map((g) => g.key)).toEqual(keys);
-    expect(report.period).toEqual({ kind: 'day', from: '2026-03-10T00:00:00.000Z', to: NOW.toISOString() });
+    expect(report.period).toEqual({
+      kind: 'day',
+      from: '2026-03-10T00:00:00.000Z',
+      to: NOW.toISOString(),
+      time_zone: 'UTC',
+    });
+  });
+
+  it('takes the last whole calendar period of --tz: the day before 2026-03-11 in Tokyo ends at 15:00 UTC', async () => {
+    // Prepare / Act: 2026-03-11T00:00Z is 09:00 on the 11th in Tokyo (UTC+9)
+    const report = JSON.parse(await run({ format: 'json', period: 'day', tz: 'Asia/Tokyo' })) as WasteReport;
+    // Assess
+    expect(report.period).toEqual({
+      kind: 'day',
+      from: '2026-03-09T15:00:00.000Z',
+      to: '2026-03-10T15:00:00.000Z',
+      time_zone: 'Asia/Tokyo',
+    });
+    expect(report.line_items.map((i) => i.day)).toEqual(['2026-03-10', '2026-03-10']);
   });
 
   it('takes an explicit --from/--to instead of a period', async () => {
@@ -106,7 +126,7 @@ describe('gpu-sentinel report', () => {
 
   it('writes a CSV a spreadsheet opens, with one row per team', async () => {
     // Prepare / Act
-    const csv = await run({ format: 'csv', period: 'month' });
+    const csv = await run({ format: 'csv', period: 'month', to: '2026-04-01T00:00:00Z' });
     // Assess
     const records = parse(csv, { bom: true, columns: true }) as Record<string, string>[];
     expect(records.map((r) => r.team)).toEqual(['vision', 'nlp', 'old']);
@@ -166,6 +186,65 @@ describe('gpu-sentinel report', () => {
     expect(text).toContain('By team:');
   });
 
+  it('opens the store read-only: the file is byte for byte the same after a report, and a write through it fails', async () => {
+    // Prepare
+    const digest = async () =>
+      createHash('sha256')
+        .update(await readFile(db))
+        .digest('hex');
+    const before = await digest();
+
+    // Act
+    await run({ format: 'csv', by: 'instance', period: 'month', to: '2026-04-01T00:00:00Z' });
+    const readOnly = await DuckDbStore.openReadOnly(db);
+    const write = readOnly.write({
+      gpu: [gpuRow({ time: '2026-03-10T13:00:10.000Z' })],
+      efa: [],
+      events: [],
+    });
+
+    // Assess
+    await expect(write).rejects.toThrow();
+    await readOnly.close();
+    expect(await digest()).toBe(before);
+  });
+
+  it.each([
+    ['a text file', async (path: string) => writeFile(path, 'instance_id,cost_usd\ni-1,2\n'), /is not one/],
+    ['an empty file', async (path: string) => writeFile(path, ''), /is not one/],
+    [
+      'a DuckDB file that is not a store',
+      async (path: string) => {
+        const other = await DuckDBInstance.create(path);
+        const c = await other.connect();
+        await c.run('CREATE TABLE t (x INTEGER)');
+        c.closeSync();
+        other.closeSync();
+      },
+      /without a gpu_windows table/,
+    ],
+    [
+      'a store of an older schema',
+      async (path: string) => {
+        const other = await DuckDBInstance.create(path);
+        const c = await other.connect();
+        await c.run('CREATE TABLE gpu_windows ("time" TIMESTAMPTZ, instance_id VARCHAR)');
+        c.closeSync();
+        other.closeSync();
+      },
+      /lacks start, instance_type, .*open it once with `gpu-sentinel local --db/,
+    ],
+  ])('refuses --db naming %s, naming the file', async (_name, make, message) => {
+    // Prepare
+    const path = join(dir, `not-a-store-${_name.replaceAll(' ', '-')}`);
+    await make(path);
+    // Act
+    const report = runReportCommand({ db: path }, () => {}, NOW);
+    // Assess
+    await expect(report).rejects.toThrow(message);
+    await expect(report).rejects.toThrow(path);
+  });
+
   it.each([
     [
       'a store that does not exist',
@@ -183,6 +262,7 @@ describe('gpu-sentinel report', () => {
       /--from before --to/,
     ],
     ['a --to that is not a time', { to: 'yesterday' }, /--to to be an ISO 8601 time/],
+    ['an unknown --tz', { tz: 'Mars/Olympus' }, /`--tz` to be an IANA time zone/],
   ] as const)('refuses %s', async (_name, opts, message) => {
     // Prepare / Act / Assess
     await expect(runReportCommand({ db, ...opts }, () => {}, NOW)).rejects.toThrow(message);

@@ -1,5 +1,6 @@
 import {
   buildWasteReport,
+  previousReportPeriod,
   type ReportGrouping,
   type ReportInput,
   reportPeriod,
@@ -8,8 +9,8 @@ import {
 } from '../../lambdas/domain';
 import type { WasteReportRow } from '../../lambdas/domain/types';
 
-/** The end of the fixture report's period. */
-export const REPORT_END = new Date('2026-03-11T00:00:00Z');
+/** The end of the fixture report's period: Monday 9 March 2026, so the week is 2 to 9 March. */
+export const REPORT_END = new Date('2026-03-09T00:00:00Z');
 
 /** One GPU's sums over a day on a p5.48xlarge ($165.12/day per GPU), working at 90 % unless told. */
 export function gpuSums(
@@ -98,6 +99,9 @@ export function fixtureReport(by: WasteReport['by'] = 'team'): WasteReport {
       underused_usd: 0,
       wasted_usd: 165.12,
       efficiency: 0,
+      idle_gpu_hours: 24,
+      region: 'us-east-1',
+      wasted_by_diagnosis_usd: { idle: 165.12 },
     }),
     gpuSums({ instance_id: 'i-0aaa', gpu_index: 1, team: 'vision', job: 'train-1' }),
     gpuSums({
@@ -114,6 +118,7 @@ export function fixtureReport(by: WasteReport['by'] = 'team'): WasteReport {
       gpu_index: 0,
       team: '=HYPERLINK("http://evil")',
       job: '<script>alert(1)</script>',
+      wasted_by_diagnosis_usd: { input_bound: 16.512 },
     }),
     gpuSums({
       instance_id: 'i-0ddd',
@@ -133,23 +138,27 @@ export function fixtureReport(by: WasteReport['by'] = 'team'): WasteReport {
       wasted_usd: 0,
       price_usd_per_hour: 0,
       price_source: 'unpriced',
+      region: 'us-east-1',
+      idle_gpu_hours: 6,
     }),
   ];
   const groups = groupsOf(rows, (r) =>
     r.idle_usd > 0 ? 'idle' : r.instance_id === 'i-0ccc' ? 'input_bound' : undefined,
   );
-  // The instances ran on three days of the week: vision's on the 4th, nlp's and the hostile tags' on the 6th, the rest on the 10th.
+  // The instances ran on three days of the week: vision's on the 4th, nlp's and the hostile tags' on the 6th, the rest on the 8th.
   const daysOf = (ids: readonly string[]) => rows.filter((r) => ids.includes(r.instance_id));
   const days = [
     { day: '2026-03-04', rows: daysOf(['i-0aaa']) },
     { day: '2026-03-06', rows: daysOf(['i-0bbb', 'i-0ccc', 'i-0ddd']) },
-    { day: '2026-03-10', rows: daysOf(['i-0eee', 'i-0fff']) },
+    { day: '2026-03-08', rows: daysOf(['i-0eee', 'i-0fff']) },
   ];
+  const period = reportPeriod('week', REPORT_END);
   return buildWasteReport({
     rows,
     groups,
     days,
-    period: reportPeriod('week', REPORT_END),
+    previous: { period: previousReportPeriod(period), cost_usd: 1651.2, wasted_usd: 400 },
+    period,
     by,
     generatedAt: REPORT_END,
   });

@@ -31,8 +31,8 @@ describe('reportCsv', () => {
     expect(records).toHaveLength(report.groups.length);
     const nlp = records.find((r) => r.team === 'nlp');
     expect(nlp).toMatchObject({
-      period_from: '2026-03-04T00:00:00.000Z',
-      period_to: '2026-03-11T00:00:00.000Z',
+      period_from: '2026-03-02T00:00:00.000Z',
+      period_to: '2026-03-09T00:00:00.000Z',
       cost_usd: '330.24',
       wasted_usd: '330.24',
       held_idle_usd: '165.12',
@@ -120,8 +120,8 @@ describe('reportCsv', () => {
       ['2026-03-06', 'i-0bbb', '1'],
       ['2026-03-06', 'i-0ccc', '1'],
       ['2026-03-06', 'i-0ddd', '1'],
-      ['2026-03-10', 'i-0eee', '1'],
-      ['2026-03-10', 'i-0fff', '1'],
+      ['2026-03-08', 'i-0eee', '1'],
+      ['2026-03-08', 'i-0fff', '1'],
     ]);
     expect(records[0]).toMatchObject({
       team: 'vision',

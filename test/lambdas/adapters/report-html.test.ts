@@ -68,12 +68,55 @@ describe('the HTML report in headless Chromium', () => {
     // Assess
     expect(problems).toEqual([]);
     expect(requests).toEqual([pathToFileURL(file).href]);
-    expect(title).toBe('GPU waste report, 2026-03-04 to 2026-03-11');
+    expect(title).toBe('GPU waste report, 2026-03-02 to 2026-03-09');
     expect(charts.map((c) => c.name)).toEqual([...REPORT_CHARTS]);
     for (const c of charts) {
       expect(c.width).toBeGreaterThan(200);
       expect(c.marks).toBeGreaterThan(0);
     }
+  });
+
+  it('shows finance the rates, the top wasters with their fix, the causes summing to the total and the change', async () => {
+    // Prepare
+    const page = await browser.newPage();
+    await page.setViewport(VIEWPORT);
+    await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
+    // Act
+    const tables =
+      (await page.evaluate(`(() => Object.fromEntries([...document.querySelectorAll('table[data-table]')].map((t) => [
+      t.getAttribute('data-table'),
+      { visible: t.getBoundingClientRect().height > 0, rows: [...t.querySelectorAll('tbody tr, tfoot tr')].map((r) => [...r.children].map((c) => c.textContent.trim())) },
+    ])))()`)) as Record<string, { visible: boolean; rows: string[][] }>;
+    const change = await page.$eval('p.change', (p) => p.textContent ?? '');
+    await page.screenshot({ path: join(dir, 'report-finance.png'), fullPage: true });
+    await page.close();
+    // Assess
+    expect(Object.keys(tables)).toEqual(['rates', 'top-wasters', 'causes']);
+    for (const t of Object.values(tables)) expect(t.visible).toBe(true);
+    expect(tables.rates?.rows).toEqual([
+      [
+        'p5.48xlarge',
+        '$55.04/h',
+        'on-demand list price (builtin:aws-ec2-on-demand-linux-2026-11-23)',
+        '144.0',
+      ],
+      ['p5e.48xlarge', '$0.00/h', 'unpriced (costed at $0)', '24.0'],
+    ]);
+    const [top] = tables['top-wasters']?.rows ?? [];
+    expect(top?.slice(0, 7)).toEqual([
+      'i-0aaa',
+      'p5.48xlarge',
+      'vision',
+      'train-1',
+      '$330.24',
+      '$181.63',
+      'idle',
+    ]);
+    expect(top?.[7]).toMatch(/Release idle instances/);
+    const causes = tables.causes?.rows ?? [];
+    expect(causes.at(-1)?.slice(0, 3)).toEqual(['Total', '$544.90', '100.0 %']);
+    expect(causes.find((r) => r[0] === 'input_bound')?.[4]).toMatch(/DataLoader workers/);
+    expect(change).toMatch(/wasted \$400\.00 then, \$544\.90 now: \+\$144\.90 \(\+36\.2 %\)/);
   });
 
   it('keeps a screenshot: a PNG of the viewport size that is not blank', async () => {
@@ -117,7 +160,10 @@ describe('the HTML report page', () => {
     expect(html).not.toContain('<script>');
     expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(html).not.toMatch(/<(link|img|iframe)\b/);
-    expect(html).toContain('i-0fff (p5e.48xlarge), 24.0 GPU-hours costed at $0');
+    expect(html).toContain(
+      'i-0fff (p5e.48xlarge), 24.0 GPU-hours costed at $0, 6.0 of them idle: no list price for p5e.48xlarge in us-east-1',
+    );
+    expect(html).toMatch(/30\.0 GPU-hours idle \(priced or not\)/);
   });
 
   it.each([

@@ -3,7 +3,6 @@ import {
   buildWasteReport,
   REPORT_GROUPINGS,
   ReportInputError,
-  reportDays,
   reportPeriod,
   UNATTRIBUTED,
 } from '../../../lambdas/domain';
@@ -97,7 +96,15 @@ describe('buildWasteReport', () => {
       generatedAt: NOW,
     });
     // Assess
-    expect(report.unpriced).toEqual([{ instance_id: 'i-c', instance_type: 'p5e.48xlarge', gpu_hours: 24 }]);
+    expect(report.unpriced).toEqual([
+      {
+        instance_id: 'i-c',
+        instance_type: 'p5e.48xlarge',
+        gpu_hours: 24,
+        idle_gpu_hours: 0,
+        reason: 'no price for p5e.48xlarge (its region is not stored: no list price could be looked up)',
+      },
+    ]);
     const byInstance = buildWasteReport({ ...INPUT, period: PERIOD, by: 'instance', generatedAt: NOW });
     expect(byInstance.groups.map((g) => [g.key, g.unpriced])).toEqual([
       ['i-a', false],
@@ -255,32 +262,89 @@ describe('buildWasteReport', () => {
   });
 });
 
-describe('reportDays', () => {
-  it('cuts a period into UTC days, clipped to the period', () => {
-    // Prepare / Act
-    const days = reportDays({
-      kind: 'custom',
-      from: '2026-03-09T18:00:00.000Z',
-      to: '2026-03-11T06:00:00.000Z',
+describe('buildWasteReport for finance', () => {
+  it.each([
+    [
+      'a spot host of a type with a list price',
+      'p5.48xlarge',
+      /a spot host with no spot price, spot rate or spot_discount for p5\.48xlarge in us-east-1/,
+    ],
+    ['a type with no list price', 'p5e.48xlarge', /no list price for p5e\.48xlarge in us-east-1/],
+  ])('says why an unpriced host is unpriced: %s', (_name, instance_type, reason) => {
+    // Prepare
+    const rows = [
+      gpu({
+        instance_id: 'i-u',
+        gpu_index: 0,
+        instance_type,
+        region: 'us-east-1',
+        cost_usd: 0,
+        price_usd_per_hour: 0,
+        price_source: 'unpriced',
+        idle_gpu_hours: 5,
+      }),
+    ];
+    // Act
+    const report = buildWasteReport({
+      rows,
+      groups: groupsOf(rows),
+      days: [],
+      period: PERIOD,
+      by: 'team',
+      generatedAt: NOW,
     });
     // Assess
-    expect(days).toEqual([
-      { day: '2026-03-09', from: '2026-03-09T18:00:00.000Z', to: '2026-03-10T00:00:00.000Z' },
-      { day: '2026-03-10', from: '2026-03-10T00:00:00.000Z', to: '2026-03-11T00:00:00.000Z' },
-      { day: '2026-03-11', from: '2026-03-11T00:00:00.000Z', to: '2026-03-11T06:00:00.000Z' },
-    ]);
+    expect(report.unpriced[0]?.reason).toMatch(reason);
+    expect(report.unpriced[0]?.idle_gpu_hours).toBe(5);
+    expect(report.totals.idle_gpu_hours).toBe(5);
   });
-});
 
-describe('reportPeriod', () => {
-  it.each([
-    ['day', '2026-03-11T06:00:00.000Z', '2026-03-10T06:00:00.000Z'],
-    ['week', '2026-03-11T06:00:00.000Z', '2026-03-04T06:00:00.000Z'],
-    ['month', '2026-03-11T06:00:00.000Z', '2026-02-11T06:00:00.000Z'],
-    ['month', '2026-03-31T00:00:00.000Z', '2026-02-28T00:00:00.000Z'],
-    ['month', '2026-01-15T00:00:00.000Z', '2025-12-15T00:00:00.000Z'],
-  ] as const)('a %s ending %s starts %s', (kind, end, from) => {
-    // Prepare / Act / Assess
-    expect(reportPeriod(kind, new Date(end))).toEqual({ kind, from, to: end });
+  it('lists the rates used, names each waster’s main cause and fix, and the change against the previous period', () => {
+    // Prepare
+    const rows = [
+      gpu({
+        instance_id: 'i-a',
+        gpu_index: 0,
+        idle_usd: 100,
+        wasted_usd: 130,
+        underused_usd: 30,
+        wasted_by_diagnosis_usd: { idle: 100, tensor_idle: 30 },
+      }),
+      gpu({
+        instance_id: 'i-b',
+        gpu_index: 0,
+        price_usd_per_hour: 34.68,
+        price_source: 'cur',
+        underused_usd: 10,
+        wasted_usd: 10,
+      }),
+    ];
+    const previous = {
+      period: reportPeriod('day', new Date('2026-03-10T00:00:00Z')),
+      cost_usd: 300,
+      wasted_usd: 100,
+    };
+    // Act
+    const report = buildWasteReport({
+      rows,
+      groups: groupsOf(rows),
+      days: [],
+      previous,
+      period: PERIOD,
+      by: 'team',
+      generatedAt: NOW,
+    });
+    // Assess
+    expect(report.rates.map((r) => [r.instance_type, r.price_usd_per_hour, r.price_source])).toEqual([
+      ['p5.48xlarge', 55.04, 'builtin:aws-ec2-on-demand-linux-2026-11-23'],
+      ['p5.48xlarge', 34.68, 'cur'],
+    ]);
+    expect(report.top_wasters[0]).toMatchObject({
+      instance_id: 'i-a',
+      cause: 'idle',
+      fix: expect.stringMatching(/Release idle/),
+    });
+    expect(report.top_wasters[1]).toMatchObject({ instance_id: 'i-b', cause: UNATTRIBUTED });
+    expect(report.change).toMatchObject({ wasted_usd: 100, wasted_change_usd: 40, wasted_change_share: 0.4 });
   });
 });

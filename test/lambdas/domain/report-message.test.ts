@@ -24,11 +24,17 @@ describe('reportSnsMessage', () => {
     // Assess
     const ranked = body.split('\n').filter((l) => /^\d+\. /.test(l));
     expect(ranked).toHaveLength(REPORT_MESSAGE_TOP_WASTERS);
-    expect(ranked[0]).toBe('1. i-0aaa (p5.48xlarge, team vision, job train-1): $181.63 wasted of $330.24');
+    expect(ranked[0]).toMatch(
+      /^1\. i-0aaa \(p5\.48xlarge, team vision, job train-1\): \$181\.63 wasted of \$330\.24, mostly idle: Release idle instances/,
+    );
     expect(report.top_wasters.length).toBeGreaterThan(REPORT_MESSAGE_TOP_WASTERS);
     expect(body).toContain(`CSV: ${LOCATIONS.csv}`);
     expect(body).toContain(`HTML: ${LOCATIONS.html}`);
-    expect(body).toContain('Unpriced: i-0fff (p5e.48xlarge)');
+    expect(body).toContain('Unpriced: i-0fff (p5e.48xlarge: no list price for p5e.48xlarge in us-east-1');
+    expect(body).toContain('Idle GPU-hours (priced or not): 30.0');
+    expect(body).toMatch(
+      /Change against 2026-02-23T00:00:00\.000Z to 2026-03-02T00:00:00\.000Z: wasted \$400\.00 then, \+\$144\.90 now \(\+36\.2 %\)/,
+    );
     expect(body).toMatch(/Method: Efficiency is SM activity/);
   });
 });

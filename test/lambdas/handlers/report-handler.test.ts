@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ZodError } from 'zod';
 import { S3ReportFiles } from '../../../lambdas/adapters/s3-report-files';
 import { SnsReportNotifier } from '../../../lambdas/adapters/sns-report-notifier';
+import { ReportInputError } from '../../../lambdas/domain';
 import { createReportHandler } from '../../../lambdas/handlers/report-handler';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { expectValidAwsInputs } from '../adapters/aws-model';
@@ -117,6 +118,58 @@ describe('report Lambda', () => {
     const lastPut = s3.commandCalls(PutObjectCommand).at(-1);
     const published = sns.commandCalls(PublishCommand)[0];
     expect(lastPut !== undefined && published !== undefined && lastPut.calledBefore(published)).toBe(true);
+  });
+
+  it('reports the calendar day of the event’s time zone, filed under its local end date', async () => {
+    // Prepare / Act: 00:05 UTC on 11 March is 01:05 in Berlin (UTC+1): the day is Berlin's 10 March
+    const result = await handler()({ period: 'day', time_zone: 'Europe/Berlin' });
+    // Assess
+    expect(result.period).toEqual({ from: '2026-03-09T23:00:00.000Z', to: '2026-03-10T23:00:00.000Z' });
+    expect(result.files['report.html']).toBe(`s3://${BUCKET}/reports/day/2026-03-11/report.html`);
+  });
+
+  it('refuses an unknown time zone before writing anything', async () => {
+    // Prepare / Act / Assess
+    await expect(handler()({ period: 'day', time_zone: 'Mars/Olympus' })).rejects.toBeInstanceOf(
+      ReportInputError,
+    );
+    expect(s3.commandCalls(PutObjectCommand)).toHaveLength(0);
+  });
+
+  it('reads through the CUR-priced reads when the deployment names a CUR, and says what it covered', async () => {
+    // Prepare
+    const checked: string[] = [];
+    const cur = {
+      checkColumns: async () => {
+        checked.push('columns');
+      },
+      queryWaste: (q: Parameters<DuckDbStore['queryWaste']>[0]) =>
+        store.queryWaste(q).then((rows) => rows.map((r) => ({ ...r, price_source: 'cur' }))),
+      queryWasteBy: (q: Parameters<DuckDbStore['queryWasteBy']>[0]) => store.queryWasteBy(q),
+      coverage: async () => ({ source: '"cur"."gpu_fleet"', instance_hours: 1, covered_instance_hours: 1 }),
+    };
+    // Act
+    await createReportHandler({
+      store: {
+        queryWaste: () => Promise.reject(new Error('read the CUR-priced reads instead')),
+        queryWasteBy: () => Promise.reject(new Error('read the CUR-priced reads instead')),
+      },
+      cur,
+      files: new S3ReportFiles({
+        client: new S3Client({ region: 'us-east-1' }),
+        bucket: BUCKET,
+        kmsKeyArn: KEY_ARN,
+      }),
+      notifier: new SnsReportNotifier({ client: new SNSClient({ region: 'us-east-1' }), topicArn: TOPIC }),
+      log: recordingLog(),
+      clock: () => RUN_AT,
+    })({ period: 'day' });
+    // Assess
+    expect(checked).toEqual(['columns']);
+    const html = String(s3.commandCalls(PutObjectCommand).at(-1)?.args[0].input.Body);
+    expect(html).toContain('The CUR (&quot;cur&quot;.&quot;gpu_fleet&quot;) priced 1 of 1 instance-hours');
+    const lineItems = String(s3.commandCalls(PutObjectCommand)[5]?.args[0].input.Body);
+    expect(lineItems).toContain(',cur,');
   });
 
   it('announces nothing when a file cannot be written', async () => {

@@ -28,4 +28,39 @@ describe('report Lambda entry', () => {
     expect(() => reportHandlerFromEnvironment(env)).toThrow(IngestConfigError);
     expect(() => reportHandlerFromEnvironment(env)).toThrow(name);
   });
+
+  const ATHENA_ENV = {
+    ...ENV,
+    STORE: 'athena',
+    FIREHOSE_GPU_STREAM: 'gpu-sentinel-gpu-windows',
+    FIREHOSE_EFA_STREAM: 'gpu-sentinel-efa-windows',
+    FIREHOSE_EVENTS_STREAM: 'gpu-sentinel-events',
+    ATHENA_DATABASE: 'gpu_sentinel',
+    ATHENA_WORKGROUP: 'gpu-sentinel',
+  };
+
+  it('builds the handler with the CUR table of a CUR 2.0 export on the Athena store', () => {
+    // Prepare / Act / Assess
+    expect(
+      typeof reportHandlerFromEnvironment({ ...ATHENA_ENV, CUR_DATABASE: 'cur', CUR_TABLE: 'gpu_fleet' }),
+    ).toBe('function');
+  });
+
+  it.each([
+    ['only CUR_DATABASE', { ...ATHENA_ENV, CUR_DATABASE: 'cur' }, /CUR_DATABASE and CUR_TABLE together/],
+    ['only CUR_TABLE', { ...ATHENA_ENV, CUR_TABLE: 'gpu_fleet' }, /got only CUR_TABLE/],
+    [
+      'a CUR on the Timestream store',
+      { ...ENV, CUR_DATABASE: 'cur', CUR_TABLE: 'gpu_fleet' },
+      /STORE=athena/,
+    ],
+    [
+      'a CUR table that is not a Glue name',
+      { ...ATHENA_ENV, CUR_DATABASE: 'cur', CUR_TABLE: 'x"; DROP' },
+      /curTable/,
+    ],
+  ])('refuses %s', (_name, env, message) => {
+    // Prepare / Act / Assess
+    expect(() => reportHandlerFromEnvironment(env)).toThrow(message);
+  });
 });

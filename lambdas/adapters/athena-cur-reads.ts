@@ -1,0 +1,175 @@
+import { assertCurColumns, type CurCoverage } from '../domain/cur-columns';
+import { StoreQueryError } from '../domain/port-errors';
+import type { WasteGroupQuery, WasteGroupRow, WasteQuery } from '../domain/ports';
+import type { WasteReportRow } from '../domain/types';
+import { latestRowsSql } from './athena-sql';
+import type { TextResult } from './athena-store';
+import { curRatesSql, curSpanSql, repricedWindowsSql } from './cur-sql';
+import { compareWasteGroups, wasteGroupRowFrom, wasteGroupSql } from './store-reads';
+import {
+  compareWasteRows,
+  WASTE_AGGREGATES_SQL,
+  wasteRangeProblem,
+  wasteRowFromText,
+} from './waste-aggregates';
+
+/**
+ * The report's reads on Athena with every instance-hour priced from a Cost and Usage Report 2.0
+ * (the Glue table of a CUR 2.0 data export, `-c curDatabase=… -c curTable=…`): the same SQL as the
+ * Athena store's reads, over its de-duplicated `gpu_windows` joined to the CUR's effective price
+ * per instance and hour (`curRatesSql`, `repricedWindowsSql`). Athena reads only the CUR columns
+ * named and skips the row groups outside the hours asked (Parquet statistics).
+ */
+
+/** Glue database and table names: lower-case letters, digits and `_` (Athena: "Name tables, databases and columns"). */
+const GLUE_NAME = /^[a-z0-9_]{1,255}$/;
+
+/**
+ * `"database"."table"` of a Glue table, checked.
+ *
+ * @param database - Glue database, e.g. `cur`
+ * @param table - Glue table, e.g. `cur_2_export`
+ * @returns the quoted reference
+ * @throws {StoreQueryError} naming `curDatabase` or `curTable` when a name is not a Glue name
+ */
+export function curTableRef(database: string, table: string): string {
+  for (const [field, name] of [
+    ['curDatabase', database],
+    ['curTable', table],
+  ] as const) {
+    if (!GLUE_NAME.test(name)) {
+      throw new StoreQueryError(
+        `Expected \`${field}\` to be a Glue name of lower-case letters, digits and _, got \`${name}\`.`,
+      );
+    }
+  }
+  return `"${database}"."${table}"`;
+}
+
+/** Options of {@link AthenaCurReads}. */
+export interface AthenaCurReadsOptions {
+  /** Runs a query in the workgroup and reads every page (the Athena store's `query`). */
+  readonly query: (sql: string) => Promise<TextResult>;
+  /** `"database"."table"` of the store's `gpu_windows`. @default '"gpu_sentinel"."gpu_windows"' */
+  readonly gpuTable?: string;
+  /** `"database"."table"` of the CUR 2.0 export's table (see {@link curTableRef}). */
+  readonly curTable: string;
+}
+
+function getters(result: TextResult): Array<(column: string) => string | undefined> {
+  const at = new Map(result.columns.map((c, i) => [c, i]));
+  return result.rows.map((row) => (column: string) => {
+    const i = at.get(column);
+    return i === undefined ? undefined : row[i];
+  });
+}
+
+/** Athena's timestamp text (`2026-03-10 12:00:00.000`, UTC) → ISO 8601. */
+function isoOf(text: string | undefined): string | undefined {
+  if (text === undefined) return undefined;
+  return new Date(Date.parse(`${text.replace(' ', 'T').slice(0, 23)}Z`)).toISOString();
+}
+
+/**
+ * The report reads (`queryWaste`, `queryWasteBy`) priced from a CUR, and what the CUR covered.
+ * Use as the report's `ReportStore` when the deployment names a CUR table.
+ */
+export class AthenaCurReads {
+  readonly #query: (sql: string) => Promise<TextResult>;
+  readonly #gpuTable: string;
+  readonly #curTable: string;
+
+  /**
+   * @param options - the query runner and the two tables
+   */
+  constructor(options: AthenaCurReadsOptions) {
+    this.#query = options.query;
+    this.#gpuTable = options.gpuTable ?? '"gpu_sentinel"."gpu_windows"';
+    this.#curTable = options.curTable;
+  }
+
+  /** The repriced, de-duplicated GPU windows of a range, as a parenthesised relation. */
+  #windows(from: Date, to: Date): string {
+    const latest = latestRowsSql(this.#gpuTable, 'gpu_windows', from, to);
+    const rates = curRatesSql(
+      this.#curTable,
+      { from: new Date(from.getTime() - 3_600_000), to },
+      {
+        sql: `SELECT DISTINCT instance_id FROM (${latest})`,
+      },
+    );
+    return `(${repricedWindowsSql(`(${latest})`, rates)})`;
+  }
+
+  /**
+   * Checks that the CUR table has every column the report reads (a `LIMIT 0` query: no data scanned).
+   *
+   * @throws {ReportInputError} naming the first missing column
+   * @throws whatever the query runner throws
+   */
+  async checkColumns(): Promise<void> {
+    const result = await this.#query(`SELECT * FROM ${this.#curTable} LIMIT 0`);
+    assertCurColumns(result.columns, this.#curTable);
+  }
+
+  /**
+   * Per-GPU ledger sums over `from ≤ time < to`, each window priced from the CUR where it has
+   * the instance-hour (`price_source` `cur` or `cur:spot`), as stored elsewhere.
+   *
+   * @param query - the range
+   * @returns one row per instance+GPU, most wasted first
+   * @throws {StoreQueryError} when the range is invalid
+   */
+  async queryWaste(query: WasteQuery): Promise<WasteReportRow[]> {
+    const problem = wasteRangeProblem(query.from, query.to);
+    if (problem !== undefined) throw new StoreQueryError(problem);
+    const sql = `SELECT instance_id, gpu_index,
+  ${WASTE_AGGREGATES_SQL}
+FROM ${this.#windows(query.from, query.to)}
+GROUP BY instance_id, gpu_index`;
+    return getters(await this.#query(sql))
+      .map((get) => wasteRowFromText(get))
+      .sort(compareWasteRows);
+  }
+
+  /**
+   * Grouped ledger sums over `from ≤ time < to`, priced like {@link queryWaste}.
+   *
+   * @param query - the range and the grouping
+   * @returns one row per group, most wasted first
+   * @throws {StoreQueryError} when the range is invalid
+   */
+  async queryWasteBy(query: WasteGroupQuery): Promise<WasteGroupRow[]> {
+    const problem = wasteRangeProblem(query.from, query.to);
+    if (problem !== undefined) throw new StoreQueryError(problem);
+    const result = await this.#query(wasteGroupSql(this.#windows(query.from, query.to), query.by));
+    return getters(result).map(wasteGroupRowFrom).sort(compareWasteGroups);
+  }
+
+  /**
+   * How many instance-hours of `from ≤ time < to` the CUR priced, and the span of its instance-hours.
+   *
+   * @param range - the report range
+   * @returns the coverage, `source` the CUR table
+   * @throws {StoreQueryError} when the range is invalid
+   */
+  async coverage(range: WasteQuery): Promise<CurCoverage> {
+    const problem = wasteRangeProblem(range.from, range.to);
+    if (problem !== undefined) throw new StoreQueryError(problem);
+    const hours = `SELECT count(DISTINCT CAST(instance_id AS VARCHAR) || '@' || CAST(date_trunc('hour', "start") AS VARCHAR)) AS instance_hours,
+  count(DISTINCT CASE WHEN price_source LIKE 'cur%' THEN CAST(instance_id AS VARCHAR) || '@' || CAST(date_trunc('hour', "start") AS VARCHAR) END) AS covered
+FROM ${this.#windows(range.from, range.to)}`;
+    const [h] = getters(await this.#query(hours));
+    const [span] = getters(await this.#query(curSpanSql(this.#curTable)));
+    const usageFrom = isoOf(span?.('usage_from'));
+    const usageTo = isoOf(span?.('usage_to'));
+    return {
+      source: this.#curTable,
+      instance_hours: Number(h?.('instance_hours') ?? 0),
+      covered_instance_hours: Number(h?.('covered') ?? 0),
+      ...(usageFrom !== undefined && usageTo !== undefined
+        ? { usage_from: usageFrom, usage_to: usageTo }
+        : {}),
+    };
+  }
+}

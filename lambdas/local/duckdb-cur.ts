@@ -1,0 +1,129 @@
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { stringLiteral } from '../adapters/athena-sql';
+import { curRatesSql, curSpanSql, repricedWindowsSql } from '../adapters/cur-sql';
+import { assertCurColumns, type CurCoverage } from '../domain/cur-columns';
+import { ReportInputError } from '../domain/report-input-error';
+import type { DuckDbSession } from './duckdb-session';
+
+/**
+ * `gpu-sentinel report --cur PATH`: a Cost and Usage Report 2.0 read by DuckDB straight from its
+ * files (Parquet, or CSV, gzip allowed; one file or the folder of a data export), and the local
+ * store's GPU windows repriced from it for the rest of the session: a temporary view named
+ * `gpu_windows` shadows the table, so every report read prices from the bill (docs/finance.md,
+ * "Reconciling with the bill"). Only the CUR's needed columns are read, and its line items are
+ * filtered by instance and hour in the scan (DuckDB pushes both into the Parquet reader).
+ */
+
+/** File names a CUR export writes: Parquet, or CSV (gzip-compressed or not). */
+const PARQUET = /\.parquet$/i;
+const CSV = /\.csv(\.gz)?$/i;
+
+async function filesUnder(folder: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(folder, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) out.push(join(entry.parentPath, entry.name));
+  }
+  return out.sort();
+}
+
+/**
+ * The DuckDB relation reading a CUR: `read_parquet` over its Parquet files, or `read_csv` over its
+ * CSV files (gzip by extension), columns matched by name across files.
+ *
+ * @param path - a CUR file, or a folder holding one export's files (searched recursively)
+ * @returns the relation, e.g. `read_parquet(['/cur/a.parquet'], union_by_name = true)`
+ * @throws {ReportInputError} naming `--cur` when the path does not exist, or holds no Parquet or CSV file
+ */
+export async function curRelation(path: string): Promise<string> {
+  let files: string[];
+  try {
+    files = (await stat(path)).isDirectory() ? await filesUnder(path) : [path];
+  } catch {
+    throw new ReportInputError(
+      '--cur',
+      path,
+      `Expected --cur to name a CUR file or folder, got ${path}, which does not exist.`,
+    );
+  }
+  const parquet = files.filter((f) => PARQUET.test(f));
+  const csv = files.filter((f) => CSV.test(f));
+  const list = (fs: string[]) => `[${fs.map(stringLiteral).join(', ')}]`;
+  if (parquet.length > 0) return `read_parquet(${list(parquet)}, union_by_name = true)`;
+  if (csv.length > 0) return `read_csv(${list(csv)}, header = true, union_by_name = true)`;
+  throw new ReportInputError(
+    '--cur',
+    path,
+    `Expected --cur to hold a Cost and Usage Report 2.0 as .parquet, .csv or .csv.gz files, and ${path} has none.`,
+  );
+}
+
+/** `TIMESTAMP` text DuckDB returns → ISO 8601 UTC. */
+function iso(value: unknown): string | undefined {
+  if (value === null || value === undefined) return undefined;
+  const text = String(value);
+  return new Date(
+    Date.parse(text.endsWith('Z') || text.includes('+') ? text : `${text.replace(' ', 'T')}Z`),
+  ).toISOString();
+}
+
+/**
+ * Reprices the session's GPU windows from a CUR for the rest of the session: checks the CUR's
+ * columns, computes the effective price of each instance-hour of the range for the instances the
+ * store holds (`curRatesSql`), and shadows `gpu_windows` with a temporary view of the repriced
+ * windows (`repricedWindowsSql`). Writes nothing to the store (works read-only).
+ *
+ * @param session - the open store session (`DuckDbStore.session`)
+ * @param path - the CUR file or folder
+ * @param range - the report range, `from` inclusive, `to` exclusive (window end times)
+ * @returns how many of the range's instance-hours the CUR priced, and its span
+ * @throws {ReportInputError} naming the path or the first missing column when it is not a CUR 2.0
+ * @throws whatever DuckDB throws reading the files
+ */
+export async function applyCurPrices(
+  session: DuckDbSession,
+  path: string,
+  range: { readonly from: Date; readonly to: Date },
+): Promise<CurCoverage> {
+  const cur = await curRelation(path);
+  return session.serial(async () => {
+    await session.exec("SET TimeZone = 'UTC'");
+    const described = await session.rows(`DESCRIBE SELECT * FROM ${cur}`);
+    assertCurColumns(
+      described.map((r) => String(r.column_name)),
+      path,
+    );
+    const [catalog] = await session.rows('SELECT current_database() AS name');
+    const table = `"${String(catalog?.name).replaceAll('"', '""')}".main.gpu_windows`;
+    const inRange = `"time" >= ${stringLiteral(range.from.toISOString())}::TIMESTAMPTZ AND "time" < ${stringLiteral(range.to.toISOString())}::TIMESTAMPTZ`;
+    const ids = (await session.rows(`SELECT DISTINCT instance_id FROM ${table} WHERE ${inRange}`)).map((r) =>
+      String(r.instance_id),
+    );
+    // A window ending in the range may have started up to an hour before it.
+    const hoursFrom = new Date(range.from.getTime() - 3_600_000);
+    await session.exec(
+      `CREATE OR REPLACE TEMP TABLE cur_rates AS ${curRatesSql(cur, { from: hoursFrom, to: range.to }, ids)}`,
+    );
+    await session.exec(
+      `CREATE OR REPLACE TEMP VIEW gpu_windows AS ${repricedWindowsSql(table, 'SELECT * FROM cur_rates')}`,
+    );
+    const [hours] = await session.rows(
+      `SELECT count(DISTINCT (w.instance_id, date_trunc('hour', w."start"))) AS instance_hours,
+  count(DISTINCT CASE WHEN r.usd_per_hour IS NOT NULL THEN (w.instance_id, date_trunc('hour', w."start")) END) AS covered
+FROM ${table} AS w
+LEFT JOIN cur_rates AS r ON r.instance_id = w.instance_id AND r.usage_hour = date_trunc('hour', w."start")
+WHERE ${inRange.replaceAll('"time"', 'w."time"')}`,
+    );
+    const [span] = await session.rows(curSpanSql(cur));
+    const usageFrom = iso(span?.usage_from);
+    const usageTo = iso(span?.usage_to);
+    return {
+      source: path,
+      instance_hours: Number(hours?.instance_hours ?? 0),
+      covered_instance_hours: Number(hours?.covered ?? 0),
+      ...(usageFrom !== undefined && usageTo !== undefined
+        ? { usage_from: usageFrom, usage_to: usageTo }
+        : {}),
+    };
+  });
+}

@@ -1,0 +1,71 @@
+import type { CfnResource } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { describe, expect, it } from 'vitest';
+import { FinanceReports, type FinanceReportsCur } from '../../lib/finance-reports';
+import {
+  DEFAULT_REPORT_ENTRY,
+  DEPS_LOCK_FILE_PATH,
+  type GpuSentinelStack,
+} from '../../lib/gpu-sentinel-stack';
+import { PropsValidationError } from '../../lib/props-validation-error';
+import { buildStack } from './build-stack';
+import { actionsOf, roleStatements } from './iam-statements';
+
+const CUR: FinanceReportsCur = { database: 'cur', table: 'gpu_fleet', bucketName: 'acme-cur-exports' };
+
+function addReports(stack: GpuSentinelStack, cur: FinanceReportsCur): FinanceReports {
+  return new FinanceReports(stack, 'CurReports', {
+    entry: DEFAULT_REPORT_ENTRY,
+    depsLockFilePath: DEPS_LOCK_FILE_PATH,
+    store: stack.store,
+    topics: stack.topics,
+    cur,
+  });
+}
+
+describe('FinanceReports with a CUR 2.0 export', () => {
+  it('tells the report Lambda the CUR table and lets it read the table and the export bucket only', () => {
+    // Prepare
+    const stack = buildStack();
+    // Act
+    const reports = addReports(stack, CUR);
+    const template = Template.fromStack(stack);
+    // Assess
+    const id = (c: { node: { defaultChild?: unknown } }) =>
+      stack.getLogicalId(c.node.defaultChild as CfnResource);
+    const env =
+      template.findResources('AWS::Lambda::Function')[id(reports.function)]?.Properties.Environment.Variables;
+    expect(env).toMatchObject({ STORE: 'athena', CUR_DATABASE: 'cur', CUR_TABLE: 'gpu_fleet' });
+    const statements = JSON.stringify(roleStatements(template, id(reports.role)));
+    expect(statements).toContain(':table/cur/gpu_fleet');
+    expect(statements).toContain(':database/cur');
+    expect(statements).toContain(':s3:::acme-cur-exports/*');
+    const actions = roleStatements(template, id(reports.role)).flatMap((s) => actionsOf(s));
+    expect(actions).toEqual(expect.arrayContaining(['glue:GetPartitions', 's3:GetObject', 's3:ListBucket']));
+    expect(
+      actions.filter((a) => a.startsWith('s3:') && /Put|Delete/.test(a) && statements.includes('acme')),
+    ).not.toContain('s3:DeleteObject');
+  });
+
+  it.each([
+    ['a CUR on the Timestream store', { store: 'timestream' as const }, CUR, 'cur'],
+    ['a database that is not a Glue name', {}, { ...CUR, database: 'Cur-DB' }, 'cur.database'],
+    ['a table that is not a Glue name', {}, { ...CUR, table: 'x"; drop' }, 'cur.table'],
+    ['a bucket that is not a bucket name', {}, { ...CUR, bucketName: 'A' }, 'cur.bucketName'],
+  ])('fails at synth for %s, naming the prop', (_name, props, cur, prop) => {
+    // Prepare
+    const stack = buildStack(props);
+    // Act
+    const error = (() => {
+      try {
+        addReports(stack, cur);
+        return undefined;
+      } catch (e) {
+        return e;
+      }
+    })();
+    // Assess
+    expect(error).toBeInstanceOf(PropsValidationError);
+    expect((error as PropsValidationError).prop).toBe(prop);
+  });
+});
