@@ -22,6 +22,8 @@ export interface LocalPipelineOptions {
   readonly dbPath?: string;
   /** Remediation mode; local mode never executes it (dry-run). @default 'replace' */
   readonly remediationMode?: RemediationMode;
+  /** Grace period before a (dry-run) reboot or replacement, s (`--remediation-delay-s`). @default 0 */
+  readonly remediationDelayS?: number;
   /** Price overrides by instance type, USD/hour. @default {} */
   readonly priceOverrides?: PriceOverrides;
   /** Rule thresholds and XID policy (`gpu-sentinel local --rules FILE`). @default the defaults */
@@ -88,6 +90,7 @@ export async function startLocalPipeline(options: LocalPipelineOptions): Promise
     remediator: new DryRunRemediator(),
     log: options.log,
     remediationMode: options.remediationMode ?? 'replace',
+    remediationDelayS: options.remediationDelayS ?? 0,
     dryRun: true,
     priceOverrides: options.priceOverrides,
     rules: options.rules ?? DEFAULT_RULE_CONTEXT,
