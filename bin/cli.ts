@@ -89,7 +89,6 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     .option(
       '--remediation-delay-s <seconds>',
       'grace period: announce a reboot or replacement this long before it is (dry-run) carried out, s (default 0: at once)',
-      Number,
     )
     .option('--price-overrides <json>', 'prices by instance type, USD/hour, e.g. {"p5.48xlarge":40}')
     .option(

@@ -35,6 +35,25 @@ export function checkRemediationDelayS(delayS: number, field: string): number {
 }
 
 /**
+ * Parses a grace period given as text (the ingest Lambda's `REMEDIATION_DELAY_S`, a CLI value).
+ *
+ * @param raw - whole seconds as text; undefined or blank = {@link DEFAULT_REMEDIATION_DELAY_S}
+ * @param field - the setting's name, for the message
+ * @returns the delay, s
+ * @throws {RangeError} naming the field and the text unless whole seconds in 0..{@link MAX_REMEDIATION_DELAY_S}
+ */
+export function parseRemediationDelayS(raw: string | undefined, field: string): number {
+  if (raw === undefined || raw.trim() === '') return DEFAULT_REMEDIATION_DELAY_S;
+  const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : Number.NaN;
+  if (Number.isNaN(n)) {
+    throw new RangeError(
+      `Expected \`${field}\` to be whole seconds in 0..${MAX_REMEDIATION_DELAY_S} (0 = act at once), got \`${raw}\`.`,
+    );
+  }
+  return checkRemediationDelayS(n, field);
+}
+
+/**
  * Why remediation is opted out for this host, if it is: the tag `gpu-sentinel:remediation=off` on
  * the instance or its Auto Scaling group (a human's acknowledgement).
  *

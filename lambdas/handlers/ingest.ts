@@ -4,10 +4,10 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { DynamoDbStateStore } from '../adapters/dynamodb-state-store';
 import { EmfMetricsSink } from '../adapters/emf-metrics-sink';
 import {
-  checkRemediationDelayS,
   parseMetricsTeams,
   parsePriceOverrides,
   parsePriceRates,
+  parseRemediationDelayS,
   parseRemediationMode,
   parseRuleContext,
 } from '../domain';
@@ -90,7 +90,7 @@ export function handlerFromEnvironment(
     metrics: new EmfMetricsSink({ log, namespace: vars.POWERTOOLS_METRICS_NAMESPACE }),
     metricTeams: parseMetricsTeams(vars.METRICS_TEAMS),
     remediationMode: parseRemediationMode(vars.REMEDIATION_MODE ?? 'replace'),
-    remediationDelayS: checkRemediationDelayS(Number(vars.REMEDIATION_DELAY_S ?? 0), 'REMEDIATION_DELAY_S'),
+    remediationDelayS: parseRemediationDelayS(vars.REMEDIATION_DELAY_S, 'REMEDIATION_DELAY_S'),
     dryRun: false,
     priceOverrides: parsePriceOverrides(vars.PRICE_OVERRIDES),
     priceRates: parsePriceRates(vars.PRICE_RATES),
