@@ -40,7 +40,8 @@ import type { PipelineDeps } from './pipeline';
  * With a grace period (`deps.remediationDelayS` > 0) a reboot or replacement is announced first and
  * carried out by the first batch at or after its due time (`deferUntilDue`, {@link settlePending});
  * an announced one is cancelled when the opt-out tag appears. The pending record is taken once the
- * decision is carried out or moot (kept after an escalation, so the next batch retries).
+ * decision is carried out or moot (kept after an escalation, so the next batch retries, and while a
+ * storm pauses remediation, which still counts the fault against recovery).
  * @returns the decision as recorded
  * @throws whatever the state store throws when it cannot be reached (nothing was carried out)
  * @throws whatever the decision sink throws when an escalation cannot be recorded (its claim is
@@ -58,11 +59,11 @@ export async function remediate(
   const limits = deps.remediationLimits ?? DEFAULT_REMEDIATION_LIMITS;
   const delayS = deps.remediationDelayS ?? 0;
   let fault = finding;
-  const pending =
-    delayS > 0 && pausedBy === undefined
-      ? await deps.state.getPendingRemediation(host.instance_id)
-      : undefined;
-  if (pending !== undefined) {
+  const pending = delayS > 0 ? await deps.state.getPendingRemediation(host.instance_id) : undefined;
+  if (pending !== undefined && pausedBy !== undefined) {
+    // A storm pauses remediation, not the record of the fault: the instance has not recovered.
+    await deps.state.putPendingRemediation({ ...pending, last_fault_at: now.toISOString() });
+  } else if (pending !== undefined) {
     const optOut = optOutReason(host, instance?.asg?.tags);
     const cancelled =
       optOut === undefined
@@ -156,7 +157,7 @@ export async function remediate(
       if (decision.action !== 'escalate') await deps.state.confirmRemediation(record, reservation.leaseId);
     }
   }
-  if (pending !== undefined && decision.action !== 'escalate') {
+  if (pending !== undefined && pausedBy === undefined && decision.action !== 'escalate') {
     await deps.state.takePendingRemediation(pending.instance_id, pending.decided_at);
   }
   if (decision.action === 'escalate') {

@@ -173,6 +173,25 @@ describe('remediation grace period (remediationDelayS)', () => {
     expect(remediator.replaced).toEqual([instanceId]);
   });
 
+  it('counts a fault during a storm against recovery: the announced reboot runs when due', async () => {
+    // Act
+    await remediate(resetFault(0), batch, undefined, deps, at(5));
+    const paused = await remediate(
+      resetFault(200),
+      batch,
+      undefined,
+      deps,
+      at(205),
+      'remediation paused: incident',
+    );
+    const due = await settlePending(batch, undefined, new Map(), deps, at(905));
+
+    // Assess
+    expect(paused).toMatchObject({ action: 'skip', reason: 'remediation paused: incident' });
+    expect(due).toMatchObject({ action: 'reboot' });
+    expect(remediator.rebooted).toEqual([instanceId]);
+  });
+
   it('lets a replace-class fault supersede an announced reboot, announced anew with the same due time', async () => {
     // Prepare
     const broken = { ...resetFault(200), action: 'replace' as const, severity: 'critical' as const };
