@@ -12,7 +12,7 @@ export interface ContextSource {
  * The stack props the CDK app takes from context (`npx cdk synth -c remediationMode=notify`), each
  * context key named as its prop: `store`, `databaseName`, `telemetryRetentionDays`,
  * `firehoseBufferIntervalSeconds`, `memoryRetentionHours`, `magneticRetentionDays`,
- * `remediationMode`, `organizationId`, `throttlingRateLimit`, `throttlingBurstLimit`, `webAclArn`,
+ * `remediationMode`, `remediationDelayS`, `organizationId`, `throttlingRateLimit`, `throttlingBurstLimit`, `webAclArn`,
  * `apiGatewayCloudWatchRole` and `requireInstanceCredentials` (`true|false`),
  * `ingestReservedConcurrency` (an integer ≥ 0), `priceOverridesUsdPerHour`, `priceRates` and
  * `alertEmails` (JSON), `agentRoleArns`, `metricsTeams` and `fleetRegions` (comma-separated or a
@@ -42,6 +42,7 @@ export function stackPropsFromContext(context: ContextSource, env: NodeJS.Proces
     memoryRetentionHours: read.number('memoryRetentionHours'),
     magneticRetentionDays: read.number('magneticRetentionDays'),
     remediationMode: read.string('remediationMode') as GpuSentinelStackProps['remediationMode'],
+    remediationDelayS: read.number('remediationDelayS'),
     organizationId: read.string('organizationId'),
     requireInstanceCredentials: read.boolean('requireInstanceCredentials'),
     throttlingRateLimit: read.number('throttlingRateLimit'),

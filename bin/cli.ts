@@ -86,6 +86,10 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
         .choices(['off', 'notify', 'replace'])
         .default('replace'),
     )
+    .option(
+      '--remediation-delay-s <seconds>',
+      'grace period: announce a reboot or replacement this long before it is (dry-run) carried out, s (default 0: at once)',
+    )
     .option('--price-overrides <json>', 'prices by instance type, USD/hour, e.g. {"p5.48xlarge":40}')
     .option(
       '--price-rates <file>',

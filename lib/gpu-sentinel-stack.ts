@@ -82,6 +82,8 @@ export interface GpuSentinelStackProps extends StackProps {
    * @default 'replace'
    */
   readonly remediationMode?: RemediationMode;
+  /** Grace period before a reboot or replacement, s (`IngestFunctionProps.remediationDelayS`). @default 0 */
+  readonly remediationDelayS?: number;
   /**
    * On-demand price overrides, USD per instance-hour, by EC2 instance type, finite ≥ 0
    * (`{ "p5.48xlarge": 55.04 }`).
@@ -321,6 +323,7 @@ export class GpuSentinelStack extends Stack {
       topics: this.topics,
       state: this.state,
       remediationMode: props.remediationMode,
+      remediationDelayS: props.remediationDelayS,
       priceOverridesUsdPerHour: props.priceOverridesUsdPerHour,
       priceRates: props.priceRates,
       ruleThresholds: props.ruleThresholds,

@@ -7,6 +7,7 @@ import { METRICS_NAMESPACE } from '../lambdas/domain/cloudwatch-metrics';
 import { QUARANTINE_TAG, REMEDIATION_OPT_OUT_TAG } from '../lambdas/domain/constants';
 import type { LambdaEnvironment } from '../lambdas/domain/lambda-environment';
 import type { PriceRates } from '../lambdas/domain/pricing';
+import { checkRemediationDelayS } from '../lambdas/domain/remediation-grace';
 import type { AlertTopics } from './alert-topics';
 import {
   INGEST_MEMORY_MIB,
@@ -102,6 +103,12 @@ export interface IngestFunctionProps {
    * @default 'replace'
    */
   readonly remediationMode?: RemediationMode;
+  /**
+   * Grace period before a reboot or replacement, whole s in 0..86400: announced first, carried out
+   * when due unless the instance recovered or was tagged `gpu-sentinel:remediation=off` (docs/remediation.md).
+   * @default 0 (act at once)
+   */
+  readonly remediationDelayS?: number;
   /**
    * On-demand price overrides, USD per instance-hour, by EC2 instance type
    * (`{ "p5.48xlarge": 55.04 }`); finite numbers ≥ 0. Passed to the ledger as `PRICE_OVERRIDES`.
@@ -250,6 +257,7 @@ export class IngestFunction extends SentinelFunction {
       ...props.topics.alertEnvironment(),
       ...props.state.environment(),
       REMEDIATION_MODE: this.remediationMode,
+      ...(props.remediationDelayS ? { REMEDIATION_DELAY_S: String(delayS(props.remediationDelayS)) } : {}),
       PRICE_OVERRIDES: JSON.stringify(validatePriceOverrides(props.priceOverridesUsdPerHour ?? {})),
       ...(priceRates === undefined ? {} : { PRICE_RATES: JSON.stringify(priceRates) }),
       ...(props.agentRoleNames === undefined ? {} : { AGENT_ROLE_NAMES: props.agentRoleNames.join(',') }),
@@ -371,4 +379,13 @@ function autoScalingGroupArnPattern(): string {
 /** `arn:<partition>:ec2:*:<account>:instance/*` */
 function instanceArnPattern(): string {
   return `arn:${Aws.PARTITION}:ec2:*:${Aws.ACCOUNT_ID}:instance/*`;
+}
+
+/** `remediationDelayS` checked by the Lambda's own parser, as a synth error naming the prop. */
+function delayS(value: number): number {
+  try {
+    return checkRemediationDelayS(value, 'remediationDelayS');
+  } catch (error) {
+    throw new PropsValidationError('remediationDelayS', 'whole seconds in 0..86400', value, { cause: error });
+  }
 }

@@ -10,7 +10,7 @@ import { resolveNvmlLibraryPath } from '../../agent/sources/nvml/library-path';
 import { AGENT_VERSION } from '../../agent/version';
 import { type Clock, systemClock } from '../../lambdas/adapters/clock';
 import type { Batch, Host } from '../../lambdas/contract';
-import { parsePriceOverrides, parseRemediationMode } from '../../lambdas/domain';
+import { parsePriceOverrides, parseRemediationDelayS, parseRemediationMode } from '../../lambdas/domain';
 import type { Log } from '../../lambdas/handlers/log';
 import { type LocalPipeline, startLocalPipeline } from '../../lambdas/local/local-pipeline';
 import { wasteSummary } from '../../lambdas/local/waste-summary';
@@ -40,6 +40,8 @@ export interface LocalCommandOptions {
   /** False with `--no-nvml`. @default true */
   readonly nvml: boolean;
   readonly remediationMode: string;
+  /** Grace period before a (dry-run) reboot or replacement, whole s as given on the command line. @default 0 (act at once) */
+  readonly remediationDelayS?: string;
   readonly priceOverrides?: string;
   /** The deployment's rates, a JSON file in the shape of the stack's `priceRates` prop (see `loadPriceRates`). @default list prices */
   readonly priceRates?: string;
@@ -98,6 +100,7 @@ export async function runLocalCommand(
     outDir,
     dbPath: opts.db ? resolve(opts.db) : undefined,
     remediationMode: parseRemediationMode(opts.remediationMode),
+    remediationDelayS: parseRemediationDelayS(opts.remediationDelayS, '--remediation-delay-s'),
     priceOverrides: parsePriceOverrides(opts.priceOverrides),
     ...(priceRates !== undefined ? { priceRates } : {}),
     log,

@@ -2,6 +2,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type {
   FiringAlert,
   InstanceState,
+  PendingRemediation,
   RemediationRecord,
   RemediationReservation,
   RemediationReservationRequest,
@@ -11,6 +12,7 @@ import type {
 import { DynamoDbAlertState } from './dynamodb-alert-state';
 import { DynamoDbGpuMarks } from './dynamodb-gpu-marks';
 import { DynamoDbIncidents } from './dynamodb-incidents';
+import { DynamoDbPendingRemediation } from './dynamodb-pending-remediation';
 import { DynamoDbRemediationState } from './dynamodb-remediation-state';
 import { DynamoDbStateTable } from './dynamodb-state-table';
 
@@ -29,6 +31,8 @@ export interface DynamoDbStateStoreOptions {
  * Items (`pk`, `sk`):
  * - `instance#<id>`, `remediation`: the one replace/quarantine of an instance (written only if absent);
  * - `instance#<id>`, `reboot`: the instance's last reboot (reserved, then confirmed);
+ * - `instance#<id>`, `pending`: a reboot or replacement announced and not yet due (the grace
+ *   period), TTL one day after it is due;
  * - `budget#<scope>`, `slot#<n>`: a taken budget slot (scopes `asg#<group>`, `fleet`,
  *   `reboot#asg#<group>`, `reboot#fleet`), TTL one budget window;
  * - `storm#<scope>`, `fault#<instance id>`: an instance's last fault in an incident scope
@@ -53,6 +57,7 @@ export class DynamoDbStateStore implements StateStore {
   readonly #remediations: DynamoDbRemediationState;
   readonly #alerts: DynamoDbAlertState;
   readonly #incidents: DynamoDbIncidents;
+  readonly #pending: DynamoDbPendingRemediation;
 
   /** @param options - client and table name */
   constructor(options: DynamoDbStateStoreOptions) {
@@ -61,6 +66,22 @@ export class DynamoDbStateStore implements StateStore {
     this.#remediations = new DynamoDbRemediationState(table);
     this.#alerts = new DynamoDbAlertState(table);
     this.#incidents = new DynamoDbIncidents(table);
+    this.#pending = new DynamoDbPendingRemediation(table);
+  }
+
+  /** {@inheritDoc DynamoDbPendingRemediation.getPendingRemediation} */
+  getPendingRemediation(instanceId: string): Promise<PendingRemediation | undefined> {
+    return this.#pending.getPendingRemediation(instanceId);
+  }
+
+  /** {@inheritDoc DynamoDbPendingRemediation.putPendingRemediation} */
+  putPendingRemediation(pending: PendingRemediation): Promise<boolean> {
+    return this.#pending.putPendingRemediation(pending);
+  }
+
+  /** {@inheritDoc DynamoDbPendingRemediation.takePendingRemediation} */
+  takePendingRemediation(instanceId: string, decidedAt: string): Promise<boolean> {
+    return this.#pending.takePendingRemediation(instanceId, decidedAt);
   }
 
   /** {@inheritDoc DynamoDbGpuMarks.getInstanceState} */

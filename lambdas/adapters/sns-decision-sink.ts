@@ -19,6 +19,8 @@ const CRITICAL_ACTIONS: ReadonlySet<RemediationAction> = new Set([
   'replace',
   'quarantine',
   'escalate',
+  // The notice of a grace period: a job has minutes to checkpoint.
+  'scheduled',
 ]);
 
 /**
@@ -36,12 +38,28 @@ export function decisionBody(d: RemediationDecision): string {
     `Reason: ${d.reason}`,
     `Alert: ${d.alert_id}`,
     `At: ${d.at}`,
+    ...(d.pending === undefined
+      ? []
+      : [`Pending: ${d.pending.action}, announced ${d.pending.decided_at}, due ${d.pending.due_at}`]),
   ].join('\n');
 }
 
+/** `gpu-sentinel replace i-…`, or for a grace period `gpu-sentinel replacing i-… in 15 min` / `… cancelled reboot of i-…`. */
+function subjectOf(d: RemediationDecision, gpu: string): string {
+  const p = d.pending;
+  if (d.action === 'scheduled' && p !== undefined) {
+    const min = Math.round((Date.parse(p.due_at) - Date.parse(p.decided_at)) / 60_000);
+    return `gpu-sentinel ${p.action === 'reboot' ? 'rebooting' : 'replacing'} ${d.instance_id}${gpu} in ${min} min`;
+  }
+  if (d.action === 'cancelled' && p !== undefined) {
+    return `gpu-sentinel cancelled ${p.action} of ${d.instance_id}${gpu}`;
+  }
+  return `gpu-sentinel ${d.action} ${d.instance_id}${gpu}`;
+}
+
 /**
- * Publishes every remediation decision (the audit trail, docs/design.md §8): reboot, replace, quarantine and
- * escalate to the critical topic, notify and skip to info; subject like
+ * Publishes every remediation decision (the audit trail, docs/design.md §8): reboot, replace, quarantine,
+ * escalate and scheduled (a grace period's notice) to the critical topic, notify, skip and cancelled to info; subject like
  * `gpu-sentinel replace i-0abc (xid_fatal)`, a plain-text body with the reason, and attributes
  * `severity`, `rule`, `action`.
  */
@@ -67,9 +85,7 @@ export class SnsDecisionSink implements DecisionSink {
       await this.#client.send(
         new PublishCommand({
           TopicArn: topicArn,
-          Subject: toSnsSubject(
-            `gpu-sentinel ${decision.action} ${decision.instance_id}${gpu} (${decision.rule})${dry}`,
-          ),
+          Subject: toSnsSubject(`${subjectOf(decision, gpu)} (${decision.rule})${dry}`),
           Message: decisionBody(decision),
           MessageAttributes: toMessageAttributes({
             severity: decision.severity,

@@ -65,6 +65,11 @@ export interface PipelineDeps {
    * batch's `host`; local mode)
    */
   readonly instances?: InstanceDirectory;
+  /**
+   * The grace period, s, 0..86400: a reboot or replacement is announced this long before it is
+   * carried out (docs/remediation.md). @default 0 (act at once)
+   */
+  readonly remediationDelayS?: number;
   /** Replacement budgets per group and fleet-wide. @default DEFAULT_REMEDIATION_LIMITS */
   readonly remediationLimits?: RemediationLimits;
   /** When correlated faults are a storm (one incident, remediation paused). @default DEFAULT_STORM_LIMITS */

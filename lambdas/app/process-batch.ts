@@ -23,7 +23,7 @@ import { type AlertTally, publishOnce, resolveStopped, withinInstanceBound } fro
 import { UnpublishedAlertsError } from './errors';
 import { isFault, judgeStorms } from './incidents';
 import type { PipelineDeps, ProcessResult } from './pipeline';
-import { remediate } from './remediate';
+import { remediate, settlePending } from './remediate';
 
 /** Point findings go out most severe first. */
 const SEVERITY_ORDER: Readonly<Record<Finding['severity'], number>> = { critical: 0, warning: 1, info: 2 };
@@ -161,6 +161,10 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
   // one reboot resets every GPU), however many faults the batch reports.
   const decisive = findings.find((f) => f.action === 'replace') ?? findings.find((f) => f.action === 'reset');
   if (decisive !== undefined) decisions.push(await remediate(decisive, batch, instance, deps, now, pausedBy));
+  else if ((deps.remediationDelayS ?? 0) > 0) {
+    const settled = await settlePending(batch, instance, state.broken, deps, now);
+    if (settled !== undefined) decisions.push(settled);
+  }
   await resolveStopped(window, state.firing, host, deps, now, tally);
   if (tally.failed.length > 0) {
     const ids = tally.failed.map((a) => a.id);

@@ -20,6 +20,7 @@ export * from './port-errors';
 export * from './ports';
 export * from './price-row';
 export * from './pricing';
+export * from './remediation-grace';
 export * from './remediation-mode';
 export * from './remediation-outcome';
 export * from './remediation-policy';

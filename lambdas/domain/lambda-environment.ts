@@ -99,6 +99,8 @@ export const LAMBDA_VARIABLES = {
     ...JUDGING_VARIABLES,
     /** What the function does about broken instances, `off|notify|replace`; default `replace`. */
     REMEDIATION_MODE: 'optional',
+    /** Grace period before a reboot or replacement, whole s in 0..86400 (`checkRemediationDelayS`); default 0 (act at once). */
+    REMEDIATION_DELAY_S: 'optional',
     /** On-demand price overrides, JSON `{ "<instance type>": <USD per hour> }`; default: none. */
     PRICE_OVERRIDES: 'optional',
     /** Spot, Savings Plans and Capacity Block rates, JSON (see `parsePriceRates`); default: list prices. */

@@ -3,6 +3,7 @@ import type { RuleId } from './rule-registry';
 import type {
   Alert,
   Diagnosis,
+  Finding,
   GpuWindowRow,
   InstanceInfo,
   LedgerSums,
@@ -228,6 +229,29 @@ export type RemediationReservation =
       readonly limit?: number;
     };
 
+/**
+ * A reboot or replacement announced and not carried out yet (the grace period `remediationDelayS`,
+ * docs/remediation.md): one per instance, kept by the state store from the notice until it runs or
+ * is cancelled.
+ */
+export interface PendingRemediation {
+  readonly instance_id: string;
+  /** What runs when due. */
+  readonly action: 'reboot' | 'replace';
+  /** The fault that decided it (re-judged by the remediation policy when due). */
+  readonly finding: Finding;
+  /** When the notice went out, ISO 8601: the pending record's identity (updates and takes name it). */
+  readonly decided_at: string;
+  /** When it runs, ISO 8601 (`decided_at` + the delay). */
+  readonly due_at: string;
+  /**
+   * The instance's latest fault (a point finding of action `reset` or `replace`) seen by the
+   * pipeline, ISO 8601 (the server's clock): `decided_at` until another fault arrives; a later one
+   * means the instance did not recover.
+   */
+  readonly last_fault_at: string;
+}
+
 /** One instance's last fault in an incident scope (`StateStore.recordFault`). */
 export interface ScopeFault {
   readonly instance_id: string;
@@ -306,6 +330,24 @@ export interface StateStore {
    * @throws when the store cannot be reached
    */
   recordFault(scope: string, instanceId: string, at: string, windowS: number): Promise<ScopeFault[]>;
+  /** The instance's pending (announced, not yet carried out) remediation, if any. */
+  getPendingRemediation(instanceId: string): Promise<PendingRemediation | undefined>;
+  /**
+   * Records a pending remediation: written when the instance has none, or when its pending record
+   * has the same `decided_at` (an update: a later fault, a replace superseding a reboot); refused
+   * when another notice (another `decided_at`) is pending (conditional write).
+   * @returns false when refused
+   * @throws {TypeError} when `decided_at`, `due_at` or `last_fault_at` is not an ISO 8601 time
+   * @throws when the store cannot be reached
+   */
+  putPendingRemediation(pending: PendingRemediation): Promise<boolean>;
+  /**
+   * Removes the instance's pending remediation announced at `decidedAt`, once: true for the one
+   * invocation that removed it (and so carries it out or publishes its cancellation), false when it
+   * was already gone or is another notice.
+   * @throws when the store cannot be reached
+   */
+  takePendingRemediation(instanceId: string, decidedAt: string): Promise<boolean>;
   /** Replace actions in a group since `since` (for the per-group rate limit). */
   listRemediations(asgName: string, since: Date): Promise<RemediationRecord[]>;
   /** Since when a GPU (`gpuKey` = index, or PCI bus id, or `*` for the whole instance) is known broken, ISO 8601. */

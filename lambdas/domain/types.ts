@@ -219,9 +219,29 @@ export interface AutoScalingGroupInfo {
 /**
  * What remediation did, or would do in dry-run, for a finding: `reboot` (EC2 RebootInstances, for a
  * fault a GPU reset clears), `replace` (Auto Scaling), `quarantine` (tag, outside a group), `notify`,
- * `skip`, `escalate` (a human must act).
+ * `skip`, `escalate` (a human must act); with a grace period (`remediationDelayS`), `scheduled` (the
+ * notice "replacing i-… in N minutes": a reboot or replacement runs at `pending.due_at`) and
+ * `cancelled` (the instance recovered or a human acknowledged before it was due).
  */
-export type RemediationAction = 'reboot' | 'replace' | 'quarantine' | 'notify' | 'skip' | 'escalate';
+export type RemediationAction =
+  | 'reboot'
+  | 'replace'
+  | 'quarantine'
+  | 'notify'
+  | 'skip'
+  | 'escalate'
+  | 'scheduled'
+  | 'cancelled';
+
+/** The reboot or replacement a `scheduled` or `cancelled` decision is about (the grace period, docs/remediation.md). */
+export interface PendingAction {
+  /** What runs when due: `reboot` or `replace` (outside a group a `replace` becomes a quarantine). */
+  readonly action: 'reboot' | 'replace';
+  /** When the notice went out, ISO 8601. */
+  readonly decided_at: string;
+  /** When it runs (decided_at + `remediationDelayS`), ISO 8601. */
+  readonly due_at: string;
+}
 
 /** One remediation decision: the audit record of what was decided and why. */
 export interface RemediationDecision {
@@ -240,6 +260,8 @@ export interface RemediationDecision {
   readonly alert_id: string;
   /** True when nothing was executed (local mode, or remediation mode `notify`). */
   readonly dry_run: boolean;
+  /** For `scheduled` and `cancelled`: the pending reboot or replacement. @default undefined */
+  readonly pending?: PendingAction;
 }
 
 /** The ledger summed over some GPU windows (docs/design.md §5): GPU-hours and USD per waste class. */

@@ -7,6 +7,7 @@ import {
   parseMetricsTeams,
   parsePriceOverrides,
   parsePriceRates,
+  parseRemediationDelayS,
   parseRemediationMode,
   parseRuleContext,
 } from '../domain';
@@ -89,6 +90,7 @@ export function handlerFromEnvironment(
     metrics: new EmfMetricsSink({ log, namespace: vars.POWERTOOLS_METRICS_NAMESPACE }),
     metricTeams: parseMetricsTeams(vars.METRICS_TEAMS),
     remediationMode: parseRemediationMode(vars.REMEDIATION_MODE ?? 'replace'),
+    remediationDelayS: parseRemediationDelayS(vars.REMEDIATION_DELAY_S, 'REMEDIATION_DELAY_S'),
     dryRun: false,
     priceOverrides: parsePriceOverrides(vars.PRICE_OVERRIDES),
     priceRates: parsePriceRates(vars.PRICE_RATES),

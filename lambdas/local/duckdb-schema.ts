@@ -50,6 +50,8 @@ function telemetryTableDdl(table: TelemetryTable): string {
  *   state; times kept both as given (ISO text, returned unchanged) and as epoch ms (compared). A
  *   remediation is `pending` under a lease (`lease_id`, `lease_until_ms`) from its reservation until
  *   it is confirmed `done`.
+ * - `pending_remediations`: a reboot or replacement announced and not yet due (the grace period),
+ *   one row per instance, the finding as JSON.
  * - `remediation_slots`: the replacement budgets, one row per taken slot of a scope (`asg#<group>`
  *   or `fleet`), free again once older than the budget's window.
  */
@@ -74,6 +76,10 @@ export const DUCKDB_SCHEMA_SQL: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS scope_faults (
     scope VARCHAR NOT NULL, instance_id VARCHAR NOT NULL, "at" VARCHAR NOT NULL, at_ms BIGINT NOT NULL,
     PRIMARY KEY (scope, instance_id))`,
+  // A reboot or replacement announced and not yet due (the grace period), one per instance.
+  `CREATE TABLE IF NOT EXISTS pending_remediations (
+    instance_id VARCHAR PRIMARY KEY, action VARCHAR NOT NULL, finding VARCHAR NOT NULL, decided_at VARCHAR NOT NULL,
+    due_at VARCHAR NOT NULL, last_fault_at VARCHAR NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS remediation_slots (
     scope VARCHAR NOT NULL, slot INTEGER NOT NULL, instance_id VARCHAR NOT NULL, lease_id VARCHAR NOT NULL,
     at_ms BIGINT NOT NULL, PRIMARY KEY (scope, slot))`,

@@ -10,12 +10,14 @@ import {
 import type {
   FiringAlert,
   InstanceState,
+  PendingRemediation,
   RemediationRecord,
   RemediationReservation,
   RemediationReservationRequest,
   ScopeFault,
   StateStore,
 } from '../domain/ports';
+import type { Finding } from '../domain/types';
 import { type DuckDbSession, sqlValue as v } from './duckdb-session';
 
 /** The table of a record: `reboots` (the last reboot per instance) or `remediations` (replace/quarantine). */
@@ -61,6 +63,68 @@ export class DuckDbStateStore implements StateStore {
         instanceId,
       ]);
       return r === undefined ? undefined : toRemediation(r);
+    });
+  }
+
+  /**
+   * @param instanceId - EC2 instance id
+   * @returns the instance's pending remediation, or undefined
+   */
+  getPendingRemediation(instanceId: string): Promise<PendingRemediation | undefined> {
+    return this.#db.serial(async () => {
+      const [r] = await this.#db.rows('SELECT * FROM pending_remediations WHERE instance_id = ?', [
+        instanceId,
+      ]);
+      if (r === undefined) return undefined;
+      return {
+        instance_id: r.instance_id as string,
+        action: r.action as PendingRemediation['action'],
+        finding: JSON.parse(r.finding as string) as Finding,
+        decided_at: r.decided_at as string,
+        due_at: r.due_at as string,
+        last_fault_at: r.last_fault_at as string,
+      };
+    });
+  }
+
+  /**
+   * Inserts the pending remediation, or updates the one with the same `decided_at`.
+   * @param pending - the pending remediation
+   * @returns false when another notice is pending (kept unchanged)
+   * @throws {TypeError} when a time is not ISO 8601 (nothing written)
+   */
+  async putPendingRemediation(pending: PendingRemediation): Promise<boolean> {
+    for (const field of ['decided_at', 'due_at', 'last_fault_at'] as const) isoToMs(pending[field], field);
+    return this.#db.serial(async () => {
+      const rows = await this.#db.rows(
+        `INSERT INTO pending_remediations VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (instance_id) DO UPDATE SET
+           action = excluded.action, finding = excluded.finding, due_at = excluded.due_at, last_fault_at = excluded.last_fault_at
+           WHERE pending_remediations.decided_at = excluded.decided_at RETURNING instance_id`,
+        [
+          pending.instance_id,
+          pending.action,
+          JSON.stringify(pending.finding),
+          pending.decided_at,
+          pending.due_at,
+          pending.last_fault_at,
+        ],
+      );
+      return rows.length === 1;
+    });
+  }
+
+  /**
+   * @param instanceId - EC2 instance id
+   * @param decidedAt - the notice's time
+   * @returns true for the one caller that removed it
+   */
+  takePendingRemediation(instanceId: string, decidedAt: string): Promise<boolean> {
+    return this.#db.serial(async () => {
+      const rows = await this.#db.rows(
+        'DELETE FROM pending_remediations WHERE instance_id = ? AND decided_at = ? RETURNING instance_id',
+        [instanceId, decidedAt],
+      );
+      return rows.length === 1;
     });
   }
 

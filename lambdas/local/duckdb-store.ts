@@ -4,6 +4,7 @@ import type {
   FiringAlert,
   InstanceState,
   LastSeen,
+  PendingRemediation,
   RecentWindowsQuery,
   RemediationRecord,
   RemediationReservation,
@@ -183,6 +184,21 @@ export class DuckDbStore implements TelemetryStore, StateStore {
   /** {@inheritDoc DuckDbStateStore.recordFault} */
   recordFault(scope: string, instanceId: string, at: string, windowS: number): Promise<ScopeFault[]> {
     return this.#state.recordFault(scope, instanceId, at, windowS);
+  }
+
+  /** {@inheritDoc DuckDbStateStore.getPendingRemediation} */
+  getPendingRemediation(instanceId: string): Promise<PendingRemediation | undefined> {
+    return this.#state.getPendingRemediation(instanceId);
+  }
+
+  /** {@inheritDoc DuckDbStateStore.putPendingRemediation} */
+  putPendingRemediation(pending: PendingRemediation): Promise<boolean> {
+    return this.#state.putPendingRemediation(pending);
+  }
+
+  /** {@inheritDoc DuckDbStateStore.takePendingRemediation} */
+  takePendingRemediation(instanceId: string, decidedAt: string): Promise<boolean> {
+    return this.#state.takePendingRemediation(instanceId, decidedAt);
   }
 
   /** {@inheritDoc DuckDbStateStore.getLastReboot} */

@@ -5,7 +5,8 @@ import type { RemediationDecision } from '../domain/types';
 /**
  * Local-mode remediation audit: appends every decision (done, skipped, escalated, and why) as one
  * JSON object per line to `remediation.jsonl`: `rule`, `severity`, `instance_id`, `gpu_index`,
- * `action`, `reason`, `asg_name`, `alert_id`, `at`, `dry_run`.
+ * `action`, `reason`, `asg_name`, `alert_id`, `at`, `dry_run`, and for a grace period's `scheduled`
+ * and `cancelled` decisions `pending` (`action`, `decided_at`, `due_at`).
  */
 export class JsonlDecisionSink implements DecisionSink {
   /** Decisions recorded so far, in order. */
@@ -27,6 +28,7 @@ export class JsonlDecisionSink implements DecisionSink {
       alert_id: decision.alert_id,
       at: decision.at,
       dry_run: decision.dry_run,
+      ...(decision.pending === undefined ? {} : { pending: decision.pending }),
     };
     await appendFile(this.jsonlPath, `${JSON.stringify(line)}\n`);
   }

@@ -28,6 +28,8 @@ export interface LocalPipelineOptions {
   readonly dbPath?: string;
   /** Remediation mode; local mode never executes it (dry-run). @default 'replace' */
   readonly remediationMode?: RemediationMode;
+  /** Grace period before a (dry-run) reboot or replacement, s (`--remediation-delay-s`). @default 0 */
+  readonly remediationDelayS?: number;
   /** Price overrides by instance type, USD/hour. @default {} */
   readonly priceOverrides?: PriceOverrides;
   /** The deployment's rates (`--price-rates FILE`, the stack's `priceRates` shape). @default {} (list prices) */
@@ -96,6 +98,7 @@ export async function startLocalPipeline(options: LocalPipelineOptions): Promise
     remediator: new DryRunRemediator(),
     log: options.log,
     remediationMode: options.remediationMode ?? 'replace',
+    remediationDelayS: options.remediationDelayS ?? 0,
     dryRun: true,
     priceOverrides: options.priceOverrides,
     ...(options.priceRates !== undefined ? { priceRates: options.priceRates } : {}),

@@ -1,3 +1,4 @@
+import { isoToMs } from '../../lambdas/adapters/iso-time';
 import {
   budgetedGroup,
   budgetScopes,
@@ -8,6 +9,7 @@ import {
 import type {
   FiringAlert,
   InstanceState,
+  PendingRemediation,
   RemediationRecord,
   RemediationReservation,
   RemediationReservationRequest,
@@ -43,6 +45,25 @@ export class MemoryStateStore implements StateStore {
   readonly firing = new Map<string, Map<string, FiringAlert>>();
   readonly idle = new Map<string, Map<string, string>>();
   readonly faults = new Map<string, Map<string, string>>();
+  readonly pending = new Map<string, PendingRemediation>();
+
+  async getPendingRemediation(instanceId: string): Promise<PendingRemediation | undefined> {
+    return this.pending.get(instanceId);
+  }
+
+  async putPendingRemediation(pending: PendingRemediation): Promise<boolean> {
+    for (const field of ['decided_at', 'due_at', 'last_fault_at'] as const) isoToMs(pending[field], field);
+    const held = this.pending.get(pending.instance_id);
+    if (held !== undefined && held.decided_at !== pending.decided_at) return false;
+    this.pending.set(pending.instance_id, pending);
+    return true;
+  }
+
+  async takePendingRemediation(instanceId: string, decidedAt: string): Promise<boolean> {
+    if (this.pending.get(instanceId)?.decided_at !== decidedAt) return false;
+    this.pending.delete(instanceId);
+    return true;
+  }
 
   async recordFault(scope: string, instanceId: string, at: string, windowS: number): Promise<ScopeFault[]> {
     const faults = this.faults.get(scope) ?? new Map<string, string>();

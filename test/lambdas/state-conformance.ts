@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Finding } from '../../lambdas/domain';
 import type {
+  PendingRemediation,
   RemediationBudget,
   RemediationRecord,
   RemediationReservationRequest,
@@ -15,6 +17,29 @@ const replace = (instance_id: string, at: string, asg_name = 'p5-train'): Remedi
   action: 'replace',
   at,
   rule: 'xid_fatal',
+});
+
+const FAULT: Finding = {
+  rule: 'xid_fatal',
+  severity: 'critical',
+  action: 'reset',
+  instance_id: 'i-0000000000000000a',
+  instance_type: 'p5.48xlarge',
+  gpu_index: 3,
+  at: '2026-03-10T11:59:50.000Z',
+  summary: 'Xid 120 on GPU 3',
+  remedy: 'reset the GPU',
+  evidence: { xid: 120 },
+  variant: 'xid120',
+};
+
+const pendingReboot = (decided_at: string, due_at: string): PendingRemediation => ({
+  instance_id: 'i-0000000000000000a',
+  action: 'reboot',
+  finding: FAULT,
+  decided_at,
+  due_at,
+  last_fault_at: decided_at,
 });
 
 const BUDGET: RemediationBudget = { groupLimit: 2, fleetLimit: 3, windowS: 3600 };
@@ -588,6 +613,69 @@ export function describeStateStoreContract(name: string, makeStore: MakeStateSto
         idle: [],
         firing: [],
       });
+    });
+    it('keeps one pending remediation per instance: updated under its notice, refused under another, taken once', async () => {
+      // Prepare
+      const first = pendingReboot('2026-03-10T12:00:00.000Z', '2026-03-10T12:15:00.000Z');
+      const none = await store.getPendingRemediation(first.instance_id);
+
+      // Act
+      const put = await store.putPendingRemediation(first);
+      const updated = await store.putPendingRemediation({
+        ...first,
+        action: 'replace',
+        last_fault_at: '2026-03-10T12:05:00.000Z',
+      });
+      const other = await store.putPendingRemediation(
+        pendingReboot('2026-03-10T12:01:00.000Z', '2026-03-10T12:16:00.000Z'),
+      );
+      const held = await store.getPendingRemediation(first.instance_id);
+      const takenByOther = await store.takePendingRemediation(first.instance_id, '2026-03-10T12:01:00.000Z');
+      const [a, b] = await Promise.all([
+        store.takePendingRemediation(first.instance_id, first.decided_at),
+        store.takePendingRemediation(first.instance_id, first.decided_at),
+      ]);
+      const after = await store.getPendingRemediation(first.instance_id);
+
+      // Assess
+      expect(none).toBeUndefined();
+      expect({ put, updated, other, takenByOther }).toEqual({
+        put: true,
+        updated: true,
+        other: false,
+        takenByOther: false,
+      });
+      expect(held).toEqual({ ...first, action: 'replace', last_fault_at: '2026-03-10T12:05:00.000Z' });
+      expect([a, b].filter(Boolean)).toHaveLength(1);
+      expect(after).toBeUndefined();
+      expect(await store.getRemediation(first.instance_id)).toBeUndefined();
+      expect(await store.getLastReboot(first.instance_id)).toBeUndefined();
+    });
+
+    it('keeps a pending remediation out of the instance state read', async () => {
+      // Prepare
+      await store.putPendingRemediation(
+        pendingReboot('2026-03-10T12:00:00.000Z', '2026-03-10T12:15:00.000Z'),
+      );
+
+      // Act
+      const state = await store.getInstanceState('i-0000000000000000a');
+
+      // Assess
+      expect({ broken: [...state.broken], idle: [...state.idle], firing: state.firing }).toEqual({
+        broken: [],
+        idle: [],
+        firing: [],
+      });
+    });
+
+    it('refuses a pending remediation whose due time is not a time, naming the field', async () => {
+      // Act
+      const put = store.putPendingRemediation(pendingReboot('2026-03-10T12:00:00.000Z', 'soon'));
+
+      // Assess
+      await expect(put).rejects.toThrow(/`due_at`/);
+      expect(await store.getPendingRemediation('i-0000000000000000a')).toBeUndefined();
     });
   });
 }

@@ -32,6 +32,7 @@ describe('the CDK app context', () => {
       agentRoleArns: 'arn:aws:iam::123456789012:role/A, arn:aws:iam::123456789012:role/B',
       fleetRegions: '["us-east-1","eu-north-1"]',
       metricsTeams: '',
+      remediationDelayS: '900',
     });
 
     // Act
@@ -48,6 +49,7 @@ describe('the CDK app context', () => {
       priceOverridesUsdPerHour: { 'p5.48xlarge': 55.04 },
       agentRoleArns: ['arn:aws:iam::123456789012:role/A', 'arn:aws:iam::123456789012:role/B'],
       fleetRegions: ['us-east-1', 'eu-north-1'],
+      remediationDelayS: 900,
     });
     expect(props.metricsTeams).toBeUndefined();
   });

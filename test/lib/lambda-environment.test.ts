@@ -68,8 +68,11 @@ describe.each(STORE_KINDS)('the Lambdas’ environment, store %s', (store) => {
   let stack: GpuSentinelStack;
   let template: Template;
 
+  // One of the two stacks sets the grace period, so its variable is checked against the handler too.
+  const remediationDelayS = store === 'timestream' ? 900 : undefined;
+
   beforeAll(() => {
-    stack = buildStack({ store });
+    stack = buildStack({ store, remediationDelayS });
     template = Template.fromStack(stack);
   });
 
@@ -117,6 +120,14 @@ describe.each(STORE_KINDS)('the Lambdas’ environment, store %s', (store) => {
     },
   );
 
+  it('gives ingest REMEDIATION_DELAY_S only when remediationDelayS is set', () => {
+    // Act
+    const variables = templateVariables('ingest');
+
+    // Assess
+    expect(variables.REMEDIATION_DELAY_S).toBe(remediationDelayS === undefined ? undefined : '900');
+  });
+
   it('gives no function the other store’s variables', () => {
     // Prepare
     const other = STORE_KINDS.find((k) => k !== store) as (typeof STORE_KINDS)[number];
@@ -128,5 +139,15 @@ describe.each(STORE_KINDS)('the Lambdas’ environment, store %s', (store) => {
 
     // Assess
     expect(leaked).toEqual([]);
+  });
+});
+
+describe('remediationDelayS', () => {
+  it('fails synth naming the prop when it is not whole seconds in 0..86400', () => {
+    // Act
+    const build = () => buildStack({ remediationDelayS: 90.5 });
+
+    // Assess
+    expect(build).toThrow(/remediationDelayS/);
   });
 });

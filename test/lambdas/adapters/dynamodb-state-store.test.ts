@@ -13,7 +13,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DynamoDbStateStore } from '../../../lambdas/adapters/dynamodb-state-store';
 import { StoreUnavailableError } from '../../../lambdas/domain/port-errors';
-import type { RemediationRecord } from '../../../lambdas/domain/ports';
+import type { PendingRemediation, RemediationRecord } from '../../../lambdas/domain/ports';
 import { describeStateStoreContract } from '../state-conformance';
 import { expectValidAwsInputs } from './aws-model';
 import { fakeDynamoDb } from './dynamodb-fake';
@@ -552,6 +552,62 @@ describe('DynamoDbStateStore', () => {
     await expect(store.leaseAlert('x:i-0abc', '2026-03-10T12:00:00.000Z', 3600, 120)).rejects.toBeInstanceOf(
       StoreUnavailableError,
     );
+  });
+
+  it('keeps a pending remediation in one item with its finding as JSON and a TTL a day after it is due', async () => {
+    // Prepare
+    const pending: PendingRemediation = {
+      instance_id: 'i-0abc',
+      action: 'replace',
+      finding: {
+        rule: 'xid_fatal',
+        severity: 'critical',
+        action: 'replace',
+        instance_id: 'i-0abc',
+        instance_type: 'p5.48xlarge',
+        at: '2026-03-10T11:59:55.000Z',
+        summary: 'Xid 79 on GPU 3',
+        remedy: 'replace the instance',
+        evidence: { xid: 79 },
+      },
+      decided_at: '2026-03-10T12:00:00.000Z',
+      due_at: '2026-03-10T12:15:00.000Z',
+      last_fault_at: '2026-03-10T12:00:00.000Z',
+    };
+    const item = {
+      pk: 'instance#i-0abc',
+      sk: 'pending',
+      instance_id: 'i-0abc',
+      action: 'replace',
+      finding: JSON.stringify(pending.finding),
+      decided_at: pending.decided_at,
+      due_at: pending.due_at,
+      last_fault_at: pending.last_fault_at,
+      expires_at: 1773144900 + 86400,
+    };
+    mock.on(GetItemCommand).resolves({ Item: marshall(item) });
+    mock.on(DeleteItemCommand).rejects(conditionFailed());
+
+    // Act
+    const put = await store.putPendingRemediation(pending);
+    const read = await store.getPendingRemediation('i-0abc');
+    const taken = await store.takePendingRemediation('i-0abc', '2026-03-10T12:01:00.000Z');
+
+    // Assess
+    expect({ put, taken }).toEqual({ put: true, taken: false });
+    expect(read).toEqual(pending);
+    expect(mock.commandCalls(PutItemCommand)[0]?.args[0].input).toEqual({
+      TableName: 'gpu-sentinel-state',
+      Item: marshall(item),
+      ConditionExpression: 'attribute_not_exists(pk) OR decided_at = :d',
+      ExpressionAttributeValues: marshall({ ':d': pending.decided_at }),
+    });
+    expect(mock.commandCalls(DeleteItemCommand)[0]?.args[0].input).toEqual({
+      TableName: 'gpu-sentinel-state',
+      Key: marshall({ pk: 'instance#i-0abc', sk: 'pending' }),
+      ConditionExpression: 'decided_at = :d',
+      ExpressionAttributeValues: marshall({ ':d': '2026-03-10T12:01:00.000Z' }),
+    });
   });
 });
 

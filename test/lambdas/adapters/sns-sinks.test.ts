@@ -149,8 +149,10 @@ describe('SnsDecisionSink', () => {
     { action: 'replace', topic: topics.critical },
     { action: 'quarantine', topic: topics.critical },
     { action: 'escalate', topic: topics.critical },
+    { action: 'scheduled', topic: topics.critical },
     { action: 'notify', topic: topics.info },
     { action: 'skip', topic: topics.info },
+    { action: 'cancelled', topic: topics.info },
   ] as const)('sends a $action decision to $topic', async ({ action, topic }) => {
     // Prepare
     const sink = new SnsDecisionSink({ client, topics });
@@ -194,6 +196,28 @@ describe('SnsDecisionSink', () => {
         action: { DataType: 'String', StringValue: 'replace' },
       },
     });
+  });
+
+  it('announces a grace period as "replacing … in N min" with the due time in the body, and its cancellation', async () => {
+    // Prepare
+    const sink = new SnsDecisionSink({ client, topics });
+    const pending = {
+      action: 'replace' as const,
+      decided_at: '2026-03-10T12:00:06.000Z',
+      due_at: '2026-03-10T12:15:06.000Z',
+    };
+
+    // Act
+    await sink.record(decision({ action: 'scheduled', pending }));
+    await sink.record(decision({ action: 'cancelled', pending: { ...pending, action: 'reboot' } }));
+
+    // Assess
+    const [notice, cancel] = mock.commandCalls(PublishCommand).map((c) => c.args[0].input);
+    expect(notice?.Subject).toBe('gpu-sentinel replacing i-0abc GPU 3 in 15 min (xid_fatal)');
+    expect(notice?.Message).toMatch(
+      /\nPending: replace, announced 2026-03-10T12:00:06.000Z, due 2026-03-10T12:15:06.000Z$/,
+    );
+    expect(cancel?.Subject).toBe('gpu-sentinel cancelled reboot of i-0abc GPU 3 (xid_fatal)');
   });
 
   it('throws AlertPublishError when SNS fails', async () => {
