@@ -186,6 +186,7 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
    * stay long enough), query results after 7 days, delivery errors after 30.
    */
   private createTelemetryBucket(retentionDays: number, removalPolicy: RemovalPolicy): s3.Bucket {
+    const lifecycleRules = telemetryLifecycleRules(retentionDays);
     const bucket = new s3.Bucket(this, 'Bucket', {
       encryption: s3.BucketEncryption.KMS,
       encryptionKey: this.key,
@@ -196,14 +197,18 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
       versioned: true,
       serverAccessLogsBucket: this.accessLogsBucket,
       serverAccessLogsPrefix: 'telemetry-bucket/',
-      lifecycleRules: telemetryLifecycleRules(retentionDays),
+      lifecycleRules,
       removalPolicy,
     });
-    Validations.of(bucket).acknowledge({
-      id: 'CloudFormation-Validate::W9003',
-      reason:
-        "aws-cdk-lib writes a lifecycle rule's ObjectSizeGreaterThan (the Standard-IA size floor) as a number " +
-        'where the resource schema says string; CloudFormation converts it, so the rule is the same.',
+    // aws-cdk-lib writes ObjectSizeGreaterThan as a number; the resource schema says string (a
+    // CloudFormation validation warning at every synth): write it as the schema wants.
+    const cfnBucket = bucket.node.defaultChild as s3.CfnBucket;
+    lifecycleRules.forEach((rule, index) => {
+      if (rule.objectSizeGreaterThan === undefined) return;
+      cfnBucket.addPropertyOverride(
+        `LifecycleConfiguration.Rules.${index}.ObjectSizeGreaterThan`,
+        String(rule.objectSizeGreaterThan),
+      );
     });
     return bucket;
   }

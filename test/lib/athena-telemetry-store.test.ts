@@ -136,7 +136,7 @@ describe('AthenaTelemetryStore (the default store)', () => {
       expect(rules).toContainEqual({
         Id: `infrequent-access-${table}`,
         Prefix: `${table}/`,
-        ObjectSizeGreaterThan: 131072,
+        ObjectSizeGreaterThan: '131072',
         Transitions: [{ StorageClass: 'STANDARD_IA', TransitionInDays: 30 }],
         Status: 'Enabled',
       });
