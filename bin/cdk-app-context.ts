@@ -13,7 +13,7 @@ export interface ContextSource {
  * context key named as its prop: `store`, `databaseName`, `telemetryRetentionDays`,
  * `firehoseBufferIntervalSeconds`, `memoryRetentionHours`, `magneticRetentionDays`,
  * `remediationMode`, `organizationId`, `throttlingRateLimit`, `throttlingBurstLimit`, `webAclArn`,
- * `apiGatewayCloudWatchRole` (`true|false`), `ingestReservedConcurrency` (an integer ≥ 0),
+ * `apiGatewayCloudWatchRole` and `tracing` (`true|false`), `ingestReservedConcurrency` (an integer ≥ 0),
  * `priceOverridesUsdPerHour`, `priceRates` and
  * `alertEmails` (JSON), `agentRoleArns`, `metricsTeams` and `fleetRegions` (comma-separated or a
  * JSON list), `ingest5xxRateThreshold`, `wasteRatePercentThreshold`. Values are only converted
@@ -24,7 +24,7 @@ export interface ContextSource {
  * @param context - the app's node
  * @param env - the process environment (`CDK_DEFAULT_ACCOUNT`, `CDK_DEFAULT_REGION`)
  * @returns the props; an unset key leaves its prop `undefined` (the stack's default)
- * @throws {PropsValidationError} when `apiGatewayCloudWatchRole` is not `true`/`false`,
+ * @throws {PropsValidationError} when `apiGatewayCloudWatchRole` or `tracing` is not `true`/`false`,
  *   `ingestReservedConcurrency` is not an integer ≥ 0 (the message says the account's Lambda
  *   concurrency quota must be ≥ N + 100) or a JSON value does not parse, naming the key
  */
@@ -47,6 +47,7 @@ export function stackPropsFromContext(context: ContextSource, env: NodeJS.Proces
     throttlingBurstLimit: read.number('throttlingBurstLimit'),
     webAclArn: read.string('webAclArn'),
     apiGatewayCloudWatchRole: read.boolean('apiGatewayCloudWatchRole'),
+    tracing: read.boolean('tracing'),
     ingestReservedConcurrency: read.reservedConcurrency('ingestReservedConcurrency'),
     priceOverridesUsdPerHour: read.json('priceOverridesUsdPerHour'),
     priceRates: read.json('priceRates'),

@@ -53,6 +53,12 @@ export interface FinanceReportsProps {
    */
   readonly logRetention?: logs.RetentionDays;
   /**
+   * X-Ray active tracing of the report function: a trace per invocation ($5 per million recorded, AWS X-Ray pricing
+   * page).
+   * @default false
+   */
+  readonly tracing?: boolean;
+  /**
    * What happens to the reports bucket, its access-log bucket, its key and the log group when the
    * stack is deleted.
    * @default RemovalPolicy.RETAIN (finance's history outlives the stack)
@@ -72,7 +78,7 @@ export interface FinanceReportsProps {
  * the store's read grant (`grantRead`: Athena on the workgroup, Glue and S3 reads of the tables, or
  * `timestream:Select` on the GPU windows table and `timestream:DescribeEndpoints` on `*`);
  * `s3:PutObject` under `reports/` of the bucket; `kms:GenerateDataKey` on the bucket key;
- * `sns:Publish` on `reports` with `kms:GenerateDataKey`/`kms:Decrypt` on the topics' key; X-Ray.
+ * `sns:Publish` on `reports` with `kms:GenerateDataKey`/`kms:Decrypt` on the topics' key; X-Ray when `tracing` is on.
  * The schedules' role (trusting `scheduler.amazonaws.com` from this account only) may only
  * `lambda:InvokeFunction` this function.
  *
@@ -126,6 +132,7 @@ export class FinanceReports extends Construct {
       initialGrants: [(fn) => this.grantReportWrites(fn, props)],
       logRetention: props.logRetention,
       logRemovalPolicy: removalPolicy,
+      tracing: props.tracing,
     });
     this.function = this.reportFunction.function;
     this.role = this.reportFunction.role;

@@ -136,6 +136,13 @@ export interface GpuSentinelStackProps extends StackProps {
    */
   readonly apiGatewayCloudWatchRole?: boolean;
   /**
+   * X-Ray active tracing of the API stage and the three functions: one trace per request and per
+   * invocation, $5 per million recorded (AWS X-Ray pricing page), about $0.03 per GPU-month at one
+   * batch a minute. Turn on to investigate latency; off, nothing is sampled.
+   * @default false
+   */
+  readonly tracing?: boolean;
+  /**
    * ARN of a regional WAFv2 web ACL to associate with the API stage.
    * @default - no WAF
    */
@@ -256,6 +263,7 @@ export class GpuSentinelStack extends Stack {
       store: this.store,
       topics: this.topics,
       logRetention,
+      tracing: props.tracing,
     });
     this.fleet = this.createFleetEvaluator(props, logRetention);
     const monitored = this.monitoredFunctions();
@@ -319,6 +327,7 @@ export class GpuSentinelStack extends Stack {
       logRetention,
       agentRoleNames: agentRoleNames(this.agentRole.role.roleName, props.agentRoleArns),
       reservedConcurrentExecutions: props.ingestReservedConcurrency,
+      tracing: props.tracing,
       metricsTeams: props.metricsTeams,
     });
   }
@@ -334,6 +343,7 @@ export class GpuSentinelStack extends Stack {
       logRetention,
       apiGatewayCloudWatchRole: props.apiGatewayCloudWatchRole,
       webAclArn: props.webAclArn,
+      tracing: props.tracing,
     });
   }
 
@@ -352,6 +362,7 @@ export class GpuSentinelStack extends Stack {
       ruleThresholds: props.ruleThresholds,
       metricsTeams: props.metricsTeams,
       logRetention,
+      tracing: props.tracing,
     });
   }
 

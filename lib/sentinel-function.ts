@@ -56,6 +56,12 @@ export interface SentinelFunctionProps {
    */
   readonly reservedConcurrentExecutions?: number;
   /**
+   * X-Ray active tracing: a trace per invocation ($5 per million recorded, AWS X-Ray pricing page),
+   * about $0.03 per GPU-month at one batch a minute for the ingest path; turn on to investigate.
+   * @default false
+   */
+  readonly tracing?: boolean;
+  /**
    * How esbuild bundles the handler.
    * @default LAMBDA_BUNDLING (CommonJS, node24, minified, source maps without sources)
    */
@@ -89,11 +95,11 @@ export interface SentinelFunctionProps {
 
 /**
  * A pipeline Lambda as the house builds every one (ingest, fleet evaluator, reports): Node.js 24 on
- * arm64, X-Ray active, bundled by esbuild with source maps on (`NODE_OPTIONS=--enable-source-maps`),
+ * arm64, X-Ray active only when asked (`tracing`), bundled by esbuild with source maps on (`NODE_OPTIONS=--enable-source-maps`),
  * an explicit log group encrypted with its own customer-managed KMS key (rotation on), and an
  * execution role written by hand: it trusts `lambda.amazonaws.com` and starts with
  * `logs:CreateLogStream`/`logs:PutLogEvents` on its own log group (X-Ray's
- * `xray:PutTraceSegments`/`xray:PutTelemetryRecords` on `*` come with active tracing); no AWS
+ * `xray:PutTraceSegments`/`xray:PutTelemetryRecords` on `*` come with `tracing`); no AWS
  * managed policy. Everything else is granted to it ({@link grantPrincipal}) by the resources it
  * uses: `store.grantRead(fn)`, `topics.grantPublishAlerts(fn)`.
  *
@@ -148,7 +154,7 @@ export class SentinelFunction extends Construct implements iam.IGrantable {
       architecture: lambda.Architecture.ARM_64,
       memorySize: memoryMiB,
       timeout: Duration.seconds(timeoutSeconds),
-      tracing: lambda.Tracing.ACTIVE,
+      tracing: props.tracing === true ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
       ...(reservedConcurrentExecutions === undefined ? {} : { reservedConcurrentExecutions }),
       role: this.role,
       logGroup: this.logGroup,
