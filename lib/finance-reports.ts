@@ -1,6 +1,6 @@
 import { Duration, RemovalPolicy, Stack, TimeZone, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
@@ -19,6 +19,7 @@ import {
 import { LAMBDA_BUNDLING_TARGET, LAMBDA_EXTERNAL_MODULES } from './lambda-bundling';
 import { scheduleInvokeRole } from './schedule-invoke-role';
 import { SentinelFunction } from './sentinel-function';
+import { stackKey } from './stack-key';
 import { starResourceReason } from './star-resource-reason';
 import type { TelemetryStoreResources } from './telemetry-store-resources';
 
@@ -59,7 +60,8 @@ export interface FinanceReportsProps {
    */
   readonly tracing?: boolean;
   /**
-   * What happens to the reports bucket, its access-log bucket, its key and the log group when the
+   * What happens to the reports bucket, its access-log bucket and the log group (the key is always
+   * retained) when the
    * stack is deleted.
    * @default RemovalPolicy.RETAIN (finance's history outlives the stack)
    */
@@ -69,7 +71,7 @@ export interface FinanceReportsProps {
 /**
  * Scheduled finance reports (docs/design.md §9): the report Lambda, run by EventBridge Scheduler daily,
  * weekly and monthly (UTC), writes one CSV per grouping and the HTML page to a private reports
- * bucket encrypted with its own customer-managed KMS key (rotation on, S3 Bucket Keys), TLS only,
+ * bucket encrypted with the stack's customer-managed KMS key (`stackKey`: rotation on, S3 Bucket Keys), TLS only,
  * versioned, with server access logs; then publishes the message on the `reports` topic.
  *
  * The function is a {@link SentinelFunction} of 1 GiB and 300 s, bundled as ESM
@@ -82,7 +84,7 @@ export interface FinanceReportsProps {
  * The schedules' role (trusting `scheduler.amazonaws.com` from this account only) may only
  * `lambda:InvokeFunction` this function.
  *
- * Construct IDs are a contract: `Key`, `AccessLogs`, `Bucket`, `LogKey`, `LogGroup`, `ServiceRole`,
+ * Construct IDs are a contract: `AccessLogs`, `Bucket`, `LogGroup`, `ServiceRole`,
  * `Function`, `ScheduleRole`, `DaySchedule`, `WeekSchedule`, `MonthSchedule`.
  *
  * @example
@@ -108,11 +110,7 @@ export class FinanceReports extends Construct {
   constructor(scope: Construct, id: string, props: FinanceReportsProps) {
     super(scope, id);
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
-    this.key = new kms.Key(this, 'Key', {
-      description: 'gpu-sentinel: encrypts the finance reports bucket',
-      enableKeyRotation: true,
-      removalPolicy,
-    });
+    this.key = stackKey(this);
     this.bucket = this.createBucket(this.key, removalPolicy);
     this.reportFunction = new SentinelFunction(this, 'Default', {
       entry: props.entry,

@@ -59,7 +59,7 @@ export interface FleetEvaluatorProps {
    */
   readonly tracing?: boolean;
   /**
-   * What happens to the log group and its key when the stack is deleted.
+   * What happens to the log group when the stack is deleted (the stack's key is always retained).
    * @default RemovalPolicy.RETAIN
    */
   readonly logRemovalPolicy?: RemovalPolicy;
@@ -77,7 +77,7 @@ export interface FleetEvaluatorProps {
  * `cloudwatch:PutMetricData` on `*` only when `cloudwatch:namespace` is `GpuSentinel`; X-Ray when `tracing` is on. The
  * schedule's role (trusting `scheduler.amazonaws.com` from this account only) may only invoke it.
  *
- * Construct IDs are a contract: `LogKey`, `LogGroup`, `ServiceRole`, `Function`, `ScheduleRole`, `Schedule`.
+ * Construct IDs are a contract: `LogGroup`, `ServiceRole`, `Function`, `ScheduleRole`, `Schedule`.
  *
  * @example
  * new FleetEvaluator(this, 'FleetEvaluator', { entry, depsLockFilePath, store, topics, state });

@@ -129,9 +129,7 @@ export class IngestApi extends Construct {
     const agentRoleArns = validateAgentRoleArns(props.agentRoleArns);
 
     this.accessLogGroup = encryptedLogGroup(this, {
-      keyId: 'AccessLogKey',
       groupId: 'AccessLogGroup',
-      description: 'gpu-sentinel: encrypts the ingest API access log group',
       retention: props.logRetention,
       removalPolicy: RemovalPolicy.RETAIN,
     }).logGroup;

@@ -192,7 +192,7 @@ export interface IngestFunctionProps {
  * - with `tracing`: `xray:PutTraceSegments`, `xray:PutTelemetryRecords` (added by active tracing, `*`).
  * ARNs use region `*`: agents in any region may report to this API.
  *
- * Construct IDs are a contract: those of {@link SentinelFunction} (`LogKey`, `LogGroup`,
+ * Construct IDs are a contract: those of {@link SentinelFunction} (`LogGroup`,
  * `ServiceRole`, `Function`).
  *
  * @example

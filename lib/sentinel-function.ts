@@ -87,7 +87,7 @@ export interface SentinelFunctionProps {
    */
   readonly logRetention?: logs.RetentionDays;
   /**
-   * What happens to the log group and its key when the stack is deleted.
+   * What happens to the log group when the stack is deleted (the stack's key is always retained).
    * @default RemovalPolicy.RETAIN
    */
   readonly logRemovalPolicy?: RemovalPolicy;
@@ -96,7 +96,7 @@ export interface SentinelFunctionProps {
 /**
  * A pipeline Lambda as the house builds every one (ingest, fleet evaluator, reports): Node.js 24 on
  * arm64, X-Ray active only when asked (`tracing`), bundled by esbuild with source maps on (`NODE_OPTIONS=--enable-source-maps`),
- * an explicit log group encrypted with its own customer-managed KMS key (rotation on), and an
+ * an explicit log group encrypted with the stack's customer-managed KMS key (`stackKey`, rotation on), and an
  * execution role written by hand: it trusts `lambda.amazonaws.com` and starts with
  * `logs:CreateLogStream`/`logs:PutLogEvents` on its own log group (X-Ray's
  * `xray:PutTraceSegments`/`xray:PutTelemetryRecords` on `*` come with `tracing`); no AWS
@@ -106,7 +106,7 @@ export interface SentinelFunctionProps {
  * A construct that is a function extends this one (IngestFunction, FleetEvaluator); one that owns
  * a function among other resources makes one under the id `Default` (FinanceReports), which the
  * CDK leaves out of logical IDs: either way the function's resources keep the logical IDs they had
- * directly under their owner. Construct IDs are a contract: `LogKey`, `LogGroup`, `ServiceRole`,
+ * directly under their owner. Construct IDs are a contract: `LogGroup`, `ServiceRole`,
  * `Function`.
  *
  * @example
@@ -123,7 +123,7 @@ export class SentinelFunction extends Construct implements iam.IGrantable {
   readonly role: iam.Role;
   /** Its log group, encrypted with {@link logKey}. */
   readonly logGroup: logs.LogGroup;
-  /** The customer-managed key (rotated yearly) of its log group; CloudWatch Logs of this account and region may use it for log groups only. */
+  /** The stack's customer-managed key (`stackKey`, rotated yearly) that encrypts its log group. */
   readonly logKey: kms.Key;
 
   /**
@@ -136,9 +136,7 @@ export class SentinelFunction extends Construct implements iam.IGrantable {
     const { memoryMiB, timeoutSeconds, reservedConcurrentExecutions } = validateFunctionProps(props);
 
     const { key, logGroup } = encryptedLogGroup(this, {
-      keyId: 'LogKey',
       groupId: 'LogGroup',
-      description: `gpu-sentinel: encrypts the ${props.label} log group`,
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN,
     });

@@ -9,7 +9,6 @@ import type { StackResources } from './stack-resources';
 export const DEFAULT_STACK_RESOURCES: Readonly<Record<'athena' | 'timestream', StackResources>> = {
   athena: {
     countsByType: {
-      'AWS::KMS::Key': 8,
       'AWS::S3::Bucket': 4,
       'AWS::S3::BucketPolicy': 4,
       'AWS::Glue::Database': 1,
@@ -20,6 +19,7 @@ export const DEFAULT_STACK_RESOURCES: Readonly<Record<'athena' | 'timestream', S
       'AWS::Logs::LogStream': 3,
       'AWS::KinesisFirehose::DeliveryStream': 3,
       'AWS::Athena::WorkGroup': 1,
+      'AWS::KMS::Key': 1,
       'AWS::SNS::Topic': 4,
       'AWS::SNS::TopicPolicy': 4,
       'AWS::DynamoDB::Table': 1,
@@ -38,8 +38,8 @@ export const DEFAULT_STACK_RESOURCES: Readonly<Record<'athena' | 'timestream', S
       'AWS::CloudWatch::Alarm': 10,
       'AWS::CloudWatch::Dashboard': 1,
     },
-    kmsKeys: 8,
-    kmsRotatedKeys: 8,
+    kmsKeys: 1,
+    kmsRotatedKeys: 1,
     alarmMetrics: 10,
     dashboards: 1,
     detailedMetricMethods: 0,
@@ -70,11 +70,11 @@ export const DEFAULT_STACK_RESOURCES: Readonly<Record<'athena' | 'timestream', S
   },
   timestream: {
     countsByType: {
-      'AWS::KMS::Key': 7,
       'AWS::Timestream::Database': 1,
       'AWS::S3::Bucket': 3,
       'AWS::S3::BucketPolicy': 3,
       'AWS::Timestream::Table': 3,
+      'AWS::KMS::Key': 1,
       'AWS::SNS::Topic': 4,
       'AWS::SNS::TopicPolicy': 4,
       'AWS::DynamoDB::Table': 1,
@@ -96,8 +96,8 @@ export const DEFAULT_STACK_RESOURCES: Readonly<Record<'athena' | 'timestream', S
       'AWS::CloudWatch::Alarm': 10,
       'AWS::CloudWatch::Dashboard': 1,
     },
-    kmsKeys: 7,
-    kmsRotatedKeys: 7,
+    kmsKeys: 1,
+    kmsRotatedKeys: 1,
     alarmMetrics: 10,
     dashboards: 1,
     detailedMetricMethods: 0,

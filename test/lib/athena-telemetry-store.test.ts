@@ -85,7 +85,7 @@ describe('AthenaTelemetryStore (the default store)', () => {
     for (const r of buckets) expect(r.DeletionPolicy).toBe('Retain');
   });
 
-  it('encrypts the telemetry bucket with its own rotating key, blocks public access and logs access', () => {
+  it('encrypts the telemetry bucket with the stack’s rotating key, blocks public access and logs access', () => {
     // Prepare / Act / Assess
     template.hasResourceProperties('AWS::S3::Bucket', {
       BucketEncryption: {
@@ -108,7 +108,7 @@ describe('AthenaTelemetryStore (the default store)', () => {
     });
     template.hasResourceProperties('AWS::KMS::Key', {
       EnableKeyRotation: true,
-      Description: Match.stringLikeRegexp('telemetry bucket'),
+      Description: Match.stringLikeRegexp('encrypts its buckets, streams, topics, store and log groups'),
     });
   });
 

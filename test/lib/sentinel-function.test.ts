@@ -76,14 +76,14 @@ describe('SentinelFunction', () => {
     });
   });
 
-  it('keeps its logs in its own log group, encrypted with its own rotated key', () => {
+  it('keeps its logs in its own log group, encrypted with the stack’s rotated key', () => {
     // Prepare / Act / Assess
     template.hasResourceProperties('AWS::Logs::LogGroup', {
       KmsKeyId: { 'Fn::GetAtt': [logicalId(stack, fn.logKey), 'Arn'] },
       RetentionInDays: 30,
     });
     template.hasResourceProperties('AWS::KMS::Key', {
-      Description: 'gpu-sentinel: encrypts the probe Lambda log group',
+      Description: Match.stringLikeRegexp('encrypts its buckets, streams, topics, store and log groups'),
       EnableKeyRotation: true,
     });
     template.hasResourceProperties('AWS::Lambda::Function', {
