@@ -143,7 +143,7 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
     );
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
 
-    this.key = stackKey(this);
+    this.key = stackKey(this, { scope: this, id: 'Key' });
     this.accessLogsBucket = this.createAccessLogsBucket(removalPolicy);
     this.bucket = this.createTelemetryBucket(retentionDays, removalPolicy);
     this.databaseName = databaseName;

@@ -202,7 +202,7 @@ export interface GpuSentinelStackProps extends StackProps {
  * Construct IDs are a contract (renaming one replaces the resource): `AthenaStore` or
  * `TelemetryDatabase`, `AlertTopics`, `RemediationState`, `AgentRole`, `IngestFunction`,
  * `IngestApi`, `AgentPolicy`, `FinanceReports`, `FleetEvaluator`, `MonitoringAlarms`,
- * `MonitoringDashboard`, `EncryptionKey` (the one KMS key, `stackKey`); outputs
+ * `MonitoringDashboard` (the one KMS key, `stackKey`, is the store's `Key`); outputs
  * `BatchesUrl`, `CriticalTopicArn`, `WarningTopicArn`, `InfoTopicArn`, `ReportsTopicArn`,
  * `AgentPolicyArn`, `AgentRoleArn`, `AgentInstanceProfileArn`, `StateTableName`, `ReportsBucketName`,
  * and `TelemetryBucketName`, `GlueDatabaseName`, `AthenaWorkGroup` (athena) or

@@ -11,7 +11,10 @@ export const STACK_KEY_ID = 'EncryptionKey';
  * the telemetry, reports and rejects buckets, the Firehose streams, Athena results, the SNS topics,
  * the Timestream database and every log group. One key instead of one per resource: each key is
  * $1 a month and each of its first two yearly rotations $1 more (AWS KMS pricing page), and the
- * grants, not the key, say who may use it. Made on first use, at the stack's root. Its policy lets:
+ * grants, not the key, say who may use it. Made by its first user: the telemetry store makes it as
+ * its own `Key` (so a stack deployed before keeps its store key, and the data it encrypted stays
+ * readable), anything else finds it there; a stack without a store gets it at its root as
+ * {@link STACK_KEY_ID}. Its policy lets:
  * - the account administer it (the CDK default);
  * - CloudWatch Logs of this region use it for this account's log groups only
  *   (`kms:EncryptionContext:aws:logs:arn`), as the CloudWatch Logs user guide, "Encrypt log data
@@ -21,13 +24,18 @@ export const STACK_KEY_ID = 'EncryptionKey';
  * Everything else is granted on the roles that use it (`grantEncryptDecrypt`, …).
  *
  * @param scope - any construct of the stack
+ * @param home - where to make the key when the stack has none yet, and its construct id
+ * @default home - the stack's root, {@link STACK_KEY_ID}
  * @returns the key
  */
-export function stackKey(scope: Construct): kms.Key {
+export function stackKey(
+  scope: Construct,
+  home: { readonly scope: Construct; readonly id: string } = { scope: Stack.of(scope), id: STACK_KEY_ID },
+): kms.Key {
   const stack = Stack.of(scope);
-  const existing = stack.node.tryFindChild(STACK_KEY_ID);
-  if (existing !== undefined) return existing as kms.Key;
-  const key = new kms.Key(stack, STACK_KEY_ID, {
+  const existing = STACK_KEYS.get(stack);
+  if (existing !== undefined) return existing;
+  const key = new kms.Key(home.scope, home.id, {
     description: `gpu-sentinel ${stack.stackName}: encrypts its buckets, streams, topics, store and log groups`,
     enableKeyRotation: true,
     removalPolicy: RemovalPolicy.RETAIN,
@@ -45,5 +53,9 @@ export function stackKey(scope: Construct): kms.Key {
       },
     }),
   );
+  STACK_KEYS.set(stack, key);
   return key;
 }
+
+/** The key of each stack, once made. */
+const STACK_KEYS = new WeakMap<Stack, kms.Key>();

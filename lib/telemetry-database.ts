@@ -122,7 +122,7 @@ export class TelemetryDatabase extends Construct implements TelemetryStoreResour
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     this.requireTimestreamRegion();
 
-    this.key = stackKey(this);
+    this.key = stackKey(this, { scope: this, id: 'Key' });
     this.database = new timestream.CfnDatabase(this, 'Database', {
       ...(databaseName === undefined ? {} : { databaseName }),
       kmsKeyId: this.key.keyArn,
