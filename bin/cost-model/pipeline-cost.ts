@@ -5,12 +5,8 @@ import {
 import { METRIC_NAMES } from '../../lambdas/domain/cloudwatch-metrics';
 import { FLEET_READ_CONCURRENCY } from '../../lambdas/domain/constants';
 import { TELEMETRY_TABLES } from '../../lambdas/domain/store-columns';
-import {
-  DEFAULT_FIREHOSE_BUFFER_INTERVAL_S,
-  INGEST_MEMORY_MIB,
-  STANDARD_IA_MIN_STORAGE_DAYS,
-  TELEMETRY_IA_AFTER_DAYS,
-} from '../../lib/constants';
+import { telemetryColdStorage } from '../../lib/athena-store-layout';
+import { DEFAULT_FIREHOSE_BUFFER_INTERVAL_S, INGEST_MEMORY_MIB } from '../../lib/constants';
 import { DEFAULT_STACK_RESOURCES } from './default-stack-resources';
 import { type PriceName, SERVICE_PRICES } from './service-prices';
 import type { StackResources } from './stack-resources';
@@ -202,7 +198,7 @@ export const ATHENA_MIN_BYTES_PER_QUERY = 10e6;
  * Prices one GPU-month of the synthesized stack at `input.fleetGpus` GPUs, everything it bills:
  * - per batch: API Gateway requests, Lambda requests and GB-seconds, the DynamoDB state read, the
  *   store (Firehose ingestion + conversion in 5 KB steps, S3 at steady state — 30 days Standard,
- *   the rest Standard-IA —, S3 PUTs per Firehose file and transitions, report scans; or Timestream
+ *   the rest Glacier Instant Retrieval (Standard-IA for 60–119 days kept) —, S3 PUTs per Firehose file and transitions, report scans; or Timestream
  *   writes, 24 h memory store, magnetic store), CloudWatch Logs ingested and stored, X-Ray traces
  *   when the stage or ingest is traced;
  * - per fleet evaluator run (the `rate` schedule): its Athena queries (two, plus one per instance
@@ -466,21 +462,41 @@ function addAthenaStore(
     false,
   );
   add('Firehose', 'firehoseConversionGb', 'JSON → Parquet', billedGb, false);
-  // Steady state: every month kept is billed each month; the stack moves files older than
-  // TELEMETRY_IA_AFTER_DAYS to Standard-IA (gpu_windows files are over 128 KiB at fleet scale).
+  // Steady state: every month kept is billed each month; the stack moves files older than 30 days
+  // to its cold storage class (gpu_windows files are over 128 KiB at fleet scale).
   const parquetGbPerMonth = (windowsPerGpuMonth * gpus * input.parquetRowBytes) / GB;
-  const retentionDays = input.retentionMonths * DAYS_PER_MONTH;
-  const movesToIa = retentionDays >= TELEMETRY_IA_AFTER_DAYS + STANDARD_IA_MIN_STORAGE_DAYS;
-  const standardMonths = movesToIa ? TELEMETRY_IA_AFTER_DAYS / DAYS_PER_MONTH : input.retentionMonths;
+  const cold = telemetryColdStorage(Math.floor(input.retentionMonths * DAYS_PER_MONTH));
+  const standardMonths = cold === undefined ? input.retentionMonths : cold.afterDays / DAYS_PER_MONTH;
   add('S3', 's3StandardGbMonth', 'telemetry, first 30 days', parquetGbPerMonth * standardMonths, false);
-  if (movesToIa)
+  if (cold !== undefined) {
+    const [storage, transition] =
+      cold.storageClass === 'GLACIER_IR'
+        ? (['s3GlacierIrGbMonth', 's3GlacierIrTransitionRequest'] as const)
+        : (['s3StandardIaGbMonth', 's3TransitionRequest'] as const);
     add(
       'S3',
-      's3StandardIaGbMonth',
+      storage,
       'telemetry, the rest of the retention',
       parquetGbPerMonth * (input.retentionMonths - standardMonths),
       false,
     );
+    add(
+      'S3',
+      transition,
+      'gpu_windows files to cold storage',
+      SECONDS_PER_MONTH / input.firehoseBufferS,
+      true,
+    );
+    // The month report, run on the 1st, reads the month before: its first day or two are past 30 days.
+    if (cold.storageClass === 'GLACIER_IR')
+      add(
+        'S3',
+        's3GlacierIrRetrievalGb',
+        'the month report reading its oldest days',
+        parquetGbPerMonth * input.athenaColumnShare * (2 / DAYS_PER_MONTH),
+        false,
+      );
+  }
   const filesPerMonth = SECONDS_PER_MONTH / input.firehoseBufferS;
   add(
     'S3',
@@ -489,7 +505,6 @@ function addAthenaStore(
     filesPerMonth * stack.deliveryStreams,
     true,
   );
-  if (movesToIa) add('S3', 's3TransitionRequest', 'gpu_windows files to Standard-IA', filesPerMonth, true);
   add('Athena', 'athenaTbScanned', 'report scans', (input.athenaScanBytesPerGpuMonth * gpus) / TB, false);
 }
 

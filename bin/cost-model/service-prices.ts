@@ -53,6 +53,21 @@ export const SERVICE_PRICES = {
     unit: 'GB-month of S3 Standard-IA (≥ 30 days, ≥ 128 KiB per object)',
     source: 'Amazon S3 pricing page (not re-confirmed)',
   },
+  s3GlacierIrGbMonth: {
+    usd: 0.004,
+    unit: 'GB-month of S3 Glacier Instant Retrieval (≥ 90 days, ≥ 128 KiB per object)',
+    source: 'Amazon S3 pricing page (not re-confirmed)',
+  },
+  s3GlacierIrTransitionRequest: {
+    usd: 0.02 / 1000,
+    unit: 'S3 lifecycle transition to Glacier Instant Retrieval',
+    source: 'Amazon S3 pricing page (not re-confirmed)',
+  },
+  s3GlacierIrRetrievalGb: {
+    usd: 0.03,
+    unit: 'GB retrieved from S3 Glacier Instant Retrieval',
+    source: 'Amazon S3 pricing page (not re-confirmed)',
+  },
   s3TransitionRequest: {
     usd: 0.01 / 1000,
     unit: 'S3 lifecycle transition to Standard-IA',

@@ -189,18 +189,30 @@ describe('the pipeline cost model', () => {
     expect(bytes).toBe(billed);
   });
 
-  it('keeps the first 30 days in S3 Standard and the rest in Standard-IA, as the stack does from 60 days of retention', () => {
+  it.each([
+    [12, 's3GlacierIrGbMonth', 0.004],
+    [3, 's3StandardIaGbMonth', 0.0125],
+  ])(
+    'keeps the first 30 days in S3 Standard and the rest of %i months where the stack moves it (%s)',
+    (months, cold, usdPerGbMonth) => {
+      // Act
+      const model = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, retentionMonths: months });
+      // Assess: 262,800 rows × 356 B = 0.0936 GB per GPU per month of data
+      const gbPerMonth = (262_800 * 356) / 1e9;
+      const standardMonths = 30 / (730 / 24);
+      expect(usdOf(model, 's3StandardGbMonth')).toBeCloseTo(gbPerMonth * standardMonths * 0.023, 8);
+      expect(usdOf(model, cold)).toBeCloseTo(gbPerMonth * (months - standardMonths) * usdPerGbMonth, 8);
+    },
+  );
+
+  it('keeps a month of data in S3 Standard only', () => {
     // Act
-    const year = pipelineCost();
     const month = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, retentionMonths: 1 });
-    // Assess: 262,800 rows × 356 B = 0.0936 GB per GPU per month of data
-    const gbPerMonth = (262_800 * 356) / 1e9;
-    const standardMonths = 30 / (730 / 24);
-    expect(usdOf(year, 's3StandardGbMonth')).toBeCloseTo(gbPerMonth * standardMonths * 0.023, 8);
-    expect(usdOf(year, 's3StandardIaGbMonth')).toBeCloseTo(gbPerMonth * (12 - standardMonths) * 0.0125, 8);
-    expect(month.items.map((i) => i.price)).not.toContain('s3TransitionRequest');
-    expect(month.items.map((i) => i.price)).not.toContain('s3StandardIaGbMonth');
-    expect(usdOf(month, 's3StandardGbMonth')).toBeCloseTo(gbPerMonth * 0.023, 8);
+    // Assess
+    const prices = month.items.map((i) => i.price);
+    for (const p of ['s3TransitionRequest', 's3StandardIaGbMonth', 's3GlacierIrGbMonth'] as const)
+      expect(prices).not.toContain(p);
+    expect(usdOf(month, 's3StandardGbMonth')).toBeCloseTo(((262_800 * 356) / 1e9) * 0.023, 8);
   });
 
   it('prices the Timestream option: 2 write units per 1,430 B record, 24 h in memory, the rest magnetic', () => {
