@@ -9,6 +9,7 @@ import {
   MAX_FLUSH_WINDOW_S,
 } from '../lambdas/contract';
 import type { Clock } from './clock';
+import type { ProcessOwner } from './sources/process-owner';
 import type { SourceRegistry } from './sources/source-registry';
 import { GpuRow, rowFromSample } from './window/gpu-row';
 import type { GpuSample } from './window/gpu-sample';
@@ -34,7 +35,7 @@ export interface HorizonLike {
   window(gpu: GpuIdentity, end: Date): GpuWindow | undefined;
 }
 
-/** Deduplicates XIDs seen by both NVML and the kernel log (agent/sources/xid-merge.ts). */
+/** Deduplicates XIDs seen by both NVML and the kernel log, and keeps one `gpu_lost` per GPU (agent/sources/xid-merge.ts). */
 export interface XidMergerLike {
   /** True: emit the event; false: a duplicate of one already emitted. */
   add(event: GpuEvent): boolean;
@@ -103,6 +104,18 @@ export interface AgentLoopOptions {
   readonly clock: Clock;
   /** Called once per condition worth an operator's attention (send failure, drops). */
   readonly onWarning?: (message: string, data?: Record<string, unknown>) => void;
+  /**
+   * Finds the owner (pod, Slurm job, systemd unit) of the processes of each closing window, from
+   * their cgroups (`ProcessOwnerReader`, `agent/sources/process-owner.ts`); must not throw.
+   * @default none: processes carry no owner
+   */
+  readonly processOwners?: ProcessOwnersLike;
+}
+
+/** Finds the owners of GPU processes (`ProcessOwnerReader`). */
+export interface ProcessOwnersLike {
+  /** The owner of each pid given (`{}` when unknown); never rejects. */
+  owners(pids: Iterable<number>): Promise<ReadonlyMap<number, ProcessOwner>>;
 }
 
 /**
@@ -200,11 +213,16 @@ export class AgentLoop {
 
   /**
    * Adds an event from another source (NVML event watcher, kernel log follower, IMDS poller).
-   * XIDs go through the merger (a duplicate of the other source is dropped); a critical event
+   * XIDs and `gpu_lost` events go through the merger (a duplicate of the other source, a GPU already reported lost, is dropped); a critical event
    * makes the running loop flush at once.
    */
   pushEvent(event: GpuEvent): void {
-    if (event.kind === 'xid' && this.options.xidMerger && !this.options.xidMerger.add(event)) return;
+    if (
+      (event.kind === 'xid' || event.kind === 'gpu_lost') &&
+      this.options.xidMerger &&
+      !this.options.xidMerger.add(event)
+    )
+      return;
     this.events.push(event);
     if (CRITICAL_EVENT_KINDS.has(event.kind)) {
       this.urgent = true;
@@ -291,16 +309,31 @@ export class AgentLoop {
       if (sendNow) this.kickDrain(end);
       return [];
     }
+    // After the reset: an event a source reports while the cgroups are read goes to the next window.
+    const owned = await this.withOwners(windows);
     const batches = this.options.builder.build({
       host: this.options.host,
       agent: { ...this.options.agent, stats: { ...this.stats } },
-      windows,
+      windows: owned,
       efa,
       events,
     });
     await this.deliver(batches);
     if (sendNow) this.kickDrain(end);
     return batches;
+  }
+
+  /** The windows with each process's owner added (flush windows only carry processes). */
+  private async withOwners(windows: GpuWindow[]): Promise<GpuWindow[]> {
+    const reader = this.options.processOwners;
+    const pids = windows.flatMap((w) => w.processes?.map((p) => p.pid) ?? []);
+    if (reader === undefined || pids.length === 0) return windows;
+    const owners = await reader.owners(pids);
+    return windows.map((w) =>
+      w.processes === undefined
+        ? w
+        : { ...w, processes: w.processes.map((p) => ({ ...p, ...owners.get(p.pid) })) },
+    );
   }
 
   /**

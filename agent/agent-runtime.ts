@@ -12,6 +12,7 @@ import { EfaWindowSource } from './sources/efa-window-source';
 import { KmsgSource } from './sources/kmsg-source';
 import { NvmlEventSource } from './sources/nvml/nvml-event-source';
 import { NvmlGpuSource } from './sources/nvml/nvml-gpu-source';
+import { ProcessOwnerReader } from './sources/process-owner';
 import type { AgentSource, SourceTimers } from './sources/source';
 import type { SourceRegistry } from './sources/source-registry';
 
@@ -82,7 +83,8 @@ export const INSTANCE_EVENT_POLL_MS = 5000;
  * events and the kernel log merged without doubles, EFA counters, IMDS identity and spot notices,
  * a trailing horizon, and durable delivery through the on-disk spool to the API (SigV4, gzip).
  * The sources are chosen here; the agent is built by {@link composeAgent}, as a playback's is.
- * `seq` continues from the last batch the spool saw, so a restart leaves no false gap.
+ * `seq` continues above the highest the spool ever acknowledged (its append mark, kept even when
+ * damage destroyed that batch), so a restart leaves no false gap and never reuses a lost number.
  *
  * @throws {NvmlUnavailableError} when the NVML library cannot be loaded or initialised
  * @throws {RangeError} when the identity cannot be resolved (IMDS off or down, no override)
@@ -134,6 +136,8 @@ export async function startAgentRuntime(opts: AgentRuntimeOptions): Promise<Agen
     ...(opts.timers ? { timers: opts.timers } : {}),
     // V8's gc() when node runs with --expose-gc (the systemd unit does; see AgentLoopOptions.collectGarbage).
     ...(typeof globalThis.gc === 'function' ? { collectGarbage: globalThis.gc } : {}),
+    // NVML's pids are the host's: /proc here is the host's (a pod runs with hostPID: true).
+    processOwners: new ProcessOwnerReader(),
   });
   const { loop, host, opened } = agent;
 

@@ -1,6 +1,6 @@
 import { MAX_FUTURE_S, MAX_PAST_S } from '../lambdas/contract/constants';
 import type { AgentInfo, Batch, GpuEvent, Host } from '../lambdas/contract/schema';
-import { AgentLoop, type DeliveryLike } from './agent-loop';
+import { AgentLoop, type DeliveryLike, type ProcessOwnersLike } from './agent-loop';
 import type { Clock } from './clock';
 import { BatchBuilder } from './send/batcher';
 import { MemorySink } from './send/memory-sink';
@@ -89,6 +89,11 @@ export interface ComposeAgentOptions {
   readonly timers?: SourceTimers;
   /** A full garbage collection the loop runs when idle (see `AgentLoopOptions.collectGarbage`). @default none */
   readonly collectGarbage?: () => void;
+  /**
+   * Finds each window's process owners from their cgroups (`ProcessOwnerReader` on a host; a
+   * playback's pids are not the host's, so it passes none). @default none
+   */
+  readonly processOwners?: ProcessOwnersLike;
 }
 
 /** An agent {@link composeAgent} built: its loop, its sources, and what stops them. */
@@ -198,6 +203,7 @@ export async function composeAgent(options: ComposeAgentOptions): Promise<Compos
       ...(cadence.flushIntervalS === undefined ? {} : { flushIntervalS: cadence.flushIntervalS }),
       ...(cadence.sendIntervalS === undefined ? {} : { sendIntervalS: cadence.sendIntervalS }),
       ...(options.collectGarbage ? { collectGarbage: options.collectGarbage } : {}),
+      ...(options.processOwners ? { processOwners: options.processOwners } : {}),
       clock,
       onWarning: warn,
     });

@@ -13,8 +13,8 @@ export interface ContextSource {
  * context key named as its prop: `store`, `databaseName`, `telemetryRetentionDays`,
  * `firehoseBufferIntervalSeconds`, `memoryRetentionHours`, `magneticRetentionDays`,
  * `remediationMode`, `organizationId`, `throttlingRateLimit`, `throttlingBurstLimit`, `webAclArn`,
- * `apiGatewayCloudWatchRole` and `tracing` (`true|false`), `ingestReservedConcurrency` (an integer ≥ 0),
- * `priceOverridesUsdPerHour`, `priceRates` and
+ * `apiGatewayCloudWatchRole`, `requireInstanceCredentials` and `tracing` (`true|false`),
+ * `ingestReservedConcurrency` (an integer ≥ 0), `priceOverridesUsdPerHour`, `priceRates` and
  * `alertEmails` (JSON), `agentRoleArns`, `metricsTeams` and `fleetRegions` (comma-separated or a
  * JSON list), `ingest5xxRateThreshold`, `wasteRatePercentThreshold`. Values are only converted
  * here (CLI context values arrive as strings); the stack validates them and fails synth with the
@@ -24,7 +24,7 @@ export interface ContextSource {
  * @param context - the app's node
  * @param env - the process environment (`CDK_DEFAULT_ACCOUNT`, `CDK_DEFAULT_REGION`)
  * @returns the props; an unset key leaves its prop `undefined` (the stack's default)
- * @throws {PropsValidationError} when `apiGatewayCloudWatchRole` or `tracing` is not `true`/`false`,
+ * @throws {PropsValidationError} when a `true|false` key is something else,
  *   `ingestReservedConcurrency` is not an integer ≥ 0 (the message says the account's Lambda
  *   concurrency quota must be ≥ N + 100) or a JSON value does not parse, naming the key
  */
@@ -43,6 +43,7 @@ export function stackPropsFromContext(context: ContextSource, env: NodeJS.Proces
     magneticRetentionDays: read.number('magneticRetentionDays'),
     remediationMode: read.string('remediationMode') as GpuSentinelStackProps['remediationMode'],
     organizationId: read.string('organizationId'),
+    requireInstanceCredentials: read.boolean('requireInstanceCredentials'),
     throttlingRateLimit: read.number('throttlingRateLimit'),
     throttlingBurstLimit: read.number('throttlingBurstLimit'),
     webAclArn: read.string('webAclArn'),

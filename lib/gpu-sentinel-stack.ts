@@ -110,6 +110,14 @@ export interface GpuSentinelStackProps extends StackProps {
    */
   readonly organizationId?: string;
   /**
+   * Keep the ingest API's `DenyWithoutInstanceCredentials` resource-policy statement (only
+   * credentials an EC2 instance got from its instance profile, `ec2:SourceInstanceARN`). `false`
+   * (`-c requireInstanceCredentials=false`) drops it where API Gateway does not evaluate that key
+   * and every agent gets 403; the handler's own checks still apply. See `IngestApiProps`.
+   * @default true
+   */
+  readonly requireInstanceCredentials?: boolean;
+  /**
    * Further IAM roles (besides the stack's own `AgentRole`) whose EC2 instance-profile sessions may
    * send batches, e.g. an existing training cluster's node role: ARNs, `*`/`?` wildcards allowed
    * (`arn:aws:iam::*:role/GpuNodeRole` for every account of the organization). Give each role the
@@ -337,6 +345,7 @@ export class GpuSentinelStack extends Stack {
     return new IngestApi(this, 'IngestApi', {
       handler: this.ingest.function,
       organizationId: props.organizationId,
+      requireInstanceCredentials: props.requireInstanceCredentials,
       agentRoleArns: [this.agentRole.role.roleArn, ...(props.agentRoleArns ?? [])],
       throttlingRateLimit: props.throttlingRateLimit,
       throttlingBurstLimit: props.throttlingBurstLimit,

@@ -39,6 +39,16 @@ export interface IngestApiProps {
    */
   readonly agentRoleArns: readonly string[];
   /**
+   * Keep the resource policy's `DenyWithoutInstanceCredentials` statement, which refuses requests
+   * whose credentials carry no `ec2:SourceInstanceARN` (IAM sets the key for credentials an EC2
+   * instance got from its instance profile). `false` drops it, for an account where API Gateway
+   * does not evaluate the key and every agent gets 403 (`gpu-sentinel doctor` names the case); the
+   * other Deny and the handler's checks (an agent-role session named after a running instance of
+   * this account) still apply.
+   * @default true
+   */
+  readonly requireInstanceCredentials?: boolean;
+  /**
    * Stage-wide steady-state request rate, requests per second, > 0. The account-wide limit is
    * 10,000 rps in most regions (API Gateway quotas page).
    * @default 1000
@@ -134,7 +144,7 @@ export class IngestApi extends Construct {
       removalPolicy: RemovalPolicy.RETAIN,
     }).logGroup;
     this.api = this.createRestApi({
-      policy: agentResourcePolicy(organizationId, agentRoleArns),
+      policy: agentResourcePolicy(organizationId, agentRoleArns, props.requireInstanceCredentials ?? true),
       cloudWatchRole,
       throttlingRateLimit,
       throttlingBurstLimit,
@@ -275,11 +285,13 @@ export class IngestApi extends Construct {
  *
  * @param organizationId - AWS Organizations id, or undefined for this account only
  * @param agentRoleArns - the agent roles (ArnLike patterns)
+ * @param requireInstanceCredentials - keep `DenyWithoutInstanceCredentials`. @default true
  * @returns the policy document
  */
 export function agentResourcePolicy(
   organizationId: string | undefined,
   agentRoleArns: readonly string[],
+  requireInstanceCredentials = true,
 ): iam.PolicyDocument {
   const resources = [`execute-api:/${INGEST_STAGE_NAME}/POST${BATCHES_PATH}`];
   const allow =
@@ -312,7 +324,9 @@ export function agentResourcePolicy(
   const denyOtherCredentials = deny('DenyWithoutInstanceCredentials', {
     Null: { [INSTANCE_CREDENTIALS_CONDITION_KEY]: 'true' },
   });
-  return new iam.PolicyDocument({ statements: [allow, denyOtherRoles, denyOtherCredentials] });
+  return new iam.PolicyDocument({
+    statements: [allow, denyOtherRoles, ...(requireInstanceCredentials ? [denyOtherCredentials] : [])],
+  });
 }
 
 function validateAgentRoleArns(arns: readonly string[]): readonly string[] {

@@ -98,7 +98,7 @@ export interface IngestFunctionProps {
   readonly state: RemediationState;
   /**
    * What the function does about broken instances: `off`, `notify` or `replace` (docs/design.md §8).
-   * Only `replace` grants `autoscaling:SetInstanceHealth` and `ec2:CreateTags`.
+   * Only `replace` grants `autoscaling:SetInstanceHealth`, `ec2:CreateTags` and `ec2:RebootInstances`.
    * @default 'replace'
    */
   readonly remediationMode?: RemediationMode;
@@ -188,7 +188,8 @@ export interface IngestFunctionProps {
  *   unless the group is tagged `gpu-sentinel:remediation=off` (condition
  *   `StringNotEquals aws:ResourceTag/gpu-sentinel:remediation = off`: groups need no tag to be
  *   managed, and the opt-out is enforced by IAM as well as by the domain policy), and
- *   `ec2:CreateTags` on the account's instances limited to the tag key `gpu-sentinel:quarantine`;
+ *   `ec2:CreateTags` on the account's instances limited to the tag key `gpu-sentinel:quarantine`,
+ *   and `ec2:RebootInstances` on the account's instances unless tagged `gpu-sentinel:remediation=off`;
  * - with `tracing`: `xray:PutTraceSegments`, `xray:PutTelemetryRecords` (added by active tracing, `*`).
  * ARNs use region `*`: agents in any region may report to this API.
  *
@@ -306,7 +307,8 @@ export class IngestFunction extends SentinelFunction {
 
   /**
    * `replace` mode: `autoscaling:SetInstanceHealth` on the account's Auto Scaling groups unless
-   * tagged `gpu-sentinel:remediation=off`, and `ec2:CreateTags` of the quarantine tag key only.
+   * tagged `gpu-sentinel:remediation=off`, `ec2:CreateTags` of the quarantine tag key only, and
+   * `ec2:RebootInstances` on instances not tagged `gpu-sentinel:remediation=off`.
    */
   private grantRemediation(): void {
     this.role.addToPrincipalPolicy(
@@ -325,6 +327,16 @@ export class IngestFunction extends SentinelFunction {
         conditions: { 'ForAllValues:StringEquals': { 'aws:TagKeys': [QUARANTINE_TAG] } },
       }),
     );
+    // The ladder's first step (docs/remediation.md): a reboot resets every GPU; not on opted-out instances.
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['ec2:RebootInstances'],
+        resources: [instanceArnPattern()],
+        conditions: {
+          StringNotEquals: { [`aws:ResourceTag/${REMEDIATION_OPT_OUT_TAG}`]: REMEDIATION_OPT_OUT_VALUE },
+        },
+      }),
+    );
     Validations.of(this.role).acknowledge(
       {
         id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:autoscaling:*:<AWS::AccountId>:autoScalingGroup:*:autoScalingGroupName/*]`,
@@ -336,7 +348,8 @@ export class IngestFunction extends SentinelFunction {
         id: 'AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:*:<AWS::AccountId>:instance/*]',
         reason:
           'Quarantine tags go on any GPU instance of the account outside an Auto Scaling group; CreateTags is ' +
-          'limited to the single tag key gpu-sentinel:quarantine (ForAllValues:StringEquals aws:TagKeys).',
+          'limited to the single tag key gpu-sentinel:quarantine (ForAllValues:StringEquals aws:TagKeys); ' +
+          'RebootInstances (a reboot resets every GPU) is denied on instances tagged gpu-sentinel:remediation=off.',
       },
     );
   }

@@ -40,17 +40,33 @@ function withConfigFlags(command: Command): Command {
   return command;
 }
 
+/** What the agent's commands read and where their exit code goes, when not the process's own. */
+export interface AgentCommandsIo {
+  /** Environment the options resolve from (`GPU_SENTINEL_*`). @default process.env */
+  readonly env?: NodeJS.ProcessEnv;
+  /** Receives the exit code of `agent` and `doctor`. @default sets `process.exitCode` */
+  readonly setExitCode?: (code: number) => void;
+}
+
 /**
- * Registers `agent` and the config-printing command on `program`.
+ * Registers `agent`, `doctor` and the config-printing command on `program`.
  * @param program - the commander program
  * @param configCommand - name of the command that prints the resolved configuration
  * @param write - stdout writer
+ * @param io - environment and exit-code sink @default the process's
  */
 export function registerAgentCommands(
   program: Command,
   configCommand: string,
   write: (s: string) => void,
+  io: AgentCommandsIo = {},
 ): void {
+  const env = io.env ?? process.env;
+  const setExitCode =
+    io.setExitCode ??
+    ((code: number) => {
+      process.exitCode = code;
+    });
   withConfigFlags(
     program
       .command('agent')
@@ -60,14 +76,37 @@ export function registerAgentCommands(
   ).action(async (opts: Record<string, unknown>) => {
     const { config } = loadAgentConfig({
       ...(typeof opts.config === 'string' ? { file: opts.config } : {}),
-      env: process.env,
+      env,
       flags: flagValues(opts),
     });
-    process.exitCode = await runAgentCommand(
-      config,
-      { once: opts.once === true, print: opts.print === true },
-      write,
+    setExitCode(
+      await runAgentCommand(config, { once: opts.once === true, print: opts.print === true }, write),
     );
+  });
+
+  withConfigFlags(
+    program
+      .command('doctor')
+      .description(
+        "Check this host for the agent, each check with ✓/✗ and the fix: NVML, profiling (GPM or dcgm-exporter), /dev/kmsg, EFA sysfs, IMDSv2, the credentials' role, the endpoint and a signed probe that stores nothing; exits 1 when a check fails",
+      )
+      .option(
+        '--checks <ids>',
+        'report only these checks, comma-separated: nvml, profiling, kmsg, efa, imds, credentials, endpoint, probe (e.g. nvml,profiling,kmsg,efa in an AMI build)',
+      ),
+  ).action(async (opts: Record<string, unknown>) => {
+    const { config } = loadAgentConfig({
+      ...(typeof opts.config === 'string' ? { file: opts.config } : {}),
+      env,
+      flags: flagValues(opts),
+    });
+    // Loaded only for this command: the running agent never parses the doctor's checks.
+    const [{ runDoctorCommand }, { parseDoctorChecks }] = await Promise.all([
+      import('./doctor-command'),
+      import('../doctor/run-doctor'),
+    ]);
+    const only = typeof opts.checks === 'string' ? parseDoctorChecks(opts.checks) : undefined;
+    setExitCode(await runDoctorCommand(config, write, only));
   });
 
   withConfigFlags(
@@ -82,7 +121,7 @@ export function registerAgentCommands(
     }
     const loaded = loadAgentConfig({
       ...(typeof opts.config === 'string' ? { file: opts.config } : {}),
-      env: process.env,
+      env,
       flags: flagValues(opts),
     });
     const sources = Object.fromEntries(

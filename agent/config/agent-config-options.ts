@@ -154,6 +154,14 @@ export const AGENT_CONFIG_OPTIONS: readonly AgentConfigOption[] = Object.freeze(
     kind: 'string',
     description: 'Identity override: availability zone.',
   }),
+  row('agentRoleArn', {
+    unit: '',
+    defaultNote: 'none (the doctor then does not compare roles)',
+    expected: 'an IAM role ARN like `arn:aws:iam::123456789012:role/GpuNodeRole`',
+    kind: 'string',
+    description:
+      "The stack's agent role (output `AgentRoleArn`); `gpu-sentinel doctor` checks the host's credentials are its instance session. The agent does not read it.",
+  }),
   row('spoolDir', {
     unit: '',
     expected: 'an absolute path',

@@ -84,6 +84,13 @@ const schema = v.strictObject({
   instanceType: v.optional(matchingRule(INSTANCE_TYPE_RULE)),
   /** Identity override: availability zone. @default from IMDS */
   az: v.optional(matchingRule(AZ_RULE)),
+  /**
+   * The stack's agent role (output `AgentRoleArn`): `gpu-sentinel doctor` checks the host's
+   * credentials are this role's instance session. The agent itself does not read it. @default none
+   */
+  agentRoleArn: v.optional(
+    v.pipe(v.string(), v.regex(/^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/)),
+  ),
   /** On-disk spool of undelivered batches, absolute path. @default '/var/lib/gpu-sentinel/spool' */
   spoolDir: v.optional(absolutePath, '/var/lib/gpu-sentinel/spool'),
   /** Spool bound, bytes, integer 1 MiB..64 GiB; past it the oldest batches are dropped and counted. @default 268435456 (256 MiB) */

@@ -17,7 +17,7 @@ import { AgentError } from '../errors';
 import { AGENT_VERSION } from '../version';
 
 /** Repository root, from this file's place in `agent/packaging/`. */
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** CPU architectures the bundle is built for (EC2 GPU instances: x64; Graviton g5g: arm64). */
 export const AGENT_BUNDLE_ARCHES = ['x64', 'arm64'] as const;
@@ -34,7 +34,7 @@ export const AGENT_BUNDLE_FILE = 'gpu-sentinel-agent.mjs';
 export const AGENT_BUNDLE_CHUNKS_DIR = 'chunks';
 
 /** Files of `agent/packaging/` shipped next to the bundle, for install.sh to lay down. */
-const SHIPPED_FILES = [
+export const SHIPPED_FILES = [
   'install.sh',
   'install-common.sh',
   'gpu-sentinel-agent.service',
@@ -76,8 +76,8 @@ export const AGENT_BUNDLE_STUBS: Readonly<Record<string, { importer: RegExp; con
   },
 };
 
-/** The esbuild plugin that swaps {@link AGENT_BUNDLE_STUBS} in. */
-function stubPlugin(): Plugin {
+/** The esbuild plugin that swaps {@link AGENT_BUNDLE_STUBS} in (the ESM bundle's and the single executable's). */
+export function stubPlugin(): Plugin {
   const names = Object.keys(AGENT_BUNDLE_STUBS).map((n) => n.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'));
   return {
     name: 'gpu-sentinel-agent-stubs',
@@ -246,13 +246,16 @@ export async function buildAgentBundle(options: BuildAgentBundleOptions = {}): P
  * build tooling) and `@koromix/koffi-linux-<arch>` into `nodeModules`, keeping the layout koffi's
  * loader looks for (`koffi/src/koffi/index.js` requires `@koromix/koffi-linux-<arch>`).
  *
+ * @param nodeModules - the `node_modules` folder to write
+ * @param arch - the target architecture
+ * @param native - the folder of `@koromix/koffi-linux-<arch>` @default the installed one, next to koffi
  * @throws {AgentError} when the native package for `arch` is not installed
  */
-function copyKoffi(nodeModules: string, arch: AgentBundleArch): void {
+export function copyKoffi(nodeModules: string, arch: AgentBundleArch, native?: string): void {
   const require = createRequire(join(ROOT, 'package.json'));
   const koffiDir = dirname(require.resolve('koffi'));
   const nativeName = `@koromix/koffi-linux-${arch}`;
-  const nativeDir = join(dirname(koffiDir), ...nativeName.split('/'));
+  const nativeDir = native ?? join(dirname(koffiDir), ...nativeName.split('/'));
   if (!existsSync(join(nativeDir, 'package.json')))
     throw new AgentError(
       `Expected koffi's native package ${nativeName} in ${relative(ROOT, dirname(nativeDir))}, got nothing; install it (npm install --no-save --force ${nativeName}@${koffiVersion(koffiDir)}) or build on a linux-${arch} machine`,

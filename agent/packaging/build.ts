@@ -1,9 +1,12 @@
 import { parseArgs } from 'node:util';
 import { AGENT_BUNDLE_ARCHES, type AgentBundleArch, buildAgentBundle } from './build-agent-bundle';
+import { buildAgentSea } from './build-agent-sea';
 
 /**
- * Builds the agent bundle: `npx tsx agent/packaging/build.ts [--out dist/agent] [--arch x64|arm64]
- * [--tarball] [--no-minify]`. Prints the folder, the bundle size and the tarball.
+ * Builds the agent: `npx tsx agent/packaging/build.ts [--sea] [--out DIR] [--arch x64|arm64]
+ * [--tarball] [--no-minify]`. Without `--sea`: the ESM bundle a host's Node.js runs (dist/agent);
+ * with `--sea`: the single executable, no Node.js needed on the host (dist/agent-<arch>; fetches
+ * the Node.js binary and postject from the npm registry once). Prints the folder, sizes, tarball.
  */
 const { values } = parseArgs({
   options: {
@@ -12,11 +15,24 @@ const { values } = parseArgs({
     tarball: { type: 'boolean', default: false },
     /** Readable output without source maps (minified with `.map` files by default). */
     'no-minify': { type: 'boolean', default: false },
+    /** The single executable (Node.js 24 with the bundle injected) instead of the ESM bundle. */
+    sea: { type: 'boolean', default: false },
   },
 });
 if (values.arch !== undefined && !(AGENT_BUNDLE_ARCHES as readonly string[]).includes(values.arch)) {
   process.stderr.write(`Expected \`--arch\` to be one of x64, arm64, got \`${values.arch}\` (string)\n`);
   process.exit(2);
+}
+if (values.sea) {
+  const sea = await buildAgentSea({
+    ...(values.out ? { outDir: values.out } : {}),
+    ...(values.arch ? { arch: values.arch as AgentBundleArch } : {}),
+    tarball: values.tarball,
+  });
+  process.stdout.write(
+    `agent executable: ${sea.executable} (${(sea.executableBytes / 1024 / 1024).toFixed(1)} MiB, bundle ${(sea.bundleBytes / 1024 / 1024).toFixed(2)} MiB)${sea.tarball ? `\ntarball: ${sea.tarball}` : ''}\n`,
+  );
+  process.exit(0);
 }
 const bundle = await buildAgentBundle({
   ...(values.out ? { outDir: values.out } : {}),

@@ -1,12 +1,14 @@
 # Packer: bake the gpu-sentinel agent into a GPU AMI (amazon-ebs builder).
-# Build the tarball first: npx tsx agent/packaging/build.ts --tarball
-# (dist/gpu-sentinel-agent-<version>-linux-<arch>.tar.gz). The AMI needs Node.js >= 20.
+# Build the tarball first: npx tsx agent/packaging/build.ts --sea --tarball --arch x64|arm64
+# (dist/gpu-sentinel-agent-<version>-linux-<arch>.tar.gz: the single executable, Node.js inside; the
+# AMI needs no runtime). Give the tarball of the AMI's architecture: linux-x64 for x86 GPU instances,
+# linux-arm64 for Graviton (g5g) and Grace (p6e); install.sh refuses another.
 # A100 AMIs (p4d, p4de: no NVML GPM): set gpu_sentinel_dcgm_exporter_image to also install
 # dcgm-exporter with the DCGM profiling counters (needs Docker and the NVIDIA Container Toolkit).
 
 variable "gpu_sentinel_bundle" {
   type        = string
-  description = "Path of gpu-sentinel-agent-<version>-linux-<arch>.tar.gz on the Packer host"
+  description = "Path of gpu-sentinel-agent-<version>-linux-<arch>.tar.gz on the Packer host, <arch> the AMI's (x64 or arm64)"
 }
 
 variable "gpu_sentinel_endpoint" {
@@ -37,7 +39,6 @@ build {
     execute_command  = "chmod +x {{ .Path }}; sudo -E bash '{{ .Path }}'"
     inline = [
       "set -euo pipefail",
-      "command -v node >/dev/null || { echo 'Node.js >= 20 is required' >&2; exit 1; }",
       "mkdir -p /tmp/gpu-sentinel && tar -xzf /tmp/gpu-sentinel-agent.tar.gz -C /tmp/gpu-sentinel",
       "/tmp/gpu-sentinel/agent/install.sh $${GPU_SENTINEL_ENDPOINT_URL:+--endpoint \"$GPU_SENTINEL_ENDPOINT_URL\"}",
       "gpu-sentinel-agent --version",

@@ -2,9 +2,11 @@ import {
   type GpuEvent,
   type GpuIdentity,
   type GpuMetrics,
+  type K8sWorkload,
   PROFILING_METRIC_NAMES,
 } from '../../lambdas/contract';
 import type { DcgmGpuReading } from '../sources/dcgm-exporter';
+import { workloadsFromDcgm } from '../sources/dcgm-workload';
 import type { AgentSource, SampleSink, SourceSupport } from '../sources/source';
 import type { GpuSample } from '../window/gpu-sample';
 import { DueEvents } from './due-events';
@@ -69,6 +71,9 @@ export class ReplayGpuSource implements AgentSource {
   readonly #identities: readonly GpuIdentity[];
   readonly #nvlink = new Map<number, { tx: number; rx: number; atMs: number }>();
   readonly #events: DueEvents;
+  /** The scrape played at the last sample, and the pods its labels name by GPU index (computed once per scrape). */
+  #scrape: readonly DcgmGpuReading[] | undefined;
+  readonly #pods = new WeakMap<readonly DcgmGpuReading[], ReadonlyMap<number, K8sWorkload>>();
 
   /** @param options - see {@link ReplayGpuSourceOptions} */
   constructor(options: ReplayGpuSourceOptions) {
@@ -96,8 +101,28 @@ export class ReplayGpuSource implements AgentSource {
     const { scrapes, startMs, windowMs } = this.#options;
     const k = Math.max(0, Math.ceil((nowMs - startMs) / windowMs) - 1);
     const scrape = scrapes.length > 0 ? (scrapes[k % scrapes.length] ?? []) : [];
+    this.#scrape = scrape;
     for (const reading of scrape) into.gpu(this.#toSample(reading, nowMs));
     for (const event of this.#events.take(nowMs)) into.event(event);
+  }
+
+  /**
+   * The pod holding a GPU in the scrape played now, from its `namespace` / `pod` / `container` labels
+   * (as on a host, `workloadsFromDcgm`), so a replayed Kubernetes node keeps its pods: the window's
+   * `k8s`, held-idle instead of idle, `report --by pod`. Labels outside the contract are left out.
+   *
+   * @param gpu - the GPU, by index
+   * @returns the pod, or `undefined` when no pod holds it or nothing was played yet
+   */
+  workload(gpu: GpuIdentity): K8sWorkload | undefined {
+    const scrape = this.#scrape;
+    if (scrape === undefined) return undefined;
+    let pods = this.#pods.get(scrape);
+    if (pods === undefined) {
+      pods = new Map(workloadsFromDcgm(scrape).held.map(({ gpu: g, k8s }) => [g.index, k8s]));
+      this.#pods.set(scrape, pods);
+    }
+    return pods.get(gpu.index);
   }
 
   /** Nothing to free. */

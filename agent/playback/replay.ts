@@ -16,6 +16,7 @@ import {
 import { ReplayManifestError } from '../errors';
 import { type DcgmExporterParse, parseDcgmExporterText } from '../sources/dcgm-exporter';
 import { type KernelLogParse, type KernelLogTime, parseKernelLog, toXidEvent } from '../sources/kmsg';
+import { findGpuLost, type GpuLostRecord, toGpuLostEvent } from '../sources/kmsg-gpu-lost';
 import { playBatches } from './playback';
 import { ReplayGpuSource } from './replay-gpu-source';
 
@@ -66,8 +67,15 @@ export interface ReplayHost {
   readonly host: Host;
   /** Parsed scrapes, in manifest order (absolute `file`). */
   readonly scrapes: readonly { readonly file: string; readonly parse: DcgmExporterParse }[];
-  /** Parsed kernel logs, in manifest order (absolute `file`). */
-  readonly kernel_logs: readonly { readonly file: string; readonly parse: KernelLogParse }[];
+  /**
+   * Parsed kernel logs, in manifest order (absolute `file`): the Xid lines (`parse`) and the lines
+   * that say a GPU is gone (`lost`, agent/sources/kmsg-gpu-lost.ts).
+   */
+  readonly kernel_logs: readonly {
+    readonly file: string;
+    readonly parse: KernelLogParse;
+    readonly lost: readonly GpuLostRecord[];
+  }[];
 }
 
 /** A loaded replay manifest. */
@@ -149,7 +157,7 @@ export async function loadReplayManifest(path: string): Promise<ReplayManifest> 
       const logs = await Promise.all(
         kernel_logs.map(async (rel, j) => {
           const f = await read(rel, `hosts[${i}].kernel_logs[${j}]`);
-          return { file: f.file, parse: parseKernelLog(f.text) };
+          return { file: f.file, parse: parseKernelLog(f.text), lost: findGpuLost(f.text) };
         }),
       );
       return { host: stripUndefined(identity) as Host, scrapes, kernel_logs: logs };
@@ -202,7 +210,7 @@ export async function buildReplayBatches(
       scrapes: rh.scrapes.map((s) => s.parse.gpus),
       startMs: firstStartMs,
       windowMs,
-      events: rh.kernel_logs.flatMap((log) => rebase(log.parse, nowMs)),
+      events: rh.kernel_logs.flatMap((log) => rebase(log.parse, log.lost, nowMs)),
     });
     const batches = await playBatches(
       { host: rh.host, agent: agentInfo(rh, opts.agentVersion), sources: [source] },
@@ -234,20 +242,31 @@ function seconds(t: KernelLogTime): number {
   return t.kind === 'wall' ? t.epochMs / 1000 : t.sinceBootS;
 }
 
-/** Re-bases a log's XIDs so its last timed line lands at `nowMs`, keeping relative offsets. */
-function rebase(parse: KernelLogParse, nowMs: number): GpuEvent[] {
+/**
+ * Re-bases a log's XIDs and `gpu_lost` lines so its last timed line lands at `nowMs`, keeping
+ * relative offsets; events in log order (a `gpu_lost` line after the Xid line of the same time).
+ */
+function rebase(parse: KernelLogParse, lost: readonly GpuLostRecord[], nowMs: number): GpuEvent[] {
   const last = parse.lastTime;
   if (!last) return [];
   const oldestMs = nowMs - (MAX_PAST_S - PAST_MARGIN_S) * 1000;
+  const at = (time: KernelLogTime | undefined): KernelLogTime | undefined => {
+    if (!time || time.kind !== last.kind) return undefined;
+    const atMs = nowMs - (seconds(last) - seconds(time)) * 1000;
+    return atMs < oldestMs ? undefined : { kind: 'wall', epochMs: atMs };
+  };
   const events: GpuEvent[] = [];
   for (const record of parse.records) {
-    if (!record.time || record.time.kind !== last.kind) continue;
-    const atMs = nowMs - (seconds(last) - seconds(record.time)) * 1000;
-    if (atMs < oldestMs) continue;
-    const event = toXidEvent({ ...record, time: { kind: 'wall', epochMs: atMs } });
+    const time = at(record.time);
+    const event = time ? toXidEvent({ ...record, time }) : undefined;
     if (event) events.push(event);
   }
-  return events;
+  for (const record of lost) {
+    const time = at(record.time);
+    const event = time ? toGpuLostEvent({ ...record, time }) : undefined;
+    if (event) events.push(event);
+  }
+  return events.sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
 }
 
 function stripUndefined<T extends Record<string, unknown>>(value: T): T {

@@ -10,13 +10,13 @@ import { DIAGNOSES, type Diagnosis } from '../../lambdas/contract';
 
 /**
  * The diagnoses a GPU's own workload reaches: every one of the contract's {@link DIAGNOSES} but
- * `throttled` (heat, shown by the `thermal_throttle` behaviour) and `unknown` (a GPU model without
- * profiling counters, not a workload).
+ * `throttled` (heat, shown by the `thermal_throttle` behaviour), `unknown` (a GPU model without
+ * profiling counters, not a workload) and `awaiting_diagnosis` (a GPU's first minutes, not a workload).
  */
-export type WorkloadDiagnosis = Exclude<Diagnosis, 'throttled' | 'unknown'>;
+export type WorkloadDiagnosis = Exclude<Diagnosis, 'throttled' | 'unknown' | 'awaiting_diagnosis'>;
 
 /** The diagnoses no workload of its own shows (see {@link WorkloadDiagnosis}). */
-const NOT_A_WORKLOAD: ReadonlySet<Diagnosis> = new Set(['throttled', 'unknown']);
+const NOT_A_WORKLOAD: ReadonlySet<Diagnosis> = new Set(['throttled', 'unknown', 'awaiting_diagnosis']);
 
 /**
  * Every behaviour a simulated GPU can show: one per {@link WorkloadDiagnosis}, named as the

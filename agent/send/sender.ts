@@ -5,6 +5,7 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
 import pRetry, { AbortError } from 'p-retry';
 import type { Batch } from '../../lambdas/contract';
+import { PROBE_HEADER } from '../../lambdas/contract/constants';
 import { systemClock } from '../clock';
 import { type ApiErrorBody, SendFailedError, SendRejectedError } from '../errors';
 import { hostCredentialProvider } from './host-credentials';
@@ -226,10 +227,25 @@ export class HttpSender {
     }
   }
 
-  private async post(body: Buffer): Promise<Response> {
+  /**
+   * Posts `batch` once as a signed probe (header {@link PROBE_HEADER} `1`, signed with the rest):
+   * the API runs its identity and contract checks and stores nothing (`gpu-sentinel doctor`). No
+   * retry, no credential refresh: the answer, whatever it is, is what the caller wants to see.
+   *
+   * @param batch - a contract batch (the doctor sends one with no windows)
+   * @returns the HTTP answer: status, headers and body text
+   * @throws {Error} on a network error or timeout (`requestTimeoutMs`), or when credentials cannot be had
+   */
+  async probe(batch: Batch): Promise<{ status: number; headers: Headers; text: string }> {
+    const response = await this.post(gzipSync(JSON.stringify(batch)), { [PROBE_HEADER]: '1' });
+    return { status: response.status, headers: response.headers, text: await response.text() };
+  }
+
+  private async post(body: Buffer, extraHeaders: Record<string, string> = {}): Promise<Response> {
     let headers: Record<string, string> = {
       'content-type': 'application/json',
       'content-encoding': 'gzip',
+      ...extraHeaders,
     };
     if (this.signer) {
       const request = new HttpRequest({

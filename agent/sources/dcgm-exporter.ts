@@ -29,6 +29,52 @@ export interface DcgmGpuReading {
   readonly driver_version?: string;
   /** The other non-empty labels, e.g. `pod`, `namespace`, `container`: the k8s workload holding the GPU. */
   readonly labels: Record<string, string>;
+  /**
+   * The GPU's MIG instances (series labelled `GPU_I_ID` / `GPU_I_PROFILE`), by instance id; absent
+   * when the GPU is not in MIG mode. The GPU's own `gpu_util` is then the instances' GR engine
+   * activity weighted by their share of the GPU's compute slices (see {@link migComputeShare}).
+   */
+  readonly mig_instances?: readonly DcgmMigInstance[];
+}
+
+/** One MIG GPU instance (a slice) as dcgm-exporter reports it. */
+export interface DcgmMigInstance {
+  /** Label `GPU_I_ID`: the GPU instance id on its GPU, integer ≥ 0. */
+  readonly gpu_instance_id: number;
+  /** Label `GPU_I_PROFILE`, e.g. `1g.10gb`, `3g.40gb`; absent when the exporter gives none. */
+  readonly gpu_instance_profile?: string;
+  /** Its share of the GPU's compute slices, 0..1 (`1g` of 7 on A100/H100: 1/7); absent for an unreadable profile. */
+  readonly compute_share?: number;
+  /** `DCGM_FI_PROF_GR_ENGINE_ACTIVE` of the instance, 0..1 (field 1001). */
+  readonly gr_engine_active?: number;
+  /** `DCGM_FI_DEV_FB_USED` of the instance, bytes (where the exporter gives it per instance). */
+  readonly fb_used_bytes?: number;
+  /** The instance's other labels (`pod`, `namespace`, `container`: the pod holding the slice). */
+  readonly labels: Record<string, string>;
+}
+
+/**
+ * Compute slices of a whole GPU in MIG mode: 4 on an A30, 7 on A100, H100, H200 and newer.
+ * Source: NVIDIA MIG user guide, "Supported GPUs" (A30: up to 4 instances, others up to 7).
+ *
+ * @param modelName - label `modelName`, e.g. `NVIDIA A30`
+ * @returns 4 or 7
+ */
+export function migComputeSlices(modelName: string | undefined): number {
+  return modelName !== undefined && /\bA30\b/.test(modelName) ? 4 : 7;
+}
+
+/**
+ * The share of its GPU's compute an instance profile holds: `<n>g.<mem>gb` → n / slices.
+ *
+ * @param profile - `GPU_I_PROFILE`, e.g. `3g.40gb`, `1g.10gb+me`
+ * @param slices - the GPU's compute slices ({@link migComputeSlices})
+ * @returns 0..1, or `undefined` when the profile is not `<n>g…`
+ */
+export function migComputeShare(profile: string | undefined, slices: number): number | undefined {
+  const m = profile === undefined ? null : /^(\d+)g\./.exec(profile);
+  if (!m) return undefined;
+  return Math.min(1, Number(m[1]) / slices);
 }
 
 /** What {@link parseDcgmExporterText} found. */
@@ -114,8 +160,17 @@ export const DCGM_DIRECT_FIELDS: Readonly<Record<string, DirectField>> = {
   DCGM_FI_DEV_ROW_REMAP_PENDING: { metric: 'remapped_rows_pending', convert: nonZero, range: 'boolean' },
 };
 
+/**
+ * `DCGM_FI_PROF_GR_ENGINE_ACTIVE` (1001): the fraction of time any graphics or compute engine was
+ * active. It is `gpu_util` where dcgm-exporter gives no `DCGM_FI_DEV_GPU_UTIL` — always on a MIG GPU,
+ * where DCGM does not report utilization per instance and NVIDIA recommends this field instead
+ * (NVIDIA/dcgm-exporter issues on MIG utilization; docs/detection.md §4).
+ */
+const GR_ENGINE_ACTIVE = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE';
+
 /** Fields combined with others (summed or OR-ed) before they become a metric. */
 const COMBINED = new Set([
+  GR_ENGINE_ACTIVE,
   'DCGM_FI_DEV_FB_FREE',
   'DCGM_FI_DEV_FB_TOTAL',
   'DCGM_FI_DEV_FB_RESERVED',
@@ -134,7 +189,12 @@ const IDENTITY_LABELS = new Set([
   'modelName',
   'Hostname',
   'DCGM_FI_DRIVER_VERSION',
+  'GPU_I_ID',
+  'GPU_I_PROFILE',
 ]);
+
+/** Label names some dcgm-exporter builds write in lower case, and the name this parser reads them by. */
+const LABEL_ALIASES: Readonly<Record<string, string>> = { uuid: 'UUID', hostname: 'Hostname' };
 
 interface Sample {
   readonly name: string;
@@ -146,6 +206,8 @@ interface GpuAcc {
   identity: Record<string, string>;
   labels: Record<string, string>;
   values: Map<string, { value: number; line: number }>;
+  /** MIG instances by `GPU_I_ID`. */
+  instances: Map<number, { profile?: string; labels: Record<string, string>; values: Map<string, number> }>;
 }
 
 /**
@@ -155,7 +217,10 @@ interface GpuAcc {
  * reported in `malformed` and the field is left absent; fields with no contract metric are
  * listed in `ignored_fields`. `fb_total_bytes` comes from `DCGM_FI_DEV_FB_TOTAL`, else from
  * used + free (+ reserved where DCGM reports it); `nvlink_crc_errors` is FLIT + DATA CRC errors;
- * `clocks_event_reasons` is the OR of both names of field 112. With MIG, the last series of a GPU wins.
+ * `clocks_event_reasons` is the OR of both names of field 112. Metric names are read case-blind
+ * (`dcgm_fi_prof_gr_engine_active` is the same field) and label `uuid` as `UUID`. A series labelled
+ * `GPU_I_ID` is a MIG instance's: it goes to the GPU's `mig_instances`, never over the GPU's own
+ * values; a MIG GPU's `gpu_util` is its instances' GR engine activity weighted by compute share.
  *
  * @param text - the scrape body
  * @returns `{ gpus, malformed, ignored_fields }`
@@ -171,11 +236,12 @@ export function parseDcgmExporterText(text: string): DcgmExporterParse {
     const lineNo = i + 1;
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
-    const parsed = parseSampleLine(line);
-    if (typeof parsed === 'string') {
-      malformed.push({ line: lineNo, reason: parsed });
+    const sample = parseSampleLine(line);
+    if (typeof sample === 'string') {
+      malformed.push({ line: lineNo, reason: sample });
       return;
     }
+    const parsed = normalizeSample(sample);
     const known = parsed.name in DCGM_DIRECT_FIELDS || COMBINED.has(parsed.name);
     if (!known) {
       ignored.add(parsed.name);
@@ -199,15 +265,32 @@ export function parseDcgmExporterText(text: string): DcgmExporterParse {
     }
     let acc = byIndex.get(index);
     if (!acc) {
-      acc = { identity: {}, labels: {}, values: new Map() };
+      acc = { identity: {}, labels: {}, values: new Map(), instances: new Map() };
       byIndex.set(index, acc);
     }
+    const instanceLabel = parsed.labels.GPU_I_ID;
+    const instanceId =
+      instanceLabel !== undefined && /^\d{1,3}$/.test(instanceLabel) ? Number(instanceLabel) : undefined;
+    const workload: Record<string, string> = {};
     for (const [k, v] of Object.entries(parsed.labels)) {
       if (v === '') continue;
-      if (IDENTITY_LABELS.has(k)) acc.identity[k] = v;
-      else acc.labels[k] = v;
+      if (IDENTITY_LABELS.has(k)) {
+        if (k !== 'GPU_I_ID' && k !== 'GPU_I_PROFILE') acc.identity[k] = v;
+      } else workload[k] = v;
     }
-    acc.values.set(parsed.name, { value: parsed.value, line: lineNo });
+    if (instanceId === undefined) {
+      Object.assign(acc.labels, workload);
+      acc.values.set(parsed.name, { value: parsed.value, line: lineNo });
+      return;
+    }
+    let inst = acc.instances.get(instanceId);
+    if (!inst) {
+      inst = { labels: {}, values: new Map() };
+      acc.instances.set(instanceId, inst);
+    }
+    if (parsed.labels.GPU_I_PROFILE) inst.profile = parsed.labels.GPU_I_PROFILE;
+    Object.assign(inst.labels, workload);
+    inst.values.set(parsed.name, parsed.value);
   });
   const gpus = [...byIndex.entries()]
     .sort(([a], [b]) => a - b)
@@ -291,6 +374,21 @@ function toReading(
         'count',
       );
   }
+  const instances = migInstances(acc);
+  const gr = v(GR_ENGINE_ACTIVE);
+  if (metrics.gpu_util === undefined && gr) set('gpu_util', gr.value, gr.line, GR_ENGINE_ACTIVE, 'ratio');
+  if (metrics.gpu_util === undefined && instances.length > 0) {
+    const weighted = instances.filter(
+      (i) => i.gr_engine_active !== undefined && i.compute_share !== undefined,
+    );
+    if (weighted.length > 0)
+      metrics.gpu_util = Math.min(
+        1,
+        weighted.reduce((sum, i) => sum + (i.compute_share ?? 0) * (i.gr_engine_active ?? 0), 0),
+      );
+  }
+  if (metrics.fb_used_bytes === undefined && instances.some((i) => i.fb_used_bytes !== undefined))
+    metrics.fb_used_bytes = instances.reduce((sum, i) => sum + (i.fb_used_bytes ?? 0), 0);
   const gpu = toIdentity(index, acc.identity);
   return {
     gpu,
@@ -298,7 +396,41 @@ function toReading(
     ...(acc.identity.Hostname ? { hostname: acc.identity.Hostname } : {}),
     ...(acc.identity.DCGM_FI_DRIVER_VERSION ? { driver_version: acc.identity.DCGM_FI_DRIVER_VERSION } : {}),
     labels: acc.labels,
+    ...(instances.length > 0 ? { mig_instances: instances } : {}),
   };
+}
+
+/** The MIG instances of a GPU, by instance id; a value outside 0..1 (GR) or < 0 (FB) is left absent. */
+function migInstances(acc: GpuAcc): DcgmMigInstance[] {
+  const slices = migComputeSlices(acc.identity.modelName);
+  return [...acc.instances.entries()]
+    .sort(([a], [b]) => a - b)
+    .map(([id, inst]) => {
+      const gr = inst.values.get(GR_ENGINE_ACTIVE);
+      const fb = inst.values.get('DCGM_FI_DEV_FB_USED');
+      const share = migComputeShare(inst.profile, slices);
+      return {
+        gpu_instance_id: id,
+        ...(inst.profile !== undefined ? { gpu_instance_profile: inst.profile } : {}),
+        ...(share !== undefined ? { compute_share: share } : {}),
+        ...(gr !== undefined && gr >= 0 && gr <= 1 ? { gr_engine_active: gr } : {}),
+        ...(fb !== undefined && fb >= 0 ? { fb_used_bytes: mibToBytes(fb) } : {}),
+        labels: inst.labels,
+      };
+    });
+}
+
+/** Upper-cases a `dcgm_fi_*` metric name and renames lower-case label aliases (`uuid` → `UUID`). */
+function normalizeSample(sample: Sample): Sample {
+  const name = /^dcgm_/i.test(sample.name) ? sample.name.toUpperCase() : sample.name;
+  let labels = sample.labels;
+  for (const [alias, canonical] of Object.entries(LABEL_ALIASES)) {
+    if (labels[alias] !== undefined && labels[canonical] === undefined) {
+      const { [alias]: value, ...rest } = labels;
+      labels = { ...rest, [canonical]: value as string };
+    }
+  }
+  return name === sample.name && labels === sample.labels ? sample : { name, labels, value: sample.value };
 }
 
 /** True when `value` fits the contract's range of its metric (a boolean for `boolean` metrics). */

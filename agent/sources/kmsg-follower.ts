@@ -4,6 +4,7 @@ import { StringDecoder } from 'node:string_decoder';
 import koffi from 'koffi';
 import type { GpuEvent } from '../../lambdas/contract';
 import { type KernelLogOptions, parseXidLine, toXidEvent } from './kmsg';
+import { GpuLostDetector, toGpuLostEvent } from './kmsg-gpu-lost';
 
 /**
  * Follows the kernel log live and reports NVRM Xid lines as contract events
@@ -36,7 +37,10 @@ export interface KmsgFollowerOptions {
   readonly path?: string;
   /** When the host booted: turns raw kmsg's µs-since-boot into dates (see {@link bootTimeFromProcStat}). */
   readonly bootTime: Date;
-  /** Called once per Xid record, in log order. Must not throw. */
+  /**
+   * Called once per Xid record and once per line that says a GPU is gone (a `gpu_lost` event,
+   * agent/sources/kmsg-gpu-lost.ts), in log order. Must not throw.
+   */
   readonly onXid: (event: GpuEvent) => void;
   /** Called once per condition: the log cannot be opened, records were lost, a read failed. @default no-op */
   readonly onWarning?: (message: string, data?: Record<string, unknown>) => void;
@@ -54,6 +58,8 @@ export interface KmsgFollowerStats {
   readonly lines: number;
   /** Xid events reported through `onXid`. */
   readonly xids: number;
+  /** `gpu_lost` events reported through `onXid` (before the agent's one-per-GPU merge). */
+  readonly gpuLost: number;
   /** Times the kernel said records were overwritten before they were read (`EPIPE`). */
   readonly overruns: number;
 }
@@ -87,11 +93,12 @@ export class KmsgFollower {
   private readonly maxReads: number;
   private readonly onWarning: (message: string, data?: Record<string, unknown>) => void;
   private readonly warned = new Set<string>();
-  private readonly counts = { lines: 0, xids: 0, overruns: 0 };
+  private readonly counts = { lines: 0, xids: 0, gpuLost: 0, overruns: 0 };
   private readonly buffer = Buffer.alloc(READ_BUFFER_BYTES);
   private handle: KmsgHandle | undefined;
   private pending = '';
   private readonly decoder = new StringDecoder('utf8');
+  private readonly lostDetector: GpuLostDetector;
 
   /** @throws {RangeError} when `maxReadsPerPump` is out of range or `bootTime` is invalid */
   constructor(opts: KmsgFollowerOptions) {
@@ -99,6 +106,7 @@ export class KmsgFollower {
     this.path = opts.path ?? KMSG_DEFAULT_PATH;
     this.maxReads = opts.maxReadsPerPump ?? DEFAULT_MAX_READS_PER_PUMP;
     this.onWarning = opts.onWarning ?? (() => {});
+    this.lostDetector = new GpuLostDetector(opts.logOptions);
     if (!Number.isInteger(this.maxReads) || this.maxReads < 1 || this.maxReads > 1_000_000)
       throw new RangeError(
         `Expected \`maxReadsPerPump\` to be an integer in 1..1000000, got \`${this.maxReads}\``,
@@ -199,12 +207,18 @@ export class KmsgFollower {
       if (raw === '' || raw.startsWith(' ')) continue;
       const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
       this.counts.lines++;
+      const lost = this.lostDetector.feed(line);
+      const lostEvent = lost ? toGpuLostEvent(lost, { bootTime: this.opts.bootTime }) : undefined;
       const record = parseXidLine(line, this.opts.logOptions);
-      if (!record) continue;
-      const event = toXidEvent(record, { bootTime: this.opts.bootTime });
-      if (!event) continue;
-      this.counts.xids++;
-      this.opts.onXid(event);
+      const event = record ? toXidEvent(record, { bootTime: this.opts.bootTime }) : undefined;
+      if (event) {
+        this.counts.xids++;
+        this.opts.onXid(event);
+      }
+      if (lostEvent) {
+        this.counts.gpuLost++;
+        this.opts.onXid(lostEvent);
+      }
     }
   }
 

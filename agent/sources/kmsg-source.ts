@@ -11,8 +11,9 @@ export interface KmsgSourceOptions extends Omit<KmsgFollowerOptions, 'bootTime' 
 /**
  * XIDs from the kernel log ({@link KmsgFollower}) as an {@link AgentSource}: the history at open,
  * then, at every poll (`sample`), the records logged since the last one, read without blocking on
- * the poll's own thread and tick (no timer or libuv request of its own); each Xid record goes to
- * `context.emit`, so a kernel-log XID waits at most one poll interval. Unsupported when the boot time is unknown (no `btime` in
+ * the poll's own thread and tick (no timer or libuv request of its own); each Xid record, and each
+ * line that says a GPU is gone (a `gpu_lost` event, agent/sources/kmsg-gpu-lost.ts), goes to
+ * `context.emit`, so a kernel-log XID or lost GPU waits at most one poll interval. Unsupported when the boot time is unknown (no `btime` in
  * `/proc/stat`) or the log cannot be opened (no CAP_SYSLOG, no such file).
  */
 export class KmsgSource implements AgentSource {

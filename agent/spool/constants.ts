@@ -26,6 +26,12 @@ export const DEFAULT_MAX_REJECTED_FILES = 1000;
 /** Name of the cursor file in the spool directory. */
 export const CURSOR_FILE = 'cursor.json';
 
+/** Name of the append mark file (`append-mark.ts`): the durable high-water mark of acknowledged appends. */
+export const MARK_FILE = 'append.mark';
+
+/** Name of the directory batches refused with 401/403 wait in to be resent (`held-batches.ts`). */
+export const HELD_DIR = 'held';
+
 /** Name of the quarantine directory in the spool directory. */
 export const REJECTED_DIR = 'rejected';
 

@@ -1,10 +1,12 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Batch } from '../../lambdas/contract';
-import { CURSOR_FILE, REJECTED_DIR } from './constants';
+import { type AppendMark, AppendMarkFile } from './append-mark';
+import { CURSOR_FILE, HELD_DIR, MARK_FILE, REJECTED_DIR } from './constants';
 import { type QuarantineReason, writeDeadLetter } from './dead-letter';
 import { syncDir } from './durable-file';
 import { SpoolClosedError, SpoolOrderError } from './errors';
+import { type HeldBatch, heldPastBounds, listHeld, readHeld, removeHeld, writeHeld } from './held-batches';
 import { recoverSpool } from './recover-spool';
 import {
   encodeRecord,
@@ -58,8 +60,10 @@ type Removal = 'ack' | 'quarantine' | 'drop';
  * queue starts, replaced atomically), and `rejected/<seq>-<batch_id>.json` (quarantined batches).
  *
  * Crash safety (`kill -9` or power loss at any point): `append` resolves only after the record is
- * fdatasync'd (a new segment's file and directory entry are fsync'd before its first record); a torn
- * last record is truncated on open and was never acknowledged to the caller. A batch leaves only by
+ * fdatasync'd and then the append mark (`append.mark`, `append-mark.ts`) is moved past it (a new
+ * segment's file and directory entry are fsync'd before its first record); on open, bytes after the
+ * mark are a torn write never acknowledged to the caller (cut off), and acknowledged records before
+ * it that no longer read back are dropped and counted (`recover-spool.ts`). A batch leaves only by
  * an atomic cursor replacement (write-tmp + fsync + rename + fsync of the directory) done after the
  * 2xx; segments wholly before the cursor are deleted after it, and again on open. A crash between the
  * 2xx and the cursor write re-sends that batch, which the API stores once (same `batch_id`). Unreported
@@ -94,6 +98,11 @@ export class Spool {
   private chain: Promise<unknown> = Promise.resolve();
   private readonly cursorFile: string;
   private readonly rejectedDir: string;
+  private readonly heldDir: string;
+  private readonly markFile: string;
+  /** The append mark file, open after recovery; the mark last written to it. */
+  private markHandle: AppendMarkFile | undefined;
+  private mark: AppendMark | undefined;
 
   /** The spool directory. */
   readonly dir: string;
@@ -114,6 +123,8 @@ export class Spool {
     this.warn = options.warn;
     this.cursorFile = join(this.dir, CURSOR_FILE);
     this.rejectedDir = join(this.dir, REJECTED_DIR);
+    this.markFile = join(this.dir, MARK_FILE);
+    this.heldDir = join(this.dir, HELD_DIR);
   }
 
   /**
@@ -164,8 +175,17 @@ export class Spool {
       await this.enforceLimits(recordBytes);
       const segment = await this.activeSegment();
       const record = encodeRecord(payload);
+      const mark: AppendMark = {
+        segment: segment.index,
+        bytes: segment.size + record.length,
+        lastSeq: Math.max(this.lastSeq ?? batch.seq, batch.seq),
+        firstSeq: this.mark?.segment === segment.index ? this.mark.firstSeq : batch.seq,
+        windows: meta.windows,
+      };
       try {
         await appendRecord(segment, record);
+        // Acknowledged only once the mark says so: a record after the mark is a torn write at open.
+        await this.writeMark(mark);
       } catch (error) {
         await this.undoPartialWrite(segment);
         throw error;
@@ -288,6 +308,87 @@ export class Spool {
   }
 
   /**
+   * Moves the oldest batch, which the API refused with 401 or 403 after every credential refresh
+   * (not the batch's fault), to `held/` to be resent once a send succeeds again (see
+   * {@link heldBatches}). The file is written durably before the batch leaves the queue; held
+   * batches past the age or byte bound (the queue's `maxAgeS` and `maxBytes`) are then dropped and
+   * counted.
+   *
+   * @param batchId - `batch_id` of the oldest batch
+   * @param reason - the refusal
+   * @returns the held file's path; undefined when no queued batch has that id, or when the record no longer reads back (then dropped and counted)
+   * @throws {SpoolOrderError} when the batch is queued but is not the oldest
+   * @throws {SpoolClosedError} after `close()`
+   * @throws {Error} the fs error; the batch then stays queued
+   */
+  hold(batchId: string, reason: QuarantineReason): Promise<string | undefined> {
+    return this.exclusive(async () => {
+      if (!this.isHead(batchId)) return undefined;
+      const batch = await this.readHead();
+      const head = this.entries[0];
+      if (batch?.batch_id !== batchId || !head) return undefined;
+      const file = await writeHeld(this.heldDir, batch, head.atMs, head.windows, reason, this.clock());
+      await this.remove(1, 'quarantine');
+      await this.dropHeld(await heldPastBounds(await listHeld(this.heldDir), this.cutoffMs(), this.maxBytes));
+      return file;
+    });
+  }
+
+  /**
+   * The held batches (refused with 401/403), lowest `seq` first, after dropping (and counting)
+   * those past the age or byte bound.
+   *
+   * @returns the batches still held, as listed (read one with {@link readHeldBatch})
+   * @throws {SpoolClosedError} after `close()`
+   * @throws {Error} the fs error
+   */
+  heldBatches(): Promise<HeldBatch[]> {
+    return this.exclusive(async () => {
+      const held = await listHeld(this.heldDir);
+      const past = await heldPastBounds(held, this.cutoffMs(), this.maxBytes);
+      await this.dropHeld(past);
+      return held.filter((h) => !past.includes(h));
+    });
+  }
+
+  /**
+   * Reads a held batch back; one that no longer reads back is dropped and counted.
+   *
+   * @param held - from {@link heldBatches}
+   * @returns the batch, or undefined when it was dropped
+   * @throws {SpoolClosedError} after `close()`
+   * @throws {Error} the fs error
+   */
+  readHeldBatch(held: HeldBatch): Promise<Batch | undefined> {
+    return this.exclusive(async () => {
+      const batch = await readHeld(held);
+      if (batch === undefined) {
+        await this.dropHeld([held], 'held batch no longer reads back; dropped');
+      }
+      return batch;
+    });
+  }
+
+  /**
+   * Settles a held batch: `delivered` deletes it; a refusal moves it to `rejected/` with the reason
+   * (like {@link quarantine}).
+   *
+   * @param held - from {@link heldBatches}
+   * @param outcome - `{ delivered: true }`, or the batch and the refusal
+   * @throws {SpoolClosedError} after `close()`
+   * @throws {Error} the fs error; the batch then stays held
+   */
+  settleHeld(
+    held: HeldBatch,
+    outcome: { readonly delivered: true } | { readonly batch: Batch; readonly reason: QuarantineReason },
+  ): Promise<void> {
+    return this.exclusive(async () => {
+      if ('batch' in outcome) await this.writeRejected(outcome.batch, outcome.reason);
+      await removeHeld(held);
+    });
+  }
+
+  /**
    * Saves a batch that never entered the queue (refused on a direct send) to
    * `rejected/<seq>-<batch_id>.json`, like {@link quarantine}.
    *
@@ -357,8 +458,11 @@ export class Spool {
       } finally {
         this.closed = true;
         const active = this.active;
+        const markHandle = this.markHandle;
         this.active = undefined;
+        this.markHandle = undefined;
         await active?.handle.close();
+        await markHandle?.close();
       }
     });
     this.chain = run.catch(() => undefined);
@@ -496,6 +600,32 @@ export class Spool {
     await syncDir(this.dir);
   }
 
+  /** Counts held batches as dropped (one cursor write), then deletes their files. */
+  private async dropHeld(
+    held: readonly HeldBatch[],
+    why = 'held batches past the spool bound (age or bytes); dropped',
+  ): Promise<void> {
+    if (held.length === 0) return;
+    this.warn(why, {
+      dropped: held.length,
+      max_bytes: this.maxBytes,
+      max_age_s: this.maxAgeS,
+    });
+    await this.remove(
+      0,
+      'drop',
+      held.map((h) => ({ seq: h.seq, batchId: h.batchId, atMs: h.atMs, windows: h.windows })),
+    );
+    for (const h of held) await removeHeld(h);
+  }
+
+  /** Writes the append mark durably (`append-mark.ts`). */
+  private async writeMark(mark: AppendMark): Promise<void> {
+    if (!this.markHandle) throw new Error(`spool ${this.dir}: append mark not open`);
+    await this.markHandle.write(mark);
+    this.mark = mark;
+  }
+
   private async writeCursorNow(cursor: SpoolCursor): Promise<void> {
     await writeCursor(this.cursorFile, cursor);
     this.cursorDirty = false;
@@ -557,6 +687,7 @@ export class Spool {
     const recovered = await recoverSpool({
       dir: this.dir,
       cursorFile: this.cursorFile,
+      markFile: this.markFile,
       clock: this.clock,
       warn: this.warn,
     });
@@ -568,5 +699,20 @@ export class Spool {
     const { damaged, seqFloor } = recovered;
     if (damaged.length > 0 || seqFloor !== undefined) await this.remove(0, 'drop', damaged, seqFloor);
     await this.enforceLimits(0);
+    // The mark restated for the repaired files, after the losses are in the cursor (a crash between
+    // the two counts them again on the next open: over-reported, never silent).
+    this.markHandle = await AppendMarkFile.open(this.markFile, recovered.markGeneration);
+    const last = this.lastSegmentIndex();
+    if (this.lastSeq !== undefined) {
+      const inLast = this.entries.find((e) => e.segment === last);
+      await this.writeMark({
+        // No segment left: nothing acknowledged is on disk (0 bytes) in the one the next append creates.
+        segment: last ?? this.cursor.segment,
+        bytes: last === undefined ? 0 : (this.segments.get(last) ?? 0),
+        lastSeq: this.lastSeq,
+        firstSeq: inLast?.seq ?? this.lastSeq + 1,
+        windows: this.entries.at(-1)?.windows ?? recovered.markWindows,
+      });
+    }
   }
 }

@@ -45,8 +45,12 @@ export interface DrainResult {
   readonly sent: number;
   /** HTTP requests that delivered them (merged batches), ≥ 0. */
   readonly requests: number;
-  /** Spooled batches refused by the API and quarantined, ≥ 0. */
+  /** Spooled or held batches refused by the API and quarantined, ≥ 0. */
   readonly rejected: number;
+  /** Spooled batches refused with 401/403 after every credential refresh and moved to `held/`, ≥ 0. */
+  readonly held: number;
+  /** Held batches resent and delivered (after a send succeeded again), ≥ 0. */
+  readonly resent: number;
   /** Batches still spooled when the drain stopped, ≥ 0. */
   readonly remaining: number;
   /** Why it stopped early (the send or spool error); absent when the spool was emptied. */
@@ -60,7 +64,11 @@ export interface DrainResult {
  * at once for a critical event), replays the spool oldest first, merging consecutive batches into one
  * request (`mergeBatches`: ≤ 64 batches, ≤ 1 MiB, the contract's counts) and acking them together
  * after the 2xx. A merged request the API refuses is retried batch by batch, so only the refused
- * batch is quarantined, never retried. Every loss (spool bounds, damaged records, write errors,
+ * batch is quarantined, never retried. A batch refused with 401/403 after every credential refresh
+ * is not the batch's fault (expired or rotated credentials, clock skew): it is held in `held/`
+ * (one per drain while no send succeeds; the rest waits in the queue) and resent, lowest `seq`
+ * first, once the queue is empty and a send succeeds again; held batches are bounded by the
+ * spool's age and bytes, and one refused again while others are accepted is quarantined. Every loss (spool bounds, damaged records, write errors,
  * refusals) becomes one `data_dropped` event through {@link takeDroppedEvent}.
  *
  * Neither method throws: failures are outcomes, counters and warnings.
@@ -177,12 +185,15 @@ export class SpoolingSender {
     let sent = 0;
     let requests = 0;
     let rejected = 0;
+    let held = 0;
     /** Batches still to send one by one: the members of a merged request the API refused. */
     let singles = 0;
     const stop = (error: unknown): DrainResult => ({
       sent,
       requests,
       rejected,
+      held,
+      resent: 0,
       remaining: this.spool.stats().batches,
       error,
     });
@@ -206,9 +217,14 @@ export class SpoolingSender {
         }
         if (error instanceof SendRejectedError) {
           const head = group[0] as Batch;
-          const ok = await this.reject(head, error, head.batch_id);
+          const auth = isAuthRefusal(error);
+          const ok = auth ? await this.hold(head, error) : await this.reject(head, error, head.batch_id);
           if (!ok) return stop(error);
-          rejected += 1;
+          if (auth) held += 1;
+          else rejected += 1;
+          // No send of this drain succeeded: credentials, most likely, so the rest waits in the
+          // queue (one batch per drain is held, not every queued batch tried with every refresh).
+          if (auth && requests === 0) return stop(error);
           singles = Math.max(0, singles - 1);
           continue;
         }
@@ -228,7 +244,103 @@ export class SpoolingSender {
         return stop(error);
       }
     }
-    return { sent, requests, rejected, remaining: 0 };
+    const resend = await this.resendHeld(requests > 0);
+    return {
+      sent,
+      requests: requests + resend.requests,
+      rejected: rejected + resend.rejected,
+      held,
+      resent: resend.resent,
+      remaining: 0,
+      ...(resend.error !== undefined ? { error: resend.error } : {}),
+    };
+  }
+
+  /**
+   * Resends the held batches (refused with 401/403), lowest `seq` first, once the spool is empty:
+   * each delivered one is deleted. A 401/403 again stops the resend (credentials still refused;
+   * they stay held, within the bounds) unless a send of this drain succeeded: then the batch
+   * itself is refused (an identity that does not match, not expired credentials) and is
+   * quarantined. Any other refusal quarantines it; any other failure stops the resend.
+   *
+   * @param confirmed - a send of this drain succeeded
+   */
+  private async resendHeld(
+    confirmed: boolean,
+  ): Promise<{ resent: number; requests: number; rejected: number; error?: unknown }> {
+    let resent = 0;
+    let requests = 0;
+    let rejected = 0;
+    let ok = confirmed;
+    let list: Awaited<ReturnType<Spool['heldBatches']>>;
+    try {
+      list = await this.spool.heldBatches();
+    } catch (error) {
+      this.warn('held batches unreadable; resend skipped', { error: (error as Error).message });
+      return { resent, requests, rejected, error };
+    }
+    for (const held of list) {
+      try {
+        const batch = await this.spool.readHeldBatch(held);
+        if (!batch) continue;
+        try {
+          await this.send(batch);
+          requests += 1;
+        } catch (error) {
+          requests += 1;
+          if (!(error instanceof SendRejectedError)) {
+            this.noteFailure(batch, error);
+            return { resent, requests, rejected, error };
+          }
+          if (isAuthRefusal(error) && !ok) return { resent, requests, rejected, error };
+          const reason = reasonOf(error);
+          this.warn('held batch refused by the API while others are accepted; quarantined, not retried', {
+            seq: batch.seq,
+            batch_id: batch.batch_id,
+            ...(reason.status !== undefined ? { status: reason.status } : {}),
+            error: reason.message,
+          });
+          await this.spool.settleHeld(held, { batch, reason });
+          this.rejected += 1;
+          this.refusedUnreported = addLoss(this.refusedUnreported, batch);
+          rejected += 1;
+          continue;
+        }
+        ok = true;
+        this.failing = false;
+        this.sent += 1;
+        resent += 1;
+        await this.spool.settleHeld(held, { delivered: true });
+      } catch (error) {
+        this.warn('held batch resend stopped by a spool error', {
+          seq: held.seq,
+          error: (error as Error).message,
+        });
+        return { resent, requests, rejected, error };
+      }
+    }
+    return { resent, requests, rejected };
+  }
+
+  /** Moves a batch refused with 401/403 (the spool's head) to `held/`, to be resent. False when the spool could not. */
+  private async hold(batch: Batch, error: SendRejectedError): Promise<boolean> {
+    const reason = reasonOf(error);
+    this.warn(
+      'batch refused with 401/403 after every credential refresh; held and resent once a send succeeds',
+      {
+        seq: batch.seq,
+        batch_id: batch.batch_id,
+        ...(reason.status !== undefined ? { status: reason.status } : {}),
+        error: reason.message,
+      },
+    );
+    try {
+      await this.spool.hold(batch.batch_id, reason);
+    } catch (writeError) {
+      this.warn('held batch write failed', { seq: batch.seq, error: (writeError as Error).message });
+      return false;
+    }
+    return true;
   }
 
   /** Quarantines a refused batch, the spool's head. False when the spool could not. */
@@ -269,6 +381,11 @@ function addLoss(prev: DroppedReport | undefined, batch: Batch): DroppedReport {
     firstSeq: Math.min(prev?.firstSeq ?? batch.seq, batch.seq),
     lastSeq: Math.max(prev?.lastSeq ?? batch.seq, batch.seq),
   };
+}
+
+/** 401 or 403: credentials (expired, rotated, clock skew), not the batch, unless others are accepted meanwhile. */
+function isAuthRefusal(error: SendRejectedError): boolean {
+  return error.status === 401 || error.status === 403;
 }
 
 function reasonOf(error: SendRejectedError): QuarantineReason {

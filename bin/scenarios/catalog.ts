@@ -7,7 +7,7 @@ import {
   simulatedInstanceId,
   simulatedPlaybackHost,
 } from '../../agent/playback/simulate-fleet';
-import { BUNDLED_REPLAY_MANIFEST } from '../commands/paths';
+import { BUNDLED_REPLAY_MANIFEST, DETECTION_REPLAY_MANIFEST } from '../commands/paths';
 import type { Scenario } from './scenario';
 
 /**
@@ -136,7 +136,9 @@ export function simulatedFleetScenarios(): Scenario[] {
 /**
  * The bundled real kernel-log captures as scenarios: the Xid 48 → 63 → 94 host must raise
  * `xid_fatal` and may be replaced; the host with only application faults (Xid 13, 43) raises an
- * informational `xid_fatal` notice (an application fault, not a hardware one) and is never replaced.
+ * informational `xid_app` notice (an application fault, not a hardware one) and is never replaced;
+ * the EKS p5 scrape (no process count, GPU 0 held by a vLLM pod) raises `idle_billed` for GPUs 1–7
+ * only — the pod's GPU is held idle, not idle.
  */
 export function captureScenarios(manifestPath: string = BUNDLED_REPLAY_MANIFEST): Scenario[] {
   return [
@@ -148,11 +150,22 @@ export function captureScenarios(manifestPath: string = BUNDLED_REPLAY_MANIFEST)
       { expect: ['xid_fatal'], remediate: ['xid_fatal'] },
     ),
     replayScenario(
+      'capture-p5-vllm-held',
+      'real dcgm-exporter scrape of an EKS p5: GPU 0 held idle by a vLLM pod, GPUs 1–7 idle and allocated to no pod',
+      manifestPath,
+      'i-0a5e00000000000a1',
+      {
+        expect: ['idle_billed', 'waste_rate', 'profiling_unavailable'],
+        diagnosis: 'idle',
+        diagnosis_gpus: [1, 2, 3, 4, 5, 6, 7],
+      },
+    ),
+    replayScenario(
       'capture-xid13-43',
       'real kernel log: 629 Xid 13 and 7 Xid 43, application faults only',
       manifestPath,
       'i-0a5e00000000000b2',
-      { expect: ['xid_fatal'] },
+      { expect: ['xid_app'] },
     ),
   ];
 }
@@ -191,10 +204,51 @@ export function edgeScenarios(): Scenario[] {
   ];
 }
 
+/**
+ * Real-world detection (docs/detection.md), on real captures: a GPU that fell off the bus with
+ * no Xid line, and a DGX A100 whose only word is `NV_ERR_GPU_IS_LOST` (no PCI id: the instance),
+ * each must raise `gpu_lost` and may be replaced; a GPU whose GSP hangs (Xid 119, printed five times
+ * over six minutes, never reset) must raise `xid_fatal` asking for a reset, not a replacement; an H100
+ * in MIG mode (a real scrape with only per-slice GR engine activity) is measured, found idle and
+ * priced, no longer refused.
+ */
+export function detectionScenarios(manifestPath: string = DETECTION_REPLAY_MANIFEST): Scenario[] {
+  return [
+    replayScenario(
+      'capture-fallen-off-no-xid',
+      'real kernel log: a GPU fell off the bus with no Xid line, then its probe failed',
+      manifestPath,
+      'i-0a5e00000000000c1',
+      { expect: ['gpu_lost'], remediate: ['gpu_lost'] },
+    ),
+    replayScenario(
+      'capture-gpu-is-lost',
+      'real kernel log of a DGX A100: only "GPU lost from the bus [NV_ERR_GPU_IS_LOST]", no PCI id',
+      manifestPath,
+      'i-0a5e00000000000c2',
+      { expect: ['gpu_lost'], remediate: ['gpu_lost'] },
+    ),
+    replayScenario(
+      'capture-xid119-gsp-hang',
+      'real kernel log: GSP RPC timeouts (Xid 119) on one GPU for six minutes, never reset: reset, not replace',
+      manifestPath,
+      'i-0a5e00000000000c3',
+      { expect: ['xid_fatal'], remediate: ['xid_fatal'] },
+    ),
+    replayScenario(
+      'capture-h100-mig',
+      'real dcgm-exporter scrape of an H100 in MIG mode: three 1g.10gb slices, two held by pods, all idle',
+      manifestPath,
+      'i-0a5e00000000000c4',
+      { expect: ['waste_rate', 'profiling_unavailable'], diagnosis: 'idle' },
+    ),
+  ];
+}
+
 /** Span of the short-horizon edge, s: under the rules' 5-minute minimum horizon. */
 export const SHORT_HORIZON_S = 240;
 
-/** The whole default suite: the simulated fleet, the edges, then the real captures. */
+/** The whole default suite: the simulated fleet, the edges, the real captures, then the detection captures. */
 export function defaultScenarios(): Scenario[] {
-  return [...simulatedFleetScenarios(), ...edgeScenarios(), ...captureScenarios()];
+  return [...simulatedFleetScenarios(), ...edgeScenarios(), ...captureScenarios(), ...detectionScenarios()];
 }

@@ -12,6 +12,7 @@ import {
   SET_INSTANCE_HEALTH_BASE_DELAY_MS,
   SET_INSTANCE_HEALTH_MAX_ATTEMPTS,
 } from './constants';
+import { rebootInstance } from './ec2-reboot';
 import { RemediationFailedError, RemediationNotPossibleError } from './errors';
 import { RegionalClients } from './regional-clients';
 
@@ -56,8 +57,9 @@ function isResourceContention(error: unknown): boolean {
 /**
  * Carries out remediation decisions on AWS (docs/design.md §8, aws.md §5): `replace` marks an instance
  * of an Auto Scaling group Unhealthy so the group replaces it; `quarantine` tags an instance
- * outside any group. Every call goes to the instance's own region (`decision.region`), not the
- * Lambda's. It never terminates, stops or reboots anything itself.
+ * outside any group; `reboot` reboots the one instance (EC2 RebootInstances, see `rebootInstance`).
+ * Every call goes to the instance's own region (`decision.region`), not the Lambda's. It never
+ * terminates or stops anything itself.
  *
  * @example
  * const remediator = new AutoScalingRemediator({ autoScaling: new AutoScalingClient({}), ec2: new EC2Client({}) });
@@ -174,5 +176,15 @@ export class AutoScalingRemediator implements Remediator {
         },
       );
     }
+  }
+
+  /**
+   * Reboots the instance (EC2 `RebootInstances`), which resets every GPU of it.
+   *
+   * @param decision - a `reboot` decision
+   * @throws {RemediationFailedError} when RebootInstances fails
+   */
+  async reboot(decision: RemediationDecision): Promise<void> {
+    await rebootInstance(this.#ec2.for(regionOf(decision)), decision);
   }
 }

@@ -17,11 +17,10 @@ import {
   type BudgetSlot,
   budgetedGroup,
   budgetScopes,
-  FLEET_SCOPE,
-  groupScope,
   leaseIdFor,
   pickBudgetSlot,
   reservationTimes,
+  scopesOf,
 } from './remediation-budget';
 
 /**
@@ -30,7 +29,20 @@ import {
  */
 const RESERVATION_EXTRA_ATTEMPTS = 4;
 
-/** The `instance#<id>`, `remediation` item of a record, with the reservation fields given. */
+/** The sort key of a record's item: `reboot` for a reboot, else `remediation`. */
+function sortKeyOf(action: RemediationRecord['action']): string {
+  return action === 'reboot' ? 'reboot' : 'remediation';
+}
+
+/** The key of a record's item, marshalled. */
+function recordKey(instanceId: string, action: RemediationRecord['action']): Record<string, AttributeValue> {
+  return marshall({ pk: `instance#${instanceId}`, sk: sortKeyOf(action) });
+}
+
+/**
+ * The `instance#<id>`, `remediation` (or `reboot`) item of a record, with the reservation fields
+ * given; a reboot item also keeps `at_ms` (its repeat condition compares it).
+ */
 function remediationItem(
   record: RemediationRecord,
   reservation: Record<string, string | number>,
@@ -38,7 +50,8 @@ function remediationItem(
   return marshall(
     {
       pk: `instance#${record.instance_id}`,
-      sk: 'remediation',
+      sk: sortKeyOf(record.action),
+      ...(record.action === 'reboot' ? { at_ms: isoToMs(record.at, 'record.at') } : {}),
       instance_id: record.instance_id,
       asg_name: record.asg_name,
       action: record.action,
@@ -90,6 +103,18 @@ export class DynamoDbRemediationState {
   }
 
   /**
+   * @param instanceId - EC2 instance id
+   * @returns the instance's last confirmed reboot (`instance#<id>`, `reboot`; strongly consistent
+   *   read), or undefined
+   * @throws {StoreUnavailableError} when DynamoDB fails
+   */
+  async getLastReboot(instanceId: string): Promise<RemediationRecord | undefined> {
+    const item = await this.#table.get(recordKey(instanceId, 'reboot'), 'GetItem reboot');
+    if (item === undefined || item.state !== 'done') return undefined;
+    return toRecord(item);
+  }
+
+  /**
    * Records a remediation if the instance has none (`attribute_not_exists(pk)`), then, when it has
    * a group, the group-history item (TTL 7 days) that {@link listRemediations} reads.
    *
@@ -126,12 +151,17 @@ export class DynamoDbRemediationState {
    * - `instance#<id>`, `remediation`: `state = pending`, `lease_id`, `lease_until_ms`, on condition
    *   `attribute_not_exists(pk) OR (#state = :pending AND #lease_until < :at)` (no record, or an
    *   expired lease);
+   *   (a `reboot` is the `instance#<id>`, `reboot` item instead, also taken over when it is a `done`
+   *   reboot at or before `at − repeatAfterS`);
    * - for a budgeted replacement, `budget#asg#<group>` and `budget#fleet`, `slot#<n>` (the lowest
    *   free slot below the limit, read just before with a consistent query), on condition
    *   `attribute_not_exists(pk) OR #at <= :cutoff` (free, or taken before the window), TTL one
-   *   window after `at`.
+   *   window after `at` (a reboot: `budget#reboot#asg#<group>` when in a group, and `budget#reboot#fleet`).
    * A lost race on a slot (another invocation took it between the read and the write) reads the
    * slots again and retries; so concurrent reservations never take more slots than the limit.
+   * Every transaction carries a `ClientRequestToken` (see `transactionToken`), and a cancellation
+   * whose instance item is pending under this reservation's own lease id (`<instance>@<at>`) is our
+   * own commit whose answer was lost: granted, not `in_progress`, so no slot is stranded.
    *
    * @param request - see {@link RemediationReservationRequest}
    * @returns granted with the lease id, or refused and why
@@ -146,13 +176,33 @@ export class DynamoDbRemediationState {
     const attempts =
       (spend === undefined ? 0 : spend.budget.groupLimit + spend.budget.fleetLimit) +
       RESERVATION_EXTRA_ATTEMPTS;
+    const reboot = record.action === 'reboot';
+    const repeatCutoffMs = atMs - (request.repeatAfterS ?? 0) * 1000;
     const instanceItem: TransactWriteItem = {
       Put: {
         TableName: this.#table.name,
         Item: remediationItem(record, { state: 'pending', lease_id: leaseId, lease_until_ms: leaseUntilMs }),
-        ConditionExpression: 'attribute_not_exists(pk) OR (#state = :pending AND #lease_until < :at)',
-        ExpressionAttributeNames: { '#state': 'state', '#lease_until': 'lease_until_ms' },
-        ExpressionAttributeValues: marshall({ ':pending': 'pending', ':at': atMs }),
+        ...(reboot
+          ? {
+              ConditionExpression:
+                'attribute_not_exists(pk) OR (#state = :pending AND #lease_until < :at) OR (#state = :done AND #at <= :repeat)',
+              ExpressionAttributeNames: {
+                '#state': 'state',
+                '#lease_until': 'lease_until_ms',
+                '#at': 'at_ms',
+              },
+              ExpressionAttributeValues: marshall({
+                ':pending': 'pending',
+                ':at': atMs,
+                ':done': 'done',
+                ':repeat': repeatCutoffMs,
+              }),
+            }
+          : {
+              ConditionExpression: 'attribute_not_exists(pk) OR (#state = :pending AND #lease_until < :at)',
+              ExpressionAttributeNames: { '#state': 'state', '#lease_until': 'lease_until_ms' },
+              ExpressionAttributeValues: marshall({ ':pending': 'pending', ':at': atMs }),
+            }),
       },
     };
     for (let attempt = 0; attempt < attempts; attempt += 1) {
@@ -190,11 +240,18 @@ export class DynamoDbRemediationState {
         const codes = (error.CancellationReasons ?? []).map((r) => r.Code ?? 'None');
         if (codes[0] === 'ConditionalCheckFailed') {
           const item = await this.#table.get(
-            marshall({ pk: `instance#${record.instance_id}`, sk: 'remediation' }),
+            recordKey(record.instance_id, record.action),
             'GetItem remediation',
           );
           if (item === undefined) continue;
-          if (item.state !== 'pending') return { granted: false, reason: 'remediated' };
+          // Our own lease: a retry of a transaction that committed (its answer was lost) is
+          // cancelled by the items it wrote itself. The slots were taken with it (all or nothing).
+          if (item.state === 'pending' && item.lease_id === leaseId) return { granted: true, leaseId };
+          if (item.state !== 'pending') {
+            if (!reboot || Number(item.at_ms) > repeatCutoffMs)
+              return { granted: false, reason: 'remediated' };
+            continue;
+          }
           if (Number(item.lease_until_ms) > atMs) return { granted: false, reason: 'in_progress' };
         }
         // A slot was taken (or a conflicting transaction ran) between the read and the write: read again.
@@ -224,7 +281,8 @@ export class DynamoDbRemediationState {
       },
       'PutItem remediation confirm',
     );
-    if (confirmed && record.asg_name !== undefined) await this.#putGroupHistory(record);
+    if (confirmed && record.asg_name !== undefined && record.action !== 'reboot')
+      await this.#putGroupHistory(record);
   }
 
   /**
@@ -242,11 +300,10 @@ export class DynamoDbRemediationState {
       ExpressionAttributeValues: marshall({ ':lease': leaseId }),
     };
     await this.#table.deleteIf(
-      { Key: marshall({ pk: `instance#${record.instance_id}`, sk: 'remediation' }), ...held },
+      { Key: recordKey(record.instance_id, record.action), ...held },
       'DeleteItem remediation',
     );
-    if (record.action !== 'replace' || record.asg_name === undefined) return;
-    for (const scope of [groupScope(record.asg_name), FLEET_SCOPE]) {
+    for (const scope of scopesOf(record.action, record.asg_name)) {
       for (const slot of await this.#slots(scope)) {
         await this.#table.deleteIf(
           { Key: marshall({ pk: `budget#${scope}`, sk: `slot#${slot.slot}` }), ...held },

@@ -5,10 +5,12 @@ import type {
   RemediationRecord,
   RemediationReservation,
   RemediationReservationRequest,
+  ScopeFault,
   StateStore,
 } from '../domain/ports';
 import { DynamoDbAlertState } from './dynamodb-alert-state';
 import { DynamoDbGpuMarks } from './dynamodb-gpu-marks';
+import { DynamoDbIncidents } from './dynamodb-incidents';
 import { DynamoDbRemediationState } from './dynamodb-remediation-state';
 import { DynamoDbStateTable } from './dynamodb-state-table';
 
@@ -26,6 +28,11 @@ export interface DynamoDbStateStoreOptions {
  *
  * Items (`pk`, `sk`):
  * - `instance#<id>`, `remediation`: the one replace/quarantine of an instance (written only if absent);
+ * - `instance#<id>`, `reboot`: the instance's last reboot (reserved, then confirmed);
+ * - `budget#<scope>`, `slot#<n>`: a taken budget slot (scopes `asg#<group>`, `fleet`,
+ *   `reboot#asg#<group>`, `reboot#fleet`), TTL one budget window;
+ * - `storm#<scope>`, `fault#<instance id>`: an instance's last fault in an incident scope
+ *   (`asg#<group>`, `fleet`), TTL one storm window and an hour;
  * - `asg#<group>`, `<ISO at>#<instance id>`: group history for the rate limit, TTL 7 days;
  * - `instance#<id>`, `broken#<gpuKey>`: since when a GPU is broken (earliest kept);
  * - `alert#<id>`, `last_sent`: last send of an alert (claimed when older than the cooldown),
@@ -38,12 +45,14 @@ export interface DynamoDbStateStoreOptions {
  *
  * The work is split by concern: {@link DynamoDbGpuMarks} (broken and idle marks, the instance read),
  * {@link DynamoDbRemediationState} (records, reservations, budgets, group history) and
- * {@link DynamoDbAlertState} (sends, leases, firing records), on one {@link DynamoDbStateTable}.
+ * {@link DynamoDbAlertState} (sends, leases, firing records) and {@link DynamoDbIncidents} (faults
+ * per incident scope), on one {@link DynamoDbStateTable}.
  */
 export class DynamoDbStateStore implements StateStore {
   readonly #marks: DynamoDbGpuMarks;
   readonly #remediations: DynamoDbRemediationState;
   readonly #alerts: DynamoDbAlertState;
+  readonly #incidents: DynamoDbIncidents;
 
   /** @param options - client and table name */
   constructor(options: DynamoDbStateStoreOptions) {
@@ -51,6 +60,7 @@ export class DynamoDbStateStore implements StateStore {
     this.#marks = new DynamoDbGpuMarks(table);
     this.#remediations = new DynamoDbRemediationState(table);
     this.#alerts = new DynamoDbAlertState(table);
+    this.#incidents = new DynamoDbIncidents(table);
   }
 
   /** {@inheritDoc DynamoDbGpuMarks.getInstanceState} */
@@ -91,6 +101,16 @@ export class DynamoDbStateStore implements StateStore {
   /** {@inheritDoc DynamoDbRemediationState.putRemediationIfAbsent} */
   putRemediationIfAbsent(record: RemediationRecord): Promise<boolean> {
     return this.#remediations.putRemediationIfAbsent(record);
+  }
+
+  /** {@inheritDoc DynamoDbIncidents.recordFault} */
+  recordFault(scope: string, instanceId: string, at: string, windowS: number): Promise<ScopeFault[]> {
+    return this.#incidents.recordFault(scope, instanceId, at, windowS);
+  }
+
+  /** {@inheritDoc DynamoDbRemediationState.getLastReboot} */
+  getLastReboot(instanceId: string): Promise<RemediationRecord | undefined> {
+    return this.#remediations.getLastReboot(instanceId);
   }
 
   /** {@inheritDoc DynamoDbRemediationState.reserveRemediation} */

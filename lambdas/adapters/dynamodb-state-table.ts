@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   type AttributeValue,
   ConditionalCheckFailedException,
@@ -18,6 +19,20 @@ import { StoreUnavailableError } from '../domain/port-errors';
 /** True for DynamoDB's failed-condition answer (the SDK's class, which matches its copies too). */
 function isConditionFailed(error: unknown): boolean {
   return error instanceof ConditionalCheckFailedException;
+}
+
+/**
+ * The idempotency token of a transaction: the first 36 hex digits of the SHA-256 of its items
+ * (botocore's `ClientRequestToken`: a string of 1–36 characters). Deterministic per decision (the
+ * items carry the instance, the action, the lease id `<instance>@<at>` and the budget slots), so a
+ * retry of the same request reuses it, and a request with other items never does (DynamoDB answers
+ * `IdempotentParameterMismatchException` to one token reused with other items).
+ *
+ * @param items - the transaction's items
+ * @returns 36 lowercase hex digits
+ */
+export function transactionToken(items: readonly TransactWriteItem[]): string {
+  return createHash('sha256').update(JSON.stringify(items)).digest('hex').slice(0, 36);
 }
 
 /**
@@ -134,12 +149,17 @@ export class DynamoDbStateTable {
   }
 
   /**
-   * A `TransactWriteItems` call, the SDK's error passed through as it comes (the caller reads a
-   * `TransactionCanceledException`'s reasons).
+   * A `TransactWriteItems` call with a `ClientRequestToken` ({@link transactionToken} of the items),
+   * so a retry of a committed request (the SDK's own retry after a lost answer, or ours) is answered
+   * as a success by DynamoDB instead of being cancelled by the items it already wrote (the token is
+   * idempotent for 10 minutes, per the TransactWriteItems API reference). The SDK's error is passed
+   * through as it comes (the caller reads a `TransactionCanceledException`'s reasons).
    * @param items - the transaction's items (each names the table)
    */
   async transact(items: TransactWriteItem[]): Promise<void> {
-    await this.#client.send(new TransactWriteItemsCommand({ TransactItems: items }));
+    await this.#client.send(
+      new TransactWriteItemsCommand({ TransactItems: items, ClientRequestToken: transactionToken(items) }),
+    );
   }
 
   /**

@@ -71,33 +71,70 @@ export function reservationTimes(
   };
 }
 
+/** The budget scope of an Auto Scaling group's reboots. */
+export function rebootGroupScope(asgName: string): string {
+  return `reboot#asg#${asgName}`;
+}
+
+/** The budget scope of the whole fleet's reboots. */
+export const REBOOT_FLEET_SCOPE = 'reboot#fleet';
+
+/** What a reservation spends: its action, its group (if any) and the budgets. */
+export interface BudgetSpend {
+  /** `replace` or `reboot` (a quarantine spends nothing). */
+  readonly action: 'replace' | 'reboot';
+  /** The real group; always set for a `replace`, absent for a reboot outside a group. */
+  readonly asgName?: string;
+  readonly budget: RemediationBudget;
+}
+
 /**
- * Whether a reservation request spends budget: a `replace` in a named group with budgets given.
+ * Whether a reservation request spends budget: a `replace` in a named group, or any `reboot`, with
+ * budgets given.
  *
  * @param record - the remediation
  * @param budget - the budgets, if any
- * @returns the group name and budget when it spends, else undefined
+ * @returns what it spends, else undefined
  */
 export function budgetedGroup(
   record: RemediationRecord,
   budget: RemediationBudget | undefined,
-): { asgName: string; budget: RemediationBudget } | undefined {
-  if (budget === undefined || record.action !== 'replace' || record.asg_name === undefined) return undefined;
-  return { asgName: record.asg_name, budget };
+): BudgetSpend | undefined {
+  if (budget === undefined || record.action === 'quarantine') return undefined;
+  if (record.action === 'replace') {
+    if (record.asg_name === undefined) return undefined;
+    return { action: 'replace', asgName: record.asg_name, budget };
+  }
+  return { action: 'reboot', ...(record.asg_name === undefined ? {} : { asgName: record.asg_name }), budget };
+}
+
+/**
+ * The budget scopes a record's reservation spends or holds, group first: `asg#<group>` and `fleet`
+ * for a replacement, `reboot#asg#<group>` (in a group) and `reboot#fleet` for a reboot.
+ *
+ * @param action - the record's action
+ * @param asgName - the record's group, if any
+ * @returns the scope names (none for a quarantine, or a replacement outside a group)
+ */
+export function scopesOf(action: RemediationRecord['action'], asgName: string | undefined): string[] {
+  if (action === 'reboot')
+    return asgName === undefined ? [REBOOT_FLEET_SCOPE] : [rebootGroupScope(asgName), REBOOT_FLEET_SCOPE];
+  if (action === 'replace' && asgName !== undefined) return [groupScope(asgName), FLEET_SCOPE];
+  return [];
 }
 
 /**
  * The budgets a reservation spends, in the order they are checked: the group's, then the fleet's.
  *
- * @param spend - the group and budgets (from {@link budgetedGroup})
+ * @param spend - what is spent (from {@link budgetedGroup})
  * @returns per scope: its name, its limit, and the refusal when it has no free slot
  */
-export function budgetScopes(spend: {
-  asgName: string;
-  budget: RemediationBudget;
-}): readonly { scope: string; limit: number; refusal: 'group_budget' | 'fleet_budget' }[] {
-  return [
-    { scope: groupScope(spend.asgName), limit: spend.budget.groupLimit, refusal: 'group_budget' },
-    { scope: FLEET_SCOPE, limit: spend.budget.fleetLimit, refusal: 'fleet_budget' },
-  ];
+export function budgetScopes(
+  spend: BudgetSpend,
+): readonly { scope: string; limit: number; refusal: 'group_budget' | 'fleet_budget' }[] {
+  return scopesOf(spend.action, spend.asgName).map((scope, i, all) =>
+    i === 0 && all.length === 2
+      ? { scope, limit: spend.budget.groupLimit, refusal: 'group_budget' as const }
+      : { scope, limit: spend.budget.fleetLimit, refusal: 'fleet_budget' as const },
+  );
 }

@@ -1,8 +1,9 @@
 import { stringify } from 'csv-stringify/sync';
-import type { ReportGroup, WasteReport } from '../domain/build-waste-report';
+import type { ReportGroup, ReportGrouping, WasteReport } from '../domain/build-waste-report';
 import { usdCents } from '../domain/money-format';
+import { type LineItemGrain, lifecycleOfPriceSource, type ReportLineItem } from '../domain/report-line-items';
 import { DIAGNOSES, type WasteReportRow } from '../domain/types';
-import { diagnosisColumn } from './store-reads';
+import { diagnosisColumn, wasteGroupColumn } from './store-reads';
 
 /**
  * The finance report as CSV that a spreadsheet opens cleanly: UTF-8 with a byte-order mark (so Excel
@@ -12,13 +13,11 @@ import { diagnosisColumn } from './store-reads';
  * ({@link wasteCsv}: `waste.csv` of `gpu-sentinel local`).
  */
 
-/** Columns of the report CSV, one row per group, in order. */
-export const REPORT_CSV_COLUMNS = [
-  'period_from',
-  'period_to',
-  'group_by',
-  'group',
-  'gpus',
+/**
+ * The money columns of a grouped report CSV after `period_from`, `period_to` and the grouping's own
+ * column, in order.
+ */
+const GROUP_MONEY_COLUMNS = [
   'gpu_hours',
   'cost_usd',
   'wasted_usd',
@@ -27,9 +26,61 @@ export const REPORT_CSV_COLUMNS = [
   'held_idle_usd',
   'underused_usd',
   'broken_usd',
-  'efficiency',
   'unpriced',
 ] as const;
+
+/**
+ * Columns of the report CSV grouped by a store grouping, in order: `period_from`, `period_to`, the
+ * grouping's own column (`team`, `job`, `namespace`, `pod`, `instance_type`, `diagnosis`), then
+ * {@link GROUP_MONEY_COLUMNS}; so a pivot table needs no reshaping. Grouped by `instance` or `gpu`
+ * the CSV is line items instead ({@link lineItemCsvColumns}).
+ *
+ * @param by - the report's grouping
+ * @returns the header
+ * @example
+ * reportCsvColumns('team'); // ['period_from', 'period_to', 'team', 'gpu_hours', …, 'unpriced']
+ */
+export function reportCsvColumns(by: ReportGrouping): readonly string[] {
+  if (by === 'instance' || by === 'gpu') return lineItemCsvColumns(by);
+  return ['period_from', 'period_to', wasteGroupColumn(by), ...GROUP_MONEY_COLUMNS];
+}
+
+/**
+ * Columns of the line-item CSV, in order: the period, the day, the tags, the instance (and GPU for
+ * the `gpu` grain), its place and purchase option, the price and its source, GPU-hours, idle
+ * GPU-hours, cost and wasted USD, each waste class, then one `wasted_<diagnosis>_usd` per cause.
+ *
+ * @param grain - `instance` (one row per instance and day) or `gpu` (per GPU and day)
+ * @returns the header
+ */
+export function lineItemCsvColumns(grain: LineItemGrain): readonly string[] {
+  return [
+    'period_from',
+    'period_to',
+    'day',
+    'team',
+    'job',
+    'namespace',
+    'instance_id',
+    ...(grain === 'gpu' ? ['gpu_index'] : []),
+    'instance_type',
+    'region',
+    'az',
+    'lifecycle',
+    'price_usd_per_hour',
+    'price_source',
+    'gpus',
+    'gpu_hours',
+    'idle_gpu_hours',
+    'cost_usd',
+    'wasted_usd',
+    'idle_usd',
+    'held_idle_usd',
+    'underused_usd',
+    'broken_usd',
+    ...DIAGNOSES.map(diagnosisColumn),
+  ];
+}
 
 /** First characters that make a spreadsheet cell a formula (OWASP "CSV injection"). */
 const FORMULA_START = /^[=+\-@\t\r]/;
@@ -47,13 +98,11 @@ export function neutraliseFormula(cell: string): string {
   return FORMULA_START.test(cell) ? `'${cell}` : cell;
 }
 
-function row(report: WasteReport, g: ReportGroup): Record<(typeof REPORT_CSV_COLUMNS)[number], string> {
+function groupRow(report: WasteReport, g: ReportGroup, column: string): Record<string, string> {
   return {
     period_from: report.period.from,
     period_to: report.period.to,
-    group_by: report.by,
-    group: g.key,
-    gpus: g.gpus === undefined ? '' : String(g.gpus),
+    [column]: g.key,
     gpu_hours: g.gpu_hours.toFixed(2),
     cost_usd: usdCents(g.cost_usd),
     wasted_usd: usdCents(g.wasted_usd),
@@ -62,9 +111,41 @@ function row(report: WasteReport, g: ReportGroup): Record<(typeof REPORT_CSV_COL
     held_idle_usd: usdCents(g.by_class.held_idle),
     underused_usd: usdCents(g.by_class.underused),
     broken_usd: usdCents(g.by_class.broken),
-    efficiency: g.efficiency === undefined ? '' : g.efficiency.toFixed(4),
     unpriced: g.unpriced === undefined ? '' : String(g.unpriced),
   };
+}
+
+/** Money and hours of a line item: 6 decimals (micro-dollars), so the rows sum to the totals. */
+const micro = (n: number): string => n.toFixed(6);
+
+function lineItemRow(report: WasteReport, i: ReportLineItem): Record<string, string> {
+  const cells: Record<string, string> = {
+    period_from: report.period.from,
+    period_to: report.period.to,
+    day: i.day,
+    team: i.team ?? '',
+    job: i.job ?? '',
+    namespace: i.namespace ?? '',
+    instance_id: i.instance_id,
+    gpu_index: i.gpu_index === undefined ? '' : String(i.gpu_index),
+    instance_type: i.instance_type,
+    region: i.region ?? '',
+    az: i.az ?? '',
+    lifecycle: i.lifecycle ?? '',
+    price_usd_per_hour: String(i.price_usd_per_hour),
+    price_source: i.price_source,
+    gpus: String(i.gpus),
+    gpu_hours: micro(i.gpu_hours),
+    idle_gpu_hours: micro(i.idle_gpu_hours),
+    cost_usd: micro(i.cost_usd),
+    wasted_usd: micro(i.wasted_usd),
+    idle_usd: micro(i.idle_usd),
+    held_idle_usd: micro(i.held_idle_usd),
+    underused_usd: micro(i.underused_usd),
+    broken_usd: micro(i.broken_usd),
+  };
+  for (const d of DIAGNOSES) cells[diagnosisColumn(d)] = micro(i.wasted_by_diagnosis_usd[d] ?? 0);
+  return cells;
 }
 
 /**
@@ -86,16 +167,26 @@ function spreadsheetCsv(
 }
 
 /**
- * Renders the report's groups as CSV: one row per group in the report's order, with the columns of
- * {@link REPORT_CSV_COLUMNS}.
+ * Renders the report as CSV. Grouped by `instance` or `gpu`: its line items, one row per instance
+ * (or GPU) and day with the columns of {@link lineItemCsvColumns}, money and hours to 6 decimals so
+ * the rows sum to the report's totals. Grouped otherwise: one row per group in the report's order
+ * with the columns of {@link reportCsvColumns}, USD with cents.
  *
  * @param report - the report
  * @returns the CSV text, starting with U+FEFF
  */
 export function reportCsv(report: WasteReport): string {
+  const columns = reportCsvColumns(report.by);
+  if (report.by === 'instance' || report.by === 'gpu') {
+    return spreadsheetCsv(
+      columns,
+      report.line_items.map((i) => lineItemRow(report, i)),
+    );
+  }
+  const column = wasteGroupColumn(report.by);
   return spreadsheetCsv(
-    REPORT_CSV_COLUMNS,
-    report.groups.map((g) => row(report, g)),
+    columns,
+    report.groups.map((g) => groupRow(report, g, column)),
   );
 }
 
@@ -118,6 +209,12 @@ const WASTE_BASE_COLUMNS = [
   'efficiency',
   'efficiency_source',
   'processes_unknown',
+  // Added later, after the first columns, so a reader of the earlier columns by position still reads them.
+  'namespace',
+  'region',
+  'az',
+  'lifecycle',
+  'idle_gpu_hours',
 ] as const;
 
 /**
@@ -145,10 +242,15 @@ export function wasteCsv(rows: readonly WasteReportRow[]): string {
       const cells: Record<string, string> = {
         instance_id: r.instance_id,
         instance_type: r.instance_type,
+        region: r.region ?? '',
+        az: r.az ?? '',
+        lifecycle: lifecycleOfPriceSource(r.price_source) ?? '',
         gpu_index: String(r.gpu_index),
         team: r.team ?? '',
         job: r.job ?? '',
+        namespace: r.namespace ?? '',
         gpu_hours: r.gpu_hours.toFixed(6),
+        idle_gpu_hours: r.idle_gpu_hours === undefined ? '' : r.idle_gpu_hours.toFixed(6),
         price_usd_per_hour: String(r.price_usd_per_hour),
         price_source: r.price_source,
         cost_usd: r.cost_usd.toFixed(6),

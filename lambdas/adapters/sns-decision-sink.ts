@@ -9,12 +9,17 @@ import { toSnsSubject } from './sns-subject';
 /** Options of {@link SnsDecisionSink}. */
 export interface SnsDecisionSinkOptions {
   readonly client: SNSClient;
-  /** Topic ARNs: `critical` gets replace/quarantine/escalate, `info` the rest. */
+  /** Topic ARNs: `critical` gets reboot/replace/quarantine/escalate, `info` the rest. */
   readonly topics: Pick<SeverityTopicArns, 'critical' | 'info'>;
 }
 
 /** Actions a human must know about at once (sent to the critical topic). */
-const CRITICAL_ACTIONS: ReadonlySet<RemediationAction> = new Set(['replace', 'quarantine', 'escalate']);
+const CRITICAL_ACTIONS: ReadonlySet<RemediationAction> = new Set([
+  'reboot',
+  'replace',
+  'quarantine',
+  'escalate',
+]);
 
 /**
  * The plain-text body of a decision message.
@@ -35,7 +40,7 @@ export function decisionBody(d: RemediationDecision): string {
 }
 
 /**
- * Publishes every remediation decision (the audit trail, docs/design.md §8): replace, quarantine and
+ * Publishes every remediation decision (the audit trail, docs/design.md §8): reboot, replace, quarantine and
  * escalate to the critical topic, notify and skip to info; subject like
  * `gpu-sentinel replace i-0abc (xid_fatal)`, a plain-text body with the reason, and attributes
  * `severity`, `rule`, `action`.

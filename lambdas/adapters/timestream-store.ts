@@ -71,7 +71,14 @@ export interface TimestreamStoreOptions {
 type TableKey = RejectedRow['table'];
 
 /** Columns the per-GPU waste read names besides the keys: the latest tags and every ledger field. */
-const WASTE_READ_COLUMNS: readonly string[] = ['team', 'job', ...LEDGER_FIELD_NAMES];
+const WASTE_READ_COLUMNS: readonly string[] = [
+  'team',
+  'job',
+  'region',
+  'az',
+  'namespace',
+  ...LEDGER_FIELD_NAMES,
+];
 
 /** Each `gpu_windows` column's type, by name. */
 const GPU_COLUMN_TYPES: ReadonlyMap<string, StoreColumnType> = new Map(TELEMETRY_TABLE_COLUMNS.gpu_windows);

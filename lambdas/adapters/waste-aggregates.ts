@@ -41,6 +41,10 @@ export function toWasteReportRow(a: WasteAggregate): WasteReportRow {
     gpu_index: a.gpu_index,
     ...(a.team !== undefined ? { team: a.team } : {}),
     ...(a.job !== undefined ? { job: a.job } : {}),
+    ...(a.region !== undefined ? { region: a.region } : {}),
+    ...(a.az !== undefined ? { az: a.az } : {}),
+    ...(a.namespace !== undefined ? { namespace: a.namespace } : {}),
+    ...(a.idle_gpu_hours !== undefined ? { idle_gpu_hours: a.idle_gpu_hours } : {}),
     gpu_hours: a.gpu_hours,
     cost_usd: a.cost_usd,
     idle_usd: a.idle_usd,
@@ -98,7 +102,11 @@ export function wasteRangeProblem(from: Date, to: Date): string | undefined {
 export const WASTE_AGGREGATES_SQL = `max_by(instance_type, "time") AS instance_type,
   max_by(team, "time") AS team,
   max_by(job, "time") AS job,
+  max_by(region, "time") AS region,
+  max_by(az, "time") AS az,
+  max_by(namespace, "time") AS namespace,
   ${LEDGER_SUMS_SQL},
+  coalesce(sum(CASE WHEN waste_class IN ('idle', 'held_idle') THEN gpu_hours END), 0) AS idle_gpu_hours,
   coalesce(sum(CASE WHEN efficiency IS NOT NULL THEN efficiency * gpu_hours END), 0) AS efficiency_weighted,
   coalesce(sum(CASE WHEN efficiency IS NOT NULL THEN gpu_hours END), 0) AS efficiency_hours,
   count(DISTINCT CASE WHEN efficiency_source <> 'none' THEN efficiency_source END) AS source_count,
@@ -126,6 +134,9 @@ export function wasteRowFromText(get: ColumnGetter): WasteReportRow {
   };
   const team = str('team');
   const job = str('job');
+  const region = str('region');
+  const az = str('az');
+  const namespace = str('namespace');
   const anySource = str('any_source');
   return toWasteReportRow({
     instance_id: str('instance_id') ?? '',
@@ -133,6 +144,10 @@ export function wasteRowFromText(get: ColumnGetter): WasteReportRow {
     gpu_index: num('gpu_index'),
     ...(team !== undefined ? { team } : {}),
     ...(job !== undefined ? { job } : {}),
+    ...(region !== undefined ? { region } : {}),
+    ...(az !== undefined ? { az } : {}),
+    ...(namespace !== undefined ? { namespace } : {}),
+    ...(str('idle_gpu_hours') !== undefined ? { idle_gpu_hours: num('idle_gpu_hours') } : {}),
     ...ledgerSumsFrom(get),
     efficiency_weighted: num('efficiency_weighted'),
     efficiency_hours: num('efficiency_hours'),

@@ -3,10 +3,13 @@ import {
   ALERT_LEASE_S,
   ALERT_REARM_S,
   type Alert,
+  type AlertBounds,
   alertId,
+  DEFAULT_ALERT_BOUNDS,
   DEFAULT_ALERT_COOLDOWN_S,
   type Finding,
   type FiringAlert,
+  instanceAlertScope,
   MS_PER_SECOND,
   type RuleId,
   windowResolvedAlert,
@@ -34,17 +37,25 @@ export interface AlertTally {
  * @param alert - the alert to send
  * @param deps - state store, alert sink, log, cooldown (@default DEFAULT_ALERT_COOLDOWN_S)
  * @param now - the server's clock
- * @returns `sent`, `skipped` (in cooldown, or another invocation is sending it), or `failed` (logged)
+ * @param admit - asked once the lease is held (so only an alert that would really go out is
+ *   counted): false gives the lease back and sends nothing (`folded`) @default always admitted
+ * @returns `sent`, `skipped` (in cooldown, or another invocation is sending it), `folded` (not
+ *   admitted), or `failed` (logged)
  * @throws whatever the state store throws when it cannot be reached (`StoreUnavailableError`)
  */
 export async function publishOnce(
   alert: Alert,
   deps: AlertLifecycleDeps,
   now: Date,
-): Promise<'sent' | 'skipped' | 'failed'> {
+  admit?: () => Promise<boolean>,
+): Promise<'sent' | 'skipped' | 'folded' | 'failed'> {
   const at = now.toISOString();
   const cooldownS = deps.alertCooldownS ?? DEFAULT_ALERT_COOLDOWN_S;
   if (!(await deps.state.leaseAlert(alert.id, at, cooldownS, ALERT_LEASE_S))) return 'skipped';
+  if (admit !== undefined && !(await admit())) {
+    await deps.state.releaseAlertLease(alert.id, at);
+    return 'folded';
+  }
   try {
     await deps.alerts.publish(alert);
   } catch (err) {
@@ -133,4 +144,34 @@ export async function resolveStopped(
     if (await publishResolve(firing, alert, deps, now)) tally.sent.push(alert);
     else tally.failed.push(alert);
   }
+}
+
+/**
+ * The per-instance bound of bounded fan-out (docs/remediation.md): records the alert id in the
+ * instance's alert scope (`StateStore.recordFault`, `alerts#<instance>`) and admits it while the
+ * instance has sent at most `perInstance` distinct alerts within `windowS`. Asked by
+ * {@link publishOnce} only once the alert's lease is held, so an alert in its cooldown costs nothing.
+ *
+ * @param instanceId - the batch's instance
+ * @param id - the alert id
+ * @param deps - state store and bounds (@default DEFAULT_ALERT_BOUNDS)
+ * @param now - the server's clock
+ * @returns the admission check
+ */
+export function withinInstanceBound(
+  instanceId: string,
+  id: string,
+  deps: Pick<AlertLifecycleDeps, 'state'> & { readonly alertBounds?: AlertBounds },
+  now: Date,
+): () => Promise<boolean> {
+  const bounds = deps.alertBounds ?? DEFAULT_ALERT_BOUNDS;
+  return async () => {
+    const recent = await deps.state.recordFault(
+      instanceAlertScope(instanceId),
+      id,
+      now.toISOString(),
+      bounds.windowS,
+    );
+    return recent.length <= bounds.perInstance;
+  };
 }

@@ -1,5 +1,6 @@
 import type {
   Alert,
+  AlertBounds,
   AlertSink,
   DecisionSink,
   Diagnosis,
@@ -15,6 +16,7 @@ import type {
   Remediator,
   RuleContext,
   StateStore,
+  StormLimits,
   TelemetryStore,
 } from '../domain';
 
@@ -59,6 +61,10 @@ export interface PipelineDeps {
   readonly instances?: InstanceDirectory;
   /** Replacement budgets per group and fleet-wide. @default DEFAULT_REMEDIATION_LIMITS */
   readonly remediationLimits?: RemediationLimits;
+  /** When correlated faults are a storm (one incident, remediation paused). @default DEFAULT_STORM_LIMITS */
+  readonly stormLimits?: StormLimits;
+  /** Alerts one batch and one instance send one by one; the rest go into a summary. @default DEFAULT_ALERT_BOUNDS */
+  readonly alertBounds?: AlertBounds;
 }
 
 /** What the alert lifecycle needs of the pipeline: state, sink, log and cooldown (ingest and fleet alike). */
@@ -76,7 +82,7 @@ export interface ProcessResult {
   readonly diagnoses: ReadonlyMap<number, Diagnosis>;
   /** Alerts published (after cooldown), resolve messages included (`status: 'resolved'`). */
   readonly alerts: readonly Alert[];
-  /** Every remediation decision taken for the batch's point findings, in finding order. */
+  /** The batch's remediation decision (one per batch, for its most severe point fault), or none. */
   readonly decisions: readonly RemediationDecision[];
   /** The GPU flush-window rows written (metrics, ledger, enriched team): what ingest's CloudWatch metrics are computed from. */
   readonly windows: readonly GpuWindowRow[];

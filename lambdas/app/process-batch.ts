@@ -3,6 +3,7 @@ import {
   type Alert,
   attributeEventsToGpus,
   brokenMarksOf,
+  DEFAULT_ALERT_BOUNDS,
   enrichHost,
   evaluatePointRules,
   type Finding,
@@ -11,12 +12,14 @@ import {
   RESOLVING_WINDOW_RULES,
   type RemediationDecision,
   storeRowsOf,
+  summaryAlert,
   toAlert,
   windowFiringRecord,
   withBrokenMarks,
 } from '../domain';
-import { type AlertTally, publishOnce, resolveStopped } from './alert-lifecycle';
+import { type AlertTally, publishOnce, resolveStopped, withinInstanceBound } from './alert-lifecycle';
 import { UnpublishedAlertsError } from './errors';
+import { isFault, judgeStorms } from './incidents';
 import type { PipelineDeps, ProcessResult } from './pipeline';
 import { remediate } from './remediate';
 
@@ -27,9 +30,11 @@ const SEVERITY_ORDER: Readonly<Record<Finding['severity'], number>> = { critical
  * The ingest pipeline for one validated batch (docs/design.md §1): price the instance, judge the point
  * rules, judge the horizon windows (diagnosis per GPU, window rules), compute the waste ledger of
  * every flush window with its GPU's diagnosis (broken-since from the stored marks and this batch's
- * findings, in memory), write the store, then persist the broken and idle marks, publish alerts
- * (publish-then-record), resolve window alerts that stopped, and decide (and, unless dry-run, carry
- * out) remediation for point findings only: a window finding never remediates.
+ * findings, in memory), write the store, then persist the broken and idle marks, judge whether its
+ * faults are part of a storm (then one incident per group and fleet replaces their alerts and
+ * remediation pauses), publish alerts (publish-then-record; at most `alertBounds` one by one, the
+ * rest in one summary), resolve window alerts that stopped, and decide (and, unless dry-run, carry
+ * out) remediation once per batch, for its most severe point fault: a window finding never remediates.
  *
  * Nothing is written before the store write succeeds: if it fails this throws and the agent
  * retries the whole batch, which is idempotent (`seq` is the record version); no broken mark,
@@ -97,19 +102,44 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
     if (outcome === 'failed') tally.failed.push(alert);
     return outcome === 'sent';
   };
-  for (const finding of findings) {
-    await send(toAlert(finding, host));
-    if (finding.action === 'replace' || finding.action === 'reset') {
-      decisions.push(await remediate(finding, batch, instance, deps, now));
-    }
-  }
-  // Window findings: never a remediation (efficiency is the owner's to fix), and they resolve.
-  for (const finding of window.findings) {
+  // Correlated faults: one incident per group and fleet instead of a page per instance, and no
+  // remediation while it lasts (every fault still decided and recorded).
+  const pausedBy = await judgeStorms(
+    findings.filter(isFault),
+    instance ? { ...host, asg_name: instance.asg?.name } : host,
+    instance?.asg?.desired_capacity,
+    deps,
+    now,
+    send,
+  );
+  // Bounded fan-out: point findings (a storm's faults are in its incident), then window findings;
+  // past `perBatch`, or past the instance's `perInstance` in the window, they are counted in one summary.
+  const bounds = deps.alertBounds ?? DEFAULT_ALERT_BOUNDS;
+  const windowFindings = new Set<Finding>(window.findings);
+  const alertable = [...findings.filter((f) => !isFault(f) || pausedBy === undefined), ...window.findings];
+  const folded = alertable.slice(bounds.perBatch);
+  for (const finding of alertable.slice(0, bounds.perBatch)) {
     const alert = toAlert(finding, host);
-    if ((await send(alert)) && RESOLVING_WINDOW_RULES.has(finding.rule)) {
+    const outcome = await publishOnce(
+      alert,
+      deps,
+      now,
+      withinInstanceBound(host.instance_id, alert.id, deps, now),
+    );
+    if (outcome === 'failed') tally.failed.push(alert);
+    if (outcome === 'folded') folded.push(finding);
+    if (outcome !== 'sent') continue;
+    tally.sent.push(alert);
+    // Window findings never remediate (efficiency is the owner's to fix), and they resolve.
+    if (windowFindings.has(finding) && RESOLVING_WINDOW_RULES.has(finding.rule)) {
       await deps.state.putFiringAlert(windowFiringRecord(alert));
     }
   }
+  if (folded.length > 0) await send(summaryAlert(folded, host, bounds));
+  // One remediation decision per batch: the most severe fault (a replacement makes a reboot moot,
+  // one reboot resets every GPU), however many faults the batch reports.
+  const decisive = findings.find((f) => f.action === 'replace') ?? findings.find((f) => f.action === 'reset');
+  if (decisive !== undefined) decisions.push(await remediate(decisive, batch, instance, deps, now, pausedBy));
   await resolveStopped(window, state.firing, host, deps, now, tally);
   if (tally.failed.length > 0) {
     const ids = tally.failed.map((a) => a.id);
@@ -125,6 +155,7 @@ export async function processBatch(received: Batch, deps: PipelineDeps, now: Dat
     events: rows.events.length,
     findings: findings.length + window.findings.length,
     alerts: tally.sent.length,
+    ...(folded.length > 0 ? { alerts_folded: folded.length } : {}),
   });
   return {
     accepted: written.written,

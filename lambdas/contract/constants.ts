@@ -142,3 +142,12 @@ export const PROFILING_METRIC_NAMES = [
 
 /** Where profiling counters (`sm_active`, …) came from; `none` = they are absent. */
 export const PROFILING_SOURCES = ['gpm', 'dcgm', 'none'] as const;
+
+/**
+ * Request header that turns `POST /v1/batches` into a signed probe: the API runs every check it
+ * runs on a batch (API Gateway's SigV4/IAM authorization and resource policy, the handler's
+ * instance-session and EC2 checks, contract validation) and stores, judges and sends nothing,
+ * answering `200 {"probe": true, "verified": [...]}` or the 4xx a real batch would get. Value `1`.
+ * Sent by `gpu-sentinel doctor`; API Gateway passes request headers to the proxy integration.
+ */
+export const PROBE_HEADER = 'x-gpu-sentinel-probe';

@@ -65,6 +65,33 @@ export const K8S_POD_RULE: FieldPattern = {
 /** Most characters of a pod name (Kubernetes object names are DNS subdomains, ≤ 253). */
 export const MAX_K8S_POD_CHARS = 253;
 
+/**
+ * A Kubernetes pod UID as the kubelet names the pod's cgroup (`…pod<uid>`): an RFC 4122 UUID in
+ * lowercase (the API server's `metadata.uid`), or 32 lowercase hex digits (a static pod's UID, the
+ * hash of its manifest). The agent writes it with dashes, as `kubectl get pod -o
+ * jsonpath='{.metadata.uid}'` prints it, also when the cgroup spells them `_` (systemd driver).
+ */
+export const K8S_POD_UID_RULE: FieldPattern = {
+  pattern: /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{32})$/,
+  message: 'expected a Kubernetes pod UID (a lowercase UUID, or 32 hex digits for a static pod)',
+};
+
+/**
+ * A systemd unit that holds a process, a service or a scope (`systemd-udevd.service`,
+ * `session-1.scope`, `docker-<id>.scope`): unit-name characters (`[A-Za-z0-9:_.\\@-]`, systemd.unit(5)),
+ * ≤ {@link MAX_SYSTEMD_UNIT_CHARS}, ending in `.service` or `.scope`.
+ */
+export const SYSTEMD_UNIT_RULE: FieldPattern = {
+  pattern: /^[A-Za-z0-9:_.\\@-]+\.(service|scope)$/,
+  message: 'expected a systemd unit name ending in .service or .scope',
+};
+
+/** Most characters of a systemd unit name (systemd's UNIT_NAME_MAX: 256). */
+export const MAX_SYSTEMD_UNIT_CHARS = 256;
+
+/** Largest Slurm job id: a 32-bit unsigned integer (`slurm.h` `uint32_t job_id`; ids ≥ 0xfffffffe are reserved). */
+export const MAX_SLURM_JOB_ID = 0xfffffffd;
+
 /** NVML UUID of a GPU or MIG instance (`nvmlDeviceGetUUID`: `GPU-c4529c8d-…`, `MIG-…`). */
 export const GPU_UUID_RULE: FieldPattern = {
   pattern: /^(GPU|MIG)-[0-9A-Za-z-]+$/,

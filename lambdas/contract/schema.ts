@@ -20,14 +20,18 @@ import {
   INSTANCE_TYPE_RULE,
   K8S_LABEL_RULE,
   K8S_POD_RULE,
+  K8S_POD_UID_RULE,
   MAX_ASG_NAME_CHARS,
   MAX_GPU_NAME_CHARS,
   MAX_K8S_POD_CHARS,
+  MAX_SLURM_JOB_ID,
+  MAX_SYSTEMD_UNIT_CHARS,
   MAX_TAG_KEY_CHARS,
   MAX_TAG_VALUE_CHARS,
   METRIC_RANGES,
   type NumberRange,
   REGION_RULE,
+  SYSTEMD_UNIT_RULE,
 } from './field-rules';
 
 /**
@@ -238,6 +242,18 @@ export const GpuProcessSchema = z.strictObject({
     .max(2 ** 32 - 1),
   /** GPU memory the process holds, bytes; absent when NVML reports it unavailable. */
   fb_used_bytes: count.optional(),
+  /**
+   * The Kubernetes pod the process runs in: its UID, from the process's cgroup (`/proc/<pid>/cgroup`,
+   * `kubepods…pod<uid>`); absent off Kubernetes or when the agent cannot read the process's cgroup.
+   */
+  k8s_pod_uid: matching(K8S_POD_UID_RULE).optional(),
+  /** The Slurm job the process runs in, from its cgroup (`job_<id>`, Slurm's task/cgroup plugin); absent otherwise. */
+  slurm_job_id: z.int().min(1).max(MAX_SLURM_JOB_ID).optional(),
+  /**
+   * The systemd service or scope the process runs in (`train.service`, `session-3.scope`), from its
+   * cgroup, when it is in neither a pod nor a Slurm job; absent otherwise.
+   */
+  systemd_unit: matching(SYSTEMD_UNIT_RULE).max(MAX_SYSTEMD_UNIT_CHARS).optional(),
 });
 
 /** A Kubernetes DNS label (RFC 1123): lowercase alphanumerics and `-`, 1..63 characters. */

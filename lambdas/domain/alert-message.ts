@@ -170,7 +170,8 @@ export function alertBody(
 }
 
 /**
- * SNS message attributes of an alert: `severity`, `rule`, `instance_type`, `status`, and `team` / `job`
+ * SNS message attributes of an alert: `severity`, `rule`, `instance_type`, `status`, `xid_class` for
+ * an Xid rule's alert (`hardware`, `application`, `notice`: docs/detection.md §3), and `team` / `job`
  * only when the tags have them (so a team subscribes to its own alerts with a filter policy).
  *
  * @param finding - the finding
@@ -188,6 +189,8 @@ export function alertAttributes(
     instance_type: finding.instance_type,
     status,
   };
+  const xidClass = finding.evidence.xid_class;
+  if (typeof xidClass === 'string') attributes.xid_class = xidClass;
   const team = tags[TEAM_TAG];
   if (team !== undefined) attributes.team = team;
   const job = tags[JOB_TAG];

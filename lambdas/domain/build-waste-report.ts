@@ -1,6 +1,7 @@
 import { WASTE_GROUPS, type WasteGroupRow } from './ports';
 import { isUnpriced } from './pricing';
 import { ReportInputError } from './report-input-error';
+import { type ReportDayRows, type ReportLineItem, reportLineItems } from './report-line-items';
 import type { LedgerSums, WasteReportRow } from './types';
 
 /**
@@ -11,8 +12,11 @@ import type { LedgerSums, WasteReportRow } from './types';
  * the clock from the caller; renderers (CSV, HTML, text, SNS) only present it.
  */
 
-/** What a report can be grouped by: the store's groupings ({@link WASTE_GROUPS}), one list. */
-export const REPORT_GROUPINGS = WASTE_GROUPS;
+/**
+ * What a report can be grouped by: the store's groupings ({@link WASTE_GROUPS}), then `gpu` (one
+ * group per GPU, made from the per-GPU sums like `instance`; its CSV is one line item per GPU and day).
+ */
+export const REPORT_GROUPINGS = [...WASTE_GROUPS, 'gpu'] as const;
 /** One of {@link REPORT_GROUPINGS}. */
 export type ReportGrouping = (typeof REPORT_GROUPINGS)[number];
 
@@ -50,8 +54,11 @@ export interface ReportInput {
    * window counts for its own tags, so a GPU that served two jobs is split between them.
    */
   readonly groups: Readonly<Partial<Record<ReportGrouping, readonly WasteGroupRow[]>>>;
-  /** Per UTC day of the period that has data, ascending. */
-  readonly daily: readonly ReportDay[];
+  /**
+   * Per day of the period that has data, its per-GPU sums (`queryWaste` over the day): the line
+   * items and the trend. A day without windows may be left out.
+   */
+  readonly days: readonly ReportDayRows[];
 }
 
 /** Money and time of a slice of the fleet. All USD, unrounded. */
@@ -132,8 +139,13 @@ export interface WasteReport {
   /** Always present for the HTML page and the SNS message: by team and by diagnosis. */
   readonly by_team: readonly ReportGroup[];
   readonly by_diagnosis: readonly ReportGroup[];
-  /** Per UTC day of the period that has data, ascending. */
+  /** Per day of the period that has data, ascending. */
   readonly daily: readonly ReportDay[];
+  /**
+   * The line items: one per instance and day, or per GPU and day when the report is grouped by
+   * `gpu` (see `reportLineItems`); by day, then instance, then GPU.
+   */
+  readonly line_items: readonly ReportLineItem[];
   /** Instances by wasted USD descending, at most {@link REPORT_TOP_WASTERS}. */
   readonly top_wasters: readonly ReportWaster[];
   /** Every unpriced instance, by id. */
@@ -261,12 +273,24 @@ function byWastedDesc<T extends { wasted_usd: number; key?: string; instance_id?
   return ka < kb ? -1 : ka > kb ? 1 : 0;
 }
 
-function byInstance(rows: readonly WasteReportRow[]): ReportGroup[] {
+/**
+ * The key of a GPU's group when a report is grouped by `gpu`.
+ *
+ * @param instanceId - EC2 instance id
+ * @param gpuIndex - NVML device index, ≥ 0
+ * @returns `<instance id>:<GPU index>`, e.g. `i-0abc:3`
+ */
+export function gpuGroupKey(instanceId: string, gpuIndex: number): string {
+  return `${instanceId}:${gpuIndex}`;
+}
+
+function byInstance(rows: readonly WasteReportRow[], perGpu = false): ReportGroup[] {
   const accs = new Map<string, Acc>();
   for (const r of rows) {
-    const acc = accs.get(r.instance_id) ?? emptyAcc();
+    const key = perGpu ? gpuGroupKey(r.instance_id, r.gpu_index) : r.instance_id;
+    const acc = accs.get(key) ?? emptyAcc();
     add(acc, r, 1);
-    accs.set(r.instance_id, acc);
+    accs.set(key, acc);
   }
   return [...accs.entries()]
     .map(([key, acc]) => ({
@@ -306,6 +330,18 @@ function fromStore(rows: readonly WasteGroupRow[] | undefined, by: ReportGroupin
       };
     })
     .sort(byWastedDesc);
+}
+
+/** The trend: per day with data, the cost and wasted dollars of its rows, ascending. */
+function dailyOf(days: readonly ReportDayRows[]): ReportDay[] {
+  return days
+    .filter((d) => d.rows.length > 0)
+    .map((d) => ({
+      day: d.day,
+      cost_usd: d.rows.reduce((s, r) => s + r.cost_usd, 0),
+      wasted_usd: d.rows.reduce((s, r) => s + r.wasted_usd, 0),
+    }))
+    .sort((a, b) => (a.day < b.day ? -1 : 1));
 }
 
 function methodOf(rows: readonly WasteReportRow[], unpriced: readonly UnpricedHost[]): ReportMethod {
@@ -408,10 +444,11 @@ export function buildWasteReport(
     totals,
     wasted_share: totals.cost_usd > 0 ? totals.wasted_usd / totals.cost_usd : 0,
     by,
-    groups: by === 'instance' ? instances : fromStore(groups[by], by),
+    groups: by === 'instance' ? instances : by === 'gpu' ? byInstance(rows, true) : fromStore(groups[by], by),
     by_team: byTeam,
     by_diagnosis: byDiagnosis,
-    daily: [...input.daily].sort((a, b) => (a.day < b.day ? -1 : 1)),
+    daily: dailyOf(input.days),
+    line_items: reportLineItems(input.days, by === 'gpu' ? 'gpu' : 'instance'),
     top_wasters: wasters.sort(byWastedDesc).slice(0, REPORT_TOP_WASTERS),
     unpriced: unpricedHosts.sort((a, b) => (a.instance_id < b.instance_id ? -1 : 1)),
   };

@@ -1,3 +1,4 @@
+export * from './alert-bounds';
 export * from './alert-message';
 export * from './attribute-events';
 export * from './batch-metrics';
@@ -21,7 +22,9 @@ export * from './pricing';
 export * from './remediation-mode';
 export * from './remediation-outcome';
 export * from './remediation-policy';
+export * from './remediation-storm';
 export * from './report-input-error';
+export * from './report-line-items';
 export * from './report-message';
 export * from './rule-registry';
 export * from './rules';

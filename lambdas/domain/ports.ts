@@ -159,11 +159,15 @@ export interface MetricsSink {
   emit(groups: readonly MetricGroup[], at: Date): void;
 }
 
-/** A past remediation, as the policy needs it for idempotency and rate limits. */
+/**
+ * A past remediation, as the policy needs it for idempotency and rate limits: a `replace` or
+ * `quarantine` (one per instance, ever) or a `reboot` (the last one per instance is kept; the
+ * ladder's first step, see `docs/remediation.md`).
+ */
 export interface RemediationRecord {
   readonly instance_id: string;
   readonly asg_name?: string;
-  readonly action: 'replace' | 'quarantine';
+  readonly action: 'replace' | 'quarantine' | 'reboot';
   /** ISO 8601. */
   readonly at: string;
   readonly rule: string;
@@ -186,13 +190,22 @@ export interface RemediationBudget {
 export interface RemediationReservationRequest {
   /** The remediation to reserve; `asg_name` must be the real group (from Auto Scaling, not the agent). */
   readonly record: RemediationRecord;
-  /** Budgets of a `replace` in a group; absent for a quarantine (which replaces nothing). */
+  /**
+   * Budgets of a `replace` in a group, or of a `reboot` (the group scope only when the instance is in
+   * a group; reboots have budget scopes of their own); absent for a quarantine (which replaces nothing).
+   */
   readonly budget?: RemediationBudget;
   /**
    * Seconds the reservation stays pending before another invocation may take it over (the holder
    * died between reserving and confirming), s > 0.
    */
   readonly leaseS: number;
+  /**
+   * For a `reboot` only: a confirmed reboot of the instance younger than this many seconds refuses
+   * the reservation (`remediated`), so two invocations never reboot one instance for one fault.
+   * @default 0 (any confirmed reboot is old enough)
+   */
+  readonly repeatAfterS?: number;
 }
 
 /** Why a reservation was refused. */
@@ -214,6 +227,13 @@ export type RemediationReservation =
       /** The exhausted budget's limit (budget refusals only). */
       readonly limit?: number;
     };
+
+/** One instance's last fault in an incident scope (`StateStore.recordFault`). */
+export interface ScopeFault {
+  readonly instance_id: string;
+  /** When it last faulted, ISO 8601 (as recorded). */
+  readonly at: string;
+}
 
 /** What the pipeline knows about one instance before it judges a batch (read in one call). */
 export interface InstanceState {
@@ -238,6 +258,8 @@ export interface StateStore {
   getInstanceState(instanceId: string): Promise<InstanceState>;
   /** The confirmed replace/quarantine record of an instance, if any (one per instance, ever); a pending reservation is not one. */
   getRemediation(instanceId: string): Promise<RemediationRecord | undefined>;
+  /** The instance's last confirmed `reboot` record, if any; a pending reservation is not one. */
+  getLastReboot(instanceId: string): Promise<RemediationRecord | undefined>;
   /**
    * Records a replace/quarantine for an instance, only if none exists (conditional write).
    * @returns false when one already existed (another invocation won the race)
@@ -249,6 +271,9 @@ export interface StateStore {
    * budget, one slot of the group's and one of the fleet's budget. Refused when the instance already
    * has a confirmed remediation (`remediated`), a live lease (`in_progress`), or a budget has no free
    * slot in the window. Confirmed remediations are the only ones {@link getRemediation} returns.
+   * A `reboot` is kept apart from the replace/quarantine record (its own item or row, its own budget
+   * scopes `reboot#asg#<group>` and `reboot#fleet`) and is refused as `remediated` only while a
+   * confirmed reboot is younger than `repeatAfterS`; {@link getLastReboot} returns it once confirmed.
    *
    * @returns granted with a lease id, or refused and why
    * @throws when the store cannot be reached (nothing was reserved)
@@ -267,6 +292,20 @@ export interface StateStore {
    * @throws when the store cannot be reached
    */
   releaseRemediation(record: RemediationRecord, leaseId: string): Promise<void>;
+  /**
+   * Records that an instance faulted at `at` in an incident scope (`asg#<group>` or `fleet`; the
+   * latest time per instance is kept), then reads the scope back: the incident's members. Correlated
+   * faults are judged from this (docs/remediation.md, storms).
+   *
+   * @param scope - the incident scope
+   * @param instanceId - EC2 instance id
+   * @param at - the fault's time, ISO 8601
+   * @param windowS - how far back a fault counts, s > 0
+   * @returns every instance of the scope whose last fault is in `(at − windowS, at]`, this one
+   *   included, oldest first (ties by instance id)
+   * @throws when the store cannot be reached
+   */
+  recordFault(scope: string, instanceId: string, at: string, windowS: number): Promise<ScopeFault[]>;
   /** Replace actions in a group since `since` (for the per-group rate limit). */
   listRemediations(asgName: string, since: Date): Promise<RemediationRecord[]>;
   /** Since when a GPU (`gpuKey` = index, or PCI bus id, or `*` for the whole instance) is known broken, ISO 8601. */
@@ -340,6 +379,8 @@ export interface Remediator {
   replace(decision: RemediationDecision): Promise<void>;
   /** EC2 `CreateTags gpu-sentinel:quarantine=<rule>` on an instance outside a group; never terminates. */
   quarantine(decision: RemediationDecision): Promise<void>;
+  /** EC2 `RebootInstances` of the one instance: a reboot resets every GPU of it (the ladder's first step). */
+  reboot(decision: RemediationDecision): Promise<void>;
 }
 
 /** Receives every remediation decision, done or skipped (audit log: SNS + JSONL locally). */

@@ -14,12 +14,12 @@ export function escalationId(instanceId: string): string {
 }
 
 /**
- * What a `replace` or `quarantine` decision becomes after the state store answered its
+ * What a `reboot`, `replace` or `quarantine` decision becomes after the state store answered its
  * reservation (docs/design.md §8): unchanged when granted; `skip` when the instance is already remediated
- * or another invocation holds its lease; `escalate` with the numbers when the group's or the
- * fleet's budget is spent.
+ * (or, for a reboot, was rebooted within `rebootWindowS`) or another invocation holds its lease;
+ * `escalate` with the numbers when the group's or the fleet's budget is spent.
  *
- * @param decision - the policy's decision (action `replace` or `quarantine`)
+ * @param decision - the policy's decision (action `reboot`, `replace` or `quarantine`)
  * @param reservation - the store's answer
  * @param limits - the limits the budget came from (for the message)
  * @param desired - the group's desired capacity, when known (for the message)
@@ -32,6 +32,7 @@ export function afterReservation(
   desired: number | undefined,
 ): RemediationDecision {
   if (reservation.granted) return decision;
+  if (decision.action === 'reboot') return afterRebootRefused(decision, reservation, limits);
   switch (reservation.reason) {
     case 'remediated':
       return { ...decision, action: 'skip', reason: 'another invocation already remediated this instance' };
@@ -56,10 +57,39 @@ export function afterReservation(
   }
 }
 
+/** A refused `reboot` reservation: skipped when taken by another invocation, escalated over a reboot budget. */
+function afterRebootRefused(
+  decision: RemediationDecision,
+  reservation: Exclude<RemediationReservation, { granted: true }>,
+  limits: RemediationLimits,
+): RemediationDecision {
+  switch (reservation.reason) {
+    case 'remediated':
+      return {
+        ...decision,
+        action: 'skip',
+        reason: `another invocation already rebooted this instance within the last ${limits.rebootWindowS} s`,
+      };
+    case 'in_progress':
+      return {
+        ...decision,
+        action: 'skip',
+        reason: 'another invocation is rebooting this instance now (its reservation is held)',
+      };
+    case 'group_budget':
+    case 'fleet_budget':
+      return {
+        ...decision,
+        action: 'escalate',
+        reason: `reboot rate limit: ${reservation.used ?? '?'} reboot(s) ${reservation.reason === 'group_budget' ? `in Auto Scaling group ${decision.asg_name ?? '?'}` : 'across the fleet'} in the last ${limits.windowS} s, limit ${reservation.limit ?? '?'}; a human must reset the GPU (nvidia-smi -r when idle, or a reboot)`,
+      };
+  }
+}
+
 /**
  * A decision whose call to Auto Scaling or EC2 failed: escalated to a human, with the cause.
  *
- * @param decision - the `replace` or `quarantine` decision that could not be carried out
+ * @param decision - the `reboot`, `replace` or `quarantine` decision that could not be carried out
  * @param message - the failure's message
  * @returns the decision with action `escalate`
  */

@@ -34,11 +34,37 @@ export interface RemediationLimits {
    * @default 10
    */
   readonly maxFleetPerWindow: number;
+  /**
+   * Most reboots per Auto Scaling group in the rolling window `windowS`, count ≥ 0 (a reboot takes
+   * the instance out for minutes, so a group is not rebooted wholesale).
+   * @default 4 (this module's choice: twice the replacements, a reboot costs minutes, not an instance)
+   */
+  readonly maxRebootsPerGroupPerWindow: number;
+  /**
+   * Most reboots of the whole fleet in the rolling window `windowS`, count ≥ 0.
+   * @default 20 (this module's choice: twice the fleet's replacements)
+   */
+  readonly maxFleetRebootsPerWindow: number;
+  /**
+   * A reset-class fault of an instance within this many seconds after its reboot means the reset did
+   * not clear it: the ladder escalates to `replace` (NVIDIA's Xid catalog: a fault that persists
+   * after a GPU reset points to hardware), s > 0. Also the least time between two reboots of one instance.
+   * @default 3600
+   */
+  readonly rebootWindowS: number;
+  /**
+   * Faults stamped no later than this many seconds after a reboot decision are the ones the reboot
+   * is clearing (lines of the old boot still in flight; EC2 queues the reboot and the instance
+   * shuts down in well under a GPU instance's boot time), not a recurrence, s ≥ 0.
+   * @default 120
+   */
+  readonly rebootSettleS: number;
 }
 
 /**
  * The default limits: ≤ 2 per group per hour and ≤ 10 % of desired capacity, at least 1 (docs/design.md §8);
- * ≤ 10 per hour fleet-wide (this module's choice: five groups at their limit).
+ * ≤ 10 per hour fleet-wide (this module's choice: five groups at their limit); reboots ≤ 4 per group
+ * and ≤ 20 fleet-wide per hour, a repeat within 1 hour of a reboot replaces (docs/remediation.md).
  */
 export const DEFAULT_REMEDIATION_LIMITS: RemediationLimits = Object.freeze({
   maxPerGroupPerWindow: 2,
@@ -46,6 +72,10 @@ export const DEFAULT_REMEDIATION_LIMITS: RemediationLimits = Object.freeze({
   maxFractionOfDesired: 0.1,
   minPerGroup: 1,
   maxFleetPerWindow: 10,
+  maxRebootsPerGroupPerWindow: 4,
+  maxFleetRebootsPerWindow: 20,
+  rebootWindowS: 3600,
+  rebootSettleS: 120,
 });
 
 /** Everything the remediation policy needs to decide about one finding. */
@@ -57,6 +87,8 @@ export interface RemediationInput {
   readonly mode: RemediationMode;
   /** The instance's earlier replace/quarantine record, if any (one per instance, ever). */
   readonly existing?: RemediationRecord;
+  /** The instance's last confirmed reboot, if any (`StateStore.getLastReboot`). */
+  readonly lastReboot?: RemediationRecord;
   /** Recent replace records of the instance's group (the policy filters by group, action and window itself). */
   readonly recentInGroup: readonly RemediationRecord[];
   /** The group's desired capacity, instances, when known. */
@@ -67,6 +99,11 @@ export interface RemediationInput {
   readonly limits?: RemediationLimits;
   /** True when nothing will be executed (local mode). */
   readonly dryRun: boolean;
+  /**
+   * Why remediation is paused for this instance, when it is part of a storm (`stormPauseReason`):
+   * the decision is `skip` with this reason, recorded like any other. @default undefined (not paused)
+   */
+  readonly pausedBy?: string;
 }
 
 function optedOut(tags: Readonly<Record<string, string>> | undefined): boolean {
@@ -95,20 +132,41 @@ export function groupReplacementLimit(
 }
 
 /**
- * Decides what to do about a finding (docs/design.md §8). Only a finding with action `replace` can lead to
- * `replace` or `quarantine`. Checks, in this order; the first that applies decides:
+ * Where a reset-class finding stands against the instance's last reboot: `clearing` when the fault
+ * is stamped before the reboot settled (the reboot is clearing it), `recurred` when it came back
+ * within `rebootWindowS` after it (the reset did not help: replace), else `none` (reboot).
+ */
+function againstLastReboot(
+  findingAt: string,
+  lastReboot: RemediationRecord | undefined,
+  limits: RemediationLimits,
+): { state: 'none' } | { state: 'clearing' | 'recurred'; afterS: number; at: string } {
+  if (lastReboot === undefined) return { state: 'none' };
+  const afterS = Math.round((Date.parse(findingAt) - Date.parse(lastReboot.at)) / MS_PER_SECOND);
+  if (!(afterS <= limits.rebootWindowS)) return { state: 'none' };
+  return { state: afterS <= limits.rebootSettleS ? 'clearing' : 'recurred', afterS, at: lastReboot.at };
+}
+
+/**
+ * Decides what to do about a finding (docs/design.md §8, docs/remediation.md). A finding with action
+ * `reset` climbs the ladder (reboot, then replace when the fault comes back); one with action
+ * `replace` can lead to `replace` or `quarantine`. Checks, in this order; the first that applies decides:
  *
  * 1. mode `off` → `skip`;
- * 2. finding action `none` → `skip`; `notify` → `notify`; `reset` → `escalate` (a human resets the GPU
- *    when it is idle; no automatic action resets GPUs), or `skip` when the instance is already being
- *    replaced or quarantined (`existing`): a reset of a GPU on its way out helps nobody;
+ * 2. finding action `none` → `skip`; `notify` → `notify`; part of a storm (`pausedBy`) → `skip`
+ *    with the incident's reason; `reset` on an instance already being
+ *    replaced or quarantined (`existing`) → `skip`: a reset of a GPU on its way out helps nobody;
  * 3. mode `notify` → `notify` (says what `replace` mode would have done);
  * 4. opt-out tag `gpu-sentinel:remediation=off` on the instance or its group → `skip`;
- * 5. already replaced or quarantined (`existing`) → `skip` (one replacement per instance, ever);
- * 6. in an Auto Scaling group: replacements of that group in the last `windowS` (records with action
+ * 5. `reset`: stamped within `rebootSettleS` after the instance's last reboot → `skip` (the reboot
+ *    is clearing it); within `rebootWindowS` after it → on to step 6 as a `replace` (the reset did
+ *    not clear it); else → `reboot` (EC2 RebootInstances resets every GPU; budgets are checked when
+ *    it is reserved);
+ * 6. already replaced or quarantined (`existing`) → `skip` (one replacement per instance, ever);
+ * 7. in an Auto Scaling group: replacements of that group in the last `windowS` (records with action
  *    `replace`, `now − windowS < at ≤ now`) at or over the limit → `escalate` with the numbers; else
  *    `replace` (SetInstanceHealth Unhealthy);
- * 7. not in a group → `quarantine` (tag `gpu-sentinel:quarantine=<rule>` and page; never terminate).
+ * 8. not in a group → `quarantine` (tag `gpu-sentinel:quarantine=<rule>` and page; never terminate).
  *
  * @param input - see {@link RemediationInput}
  * @param now - decision time
@@ -134,23 +192,24 @@ export function decideRemediation(input: RemediationInput, now: Date): Remediati
   if (mode === 'off') return decide('skip', 'remediation mode is off');
   if (finding.action === 'none') return decide('skip', 'the finding asks for no action');
   if (finding.action === 'notify') return decide('notify', 'the finding asks only for a notification');
-  if (finding.action === 'reset') {
-    if (input.existing !== undefined) {
-      return decide(
-        'skip',
-        `the GPU needs a reset, but the instance is already ${input.existing.action === 'replace' ? 'being replaced' : 'quarantined'} (${input.existing.at}, rule ${input.existing.rule})`,
-      );
-    }
+  if (input.pausedBy !== undefined) return decide('skip', input.pausedBy);
+  const reset = finding.action === 'reset';
+  if (reset && input.existing !== undefined) {
     return decide(
-      'escalate',
-      'the GPU needs a reset, which a human does when it is idle (nvidia-smi -r or a reboot); no automatic action',
+      'skip',
+      `the GPU needs a reset, but the instance is already ${input.existing.action === 'replace' ? 'being replaced' : 'quarantined'} (${input.existing.at}, rule ${input.existing.rule})`,
     );
   }
   const wouldDo =
     host.asg_name === undefined
       ? 'quarantine it (outside an Auto Scaling group)'
       : `replace it in Auto Scaling group ${host.asg_name}`;
-  if (mode === 'notify') return decide('notify', `remediation mode is notify: replace mode would ${wouldDo}`);
+  if (mode === 'notify') {
+    return decide(
+      'notify',
+      `remediation mode is notify: replace mode would ${reset ? `reboot it (a reboot resets every GPU), then ${wouldDo} if the fault came back within ${limits.rebootWindowS} s` : wouldDo}`,
+    );
+  }
   if (optedOut(host.tags)) {
     return decide('skip', `opt-out tag ${REMEDIATION_OPT_OUT_TAG}=off on the instance; a human must act`);
   }
@@ -159,6 +218,25 @@ export function decideRemediation(input: RemediationInput, now: Date): Remediati
       'skip',
       `opt-out tag ${REMEDIATION_OPT_OUT_TAG}=off on Auto Scaling group ${host.asg_name ?? '?'}; a human must act`,
     );
+  }
+  let because = '';
+  if (reset) {
+    const reboot = againstLastReboot(finding.at, input.lastReboot, limits);
+    if (reboot.state === 'clearing') {
+      return decide(
+        'skip',
+        reboot.afterS < 0
+          ? `the reboot at ${reboot.at} is clearing this fault (stamped ${-reboot.afterS} s before it: the episode the reboot answers)`
+          : `the reboot at ${reboot.at} is clearing this fault (stamped ${reboot.afterS} s after it, within the ${limits.rebootSettleS} s it takes to go down)`,
+      );
+    }
+    if (reboot.state === 'none') {
+      return decide(
+        'reboot',
+        `the GPU needs a reset: EC2 RebootInstances resets every GPU of the instance; a fault within ${limits.rebootWindowS} s after it escalates to ${host.asg_name === undefined ? 'quarantine' : 'replace'}`,
+      );
+    }
+    because = `the fault came back ${reboot.afterS} s after the reboot at ${reboot.at} (within ${limits.rebootWindowS} s): the reset did not clear it; `;
   }
   if (input.existing !== undefined) {
     const e = input.existing;
@@ -177,16 +255,16 @@ export function decideRemediation(input: RemediationInput, now: Date): Remediati
     if (recent >= limit) {
       return decide(
         'escalate',
-        `rate limit: ${recent} replacement(s) in Auto Scaling group ${host.asg_name} in the last ${limits.windowS} s, limit ${limit} = ${how}; a human must replace it`,
+        `${because}rate limit: ${recent} replacement(s) in Auto Scaling group ${host.asg_name} in the last ${limits.windowS} s, limit ${limit} = ${how}; a human must replace it`,
       );
     }
     return decide(
       'replace',
-      `in Auto Scaling group ${host.asg_name}; SetInstanceHealth(Unhealthy) so the group replaces it (${recent} of ${limit} replacement(s) used in the last ${limits.windowS} s)`,
+      `${because}in Auto Scaling group ${host.asg_name}; SetInstanceHealth(Unhealthy) so the group replaces it (${recent} of ${limit} replacement(s) used in the last ${limits.windowS} s)`,
     );
   }
   return decide(
     'quarantine',
-    `not in an Auto Scaling group: tag ${QUARANTINE_TAG}=${finding.rule} and page a human; never terminated`,
+    `${because}not in an Auto Scaling group: tag ${QUARANTINE_TAG}=${finding.rule} and page a human; never terminated`,
   );
 }

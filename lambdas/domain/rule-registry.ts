@@ -23,7 +23,7 @@ import { tensorIdleRule } from './rules/tensor-idle';
 import { thermalCriticalRule } from './rules/thermal-critical';
 import { thermalThrottleRule } from './rules/thermal-throttle';
 import { wasteRateRule } from './rules/waste-rate';
-import { xidFatalRule } from './rules/xid-fatal';
+import { xidAppRule, xidFatalRule, xidNoticeRule } from './rules/xid-fatal';
 
 /**
  * Every rule of the pipeline (docs/design.md §6), by what it reads, each list in the order its
@@ -38,6 +38,8 @@ export const POINT_RULES = Object.freeze([
   gpuLostRule,
   eccDbeRule,
   xidFatalRule,
+  xidAppRule,
+  xidNoticeRule,
   rowRemapFailureRule,
   thermalCriticalRule,
   spotInterruptionRule,

@@ -216,8 +216,12 @@ export interface AutoScalingGroupInfo {
   readonly tags: Readonly<Record<string, string>>;
 }
 
-/** What remediation did, or would do in dry-run, for a finding. */
-export type RemediationAction = 'replace' | 'quarantine' | 'notify' | 'skip' | 'escalate';
+/**
+ * What remediation did, or would do in dry-run, for a finding: `reboot` (EC2 RebootInstances, for a
+ * fault a GPU reset clears), `replace` (Auto Scaling), `quarantine` (tag, outside a group), `notify`,
+ * `skip`, `escalate` (a human must act).
+ */
+export type RemediationAction = 'reboot' | 'replace' | 'quarantine' | 'notify' | 'skip' | 'escalate';
 
 /** One remediation decision: the audit record of what was decided and why. */
 export interface RemediationDecision {
@@ -256,6 +260,17 @@ export interface WasteReportRow extends LedgerSums {
   readonly gpu_index: number;
   readonly team?: string;
   readonly job?: string;
+  /** AWS region of the instance (the latest window's `host.region`); absent where the store keeps none. */
+  readonly region?: string;
+  /** Availability Zone of the instance (the latest window's `host.az`); absent when unknown. */
+  readonly az?: string;
+  /** Kubernetes namespace of the pod that last held the GPU (dcgm-exporter's label); absent off Kubernetes. */
+  readonly namespace?: string;
+  /**
+   * GPU-hours of the windows classed `idle` or `held_idle` (efficiency < 1 %), h, ≥ 0: idle time
+   * even where the host is unpriced. Absent from a store read that did not sum it.
+   */
+  readonly idle_gpu_hours?: number;
   /** GPU-hour-weighted mean efficiency over the windows where it was measured; absent if never. */
   readonly efficiency?: number;
   /** `sm_active`, `gpu_util`, `mixed`, or `none`. */

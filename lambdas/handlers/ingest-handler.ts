@@ -7,13 +7,12 @@ import {
   acceptedBatchMetrics,
   InstanceLookupError,
   type MetricsSink,
-  parseAssumedRoleArn,
   rejectedBatchMetrics,
   StoreUnavailableError,
 } from '../domain';
-import { assertSender, claimedSender } from './caller-identity';
 import { IngestRequestError } from './errors';
 import { decodeJsonBody } from './http-body';
+import { isProbe, probeAnswer, verifySender } from './verify-sender';
 
 /** Ingest handler settings on top of the pipeline's ports. */
 export interface IngestHandlerDeps extends PipelineDeps {
@@ -62,6 +61,11 @@ export type IngestHandler = (event: APIGatewayProxyEvent) => Promise<APIGatewayP
  * the claimed `host.region` (503 while it does not: a just-launched instance), running, of a GPU
  * type, with an instance profile whose role is the caller's.
  *
+ * A signed probe (header `x-gpu-sentinel-probe: 1`, `PROBE_HEADER`) runs every step up to and
+ * including validation and stops there: `200 {"probe": true, "verified", "not_checked", …}`
+ * (`probeAnswer`), or the 4xx/503 the same batch would get; nothing is stored, judged, sent or
+ * counted.
+ *
  * Answers: `202 {"accepted": n}`; `400 {"error", "path"}` invalid (nothing stored); `403` identity
  * refused; `413` too large; `415` a `Content-Type` other than `application/json`; `503` store or
  * EC2 unavailable (the agent keeps the batch and retries); `500` anything else, with a generic body
@@ -81,50 +85,25 @@ export function createIngestHandler(deps: IngestHandlerDeps): IngestHandler {
   const answer = async (
     event: APIGatewayProxyEvent,
     now: Date,
+    probe: boolean,
     seen: { accepted?: { batch: Batch; result: ProcessResult } },
   ): Promise<APIGatewayProxyResult> => {
     try {
       const json = decodeJsonBody(event);
-      let pipeline: PipelineDeps = deps;
-      if ((deps.callerCheck ?? 'instance-session') === 'instance-session') {
-        const claim = claimedSender(json);
-        const callerArn = event.requestContext?.identity?.userArn;
-        // The cheap checks first: no EC2 call for a caller that is not even the instance it names.
-        assertSender({ callerArn, instanceId: claim.instanceId, agentRoleNames: deps.agentRoleNames });
-        const callerAccount = parseAssumedRoleArn(callerArn)?.accountId;
-        if (deps.accountId !== undefined && callerAccount !== deps.accountId)
-          pipeline = { ...deps, instances: undefined };
-        if (pipeline.instances && claim.instanceId !== undefined && claim.region !== undefined) {
-          const instance = await pipeline.instances.describe(claim.instanceId, claim.region);
-          if (instance === undefined) {
-            // Past the resource policy only an instance's own credentials carry its id as session
-            // name, so an id EC2 does not know is a just-launched instance (DescribeInstances is
-            // eventually consistent): retry later, never reject the agent's data for good.
-            throw new InstanceLookupError(
-              claim.instanceId,
-              claim.region,
-              'EC2 does not know the instance (yet); retry later',
-            );
-          }
-          assertSender({
-            callerArn,
-            instanceId: claim.instanceId,
-            instance,
-            agentRoleNames: deps.agentRoleNames,
-          });
-        }
-      }
+      const sender = await verifySender(event, json, deps);
+      const pipeline: PipelineDeps = sender.lookupAllowed ? deps : { ...deps, instances: undefined };
       const batch = parseBatch(json, now);
+      if (probe) return respond(200, probeAnswer(event, batch, sender));
       const result = await processBatch(batch, pipeline, now);
       seen.accepted = { batch, result };
       return respond(202, { accepted: result.accepted, rejected: result.rejected });
     } catch (err) {
       if (err instanceof ContractValidationError) {
-        deps.log.warn('batch refused', { status: 400, path: err.path, message: err.message });
+        deps.log.warn('batch refused', { status: 400, path: err.path, message: err.message, probe });
         return respond(400, { error: err.message, path: err.path });
       }
       if (err instanceof IngestRequestError) {
-        deps.log.warn('batch refused', { status: err.status, path: err.path, message: err.message });
+        deps.log.warn('batch refused', { status: err.status, path: err.path, message: err.message, probe });
         return respond(err.status, { error: err.message, path: err.path });
       }
       if (err instanceof StoreUnavailableError) {
@@ -142,8 +121,10 @@ export function createIngestHandler(deps: IngestHandlerDeps): IngestHandler {
   return async (event) => {
     const now = clock();
     const seen: { accepted?: { batch: Batch; result: ProcessResult } } = {};
-    const response = await answer(event, now, seen);
-    if (deps.metrics !== undefined) {
+    const probe = isProbe(event);
+    const response = await answer(event, now, probe, seen);
+    // A probe writes nothing, metrics included: its answer is the whole of what it does.
+    if (deps.metrics !== undefined && !probe) {
       // Metrics never change the answer: computed and emitted after it is settled, failures logged.
       try {
         const { accepted } = seen;

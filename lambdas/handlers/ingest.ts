@@ -4,12 +4,11 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { DynamoDbStateStore } from '../adapters/dynamodb-state-store';
 import { EmfMetricsSink } from '../adapters/emf-metrics-sink';
 import {
-  DEFAULT_RULE_CONTEXT,
   parseMetricsTeams,
   parsePriceOverrides,
   parsePriceRates,
   parseRemediationMode,
-  parseRuleThresholds,
+  parseRuleContext,
 } from '../domain';
 import { IngestConfigError, readFunctionVariables } from './environment';
 import { createIngestHandler, type IngestHandler } from './ingest-handler';
@@ -28,7 +27,7 @@ export { IngestConfigError };
  * Environment (`LAMBDA_VARIABLES.ingest` in lambdas/domain/lambda-environment.ts): `STORE` (`athena|timestream`) and that store's names (see
  * {@link storeFromEnvironment}; only the chosen store's SDK is loaded), `TOPIC_CRITICAL_ARN`,
  * `TOPIC_WARNING_ARN`, `TOPIC_INFO_ARN`, `STATE_TABLE`, `REMEDIATION_MODE` (`off|notify|replace`),
- * `PRICE_OVERRIDES` (JSON, optional), `RULE_THRESHOLDS` (JSON `{ "<threshold name>": <number> }`
+ * `PRICE_OVERRIDES` (JSON, optional), `RULE_THRESHOLDS` (JSON `{ "<threshold name>": <number>, "xid": { "<code>": { "<field>": value } } }`
  * over the thresholds table, optional), `AGENT_ROLE_NAMES` (comma-separated role names whose
  * instance sessions may send; optional), `POWERTOOLS_METRICS_NAMESPACE` (the CloudWatch namespace
  * of the EMF metrics; default `GpuSentinel`), `METRICS_TEAMS` (comma-separated teams with their own
@@ -79,6 +78,7 @@ export function handlerFromEnvironment(
     remediator: {
       replace: async (decision) => (await aws()).remediator.replace(decision),
       quarantine: async (decision) => (await aws()).remediator.quarantine(decision),
+      reboot: async (decision) => (await aws()).remediator.reboot(decision),
     },
     instances: {
       describe: async (instanceId, region) => (await aws()).instances.describe(instanceId, region),
@@ -92,7 +92,7 @@ export function handlerFromEnvironment(
     dryRun: false,
     priceOverrides: parsePriceOverrides(vars.PRICE_OVERRIDES),
     priceRates: parsePriceRates(vars.PRICE_RATES),
-    rules: { ...DEFAULT_RULE_CONTEXT, thresholds: parseRuleThresholds(vars.RULE_THRESHOLDS) },
+    rules: parseRuleContext(vars.RULE_THRESHOLDS),
     callerCheck: 'instance-session',
   });
 }

@@ -11,7 +11,7 @@ import { leanClient, type SdkClientConfig } from './sdk-client-config';
 export interface InstanceApis {
   /** Server-side enrichment and the sender check (EC2, Auto Scaling, IAM; cached per instance). */
   readonly instances: InstanceDirectory;
-  /** Replacement and quarantine (Auto Scaling `SetInstanceHealth`, EC2 `CreateTags`). */
+  /** Replacement, quarantine and reboot (Auto Scaling `SetInstanceHealth`, EC2 `CreateTags`, `RebootInstances`). */
   readonly remediator: Remediator;
 }
 

@@ -16,4 +16,8 @@ export class DryRunRemediator implements Remediator {
   async quarantine(decision: RemediationDecision): Promise<void> {
     this.wouldHave.push(decision);
   }
+
+  async reboot(decision: RemediationDecision): Promise<void> {
+    this.wouldHave.push(decision);
+  }
 }

@@ -66,6 +66,14 @@ export const DUCKDB_SCHEMA_SQL: readonly string[] = [
   `ALTER TABLE remediations ADD COLUMN IF NOT EXISTS state VARCHAR DEFAULT 'done'`,
   'ALTER TABLE remediations ADD COLUMN IF NOT EXISTS lease_id VARCHAR',
   'ALTER TABLE remediations ADD COLUMN IF NOT EXISTS lease_until_ms BIGINT',
+  // The last reboot of each instance (the ladder's first step), reserved and confirmed like a remediation.
+  `CREATE TABLE IF NOT EXISTS reboots (
+    instance_id VARCHAR PRIMARY KEY, asg_name VARCHAR, action VARCHAR NOT NULL, "at" VARCHAR NOT NULL, at_ms BIGINT NOT NULL,
+    rule VARCHAR NOT NULL, state VARCHAR NOT NULL, lease_id VARCHAR, lease_until_ms BIGINT)`,
+  // The last fault of each instance per incident scope (StateStore.recordFault: storms).
+  `CREATE TABLE IF NOT EXISTS scope_faults (
+    scope VARCHAR NOT NULL, instance_id VARCHAR NOT NULL, "at" VARCHAR NOT NULL, at_ms BIGINT NOT NULL,
+    PRIMARY KEY (scope, instance_id))`,
   `CREATE TABLE IF NOT EXISTS remediation_slots (
     scope VARCHAR NOT NULL, slot INTEGER NOT NULL, instance_id VARCHAR NOT NULL, lease_id VARCHAR NOT NULL,
     at_ms BIGINT NOT NULL, PRIMARY KEY (scope, slot))`,

@@ -13,9 +13,15 @@ import type {
   RemediationRecord,
   RemediationReservation,
   RemediationReservationRequest,
+  ScopeFault,
   StateStore,
 } from '../domain/ports';
 import { type DuckDbSession, sqlValue as v } from './duckdb-session';
+
+/** The table of a record: `reboots` (the last reboot per instance) or `remediations` (replace/quarantine). */
+function tableOf(action: RemediationRecord['action']): 'reboots' | 'remediations' {
+  return action === 'reboot' ? 'reboots' : 'remediations';
+}
 
 /**
  * The state port of the local store (docs/design.md §6, §8) on DuckDB: remediation records and
@@ -46,6 +52,19 @@ export class DuckDbStateStore implements StateStore {
   }
 
   /**
+   * @param instanceId - EC2 instance id
+   * @returns the instance's last confirmed reboot, or undefined when none
+   */
+  getLastReboot(instanceId: string): Promise<RemediationRecord | undefined> {
+    return this.#db.serial(async () => {
+      const [r] = await this.#db.rows("SELECT * FROM reboots WHERE instance_id = ? AND state = 'done'", [
+        instanceId,
+      ]);
+      return r === undefined ? undefined : toRemediation(r);
+    });
+  }
+
+  /**
    * Records a replace/quarantine only if the instance has none yet.
    *
    * @param record - the remediation
@@ -66,7 +85,8 @@ export class DuckDbStateStore implements StateStore {
   /**
    * Reserves a remediation in one DuckDB transaction (every operation of this store runs one at a
    * time, so the read of the instance and the budget slots and the writes are one atomic step):
-   * refused when the instance has a `done` record or a live `pending` lease, or when the group's or
+   * refused when the instance has a `done` record (a reboot: younger than `repeatAfterS`, in table
+   * `reboots`) or a live `pending` lease, or when the group's or
    * the fleet's slots taken after `at − windowS` reach their limit; else the record is written
    * `pending` until `at + leaseS` and, for a budgeted replacement, one slot of each scope is taken.
    *
@@ -83,12 +103,15 @@ export class DuckDbStateStore implements StateStore {
     const failure = 'expected DuckDB to reserve the remediation, it failed; nothing was reserved, retry it';
     return this.#db.serial(() =>
       this.#db.transaction('reserveRemediation', failure, async (): Promise<RemediationReservation> => {
+        const table = tableOf(record.action);
         const [held] = await this.#db.rows(
-          "SELECT coalesce(state, 'done') AS state, lease_until_ms FROM remediations WHERE instance_id = ?",
+          `SELECT coalesce(state, 'done') AS state, lease_until_ms, at_ms FROM ${table} WHERE instance_id = ?`,
           [record.instance_id],
         );
-        if (held?.state === 'done') return { granted: false, reason: 'remediated' };
-        if (held !== undefined && Number(held.lease_until_ms) > atMs) {
+        const repeatCutoffMs = atMs - (request.repeatAfterS ?? 0) * 1000;
+        const stale = record.action === 'reboot' && Number(held?.at_ms) <= repeatCutoffMs;
+        if (held?.state === 'done' && !stale) return { granted: false, reason: 'remediated' };
+        if (held?.state === 'pending' && Number(held.lease_until_ms) > atMs) {
           return { granted: false, reason: 'in_progress' };
         }
         const taken: [string, number][] = [];
@@ -107,7 +130,7 @@ export class DuckDbStateStore implements StateStore {
           }
         }
         await this.#db.exec(
-          `INSERT OR REPLACE INTO remediations (instance_id, asg_name, action, "at", at_ms, rule, state, lease_id, lease_until_ms)
+          `INSERT OR REPLACE INTO ${table} (instance_id, asg_name, action, "at", at_ms, rule, state, lease_id, lease_until_ms)
              VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
           [
             record.instance_id,
@@ -145,7 +168,7 @@ export class DuckDbStateStore implements StateStore {
     return this.#db.serial(async () => {
       await this.#db.run(
         'confirmRemediation',
-        "UPDATE remediations SET state = 'done', lease_until_ms = NULL WHERE instance_id = ? AND lease_id = ? AND state = 'pending'",
+        `UPDATE ${tableOf(record.action)} SET state = 'done', lease_until_ms = NULL WHERE instance_id = ? AND lease_id = ? AND state = 'pending'`,
         [record.instance_id, leaseId],
       );
     });
@@ -163,10 +186,38 @@ export class DuckDbStateStore implements StateStore {
     return this.#db.serial(async () => {
       await this.#db.run(
         'releaseRemediation',
-        "DELETE FROM remediations WHERE instance_id = ? AND lease_id = ? AND state = 'pending'",
+        `DELETE FROM ${tableOf(record.action)} WHERE instance_id = ? AND lease_id = ? AND state = 'pending'`,
         [record.instance_id, leaseId],
       );
       await this.#db.run('releaseRemediation', 'DELETE FROM remediation_slots WHERE lease_id = ?', [leaseId]);
+    });
+  }
+
+  /**
+   * Keeps the instance's latest fault in the scope (a late batch never moves it back), then reads
+   * the scope back.
+   *
+   * @param scope - the incident scope (`asg#<group>` or `fleet`)
+   * @param instanceId - EC2 instance id
+   * @param at - the fault's time, ISO 8601
+   * @param windowS - how far back a fault counts, s > 0
+   * @returns the scope's instances whose last fault is in `(at − windowS, at]`, oldest first
+   * @throws {TypeError} when `at` is not an ISO 8601 time
+   */
+  recordFault(scope: string, instanceId: string, at: string, windowS: number): Promise<ScopeFault[]> {
+    const atMs = isoToMs(at, 'at');
+    return this.#db.serial(async () => {
+      await this.#db.run(
+        'recordFault',
+        `INSERT INTO scope_faults VALUES (?, ?, ?, ?) ON CONFLICT (scope, instance_id)
+           DO UPDATE SET "at" = excluded."at", at_ms = excluded.at_ms WHERE excluded.at_ms > scope_faults.at_ms`,
+        [scope, instanceId, at, atMs],
+      );
+      const rows = await this.#db.rows(
+        'SELECT instance_id, "at" FROM scope_faults WHERE scope = ? AND at_ms > ? AND at_ms <= ? ORDER BY at_ms, instance_id',
+        [scope, atMs - windowS * 1000, atMs],
+      );
+      return rows.map((r) => ({ instance_id: r.instance_id as string, at: r.at as string }));
     });
   }
 

@@ -7,6 +7,7 @@ import type {
   RemediationRecord,
   RemediationReservation,
   RemediationReservationRequest,
+  ScopeFault,
   StateStore,
   StoredGpuWindow,
   StoreWriteResult,
@@ -130,6 +131,16 @@ export class DuckDbStore implements TelemetryStore, StateStore {
   /** {@inheritDoc DuckDbStateStore.putRemediationIfAbsent} */
   putRemediationIfAbsent(record: RemediationRecord): Promise<boolean> {
     return this.#state.putRemediationIfAbsent(record);
+  }
+
+  /** {@inheritDoc DuckDbStateStore.recordFault} */
+  recordFault(scope: string, instanceId: string, at: string, windowS: number): Promise<ScopeFault[]> {
+    return this.#state.recordFault(scope, instanceId, at, windowS);
+  }
+
+  /** {@inheritDoc DuckDbStateStore.getLastReboot} */
+  getLastReboot(instanceId: string): Promise<RemediationRecord | undefined> {
+    return this.#state.getLastReboot(instanceId);
   }
 
   /** {@inheritDoc DuckDbStateStore.reserveRemediation} */

@@ -29,8 +29,9 @@ export interface LocalApiOptions {
   readonly host?: '127.0.0.1' | '::1' | 'localhost';
   /**
    * Requests handled at once, ≥ 1; further requests are answered `429 {"message":"Too Many
-   * Requests"}` at once, as API Gateway's throttling answers. With `maxBodyBytes` this bounds the
-   * server's body memory to `maxConcurrent × maxBodyBytes`.
+   * Requests"}`, as API Gateway's throttling answers, once their body has arrived (read and thrown
+   * away, never kept: a client still sending gets the 429, not a reset connection). With
+   * `maxBodyBytes` this bounds the server's body memory to `maxConcurrent × maxBodyBytes`.
    * @default 16 ({@link DEFAULT_LOCAL_API_MAX_CONCURRENT})
    */
   readonly maxConcurrent?: number;
@@ -49,7 +50,10 @@ export interface LocalApiOptions {
  * Starts a real HTTP server on loopback that hands each request to the ingest handler through the
  * API Gateway model (`invokeThroughApiGateway`: request decompression with the header passed
  * through, base64 only for binary media types, the 10 MB / 6 MB payload limits, the 29 s
- * timeout), so local mode and the end-to-end tests see exactly the event AWS would build. Only
+ * timeout), so local mode and the end-to-end tests see exactly the event AWS would build. Request
+ * headers pass through as API Gateway passes them, so a signed probe (`x-gpu-sentinel-probe: 1`,
+ * `PROBE_HEADER`) reaches the handler as it would in AWS; with `identity` set, the handler's caller
+ * checks see that caller as IAM authorization would report it. Only
  * `POST /v1/batches` exists; anything else is 404 (API Gateway's answer for a missing resource is
  * 403 "Missing Authentication Token" under IAM auth; local mode has no IAM, so 404 is clearer).
  *
@@ -69,15 +73,27 @@ export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi>
       if (!res.headersSent)
         res.writeHead(result.statusCode, result.headers as Record<string, string>).end(result.body);
     };
+    /**
+     * Answers once the client has sent its whole body, read and thrown away: an answer (and the
+     * close that follows it) while the client is still sending reaches it as ECONNRESET or a stall,
+     * not as the answer. Slow or endless bodies are bounded by the server's `requestTimeout`.
+     */
+    const sendAfterBody = (result: APIGatewayProxyResult): void => {
+      if (req.readableEnded) {
+        send(result);
+        return;
+      }
+      req.on('end', () => send(result));
+      req.on('error', () => req.socket.destroy());
+      req.resume();
+    };
     const path = req.url ?? '/';
     if (req.method !== 'POST' || path.split('?')[0] !== BATCHES_PATH) {
-      req.resume();
-      send(answer(404, 'not found'));
+      sendAfterBody(answer(404, 'not found'));
       return;
     }
     if (inFlight >= maxConcurrent) {
-      req.resume();
-      send(answer(429, 'Too Many Requests'));
+      sendAfterBody(answer(429, 'Too Many Requests'));
       return;
     }
     inFlight++;
@@ -122,15 +138,10 @@ export async function startLocalApi(options: LocalApiOptions): Promise<LocalApi>
 }
 
 /**
- * Reads a request body of at most `limit` bytes; past the limit (by `Content-Length` or by what
- * arrives) it stops keeping bytes, drains the rest and answers undefined.
+ * Reads a request body of at most `limit` bytes; past the limit it stops keeping bytes, reads the
+ * rest to its end (so the 413 reaches a client still sending) and answers undefined.
  */
 async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
-    req.resume();
-    return undefined;
-  }
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {

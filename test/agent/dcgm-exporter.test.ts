@@ -214,12 +214,10 @@ describe('parseDcgmExporterText edge cases', () => {
 
     // Assess
     expect(malformed).toEqual([]);
-    expect(ignored_fields).toEqual([
-      'DCGM_FI_DEV_XID_ERRORS',
-      'DCGM_FI_PROF_GR_ENGINE_ACTIVE',
-      'go_goroutines',
-    ]);
+    expect(ignored_fields).toEqual(['DCGM_FI_DEV_XID_ERRORS', 'go_goroutines']);
     expect(gpus.map((g) => g.gpu.index)).toEqual([0]);
+    // GR engine activity (1001) is read: it is gpu_util where DCGM_FI_DEV_GPU_UTIL is absent (MIG).
+    expect(gpus[0]?.metrics.gpu_util).toBe(0.5);
   });
 });
 

@@ -38,11 +38,18 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const follow = (path: string, events: GpuEvent[], warnings: string[] = [], extra = {}): KmsgFollower => {
+const follow = (
+  path: string,
+  events: GpuEvent[],
+  warnings: string[] = [],
+  extra = {},
+  lost: GpuEvent[] = [],
+): KmsgFollower => {
   const f = new KmsgFollower({
     path,
     bootTime: BOOT,
-    onXid: (e) => events.push(e),
+    // The Xid tests read the Xid events; the gpu_lost events of Xid 79 lines are tested on their own.
+    onXid: (e) => (e.kind === 'xid' ? events.push(e) : lost.push(e)),
     onWarning: (m) => warnings.push(m),
     ...extra,
   });
@@ -56,7 +63,8 @@ describe('KmsgFollower', () => {
     const fifo = join(dir, 'kmsg');
     execFileSync('mkfifo', [fifo]);
     const events: GpuEvent[] = [];
-    const follower = follow(fifo, events);
+    const lost: GpuEvent[] = [];
+    const follower = follow(fifo, events, [], {}, lost);
     expect(follower.start()).toBe(true);
     const fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
 
@@ -96,7 +104,17 @@ describe('KmsgFollower', () => {
         detail: 'Ch 00000008',
       },
     ]);
-    expect(follower.stats).toEqual({ lines: 3, xids: 2, overruns: 0 });
+    expect(follower.stats).toEqual({ lines: 3, xids: 2, gpuLost: 1, overruns: 0 });
+    // The Xid 79 line also says the GPU is gone: one gpu_lost event of the same GPU and time.
+    expect(lost).toEqual([
+      {
+        at: '2026-11-21T10:00:00.123456Z',
+        kind: 'gpu_lost',
+        source: 'kmsg',
+        pci_bus_id: '0000:19:00.0',
+        detail: expect.stringMatching(/^fallen_off_bus: NVRM: Xid \(PCI:0000:19:00\): 79/),
+      },
+    ]);
     for (const e of events) expect(EventSchema.safeParse(e).error).toBeUndefined();
   });
 

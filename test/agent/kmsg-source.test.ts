@@ -56,10 +56,12 @@ describe('KmsgSource', () => {
 
     // Assess
     expect(support).toEqual({ supported: true });
-    expect([atOpen, idlePoll]).toEqual([1, 1]);
-    expect(events.map((e) => [e.xid, e.source, e.at])).toEqual([
-      [79, 'kmsg', '2026-11-23T17:00:00.000001Z'],
-      [94, 'kmsg', '2026-11-23T17:59:59.500000Z'],
+    // The Xid 79 line is an Xid and says the GPU is gone: an xid and a gpu_lost event.
+    expect([atOpen, idlePoll]).toEqual([2, 2]);
+    expect(events.map((e) => [e.kind, e.xid, e.source, e.at])).toEqual([
+      ['xid', 79, 'kmsg', '2026-11-23T17:00:00.000001Z'],
+      ['gpu_lost', undefined, 'kmsg', '2026-11-23T17:00:00.000001Z'],
+      ['xid', 94, 'kmsg', '2026-11-23T17:59:59.500000Z'],
     ]);
   });
 

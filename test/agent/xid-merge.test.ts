@@ -75,7 +75,7 @@ describe('XidMerger', () => {
   });
 
   it.each<[string, GpuEvent]>([
-    ['a non-XID event', { at: formatIsoMicros(T0), kind: 'gpu_lost', source: 'nvml', gpu_index: 0 }],
+    ['a non-XID event', { at: formatIsoMicros(T0), kind: 'ecc_dbe', source: 'nvml', gpu_index: 0 }],
     ['an agent event', { at: formatIsoMicros(T0), kind: 'agent_start', source: 'agent' }],
   ])('always passes %s', (_name, event) => {
     // Prepare

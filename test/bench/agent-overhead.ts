@@ -13,6 +13,7 @@ import {
   AGENT_BUNDLE_FILE,
   buildAgentBundle,
 } from '../../agent/packaging/build-agent-bundle';
+import { AGENT_SEA_EXEC_ARGV } from '../../agent/packaging/build-agent-sea';
 import { fakeNvmlPath } from '../setup/fake-nvml';
 import { setup as buildTestDoubles } from '../setup/global-setup';
 import { readTopFunctions } from './cpu-profile-top';
@@ -29,7 +30,7 @@ import { processCpuUs, statusKb, threadCpuUs } from './proc-stat';
  *
  * The agent is the deliverable itself: `gpu-sentinel-agent.mjs agent`, built by
  * `buildAgentBundle` into a temporary folder (removed at the end) and run as its systemd unit runs
- * it (the unit's Node flags, read from `agent/packaging/gpu-sentinel-agent.service`), configured
+ * it (the V8 flags of the unit and the single executable, `AGENT_SEA_EXEC_ARGV`), configured
  * by environment: the fake libnvidia-ml.so (p5 preset, `--gpus` H100s), `auth none` (with `--sigv4`:
  * `auth sigv4` with static example keys in the environment, each batch signed as on a host) to a loopback
  * HTTP sink in this process (batches counted there), `imds off` with identity overrides, a
@@ -104,11 +105,12 @@ for (const [name, v, min] of [
     process.exit(2);
   }
 
-/** Node flags of the systemd unit's ExecStart (e.g. `--max-old-space-size=64`): the agent runs as deployed. */
+/**
+ * The V8 flags the agent runs with as deployed: built into the single executable, and given to a
+ * host's Node.js by install.sh (`AGENT_SEA_EXEC_ARGV`, one home for both).
+ */
 function unitNodeFlags(): string[] {
-  const unit = readFileSync(join(ROOT, 'agent', 'packaging', 'gpu-sentinel-agent.service'), 'utf8');
-  const exec = /^ExecStart=(.*)$/m.exec(unit)?.[1] ?? '';
-  return exec.split(/\s+/).filter((t) => /^--[a-z-]+(=\S+)?$/.test(t) && !t.startsWith('--config'));
+  return [...AGENT_SEA_EXEC_ARGV];
 }
 
 /** The environment variable of an agent option, from the options table (one home for the names). */

@@ -4,24 +4,31 @@
  * Timestream, DynamoDB, SNS, EC2, Auto Scaling, IAM) with a canned `requestHandler`, so every call
  * is really built, serialised, signed and parsed; only the network is missing. Batches as the agent
  * sends them every 60 s: 6 flush windows × 8 GPUs + 8 horizons, gzip'd, from an instance-role
- * session API Gateway has authenticated.
+ * session API Gateway has authenticated, in the event API Gateway builds (it decompresses the gzip
+ * body and passes JSON text). `--batch agent` (default): the request the agent itself
+ * builds over the fake NVML (every NVML metric, GPM, process lists; `fixtures/agent-batch.ts`);
+ * `--batch synthetic`: the smaller hand-built batch of `multiWindowBatch` (no process lists).
  *
  * Prints flush windows per CPU-second (user + system time of the whole process, GC threads
  * included) against the target, the AWS calls per batch, and with `--profile` the top functions
  * of a CPU profile of the measured loop.
  *
- * Run: `npx tsx test/bench/ingest-throughput.ts [--store athena|timestream] [--batches 2000] [--profile]`
+ * Run: `npx tsx test/bench/ingest-throughput.ts [--store athena|timestream] [--batch agent|synthetic] [--batches 2000] [--profile]`
  * (part of `npm run bench`).
  */
 import { Session } from 'node:inspector/promises';
 import { gzipSync } from 'node:zlib';
 import type { APIGatewayProxyEvent } from 'aws-lambda';
 import { DEFAULT_COST_MODEL_INPUT, pipelineCost } from '../../bin/cost-model/pipeline-cost';
+import type { Batch } from '../../lambdas/contract';
+import { toProxyEvent } from '../../lambdas/local/api-gateway-event';
 import { CANNED_CALLER, cannedEnvironment, cannedIngest } from '../lambdas/handlers/canned-ingest';
 import { multiWindowBatch } from '../lambdas/handlers/multi-window-batch';
+import { identityOf } from '../lambdas/handlers/proxy-event';
+import { agentBatch } from './fixtures/agent-batch';
 
 /** Target, flush windows per CPU-second. */
-const TARGET_WINDOWS_PER_CPU_S = 10_000;
+const TARGET_WINDOWS_PER_CPU_S = 20_000;
 const WINDOWS = 6;
 const GPUS = 8;
 
@@ -30,6 +37,7 @@ const arg = (name: string, fallback: string): string => {
   return at === -1 ? fallback : (process.argv[at + 1] ?? fallback);
 };
 const store = arg('store', 'athena');
+const kind = arg('batch', 'agent');
 // A warm Lambda execution environment serves thousands of batches; the first few hundred run while V8
 // is still optimising (≈ 25 % slower per batch here). Cold start is measured apart
 // (ingest-cold-start.ts), so this measures the steady state: 2,000 batches after 200 of warm-up.
@@ -39,28 +47,53 @@ const profile = process.argv.includes('--profile');
 
 const { handler, aws: canned } = cannedIngest(cannedEnvironment(store));
 
-/** The proxy event of batch `seq` (API Gateway REST, IAM auth, binary media type: base64 body). */
+/** The batch of `seq` ending at `endMs`: the agent's own request shifted in time, or the synthetic one. */
+async function batchOf(): Promise<(seq: number, endMs: number) => Batch> {
+  if (kind === 'synthetic') return (seq, endMs) => multiWindowBatch(seq, endMs, WINDOWS, GPUS);
+  const baseEnd = Date.parse('2026-01-01T00:00:00.000Z');
+  const text = JSON.stringify(await agentBatch(baseEnd));
+  // Every time in the batch moves by the same offset; ids and seq become this batch's.
+  return (seq, endMs) =>
+    JSON.parse(
+      text.replace(
+        /"(\d{4}-\d\d-\d\dT[\d:.]+Z)"/g,
+        (_m, iso: string) => `"${new Date(Date.parse(iso) + endMs - baseEnd).toISOString()}"`,
+      ),
+      (key, value) =>
+        key === 'seq'
+          ? seq
+          : key === 'batch_id'
+            ? `8a7f3c52-6a0e-4b8e-9f3d-${String(seq).padStart(12, '0')}`
+            : value,
+    ) as Batch;
+}
+const makeBatch = await batchOf();
+
+/**
+ * The proxy event of batch `seq` as API Gateway builds it for the agent's request (REST, IAM auth):
+ * the agent sends `Content-Type: application/json` with `Content-Encoding: gzip`, API Gateway
+ * decompresses it and passes UTF-8 text (`toProxyEvent`, the model the local API uses).
+ */
 function event(seq: number, endMs: number): APIGatewayProxyEvent {
-  const body = gzipSync(JSON.stringify(multiWindowBatch(seq, endMs, WINDOWS, GPUS)));
-  return {
-    httpMethod: 'POST',
+  const outcome = toProxyEvent({
+    method: 'POST',
     path: '/v1/batches',
-    resource: '/v1/batches',
     headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' },
-    body: body.toString('base64'),
-    isBase64Encoded: true,
-    requestContext: {
-      identity: { userArn: CANNED_CALLER },
-    },
-  } as unknown as APIGatewayProxyEvent;
+    body: gzipSync(JSON.stringify(makeBatch(seq, endMs))),
+    identity: identityOf(CANNED_CALLER),
+  });
+  if (outcome.kind !== 'event') throw new Error(`API Gateway answers ${outcome.result.statusCode} itself`);
+  return outcome.event;
 }
 
 // The batches of one instance, one every 60 s up to now (built before measuring: gzip is the agent's).
 const total = warmup + batches;
 const now = Date.now();
 const events = Array.from({ length: total }, (_, i) => event(i + 1, now - (total - i) * 60_000));
-const jsonBytes = JSON.stringify(multiWindowBatch(1, now, WINDOWS, GPUS)).length;
-const gzipBytes = Buffer.from(events[0]?.body ?? '', 'base64').length;
+const sample = makeBatch(1, now);
+const jsonBytes = JSON.stringify(sample).length;
+const windowsPerBatch = sample.windows.filter((w) => w.kind === 'flush').length;
+const gzipBytes = gzipSync(JSON.stringify(sample)).length;
 
 // Powertools writes one line per batch to stdout: formatted and serialised here, not written.
 const write = process.stdout.write.bind(process.stdout);
@@ -97,10 +130,10 @@ const taken = session ? await session.post('Profiler.stop') : undefined;
 process.stdout.write = write;
 
 const cpuS = (cpu.user + cpu.system) / 1e6;
-const windows = batches * WINDOWS * GPUS;
+const windows = batches * windowsPerBatch;
 const perCpuS = windows / cpuS;
 console.log(
-  `ingest, STORE=${store}, ${batches} batches of ${WINDOWS} windows × ${GPUS} GPUs + ${GPUS} horizons (${(jsonBytes / 1024).toFixed(1)} KiB JSON, ${(gzipBytes / 1024).toFixed(1)} KiB gzip), Node ${process.version}`,
+  `ingest, STORE=${store}, ${batches} ${kind} batches of ${windowsPerBatch} flush + ${sample.windows.length - windowsPerBatch} horizon windows (${(jsonBytes / 1000).toFixed(1)} kB JSON, ${(gzipBytes / 1000).toFixed(1)} kB gzip), Node ${process.version}`,
 );
 console.log(
   `${(perCpuS).toFixed(0)} flush windows per CPU-second (${((cpuS * 1000) / batches).toFixed(2)} ms CPU, ${((wallS * 1000) / batches).toFixed(2)} ms wall per batch) — ${perCpuS >= TARGET_WINDOWS_PER_CPU_S ? 'meets' : 'MISSES'} ≥ ${TARGET_WINDOWS_PER_CPU_S}`,
@@ -121,6 +154,25 @@ console.log(
   `with this CPU per batch the pipeline costs $${cost.totalUsdPerGpuMonth.toFixed(4)} per GPU-month (cost-model defaults otherwise)`,
 );
 
+/** Functions of the handler path whose inclusive time the profile reports. */
+const STAGES = [
+  'decodeJsonBody',
+  'verifySender',
+  'parseBatch',
+  'processBatch',
+  'attributeEventsToGpus',
+  'evaluatePointRules',
+  'judgeWindows',
+  'getInstanceState',
+  'storeRowsOf',
+  'write',
+  'gpuWindowJson',
+  'send',
+  'acceptedBatchMetrics',
+  'emit',
+  'info',
+];
+
 if (taken) {
   const { nodes, samples, timeDeltas } = taken.profile;
   const byId = new Map(nodes.map((n) => [n.id, n]));
@@ -136,6 +188,36 @@ if (taken) {
     self.set(key, (self.get(key) ?? 0) + dt);
     all += dt;
   });
+  const byFile = new Map<string, number>();
+  for (const [key, us] of self) {
+    const file = key.slice(key.indexOf(' ') + 1).replace(/:\d+$/, '') || '(native)';
+    byFile.set(file, (byFile.get(file) ?? 0) + us);
+  }
+  // Inclusive time of the handler's stages (a stage's callees included), by function name.
+  const selfById = new Map<number, number>();
+  samples?.forEach((id, i) => {
+    selfById.set(id, (selfById.get(id) ?? 0) + (timeDeltas?.[i] ?? 0));
+  });
+  const inclusive = new Map<string, number>();
+  const walk = (id: number, open: ReadonlySet<string>): number => {
+    const node = byId.get(id);
+    if (node === undefined) return 0;
+    let t = selfById.get(id) ?? 0;
+    const name = node.callFrame.functionName;
+    const counted = STAGES.includes(name) && !open.has(name);
+    const inner = counted ? new Set([...open, name]) : open;
+    for (const child of node.children ?? []) t += walk(child, inner);
+    if (counted) inclusive.set(name, (inclusive.get(name) ?? 0) + t);
+    return t;
+  };
+  walk(nodes[0]!.id, new Set());
+  console.log('CPU profile, inclusive time of the stages:');
+  for (const name of STAGES)
+    console.log(`  ${((100 * (inclusive.get(name) ?? 0)) / all).toFixed(1).padStart(5)} %  ${name}`);
+  console.log('CPU profile, top files by self time:');
+  for (const [file, us] of [...byFile].sort((a, b) => b[1] - a[1]).slice(0, 15)) {
+    console.log(`  ${((100 * us) / all).toFixed(1).padStart(5)} %  ${file}`);
+  }
   console.log('CPU profile, top functions by self time:');
   for (const [key, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 20)) {
     console.log(`  ${((100 * us) / all).toFixed(1).padStart(5)} %  ${key}`);

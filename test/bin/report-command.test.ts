@@ -109,7 +109,40 @@ describe('gpu-sentinel report', () => {
     const csv = await run({ format: 'csv', period: 'month' });
     // Assess
     const records = parse(csv, { bom: true, columns: true }) as Record<string, string>[];
-    expect(records.map((r) => r.group)).toEqual(['vision', 'nlp', 'old']);
+    expect(records.map((r) => r.team)).toEqual(['vision', 'nlp', 'old']);
+  });
+
+  it('writes the line items by instance from the store: one row per instance and day, with place, lifecycle and idle hours', async () => {
+    // Prepare / Act
+    const csv = await run({ format: 'csv', by: 'instance', period: 'day' });
+    // Assess
+    const records = parse(csv, { bom: true, columns: true }) as Record<string, string>[];
+    expect(records.map((r) => [r.day, r.instance_id, r.gpus])).toEqual([
+      ['2026-03-10', 'i-0123456789abcdef0', '2'],
+      ['2026-03-10', 'i-0bbbbbbbbbbbbbbbb', '1'],
+    ]);
+    expect(records[0]).toMatchObject({
+      team: 'vision',
+      namespace: 'ml-train',
+      region: 'us-east-1',
+      az: 'us-east-1a',
+      lifecycle: 'on-demand',
+      price_source: expect.stringMatching(/^builtin:/),
+    });
+    expect(Number(records[0]?.idle_gpu_hours)).toBeGreaterThan(0);
+    expect(Number(records[1]?.idle_gpu_hours)).toBe(0);
+  });
+
+  it('writes one line item per GPU and day with --by gpu', async () => {
+    // Prepare / Act
+    const csv = await run({ format: 'csv', by: 'gpu', period: 'day' });
+    // Assess
+    const records = parse(csv, { bom: true, columns: true }) as Record<string, string>[];
+    expect(records.map((r) => [r.instance_id, r.gpu_index])).toEqual([
+      ['i-0123456789abcdef0', '0'],
+      ['i-0123456789abcdef0', '1'],
+      ['i-0bbbbbbbbbbbbbbbb', '0'],
+    ]);
   });
 
   it('writes the HTML page with its charts to --out', async () => {

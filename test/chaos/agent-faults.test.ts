@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SendFailedError } from '../../agent/errors';
 import { HttpSender } from '../../agent/send/sender';
-import { scanSegment } from '../../agent/spool/segment-format';
+import { MARK_FILE } from '../../agent/spool/constants';
 import { Spool } from '../../agent/spool/spool';
 import { SpoolingSender } from '../../agent/spool/spooling-sender';
 import type { Batch } from '../../lambdas/contract';
@@ -106,9 +106,11 @@ describe('chaos: agent faults', () => {
       await new Promise((resolve) => server.close(resolve));
     });
 
-    it('delivers every batch through expired credentials, and counts in data_dropped what a lasting 403 sets aside', async () => {
-      // Prepare: 10 batches each meet one 403 (credentials expired), then 5 meet nothing but 403
-      const spool = await Spool.open({ dir });
+    it('delivers every batch through expired credentials, holds what a lasting 403 refuses and resends it in order once credentials recover, counting only what aged out', async () => {
+      // Prepare: 10 batches each meet one 403 (credentials expired, a refresh fixes it); then 5 meet
+      // nothing but 403 for 11 minutes; the spool keeps batches 10 minutes
+      const clock = new FakeClock();
+      const spool = await Spool.open({ dir, clock: clock.now, maxAgeS: 600 });
       let refreshes = 0;
       const http = new HttpSender({
         endpoint,
@@ -117,33 +119,55 @@ describe('chaos: agent faults', () => {
           if (options?.forceRefresh) refreshes += 1;
           return { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
         },
+        clock: clock.now,
         retries: 2,
         authRetries: 3,
         minTimeoutMs: 1,
         maxTimeoutMs: 2,
       });
-      const sender = new SpoolingSender({ spool, send: (b) => http.send(b) });
-      let sent = 0;
-      let setAside = 0;
+      const delivered: number[] = [];
+      const sender = new SpoolingSender({
+        spool,
+        send: async (b) => {
+          const result = await http.send(b);
+          delivered.push(b.seq);
+          return result;
+        },
+      });
+      const totals = { sent: 0, held: 0, resent: 0 };
+      const drain = async (): Promise<void> => {
+        const result = await sender.drain();
+        totals.sent += result.sent;
+        totals.held += result.held;
+        totals.resent += result.resent;
+      };
 
       // Act
       for (let seq = 0; seq < 15; seq += 1) {
+        if (seq === 12) clock.advance(9 * 60_000);
         script = seq < 10 ? [403] : [403, 403, 403, 403];
-        await sender.append(makeBatch(seq, new Date(), GPUS));
-        const result = await sender.drain();
-        sent += result.sent;
-        setAside += result.rejected;
+        await sender.append(makeBatch(seq, clock.now(), GPUS));
+        await drain();
+        clock.advance(10_000);
       }
-      const dropped = sender.takeDroppedEvent(new Date());
+      clock.advance(60_000);
+      script = [];
+      await sender.append(makeBatch(15, clock.now(), GPUS));
+      await drain();
+      const dropped = sender.takeDroppedEvent(clock.now());
+      const stillHeld = await spool.heldBatches();
       await spool.close();
 
-      // Assess
+      // Assess: 10 and 11 were sent 11 minutes before the recovery, past the 10-minute bound
       console.log(
-        `chaos agent 403: ${requests} requests; delivered ${sent}, credential refreshes ${refreshes}, set aside ${setAside}; windows reported lost ${dropped?.count ?? 0}`,
+        `chaos agent 403: ${requests} requests; delivered ${totals.sent} directly, credential refreshes ${refreshes}, held ${totals.held}, ` +
+          `resent after recovery ${totals.resent} (seq ${delivered.slice(11).join(',')}); windows reported lost ${dropped?.count ?? 0}`,
       );
-      expect(sent).toBe(10);
-      expect(setAside).toBe(5);
-      expect(dropped?.count).toBe(5 * GPUS);
+      expect(delivered).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 12, 13, 14]);
+      expect(totals).toEqual({ sent: 11, held: 5, resent: 3 });
+      expect(dropped?.count).toBe(2 * GPUS);
+      expect(dropped?.detail).toMatch(/seq 10\.\.11\) dropped by the on-disk spool/);
+      expect(stillHeld).toEqual([]);
       expect(refreshes).toBe(10 + 5 * 3);
     });
   });
@@ -177,9 +201,9 @@ describe('chaos: agent faults', () => {
     const files = new Map(
       await Promise.all(segments.map(async (n) => [n, await readFile(join(template, n))] as const)),
     );
-    // A damaged final record of the last segment reads as a write cut short (never acknowledged): not flipped.
-    const last = segments.at(-1) ?? '';
-    const lastRecordAt = scanSegment(last, files.get(last) ?? Buffer.alloc(0)).records.at(-1)?.offset ?? 0;
+    // The append mark goes with the segments: it tells a damaged acknowledged record (any byte,
+    // the last record's included) from a write cut short.
+    const mark = await readFile(join(template, MARK_FILE));
     const totals = { runs: 0, flipped: 0, batchesLost: 0, windowsLost: 0, windowsReported: 0, setAside: 0 };
 
     await fc.assert(
@@ -199,13 +223,13 @@ describe('chaos: agent faults', () => {
           for (const flip of flips) {
             const name = segments[flip.segment % segments.length] ?? '';
             const data = damaged.get(name) ?? Buffer.alloc(0);
-            const end = name === last ? lastRecordAt : data.length;
-            const offset = flip.at % end;
+            const offset = flip.at % data.length;
             data[offset] = (data[offset] ?? 0) ^ flip.xor;
             totals.flipped += 1;
           }
           await mkdir(run);
           for (const [name, data] of damaged) await writeFile(join(run, name), data);
+          await writeFile(join(run, MARK_FILE), mark);
           if (stray) await writeFile(join(run, '000000009999.seg'), 'a stray file, not a segment');
 
           // Act

@@ -11,8 +11,14 @@ import type {
   RemediationRecord,
   RemediationReservation,
   RemediationReservationRequest,
+  ScopeFault,
   StateStore,
 } from '../../lambdas/domain/ports';
+
+/** The map key of a record: a reboot is kept apart from the instance's replace/quarantine. */
+function keyOf(instanceId: string, action: RemediationRecord['action']): string {
+  return action === 'reboot' ? `${instanceId}#reboot` : instanceId;
+}
 
 interface Held {
   readonly record: RemediationRecord;
@@ -36,9 +42,27 @@ export class MemoryStateStore implements StateStore {
   readonly leases = new Map<string, number>();
   readonly firing = new Map<string, Map<string, FiringAlert>>();
   readonly idle = new Map<string, Map<string, string>>();
+  readonly faults = new Map<string, Map<string, string>>();
+
+  async recordFault(scope: string, instanceId: string, at: string, windowS: number): Promise<ScopeFault[]> {
+    const faults = this.faults.get(scope) ?? new Map<string, string>();
+    const seen = faults.get(instanceId);
+    if (seen === undefined || Date.parse(seen) < Date.parse(at)) faults.set(instanceId, at);
+    this.faults.set(scope, faults);
+    const atMs = Date.parse(at);
+    return [...faults]
+      .filter(([, t]) => Date.parse(t) > atMs - windowS * 1000 && Date.parse(t) <= atMs)
+      .sort(([a, t], [b, u]) => Date.parse(t) - Date.parse(u) || a.localeCompare(b))
+      .map(([instance_id, t]) => ({ instance_id, at: t }));
+  }
 
   async getRemediation(instanceId: string): Promise<RemediationRecord | undefined> {
     const held = this.remediations.get(instanceId);
+    return held?.state === 'done' ? held.record : undefined;
+  }
+
+  async getLastReboot(instanceId: string): Promise<RemediationRecord | undefined> {
+    const held = this.remediations.get(keyOf(instanceId, 'reboot'));
     return held?.state === 'done' ? held.record : undefined;
   }
 
@@ -51,9 +75,14 @@ export class MemoryStateStore implements StateStore {
   async reserveRemediation(request: RemediationReservationRequest): Promise<RemediationReservation> {
     const { record, budget } = request;
     const { atMs, leaseUntilMs, cutoffMs } = reservationTimes(record, request.leaseS, budget);
-    const held = this.remediations.get(record.instance_id);
-    if (held?.state === 'done') return { granted: false, reason: 'remediated' };
-    if (held !== undefined && held.leaseUntilMs > atMs) return { granted: false, reason: 'in_progress' };
+    const key = keyOf(record.instance_id, record.action);
+    const held = this.remediations.get(key);
+    const stale =
+      record.action === 'reboot' &&
+      Date.parse(held?.record.at ?? '') <= atMs - (request.repeatAfterS ?? 0) * 1000;
+    if (held?.state === 'done' && !stale) return { granted: false, reason: 'remediated' };
+    if (held?.state === 'pending' && held.leaseUntilMs > atMs)
+      return { granted: false, reason: 'in_progress' };
     const leaseId = leaseIdFor(record);
     const taken: [string, number][] = [];
     const spend = budgetedGroup(record, budget);
@@ -64,7 +93,7 @@ export class MemoryStateStore implements StateStore {
         taken.push([scope, pick.free]);
       }
     }
-    this.remediations.set(record.instance_id, { record, state: 'pending', leaseId, leaseUntilMs });
+    this.remediations.set(key, { record, state: 'pending', leaseId, leaseUntilMs });
     for (const [scope, slot] of taken) {
       const kept = (this.slots.get(scope) ?? []).filter((s) => s.slot !== slot);
       this.slots.set(scope, [...kept, { slot, at_ms: atMs, leaseId }]);
@@ -73,13 +102,14 @@ export class MemoryStateStore implements StateStore {
   }
 
   async confirmRemediation(record: RemediationRecord, leaseId: string): Promise<void> {
-    const held = this.remediations.get(record.instance_id);
+    const held = this.remediations.get(keyOf(record.instance_id, record.action));
     if (held?.leaseId === leaseId && held.state === 'pending') held.state = 'done';
   }
 
   async releaseRemediation(record: RemediationRecord, leaseId: string): Promise<void> {
-    const held = this.remediations.get(record.instance_id);
-    if (held?.leaseId === leaseId && held.state === 'pending') this.remediations.delete(record.instance_id);
+    const key = keyOf(record.instance_id, record.action);
+    const held = this.remediations.get(key);
+    if (held?.leaseId === leaseId && held.state === 'pending') this.remediations.delete(key);
     for (const [scope, slots] of this.slots)
       this.slots.set(
         scope,

@@ -122,7 +122,7 @@ describe('gpu-sentinel local, replaying the bundled real captures end to end', (
     const notice = alerts.find(
       (a) => a.instance_id === host.instance_id && (a.evidence as { xid?: number }).xid === 13,
     );
-    expect(notice).toMatchObject({ rule: 'xid_fatal', severity: 'info', action: 'notify' });
+    expect(notice).toMatchObject({ rule: 'xid_app', severity: 'info', action: 'notify' });
   });
 
   it('stores every kernel-log XID exactly once (629 Xid 13, 7 Xid 43, 1 Xid 48, 1 Xid 63, 9 Xid 94)', async () => {

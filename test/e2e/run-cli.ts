@@ -1,10 +1,4 @@
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
-
-/** Repository root, from this file's place in `test/e2e/`. */
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { runCli as runCliInProcess } from '../../bin/cli';
 
 /** What a CLI run gave back. */
 export interface CliRun {
@@ -15,23 +9,24 @@ export interface CliRun {
 }
 
 /**
- * Runs `gpu-sentinel` as a user does (`node bin/gpu-sentinel.mjs …` from the repository root, logs at
- * `error`), and resolves with its exit code and output whether it succeeds or fails.
+ * Runs `gpu-sentinel` in this process, as `bin/gpu-sentinel.mjs` runs it (the same `runCli` of
+ * `bin/cli.ts`, the same parser and commands, logs at `error`), collecting its output; the process
+ * boundary itself is tested once, by `test/e2e/local-replay.test.ts`, which spawns the executable.
  *
  * @param args - the command and its options
  * @param env - extra environment @default none
  */
-export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
-  return promisify(execFile)(process.execPath, [join(ROOT, 'bin/gpu-sentinel.mjs'), ...args], {
-    cwd: ROOT,
+export async function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCliInProcess(args, {
+    stdout: (s) => {
+      stdout += s;
+    },
+    stderr: (s) => {
+      stderr += s;
+    },
     env: { ...process.env, GPU_SENTINEL_LOG_LEVEL: 'error', ...env },
-    maxBuffer: 16 * 1024 * 1024,
-  }).then(
-    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-    (e: { code: number; stdout: string; stderr: string }) => ({
-      code: e.code,
-      stdout: e.stdout,
-      stderr: e.stderr,
-    }),
-  );
+  });
+  return { code, stdout, stderr };
 }

@@ -192,13 +192,20 @@ describe('the labelled scenario suite through the real local pipeline', () => {
     expect(efa[0]?.summary).not.toContain('rdmap79s0');
   });
 
-  it('never decides a remediation on an efficiency finding; the Xid 48 host is the only one replaced', () => {
+  it('never decides a remediation on an efficiency finding; only the hardware captures lead to one', () => {
     // Assess
     const decided = [...verdicts.values()].flatMap((v) =>
       v.observation.decided.map((rule) => [v.scenario, rule]),
     );
     for (const [, rule] of decided) expect(HARDWARE_RULES).toContain(rule);
-    expect(new Set(decided.map(([scenario]) => scenario))).toEqual(new Set(['capture-xid48-63-94']));
+    expect(new Set(decided.map(([scenario]) => scenario))).toEqual(
+      new Set([
+        'capture-xid48-63-94',
+        'capture-fallen-off-no-xid',
+        'capture-gpu-is-lost',
+        'capture-xid119-gsp-hang',
+      ]),
+    );
   });
 });
 

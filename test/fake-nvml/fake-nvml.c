@@ -43,6 +43,8 @@
  *   FAKE_NVML_SM_ACTIVE       GPM SM_UTIL percent (default 0); SM_OCCUPANCY is half of it
  *   FAKE_NVML_TENSOR_ACTIVE   GPM ANY_TENSOR_UTIL percent (default 0)
  *   FAKE_NVML_GPM_FAIL_GPU    index of a GPU whose nvmlGpmQueryDeviceSupport answers UNKNOWN (999)
+ *   FAKE_NVML_MIG_GPU         index of a GPU whose nvmlDeviceGetMigMode answers current = pending = 1
+ *                             (MIG on); every other GPU answers 0 (MIG off)
  *   FAKE_NVML_XID_EVENTS      comma list of gpu:xid (or gpu:dbe for a DoubleBitEccError), queued
  *                             at init and delivered one per nvmlEventSetWait_v2 call, in order,
  *                             to a set the GPU registered that event type with
@@ -288,6 +290,7 @@ static int retired_pending = -1;     /* -1: NOT_SUPPORTED */
 static unsigned int sm_active_pct = 0;
 static unsigned int tensor_active_pct = 0;
 static int gpm_fail_gpu = -1;
+static int mig_gpu = -1;
 static double t0_s = 0;
 
 /* Guards the call counters and the event queue: nvmlEventSetWait_v2 runs on another thread. */
@@ -471,6 +474,8 @@ nvmlReturn_t nvmlInit_v2(void) {
   tensor_active_pct = (unsigned int)env_ull("FAKE_NVML_TENSOR_ACTIVE", 0);
   const char *gpm_fail = getenv("FAKE_NVML_GPM_FAIL_GPU");
   gpm_fail_gpu = (gpm_fail != NULL && *gpm_fail != '\0') ? atoi(gpm_fail) : -1;
+  const char *mig = getenv("FAKE_NVML_MIG_GPU");
+  mig_gpu = (mig != NULL && *mig != '\0') ? atoi(mig) : -1;
   for (int i = 0; i < MAX_GPUS; i++) devices[i].index = i;
   reset_events();
   queue_env_events();
@@ -810,6 +815,16 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvml
         break;
     }
   }
+  return NVML_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- MIG */
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode, unsigned int *pendingMode) {
+  ENTER_DEVICE("nvmlDeviceGetMigMode", device);
+  if (currentMode == NULL || pendingMode == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *currentMode = device->index == mig_gpu ? 1u : 0u;
+  *pendingMode = *currentMode;
   return NVML_SUCCESS;
 }
 

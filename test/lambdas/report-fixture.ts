@@ -42,7 +42,10 @@ export function groupsOf(
   rows: readonly WasteReportRow[],
   diagnosisOf: (r: WasteReportRow) => string | undefined = () => undefined,
 ): ReportInput['groups'] {
-  const keyOf: Record<Exclude<ReportGrouping, 'instance'>, (r: WasteReportRow) => string | undefined> = {
+  const keyOf: Record<
+    Exclude<ReportGrouping, 'instance' | 'gpu'>,
+    (r: WasteReportRow) => string | undefined
+  > = {
     team: (r) => r.team,
     job: (r) => r.job,
     // The fixture's hosts are not Kubernetes nodes: every window is outside any pod.
@@ -53,7 +56,7 @@ export function groupsOf(
   };
   const out: Partial<Record<ReportGrouping, WasteGroupRow[]>> = {};
   for (const [by, key] of Object.entries(keyOf) as [
-    Exclude<ReportGrouping, 'instance'>,
+    Exclude<ReportGrouping, 'instance' | 'gpu'>,
     (r: WasteReportRow) => string | undefined,
   ][]) {
     const sums = new Map<string | undefined, WasteGroupRow>();
@@ -135,15 +138,17 @@ export function fixtureReport(by: WasteReport['by'] = 'team'): WasteReport {
   const groups = groupsOf(rows, (r) =>
     r.idle_usd > 0 ? 'idle' : r.instance_id === 'i-0ccc' ? 'input_bound' : undefined,
   );
-  const daily = [
-    { day: '2026-03-04', cost_usd: 330.24, wasted_usd: 181.632 },
-    { day: '2026-03-06', cost_usd: 330.24, wasted_usd: 181.632 },
-    { day: '2026-03-10', cost_usd: 330.24, wasted_usd: 181.632 },
+  // The instances ran on three days of the week: vision's on the 4th, nlp's and the hostile tags' on the 6th, the rest on the 10th.
+  const daysOf = (ids: readonly string[]) => rows.filter((r) => ids.includes(r.instance_id));
+  const days = [
+    { day: '2026-03-04', rows: daysOf(['i-0aaa']) },
+    { day: '2026-03-06', rows: daysOf(['i-0bbb', 'i-0ccc', 'i-0ddd']) },
+    { day: '2026-03-10', rows: daysOf(['i-0eee', 'i-0fff']) },
   ];
   return buildWasteReport({
     rows,
     groups,
-    daily,
+    days,
     period: reportPeriod('week', REPORT_END),
     by,
     generatedAt: REPORT_END,

@@ -280,6 +280,86 @@ export function describeStateStoreContract(name: string, makeStore: MakeStateSto
       expect(fourth).toEqual({ granted: false, reason: 'fleet_budget', used: 3, limit: 3 });
     });
 
+    it('keeps a reboot apart from the replacement: its own record, its own budgets, repeatable after its window', async () => {
+      // Prepare
+      const reboot = (id: string, at: string, asg_name?: string): RemediationRecord => ({
+        instance_id: id,
+        ...(asg_name === undefined ? {} : { asg_name }),
+        action: 'reboot',
+        at,
+        rule: 'xid_reset',
+      });
+      const request = (r: RemediationRecord) => ({ ...reserve(r, BUDGET), repeatAfterS: 3600 });
+      const a = reboot('i-0000000000000000a', '2026-03-10T12:00:00.000Z', 'p5-train');
+      const granted = await store.reserveRemediation(request(a));
+      const pending = await store.getLastReboot(a.instance_id);
+      if (!granted.granted) throw new Error('expected a granted reboot');
+      await store.confirmRemediation(a, granted.leaseId);
+      const confirmed = await store.getLastReboot(a.instance_id);
+      const noReplacement = await store.getRemediation(a.instance_id);
+
+      // Act
+      const again = await store.reserveRemediation(request({ ...a, at: '2026-03-10T12:20:00.000Z' }));
+      const b = await store.reserveRemediation(
+        request(reboot('i-0000000000000000b', '2026-03-10T12:01:00.000Z', 'p5-train')),
+      );
+      const overGroup = await store.reserveRemediation(
+        request(reboot('i-0000000000000000c', '2026-03-10T12:02:00.000Z', 'p5-train')),
+      );
+      const outside = await store.reserveRemediation(
+        request(reboot('i-0000000000000000d', '2026-03-10T12:03:00.000Z')),
+      );
+      const overFleet = await store.reserveRemediation(
+        request(reboot('i-0000000000000000e', '2026-03-10T12:04:00.000Z')),
+      );
+      const replacement = await store.reserveRemediation(
+        reserve(replace(a.instance_id, '2026-03-10T12:30:00.000Z')),
+      );
+      const later = await store.reserveRemediation(request({ ...a, at: '2026-03-10T13:00:00.000Z' }));
+
+      // Assess
+      expect(pending).toBeUndefined();
+      expect(confirmed).toEqual(a);
+      expect(noReplacement).toBeUndefined();
+      expect(again).toEqual({ granted: false, reason: 'remediated' });
+      expect(b.granted).toBe(true);
+      expect(overGroup).toEqual({ granted: false, reason: 'group_budget', used: 2, limit: 2 });
+      expect(outside.granted).toBe(true);
+      expect(overFleet).toEqual({ granted: false, reason: 'fleet_budget', used: 3, limit: 3 });
+      expect(replacement.granted).toBe(true);
+      expect(later.granted).toBe(true);
+      expect(await store.listRemediations('p5-train', new Date('2026-03-10T11:00:00Z'))).toEqual([]);
+    });
+
+    it('keeps the latest fault of each instance per scope and reads back the ones inside the window, oldest first', async () => {
+      // Act
+      await store.recordFault('asg#p5-train', 'i-0000000000000000b', '2026-03-10T12:00:10.000Z', 600);
+      await store.recordFault('asg#p5-train', 'i-0000000000000000a', '2026-03-10T12:00:10.000Z', 600);
+      await store.recordFault('asg#other', 'i-0000000000000000c', '2026-03-10T12:00:20.000Z', 600);
+      await store.recordFault('asg#p5-train', 'i-0000000000000000d', '2026-03-10T11:50:00.000Z', 600);
+      await store.recordFault('asg#p5-train', 'i-0000000000000000a', '2026-03-10T12:05:00.000Z', 600);
+      const late = await store.recordFault(
+        'asg#p5-train',
+        'i-0000000000000000a',
+        '2026-03-10T12:01:00.000Z',
+        600,
+      );
+      const now = await store.recordFault(
+        'asg#p5-train',
+        'i-0000000000000000e',
+        '2026-03-10T12:05:00.000Z',
+        600,
+      );
+
+      // Assess
+      expect(late).toEqual([{ instance_id: 'i-0000000000000000b', at: '2026-03-10T12:00:10.000Z' }]);
+      expect(now).toEqual([
+        { instance_id: 'i-0000000000000000b', at: '2026-03-10T12:00:10.000Z' },
+        { instance_id: 'i-0000000000000000a', at: '2026-03-10T12:05:00.000Z' },
+        { instance_id: 'i-0000000000000000e', at: '2026-03-10T12:05:00.000Z' },
+      ]);
+    });
+
     it('reserves a quarantine without spending any budget', async () => {
       // Prepare
       const record: RemediationRecord = {

@@ -133,6 +133,34 @@ describe('ingest API resource policy: only agent roles with EC2 instance credent
   });
 });
 
+describe('ingest API resource policy with requireInstanceCredentials false', () => {
+  let policy: PolicyDocument;
+
+  beforeAll(() => {
+    policy = resourcePolicyOf(buildStack({ requireInstanceCredentials: false }));
+  });
+
+  it.each<Variant>([
+    // Where API Gateway does not see ec2:SourceInstanceARN, instance sessions look like this one.
+    ['the agent role without ec2:SourceInstanceARN', request(AGENT_ROLE), 'allow', true],
+    [
+      'the agent role with instance-profile credentials',
+      request(AGENT_ROLE, INSTANCE_CREDENTIALS),
+      'allow',
+      true,
+    ],
+    [
+      'another role of the account with execute-api:*',
+      request(`arn:aws:iam::${ACCOUNT}:role/DataPlatformAdmin`, INSTANCE_CREDENTIALS),
+      'allow',
+      false,
+    ],
+    ['an IAM user with execute-api:Invoke', request(`arn:aws:iam::${ACCOUNT}:user/alice`), 'allow', false],
+  ])('%s → admitted: %s', (_name, req, identity, admitted) => {
+    expect(apiGatewayAdmits(policy, ACCOUNT, identity, req)).toBe(admitted);
+  });
+});
+
 describe('ingest API resource policy for an organization with a shared node role', () => {
   let policy: PolicyDocument;
   const memberRole = `arn:aws:iam::${OTHER_ACCOUNT}:role/GpuNodeRole`;

@@ -196,6 +196,7 @@ describe('IngestFunction (Timestream store)', () => {
         'dynamodb:UpdateItem',
         'ec2:CreateTags',
         'ec2:DescribeInstances',
+        'ec2:RebootInstances',
         'iam:GetInstanceProfile',
         'kms:Decrypt',
         'kms:GenerateDataKey',
@@ -320,8 +321,26 @@ describe('IngestFunction (Timestream store)', () => {
     });
   });
 
+  it('grants RebootInstances on the account’s instances unless tagged gpu-sentinel:remediation=off', () => {
+    // Prepare / Act
+    const [statement, ...rest] = statementsGranting(statements, 'ec2:RebootInstances');
+
+    // Assess
+    expect(rest).toHaveLength(0);
+    expect(actionsOf(statement!)).toEqual(['ec2:RebootInstances']);
+    expect(statement?.Resource).toEqual({
+      'Fn::Join': [
+        '',
+        ['arn:', { Ref: 'AWS::Partition' }, ':ec2:*:', { Ref: 'AWS::AccountId' }, ':instance/*'],
+      ],
+    });
+    expect(statement?.Condition).toEqual({
+      StringNotEquals: { 'aws:ResourceTag/gpu-sentinel:remediation': 'off' },
+    });
+  });
+
   it.each(['off', 'notify'] as const)(
-    'grants no SetInstanceHealth nor CreateTags in %s mode',
+    'grants no SetInstanceHealth, CreateTags nor RebootInstances in %s mode',
     (remediationMode) => {
       // Prepare
       const s = buildStack({ remediationMode });
@@ -338,6 +357,7 @@ describe('IngestFunction (Timestream store)', () => {
       });
       expect(actions).not.toContain('autoscaling:SetInstanceHealth');
       expect(actions).not.toContain('ec2:CreateTags');
+      expect(actions).not.toContain('ec2:RebootInstances');
       expect(actions).toContain('autoscaling:DescribeAutoScalingInstances');
     },
   );

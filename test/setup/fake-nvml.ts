@@ -26,6 +26,7 @@ export const FAKE_NVML_ENV_KEYS = [
   'FAKE_NVML_SM_ACTIVE',
   'FAKE_NVML_TENSOR_ACTIVE',
   'FAKE_NVML_GPM_FAIL_GPU',
+  'FAKE_NVML_MIG_GPU',
   'FAKE_NVML_XID_EVENTS',
   'FAKE_NVML_INIT_FAIL',
 ] as const;
@@ -70,6 +71,8 @@ export interface FakeNvmlSettings {
   readonly TENSOR_ACTIVE?: number;
   /** Index of a GPU whose `nvmlGpmQueryDeviceSupport` answers UNKNOWN (999). */
   readonly GPM_FAIL_GPU?: number;
+  /** Index of a GPU in MIG mode (`nvmlDeviceGetMigMode` current = 1). @default none */
+  readonly MIG_GPU?: number;
   /** Events queued at init, in order: `gpu:xid`, or `gpu:dbe` for a DoubleBitEccError. */
   readonly XID_EVENTS?: readonly string[];
   /** `true`: `nvmlInit_v2` answers DRIVER_NOT_LOADED (9). @default false */

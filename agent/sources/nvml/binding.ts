@@ -112,6 +112,8 @@ export interface NvmlBinding {
   readonly gpmMetricsGet?: (metricsGet: Buffer) => number;
   /** `nvmlDeviceGetIndex(dev, uint *index)`. */
   readonly deviceIndex?: (handle: bigint, out: Uint32Array) => number;
+  /** `nvmlDeviceGetMigMode(dev, uint *currentMode, uint *pendingMode)`: 1 = MIG enabled (`NVML_DEVICE_MIG_ENABLE`). */
+  readonly migMode?: (handle: bigint, currentMode: Uint32Array, pendingMode: Uint32Array) => number;
   /** `nvmlEventSetCreate(nvmlEventSet_t *set)`. */
   readonly eventSetCreate?: (out: BigUint64Array) => number;
   /** `nvmlEventSetFree(nvmlEventSet_t set)`. */
@@ -167,6 +169,7 @@ export type NvmlOptionalCall =
   | 'gpmSampleGet'
   | 'gpmMetricsGet'
   | 'deviceIndex'
+  | 'migMode'
   | 'eventSetCreate'
   | 'eventSetFree'
   | 'supportedEventTypes'
@@ -225,6 +228,7 @@ const OPTIONAL_CALLS: Readonly<Record<NvmlOptionalCall, readonly Candidate[]>> =
   gpmSampleGet: [{ symbol: 'nvmlGpmSampleGet', params: [dev, nvmlGpmSampleHandle] }],
   gpmMetricsGet: [{ symbol: 'nvmlGpmMetricsGet', params: ['void *'] }],
   deviceIndex: [{ symbol: 'nvmlDeviceGetIndex', params: [dev, u32p] }],
+  migMode: [{ symbol: 'nvmlDeviceGetMigMode', params: [dev, u32p, u32p] }],
   eventSetCreate: [{ symbol: 'nvmlEventSetCreate', params: [koffi.pointer(nvmlEventSetHandle)] }],
   eventSetFree: [{ symbol: 'nvmlEventSetFree', params: [nvmlEventSetHandle] }],
   supportedEventTypes: [{ symbol: 'nvmlDeviceGetSupportedEventTypes', params: [dev, u64p] }],
@@ -325,6 +329,7 @@ export function loadNvmlBinding(libraryPath: string): NvmlBinding {
     gpmSampleGet: optional('gpmSampleGet'),
     gpmMetricsGet: optional('gpmMetricsGet'),
     deviceIndex: optional('deviceIndex'),
+    migMode: optional('migMode'),
     eventSetCreate: optional('eventSetCreate'),
     eventSetFree: optional('eventSetFree'),
     supportedEventTypes: optional('supportedEventTypes'),

@@ -120,6 +120,7 @@ function discoverGpu(context: NvmlDiscoveryContext, index: number, at: Date): Nv
     fields: new NvmlFieldValueRequest(),
     row: new GpuRow(index),
     gpm: undefined,
+    mig: false,
   };
   if (handle === undefined) {
     recorder.judge(gpu, undefined, 'nvmlDeviceGetHandleByIndex_v2', code, at);
@@ -156,8 +157,36 @@ function discoverGpu(context: NvmlDiscoveryContext, index: number, at: Date): Nv
   const serial = text('serial', SERIAL_BUFFER_BYTES);
   if (serial !== undefined && serial !== '') identity.serial = serial.slice(0, 64);
   gpu.thresholds = readThresholds(context, gpu, handle, at);
+  gpu.mig = readMigMode(context, gpu, handle, at);
   gpu.gpm = context.gpm.open(gpu, handle, at);
   return gpu;
+}
+
+/**
+ * Whether the GPU is in MIG mode (`nvmlDeviceGetMigMode` current = 1), said plainly in the log when
+ * it is: utilization and GPM are then per GPU instance, and this agent reads neither per instance
+ * (per-instance GPM, `nvmlGpmMigSampleGet`, Hopper only, is not bound), so the GPU's activity is
+ * absent here and a MIG host is measured through dcgm-exporter's per-instance GR engine activity.
+ * False where the call is missing or not supported (GPUs without MIG).
+ */
+function readMigMode(
+  { nvml, recorder, logger }: NvmlDiscoveryContext,
+  gpu: NvmlGpuState,
+  handle: bigint,
+  at: Date,
+): boolean {
+  const fn = nvml.migMode;
+  const call = nvml.symbols.migMode;
+  if (fn === undefined || call === undefined || gpu.lost) return false;
+  const current = new Uint32Array(1);
+  const pending = new Uint32Array(1);
+  if (!recorder.judge(gpu, undefined, call, fn(handle, current, pending), at) || current[0] !== 1)
+    return false;
+  logger.warn(
+    { gpu_index: gpu.index, mig: true },
+    `GPU ${gpu.index} is in MIG mode: NVML utilization and GPM are per GPU instance, and this agent does not read them per instance (nvmlGpmMigSampleGet is not used); its activity stays absent here. Measure the slices with dcgm-exporter (DCGM_FI_PROF_GR_ENGINE_ACTIVE per GPU_I_ID)`,
+  );
+  return true;
 }
 
 function readThresholds(

@@ -34,6 +34,11 @@ export interface NvmlGpuState {
   readonly fields: NvmlFieldValueRequest;
   /** GPM state; undefined where GPM is unsupported or failed at open. */
   gpm: GpmState | undefined;
+  /**
+   * MIG mode was on at open (`nvmlDeviceGetMigMode` current = 1): NVML's utilization and GPM are per
+   * GPU instance there and this agent does not read them per instance (docs/detection.md §4).
+   */
+  mig: boolean;
   /** This GPU's reading, overwritten at every `sample()` (no object per reading). */
   readonly row: GpuRow;
 }

@@ -8,8 +8,9 @@ import type { Thresholds } from './thresholds';
  *
  * 1. `sm_active` absent (no GPM / DCGM): `gpu_util` (an upper bound on SM activity) below
  *    `idleSmActiveBelow` → `idle` / `held_idle` as below; otherwise `unknown` (no leaf can be named).
- * 2. `sm_active < idleSmActiveBelow` → `held_idle` when `compute_processes > 0` or a Kubernetes pod
- *    holds the GPU (`heldByPod`), else `idle`.
+ * 2. `sm_active < idleSmActiveBelow` → `held_idle` when `compute_processes > 0`, a Kubernetes pod
+ *    holds the GPU (`heldByPod`), or — processes unknown — `fb_used_bytes` ≥ `heldFbUsedBytesAtLeast`;
+ *    else `idle`.
  * 3. `thermal_throttle_ratio ≥ thermalThrottleRatioAtLeast` or `max_gpu_temp_c > thermalThrottleTempC`
  *    → `throttled` (the clocks, not the job, hold it back).
  * 4. `gpu_util ≥ fakeLoadGpuUtilAtLeast` and `sm_active < underutilizedSmActiveBelow` → `fake_load`.
@@ -37,7 +38,13 @@ export function diagnoseHorizon(
   t: Thresholds,
   heldByPod = false,
 ): Diagnosis {
-  const noProcess = !heldByPod && (m.compute_processes === undefined || m.compute_processes === 0);
+  // Processes unknown (dcgm-exporter): the framebuffer tells a held GPU from an idle one.
+  const heldByMemory =
+    m.compute_processes === undefined &&
+    m.fb_used_bytes !== undefined &&
+    m.fb_used_bytes >= t.heldFbUsedBytesAtLeast;
+  const noProcess =
+    !heldByPod && !heldByMemory && (m.compute_processes === undefined || m.compute_processes === 0);
   const sm = profiling === 'none' ? undefined : m.sm_active;
   if (sm === undefined) {
     if (m.gpu_util !== undefined && m.gpu_util < t.idleSmActiveBelow) return noProcess ? 'idle' : 'held_idle';

@@ -3,12 +3,22 @@ import type { Finding } from '../types';
 import { describeGpu, groupByGpu, resolveGpuRef } from './gpu-ref';
 import type { PointRule } from './point-rule';
 
+/** Cause of one event: the kernel log's pattern name (`fallen_off_bus: …` detail), else the source (`nvml`). */
+function causeOf(event: GpuEvent): string {
+  const m = event.source === 'kmsg' ? /^([a-z_]+): /.exec(event.detail ?? '') : null;
+  return m?.[1] ?? event.source;
+}
+
 /**
- * Rule `gpu_lost` (docs/design.md §6): NVML answered GPU_IS_LOST or a GPU disappeared (a `gpu_lost` event).
- * Critical, action `replace`.
+ * Rule `gpu_lost` (docs/design.md §6, docs/detection.md): NVML answered GPU_IS_LOST, or the kernel
+ * log said a GPU is gone (fell off the bus with or without an Xid, `NV_ERR_GPU_IS_LOST`,
+ * `RmInitAdapter failed`, a failed probe, a fatal NVSwitch SXid: agent/sources/kmsg-gpu-lost.ts).
+ * Critical, action `replace`: the GPU is gone until the node is repaired. An event naming no GPU
+ * (NV_ERR_GPU_IS_LOST without a PCI id, a fatal SXid) is about the whole instance.
  *
  * @param batch - a validated batch; reads `gpu_lost` events
- * @returns one finding per GPU, ordered by GPU; `at` = first event; evidence `count`, `first_at`, `last_at`, `detail`
+ * @returns one finding per GPU, ordered by GPU; `at` = first event; evidence `count`, `first_at`,
+ *   `last_at`, `causes` (kernel-log pattern names and/or `nvml`), `detail`
  */
 function gpuLostFindings(batch: Batch): Finding[] {
   const lost = (batch.events ?? []).filter((e) => e.kind === 'gpu_lost');
@@ -17,6 +27,7 @@ function gpuLostFindings(batch: Batch): Finding[] {
     const first = sorted[0] as GpuEvent;
     const last = sorted[sorted.length - 1] as GpuEvent;
     const detail = sorted.find((e) => e.detail !== undefined)?.detail;
+    const causes = [...new Set(sorted.map(causeOf))].join(',');
     return {
       rule: 'gpu_lost',
       severity: 'critical',
@@ -25,13 +36,14 @@ function gpuLostFindings(batch: Batch): Finding[] {
       instance_type: batch.host.instance_type,
       ...ref,
       at: first.at,
-      summary: `${describeGpu(ref)} is lost (GPU_IS_LOST / fell off the bus), ${sorted.length} event(s)`,
+      summary: `${describeGpu(ref)} is lost (${causes.replaceAll(',', ', ')}), ${sorted.length} event(s)`,
       remedy:
         'The GPU is gone until the node reboots: checkpoint and move the job; the instance is replaced (Auto Scaling) or quarantined for a human.',
       evidence: {
         count: sorted.length,
         first_at: first.at,
         last_at: last.at,
+        causes,
         ...(detail === undefined ? {} : { detail }),
       },
     } satisfies Finding;

@@ -1,5 +1,6 @@
 import type { Batch, GpuWindow } from '../../contract';
 import { MS_PER_SECOND, SECONDS_PER_HOUR } from '../constants';
+import { isGpuHeld } from '../gpu-holder';
 import { computeLedger } from '../ledger';
 import type { InstancePrice } from '../pricing';
 import type { Diagnosis } from '../types';
@@ -19,6 +20,38 @@ export interface HorizonGpu {
   readonly diagnosis: Diagnosis;
   /** What this GPU wastes at this horizon's rate, USD/hour (ledger of the horizon, per hour; 0 when unpriced). */
   readonly wastedUsdPerHour: number;
+  /** What this GPU costs, USD/hour: its share of the instance price (`price / GPU count`; 0 when unpriced). */
+  readonly costUsdPerHour: number;
+  /**
+   * Nothing holds the GPU, as far as the source can say (see `isGpuFree`): `true`, `false`, or
+   * `undefined` when the source cannot tell.
+   */
+  readonly free: boolean | undefined;
+}
+
+/**
+ * Whether nothing holds a GPU, from what the source can say (docs/detection.md §5): no compute
+ * process (`compute_processes` = 0); or, processes unknown, framebuffer used below
+ * `heldFbUsedBytesAtLeast`; or, processes and framebuffer unknown, no pod on a host whose exporter
+ * maps pods (another GPU of the batch names one: dcgm-exporter labels every allocated GPU, so an
+ * unlabelled one is allocated to no pod).
+ *
+ * @param window - the GPU's horizon
+ * @param podHeld - a pod names this GPU on one of its windows
+ * @param podsMapped - a pod names some GPU of the batch
+ * @param thresholds - reads `heldFbUsedBytesAtLeast`
+ * @returns `true` free, `false` held, `undefined` unknown
+ */
+export function isGpuFree(
+  window: GpuWindow,
+  podHeld: boolean,
+  podsMapped: boolean,
+  thresholds: Thresholds,
+): boolean | undefined {
+  if (podHeld) return false;
+  const held = isGpuHeld(window, thresholds.heldFbUsedBytesAtLeast);
+  if (held !== undefined) return !held;
+  return podsMapped ? true : undefined;
 }
 
 /**
@@ -83,6 +116,8 @@ export function judgedHorizons(
         podHeld.has(index),
       ),
       wastedUsdPerHour: (ledger.wasted_usd / ledger.window_s) * SECONDS_PER_HOUR,
+      costUsdPerHour: (ledger.cost_usd / ledger.window_s) * SECONDS_PER_HOUR,
+      free: isGpuFree(window, podHeld.has(index), podHeld.size > 0, thresholds),
     });
   }
   return { gpus, shortGpus };
@@ -100,9 +135,10 @@ export interface IdleSinceUpdate {
 
 /**
  * Keeps "idle since" across batches (the horizon is 15 min, `idle_billed` needs 30): a judged GPU whose
- * whole horizon was idle with no process (diagnosis `idle`, `max_sm_active` — or the mean when the
+ * whole horizon was idle with nothing holding it (diagnosis `idle`, `max_sm_active` — or the mean when the
  * spread is absent, or `gpu_util` where SM activity is not measured — below `idleSmActiveBelow`,
- * `compute_processes` = 0 measured) is idle since the
+ * and free as far as the source can say: `HorizonGpu.free`, from `compute_processes` = 0, else the
+ * framebuffer, else the host's pod mapping) is idle since the
  * horizon start, or since the earlier mark; a judged GPU that is not idle is cleared. A GPU with no
  * judged horizon keeps its mark unchanged (absent is not busy).
  *
@@ -125,10 +161,7 @@ export function nextIdleSince(
     // Where SM activity is not measured (an A100 without DCGM), GPU util is its upper bound.
     const peak = m.max_sm_active ?? m.sm_active ?? m.gpu_util;
     const idle =
-      g.diagnosis === 'idle' &&
-      m.compute_processes === 0 &&
-      peak !== undefined &&
-      peak < thresholds.idleSmActiveBelow;
+      g.diagnosis === 'idle' && g.free === true && peak !== undefined && peak < thresholds.idleSmActiveBelow;
     if (idle) {
       if (!since.has(key)) {
         since.set(key, g.window.start);

@@ -12,7 +12,11 @@ export interface WindowJudgement {
   readonly findings: readonly Finding[];
   /** The window rules that could judge this batch (their firing alerts without a finding resolve). */
   readonly judged: ReadonlySet<RuleId>;
-  /** GPU index → diagnosis of its judged horizon, stored with the GPU's flush windows. */
+  /**
+   * GPU index → diagnosis of its judged horizon, stored with the GPU's flush windows; a GPU with a
+   * flush window but no horizon that covers enough to judge yet is `awaiting_diagnosis` (its waste
+   * is counted under that name, never under no cause).
+   */
   readonly diagnoses: ReadonlyMap<number, Diagnosis>;
   /** The idle marks to write and clear after the batch is stored. */
   readonly idle: IdleSinceUpdate;
@@ -45,10 +49,8 @@ export function judgeWindows(
     rules,
     now,
   );
-  return {
-    findings,
-    judged,
-    diagnoses: new Map(gpus.map((g) => [g.window.gpu.index, g.diagnosis])),
-    idle,
-  };
+  const diagnoses = new Map<number, Diagnosis>(gpus.map((g) => [g.window.gpu.index, g.diagnosis]));
+  for (const w of batch.windows)
+    if (w.kind === 'flush' && !diagnoses.has(w.gpu.index)) diagnoses.set(w.gpu.index, 'awaiting_diagnosis');
+  return { findings, judged, diagnoses, idle };
 }

@@ -1,10 +1,11 @@
 import { IDLE_EFFICIENCY_BELOW } from '../constants';
+import { HELD_FB_USED_BYTES_AT_LEAST } from '../gpu-holder';
 
 /**
  * Rule thresholds (docs/design.md §6): one documented data table (value, unit, range, source), overridable per
  * deployment (`parseRuleThresholds`: the ingest Lambda's `RULE_THRESHOLDS`, local mode's `--rules FILE`).
  *
- * Sources named below: "playbook" = the GPU efficiency decision tree the rules follow (written out in
+ * Sources named below: "efficiency tree" = the GPU efficiency decision tree the rules follow (written out in
  * docs/design.md §6: SM active < 30 % underutilized → PCIe RX high: data loading / low: CPU
  * preprocessing; 30–70 % → tensor zero or low; > 70 % → DRAM > 80 %: memory bound; occupancy < 20 %: alert the developer; temperature
  * alert above 80 °C, throttling from ~85 °C; a power sawtooth is data starvation; one GPU 10 % slower
@@ -49,7 +50,7 @@ export const THRESHOLD_TABLE = {
     unit: 's',
     min: 1,
     max: 3600,
-    source: 'issue 6: a window rule needs a minimum covered span (5 min) before it judges',
+    source: 'design choice: a window rule needs a minimum covered span (5 min) before it judges',
   },
   idleSmActiveBelow: {
     value: IDLE_EFFICIENCY_BELOW,
@@ -64,14 +65,14 @@ export const THRESHOLD_TABLE = {
     unit: 'fraction 0..1',
     min: 0,
     max: 1,
-    source: 'playbook: SM active < 30 % is underutilized',
+    source: 'efficiency tree: SM active < 30 % is underutilized',
   },
   computeBoundSmActiveAtLeast: {
     value: 0.7,
     unit: 'fraction 0..1',
     min: 0,
     max: 1,
-    source: 'playbook: SM active > 70 % branches to memory or compute bound',
+    source: 'efficiency tree: SM active > 70 % branches to memory or compute bound',
   },
   fakeLoadGpuUtilAtLeast: {
     value: 0.9,
@@ -101,7 +102,7 @@ export const THRESHOLD_TABLE = {
     unit: 'fraction 0..1',
     min: 0,
     max: 1,
-    source: 'playbook: occupancy < 20 %: alert the developer',
+    source: 'efficiency tree: occupancy < 20 %: alert the developer',
   },
   tensorIdleBelow: {
     value: 0.05,
@@ -109,14 +110,14 @@ export const THRESHOLD_TABLE = {
     min: 0,
     max: 1,
     source:
-      'docs/design.md §6: tensor_active < 0.05 (playbook: tensor zero = no mixed precision, low = unaligned dims)',
+      'docs/design.md §6: tensor_active < 0.05 (efficiency tree: tensor zero = no mixed precision, low = unaligned dims)',
   },
   memoryBoundDramActiveAtLeast: {
     value: 0.8,
     unit: 'fraction 0..1',
     min: 0,
     max: 1,
-    source: 'playbook: DRAM active ≥ 80 % is memory bound, whether SM is high or low',
+    source: 'efficiency tree: DRAM active ≥ 80 % is memory bound, whether SM is high or low',
   },
   powerSawtoothCvAtLeast: {
     value: 0.25,
@@ -131,6 +132,14 @@ export const THRESHOLD_TABLE = {
     min: 0,
     max: 100,
     source: 'this module: SM active swinging by half its mean (work, wait, work) is data starvation',
+  },
+  heldFbUsedBytesAtLeast: {
+    value: HELD_FB_USED_BYTES_AT_LEAST,
+    unit: 'bytes',
+    min: 0,
+    max: 2 ** 40,
+    source:
+      'docs/detection.md §5: where processes are unknown, framebuffer used ≥ 256 MiB is a context holding the GPU (idle GPUs show 0–12 MiB in the real captures)',
   },
   idleBilledS: {
     value: 1800,
@@ -173,14 +182,14 @@ export const THRESHOLD_TABLE = {
     unit: '°C',
     min: 0,
     max: 150,
-    source: 'playbook: throttling from ~85 °C (docs/design.md §6: max_gpu_temp_c > 85)',
+    source: 'efficiency tree: throttling from ~85 °C (docs/design.md §6: max_gpu_temp_c > 85)',
   },
   thermalWarnTempC: {
     value: 80,
     unit: '°C',
     min: 0,
     max: 150,
-    source: 'playbook: temperature alert above 80 °C',
+    source: 'efficiency tree: temperature alert above 80 °C',
   },
   stragglerModifiedZBelow: {
     value: -3.5,
@@ -195,14 +204,14 @@ export const THRESHOLD_TABLE = {
     unit: 'fraction 0..1 of the peer median',
     min: 0,
     max: 1,
-    source: 'playbook: one GPU 10 % slower slows the whole synchronous job',
+    source: 'efficiency tree: one GPU 10 % slower slows the whole synchronous job',
   },
   stragglerMinGpus: {
     value: 3,
     unit: 'count',
     min: 3,
     max: 64,
-    source: 'issue 6: no straggler with fewer than 3 GPUs (a median of two has no majority)',
+    source: 'design choice: no straggler with fewer than 3 GPUs (a median of two has no majority)',
   },
   efaRxDropsAtLeast: {
     value: 1,
@@ -232,7 +241,7 @@ export const THRESHOLD_TABLE = {
     min: 30,
     max: 86_400,
     source:
-      "issue 8: agent_silent when a running GPU instance sent no batch for 5 min (20 flush intervals of 10 s and more than the agent's retry backoff)",
+      "design choice: agent_silent when a running GPU instance sent no batch for 5 min (20 flush intervals of 10 s and more than the agent's retry backoff)",
   },
   fleetStragglerSpanS: {
     value: 900,
@@ -246,21 +255,22 @@ export const THRESHOLD_TABLE = {
     unit: 'count',
     min: 3,
     max: 10_000,
-    source: 'issue 8: a job needs ≥ 3 nodes for a cross-node straggler (a median of two has no majority)',
+    source:
+      'design choice: a job needs ≥ 3 nodes for a cross-node straggler (a median of two has no majority)',
   },
   fleetWasteSpanS: {
     value: 3600,
     unit: 's',
     min: 300,
     max: 7 * 86_400,
-    source: "issue 8: a team's waste rate is judged over the last hour",
+    source: "design choice: a team's waste rate is judged over the last hour",
   },
   fleetWasteRateAtLeast: {
     value: 0.5,
     unit: 'fraction 0..1 of the cost',
     min: 0,
     max: 1,
-    source: 'issue 8: a team wasting ≥ 50 % of what its GPUs cost over the span',
+    source: 'design choice: a team wasting ≥ 50 % of what its GPUs cost over the span',
   },
   fleetWasteMinCostUsdPerHour: {
     value: 20,

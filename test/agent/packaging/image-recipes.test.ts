@@ -38,4 +38,17 @@ describe('image recipes', () => {
       expect(text).not.toMatch(/\t/);
     },
   );
+
+  it.each(['image-builder-component.yml', 'packer-snippet.pkr.hcl'])(
+    '%s asks for no Node.js on the image and names the tarball of its architecture',
+    (file) => {
+      // Prepare / Act
+      const text = readFileSync(join(PACKAGING, file), 'utf8');
+
+      // Assess
+      expect(text).not.toMatch(/command -v node|Node\.js >= 20/);
+      expect(text).toContain('build.ts --sea --tarball');
+      expect(text).toMatch(/linux-arm64/);
+    },
+  );
 });

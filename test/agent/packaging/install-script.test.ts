@@ -15,9 +15,14 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AGENT_SEA_EXEC_ARGV } from '../../../agent/packaging/build-agent-sea';
 
 const PACKAGING = join(import.meta.dirname, '..', '..', '..', 'agent', 'packaging');
 const UNIT = 'etc/systemd/system/gpu-sentinel-agent.service';
+/** This machine's architecture as the bundles name it (install.sh refuses a bundle for another). */
+const ARCH = process.arch === 'arm64' ? 'arm64' : 'x64';
+const OTHER_ARCH = ARCH === 'x64' ? 'arm64' : 'x64';
+const SYSUSERS = 'usr/lib/sysusers.d/gpu-sentinel-agent.conf';
 
 let dir: string;
 let bundle: string;
@@ -35,7 +40,7 @@ beforeAll(() => {
   mkdirSync(join(bundle, 'chunks'));
   writeFileSync(join(bundle, 'chunks', 'chunk-STUB1234.mjs'), 'export const stub = 1;\n');
   writeFileSync(join(bundle, 'node_modules', 'koffi', 'package.json'), '{"name":"koffi"}\n');
-  writeFileSync(join(bundle, 'VERSION'), '0.0.0-test linux-x64\n');
+  writeFileSync(join(bundle, 'VERSION'), `0.0.0-test linux-${ARCH}\n`);
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -58,14 +63,16 @@ describe('install.sh into a temporary root', () => {
     first = install(root, '--endpoint', 'https://abc123.execute-api.us-east-1.amazonaws.com/prod');
   });
 
-  it('exits 0 and says it skipped the user and systemctl', () => {
+  it('exits 0 and says the user and the unit take effect at the first boot', () => {
     // Prepare / Act: done in beforeAll
 
     // Assess
     expect(first.stderr).toBe('');
     expect(first.status).toBe(0);
-    expect(first.stdout).toContain('skipped user gpu-sentinel and systemctl');
-    expect(first.stdout).toContain('installed 0.0.0-test linux-x64');
+    expect(first.stdout).toContain(
+      'declared user gpu-sentinel (/usr/lib/sysusers.d/gpu-sentinel-agent.conf) and enabled gpu-sentinel-agent.service',
+    );
+    expect(first.stdout).toContain(`installed 0.0.0-test linux-${ARCH}`);
   });
 
   it.each([
@@ -78,6 +85,7 @@ describe('install.sh into a temporary root', () => {
     { path: 'etc/gpu-sentinel/agent.json', mode: 0o644 },
     { path: 'etc/gpu-sentinel/agent.sample.json', mode: 0o644 },
     { path: UNIT, mode: 0o644 },
+    { path: SYSUSERS, mode: 0o644 },
   ])('lays down $path', ({ path, mode }) => {
     // Prepare
     const file = join(root, path);
@@ -125,7 +133,7 @@ describe('install.sh into a temporary root', () => {
   });
 
   it.each([
-    `ExecStart=${process.execPath} --max-old-space-size=64 --max-semi-space-size=1 --single-threaded --expose-gc /opt/gpu-sentinel/lib/gpu-sentinel-agent.mjs agent`,
+    `ExecStart=${process.execPath} ${AGENT_SEA_EXEC_ARGV.join(' ')} /opt/gpu-sentinel/lib/gpu-sentinel-agent.mjs agent`,
     'User=gpu-sentinel',
     'Restart=on-failure',
     'NoNewPrivileges=yes',
@@ -177,6 +185,45 @@ describe('install.sh into a temporary root', () => {
     expect(result.status).toBe(0);
   });
 
+  it('enables the unit in the image tree, as systemctl --root reads it', () => {
+    // Prepare
+    const link = join(root, 'etc/systemd/system/multi-user.target.wants/gpu-sentinel-agent.service');
+
+    // Act
+    const result = spawnSync('systemctl', ['--root', root, 'is-enabled', 'gpu-sentinel-agent.service'], {
+      encoding: 'utf8',
+    });
+
+    // Assess
+    expect(readlinkSync(link)).toBe('/etc/systemd/system/gpu-sentinel-agent.service');
+    expect(result.stdout.trim()).toBe('enabled');
+    expect(result.status).toBe(0);
+  });
+
+  it('declares the service user the unit runs as, which systemd-sysusers creates at the first boot', () => {
+    // Prepare: a copy of the image tree's sysusers.d, so the tree itself stays as install.sh left it
+    const boot = join(dir, 'first-boot');
+    mkdirSync(join(boot, 'usr/lib/sysusers.d'), { recursive: true });
+    mkdirSync(join(boot, 'etc'), { recursive: true });
+    copyFileSync(join(root, SYSUSERS), join(boot, SYSUSERS));
+    const unitUser = /^User=(.+)$/m.exec(readFileSync(join(root, UNIT), 'utf8'))?.[1];
+
+    // Act
+    const result = spawnSync('systemd-sysusers', ['--root', boot], { encoding: 'utf8' });
+
+    // Assess
+    expect(result.status).toBe(0);
+    const passwd = readFileSync(join(boot, 'etc/passwd'), 'utf8').split('\n');
+    const user = passwd.find((l) => l.startsWith(`${unitUser}:`))?.split(':');
+    expect(user?.[5]).toBe('/var/lib/gpu-sentinel');
+    expect(user?.[6]).toBe('/usr/sbin/nologin');
+    expect(Number(user?.[2])).toBeLessThan(1000);
+    const video = readFileSync(join(boot, 'etc/group'), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('video:'));
+    expect(video?.split(':')[3]?.split(',')).toContain(unitUser);
+  });
+
   it('is idempotent and keeps an edited config', () => {
     // Prepare
     const configPath = join(root, 'etc/gpu-sentinel/agent.json');
@@ -193,6 +240,42 @@ describe('install.sh into a temporary root', () => {
     expect(readFileSync(configPath, 'utf8')).toBe(edited);
     expect(readFileSync(join(root, UNIT), 'utf8')).toBe(unitBefore);
     expect(existsSync(join(root, 'opt/gpu-sentinel/lib.new'))).toBe(false);
+  });
+
+  it('takes a new --endpoint on a re-run, says so and keeps every other key', () => {
+    // Prepare
+    const configPath = join(root, 'etc/gpu-sentinel/agent.json');
+    writeFileSync(configPath, '{ "endpoint": "https://old.example.com/prod", "flushIntervalS": 30 }\n');
+
+    // Act
+    const again = install(root, '--endpoint', 'https://new.example.com/prod');
+    const same = install(root, '--endpoint', 'https://new.example.com/prod');
+
+    // Assess
+    expect(again.status).toBe(0);
+    expect(again.stdout).toContain(
+      `endpoint in ${configPath}: https://old.example.com/prod -> https://new.example.com/prod`,
+    );
+    expect(JSON.parse(readFileSync(configPath, 'utf8'))).toEqual({
+      endpoint: 'https://new.example.com/prod',
+      flushIntervalS: 30,
+    });
+    expect(same.status).toBe(0);
+    expect(same.stdout).toContain('endpoint already https://new.example.com/prod');
+  });
+
+  it('refuses a new --endpoint into a config that is not JSON and leaves the config as it was', () => {
+    // Prepare
+    const configPath = join(root, 'etc/gpu-sentinel/agent.json');
+    writeFileSync(configPath, '{ not json\n');
+
+    // Act
+    const result = install(root, '--endpoint', 'https://new.example.com/prod');
+
+    // Assess
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(`Expected ${configPath} to hold a JSON object`);
+    expect(readFileSync(configPath, 'utf8')).toBe('{ not json\n');
   });
 });
 
@@ -245,9 +328,15 @@ describe('install.sh options', () => {
   it.each([
     {
       args: ['--bogus'],
-      message: 'Expected one of --root, --prefix, --node, --endpoint, --start, --dry-run, got `--bogus`',
+      message:
+        'Expected one of --root, --arch, --prefix, --node, --endpoint, --start, --dry-run, got `--bogus`',
     },
     { args: ['--prefix', 'opt/x'], message: 'Expected `--prefix` to be an absolute path, got `opt/x`' },
+    { args: ['--arch', 'riscv64'], message: 'Expected `--arch` to be x64 or arm64, got `riscv64`' },
+    {
+      args: ['--arch', OTHER_ARCH],
+      message: `Expected a bundle built for linux-${OTHER_ARCH} (the target's architecture), got linux-${ARCH}`,
+    },
     {
       args: ['--endpoint', 'abc.example.com'],
       message: 'Expected `--endpoint` to be an http(s) URL, got `abc.example.com`',

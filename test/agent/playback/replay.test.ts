@@ -22,6 +22,26 @@ describe('buildReplayBatches on the bundled real-captures manifest', () => {
     batches = await buildReplayBatches(manifest, { now: NOW, agentVersion: '0.1.0-test' });
   });
 
+  it("keeps the scrape's pod labels: GPU 0 of each EKS host carries its vLLM pod, the others none", () => {
+    // Prepare / Act (beforeAll)
+    const pods = (id: string) =>
+      of(batches, id)[0]
+        ?.windows.filter((w) => w.kind === 'flush')
+        .map((w) => w.k8s?.pod ?? null);
+
+    // Assess
+    expect(pods('i-0a5e00000000000a1')).toEqual([
+      'vllm-agg-0-vllmdecodeworker-s65j5',
+      ...Array.from({ length: 7 }, () => null),
+    ]);
+    expect(of(batches, 'i-0a5e00000000000a1')[0]?.windows[0]?.k8s).toEqual({
+      namespace: 'dynamo-workload',
+      pod: 'vllm-agg-0-vllmdecodeworker-s65j5',
+      container: 'main',
+    });
+    expect(pods('i-0a5e00000000000a2')?.filter((p) => p !== null)).toHaveLength(1);
+  });
+
   it('builds batches that all pass the contract', () => {
     // Prepare / Act (beforeAll) / Assess
     expect(batches.length).toBeGreaterThan(0);

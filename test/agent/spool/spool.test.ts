@@ -3,7 +3,12 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DAMAGED_DIR, MAX_SPOOL_MAX_AGE_S } from '../../../agent/spool/constants';
 import { SpoolClosedError, SpoolOrderError } from '../../../agent/spool/errors';
-import { MIN_RECORD_BYTES, SEGMENT_MAGIC, scanSegment } from '../../../agent/spool/segment-format';
+import {
+  encodeRecord,
+  MIN_RECORD_BYTES,
+  SEGMENT_MAGIC,
+  scanSegment,
+} from '../../../agent/spool/segment-format';
 import { Spool } from '../../../agent/spool/spool';
 import type { SpoolOptions } from '../../../agent/spool/spool-options';
 import { FakeClock, makeBatch, makeTempDir, T0 } from './spool-fixtures';
@@ -213,34 +218,63 @@ describe('Spool', () => {
     expect(reopened.stats()).toEqual({ batches: 0, bytes: 0, dropped_total: 0, last_seq: 41 });
   });
 
-  it.each([
-    { name: 'the last byte missing', cut: (size: number) => size - 1 },
-    { name: 'half the payload missing', cut: (size: number, last: number) => size - Math.floor(last / 2) },
-    { name: 'only 3 header bytes left', cut: (size: number, last: number) => size - last + 3 },
-    { name: 'only the header left', cut: (size: number, last: number) => size - last + 8 },
-  ])('truncates a torn last record ($name) on open and goes on appending', async ({ cut }) => {
-    // Prepare
-    const spool = await openSpool();
-    for (let seq = 0; seq < 3; seq++) await spool.append(makeBatch(seq));
-    await spool.close();
-    const [segment] = await segmentFiles();
-    const file = join(dir, segment ?? '');
-    const size = (await stat(file)).size;
-    const last = JSON.stringify(makeBatch(2)).length + 8;
-    await truncate(file, cut(size, last));
+  const CUTS = [
+    { name: 'the last byte missing', keep: (record: number) => record - 1 },
+    { name: 'half the payload missing', keep: (record: number) => record - Math.floor((record - 8) / 2) },
+    { name: 'only 3 header bytes left', keep: () => 3 },
+    { name: 'only the header left', keep: () => 8 },
+  ];
 
-    // Act
-    const reopened = await openSpool();
-    const sizeAfterOpen = (await stat(file)).size;
-    await reopened.append(makeBatch(3));
-    const seqs = await drainSeqs(reopened);
+  it.each(CUTS)(
+    'truncates a torn write after the append mark ($name) on open, counts nothing and goes on appending',
+    async ({ keep }) => {
+      // Prepare: 3 acknowledged appends, then the agent dies while writing seq 3's record
+      const spool = await openSpool();
+      for (let seq = 0; seq < 3; seq++) await spool.append(makeBatch(seq));
+      await spool.close();
+      const file = join(dir, (await segmentFiles())[0] ?? '');
+      const size = (await stat(file)).size;
+      const torn = encodeRecord(Buffer.from(JSON.stringify(makeBatch(3))));
+      await writeFile(file, torn.subarray(0, keep(torn.length)), { flag: 'a' });
 
-    // Assess
-    expect(sizeAfterOpen).toBe(size - last);
-    expect(seqs).toEqual([0, 1, 3]);
-    expect(reopened.stats().dropped_total).toBe(0);
-    expect(warnings.some((w) => w.includes('torn'))).toBe(true);
-  });
+      // Act
+      const reopened = await openSpool();
+      const sizeAfterOpen = (await stat(file)).size;
+      await reopened.append(makeBatch(3));
+      const seqs = await drainSeqs(reopened);
+
+      // Assess
+      expect(sizeAfterOpen).toBe(size);
+      expect(seqs).toEqual([0, 1, 2, 3]);
+      expect(reopened.stats().dropped_total).toBe(0);
+      expect(warnings.some((w) => w.includes('torn'))).toBe(true);
+    },
+  );
+
+  it.each(CUTS)(
+    'counts an acknowledged last record cut short ($name) as dropped and never reuses its seq',
+    async ({ keep }) => {
+      // Prepare: 3 acknowledged appends; the last record is cut short on disk afterwards
+      const spool = await openSpool();
+      for (let seq = 0; seq < 3; seq++) await spool.append(makeBatch(seq));
+      await spool.close();
+      const file = join(dir, (await segmentFiles())[0] ?? '');
+      const size = (await stat(file)).size;
+      const last = JSON.stringify(makeBatch(2)).length + 8;
+      await truncate(file, size - last + keep(last));
+
+      // Act
+      const reopened = await openSpool();
+      const report = reopened.takeDroppedReport();
+      const lastSeq = reopened.stats().last_seq;
+      const seqs = await drainSeqs(reopened);
+
+      // Assess
+      expect(seqs).toEqual([0, 1]);
+      expect(report).toEqual({ batches: 1, windows: 1, firstSeq: 2, lastSeq: 2 });
+      expect(lastSeq).toBe(2);
+    },
+  );
 
   it('truncates garbage after the last record on open', async () => {
     // Prepare

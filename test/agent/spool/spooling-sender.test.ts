@@ -31,11 +31,19 @@ class FakeApi {
   readonly requests: number[][] = [];
   down = false;
   readonly refuse = new Set<number>();
+  /** Every request answered 403 (credentials refused), after the sender's own refreshes. */
+  forbidAll = false;
+  /** Requests carrying these seqs answered 403 (an identity the API does not accept). */
+  readonly forbid = new Set<number>();
   readonly send = async (batch: Batch): Promise<unknown> => {
     parseBatch(JSON.parse(JSON.stringify(batch)), new Date(T0.getTime() + 3600_000));
     const members = membersOf(batch);
     this.requests.push(members);
     if (this.down) throw new SendFailedError(batch.batch_id, 1, { lastStatus: 503 });
+    if (this.forbidAll || members.some((seq) => this.forbid.has(seq)))
+      throw new SendRejectedError(batch.batch_id, 403, {
+        error: 'The security token included in the request is expired',
+      });
     if (members.some((seq) => this.refuse.has(seq)))
       throw new SendRejectedError(batch.batch_id, 400, { error: 'expected a number', path: 'windows[0]' });
     this.delivered.push(...members);
@@ -85,7 +93,7 @@ describe('SpoolingSender', () => {
     const result = await sender.drain();
 
     // Assess
-    expect(result).toEqual({ sent: 6, requests: 1, rejected: 0, remaining: 0 });
+    expect(result).toEqual({ sent: 6, requests: 1, rejected: 0, held: 0, resent: 0, remaining: 0 });
     expect(api.requests).toEqual([[0, 1, 2, 3, 4, 5]]);
     expect(spool.stats().batches).toBe(0);
   });
@@ -127,7 +135,7 @@ describe('SpoolingSender', () => {
     // Assess
     expect(whileDown).toMatchObject({ sent: 0, rejected: 0, remaining: 4 });
     expect(whileDown.error).toBeInstanceOf(SendFailedError);
-    expect(afterRecovery).toEqual({ sent: 4, requests: 1, rejected: 0, remaining: 0 });
+    expect(afterRecovery).toEqual({ sent: 4, requests: 1, rejected: 0, held: 0, resent: 0, remaining: 0 });
     expect(api.delivered).toEqual([0, 1, 2, 3]);
     expect(sender.counters).toEqual({ sent: 4, spooled: 4, rejected: 0, dropped: 0 });
   });
@@ -145,7 +153,7 @@ describe('SpoolingSender', () => {
     await sender.drain();
 
     // Assess
-    expect(first).toEqual({ sent: 3, requests: 3, rejected: 1, remaining: 0 });
+    expect(first).toEqual({ sent: 3, requests: 3, rejected: 1, held: 0, resent: 0, remaining: 0 });
     expect(api.requests).toEqual([[4, 5, 6, 7], [4], [5], [6], [7], [8]]);
     expect(api.delivered).toEqual([4, 6, 7, 8]);
     const [file] = await readdir(join(dir, 'rejected'));
@@ -246,6 +254,62 @@ describe('SpoolingSender', () => {
     expect(event).toMatchObject({ kind: 'data_dropped', count: 8 });
     expect(event?.detail).toMatch(/1 batches \(8 flush windows, seq 1\.\.1\) refused by the API/);
     expect(EventSchema.safeParse(event).success).toBe(true);
+  });
+
+  describe('batches refused with 401/403', () => {
+    it('holds one per drain while credentials are refused, then resends them in order, once each, after a send succeeds', async () => {
+      // Prepare: 3 spooled batches, the API refusing every request with 403
+      const api = new FakeApi();
+      api.forbidAll = true;
+      const sender = new SpoolingSender({ spool, send: api.send });
+      for (let seq = 0; seq < 3; seq++) await sender.append(batchAt(seq, 8));
+
+      // Act
+      const first = await sender.drain();
+      const second = await sender.drain();
+      api.forbidAll = false;
+      await sender.append(batchAt(3, 8));
+      const recovered = await sender.drain();
+      const again = await sender.drain();
+
+      // Assess
+      expect(first).toMatchObject({ sent: 0, held: 1, remaining: 2 });
+      expect(second).toMatchObject({ sent: 0, held: 1, remaining: 1 });
+      expect(recovered).toEqual({ sent: 2, requests: 3, rejected: 0, held: 0, resent: 2, remaining: 0 });
+      expect(again).toMatchObject({ sent: 0, resent: 0 });
+      expect(api.delivered).toEqual([2, 3, 0, 1]);
+      expect(await readdir(join(dir, 'held'))).toEqual([]);
+      expect(sender.takeDroppedEvent(clock.now())).toBeUndefined();
+    });
+
+    it('drops and counts held batches past the age bound, and quarantines one refused again while others are accepted', async () => {
+      // Prepare: seq 0 and 1 held; then seq 0 ages past maxAgeS and seq 1 is refused for itself
+      await spool.close();
+      await openSpool({ maxAgeS: 60 });
+      const api = new FakeApi();
+      api.forbidAll = true;
+      const sender = new SpoolingSender({ spool, send: api.send });
+      for (let seq = 0; seq < 2; seq++) await sender.append(batchAt(seq, 8));
+      await sender.drain();
+      await sender.drain();
+      clock.advance(65_000);
+      api.forbidAll = false;
+      api.forbid.add(1);
+
+      // Act
+      await sender.append(batchAt(2, 8));
+      const result = await sender.drain();
+      const event = sender.takeDroppedEvent(clock.now());
+
+      // Assess
+      expect(result).toMatchObject({ sent: 1, rejected: 1, resent: 0, remaining: 0 });
+      expect(api.delivered).toEqual([2]);
+      expect(event).toMatchObject({ kind: 'data_dropped', count: 16 });
+      expect(event?.detail).toMatch(/seq 0\.\.0\) dropped by the on-disk spool/);
+      expect(event?.detail).toMatch(/seq 1\.\.1\) refused by the API/);
+      expect(await readdir(join(dir, 'held'))).toEqual([]);
+      expect((await readdir(join(dir, 'rejected'))).map((n) => n.split('-')[0])).toEqual(['1']);
+    });
   });
 
   it('gives no data_dropped event when nothing was dropped', async () => {

@@ -28,6 +28,33 @@ describe('loadRuleContext', () => {
     expect(ctx.xidPolicy).toBe(DEFAULT_RULE_CONTEXT.xidPolicy);
   });
 
+  it('merges the xid key over the Xid policy: a GSP error replaces only on the third episode', async () => {
+    // Act
+    const ctx = await loadRuleContext(file('xid.json', '{"xid": {"120": {"replace_count": 3}}}'));
+
+    // Assess
+    expect(ctx.thresholds).toBe(DEFAULT_THRESHOLDS);
+    expect(ctx.xidPolicy.entries[120]).toMatchObject({
+      action: 'reset',
+      replace_count: 3,
+      replace_window_s: 86_400,
+    });
+    expect(ctx.xidPolicy.entries[119]?.replace_count).toBe(2);
+  });
+
+  it.each([
+    ['{"xid": {"120": {"replace_cnt": 3}}}', 'xid.120.replace_cnt'],
+    ['{"xid": {"120": {"replace_count": 1}}}', 'xid.120.replace_count'],
+    ['{"xid": [1]}', 'xid.0.xid'],
+  ])('refuses %s naming %s', async (text, key) => {
+    // Act
+    const error = await loadRuleContext(file('xid-bad.json', text)).catch((e: unknown) => e);
+
+    // Assess
+    expect(error).toBeInstanceOf(RuleThresholdsError);
+    expect((error as RuleThresholdsError).key).toBe(key);
+  });
+
   it.each([
     [
       'a missing file',

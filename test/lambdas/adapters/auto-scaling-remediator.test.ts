@@ -4,7 +4,12 @@ import {
   ResourceContentionFault,
   SetInstanceHealthCommand,
 } from '@aws-sdk/client-auto-scaling';
-import { CreateTagsCommand, EC2Client, TerminateInstancesCommand } from '@aws-sdk/client-ec2';
+import {
+  CreateTagsCommand,
+  EC2Client,
+  RebootInstancesCommand,
+  TerminateInstancesCommand,
+} from '@aws-sdk/client-ec2';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AutoScalingRemediator } from '../../../lambdas/adapters/auto-scaling-remediator';
@@ -177,6 +182,38 @@ describe('AutoScalingRemediator', () => {
 
     // Assess
     await expect(result).rejects.toMatchObject({ name: 'RemediationFailedError', operation: 'CreateTags' });
+  });
+
+  it('reboots the one instance with RebootInstances, nothing else (a reboot resets every GPU)', async () => {
+    // Prepare
+    ec2Mock.on(RebootInstancesCommand).resolves({});
+
+    // Act
+    await remediator.reboot(
+      decision({ action: 'reboot', instance_id: 'i-0a5e00000000000a1', rule: 'xid_fatal' }),
+    );
+
+    // Assess
+    expect(ec2Mock.commandCalls(RebootInstancesCommand).map((c) => c.args[0].input)).toEqual([
+      { InstanceIds: ['i-0a5e00000000000a1'] },
+    ]);
+    expect(ec2Mock.calls()).toHaveLength(1);
+    expect(asMock.calls()).toHaveLength(0);
+  });
+
+  it('throws RemediationFailedError naming RebootInstances when the reboot is refused', async () => {
+    // Prepare
+    const cause = Object.assign(new Error('You are not authorized to perform this operation.'), {
+      name: 'UnauthorizedOperation',
+    });
+    ec2Mock.on(RebootInstancesCommand).rejects(cause);
+
+    // Act
+    const result = remediator.reboot(decision({ action: 'reboot' }));
+
+    // Assess
+    await expect(result).rejects.toBeInstanceOf(RemediationFailedError);
+    await expect(result).rejects.toMatchObject({ operation: 'RebootInstances', instanceId: 'i-0abc', cause });
   });
 
   it.each([{ maxAttempts: 0 }, { maxAttempts: 1.5 }, { baseDelayMs: -1 }])('refuses options %o', (opts) => {

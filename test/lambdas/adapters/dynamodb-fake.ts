@@ -30,6 +30,21 @@ export interface FakeDynamoDbOptions {
    * @default no delay
    */
   readonly latencyMs?: () => number;
+  /**
+   * How many committed `TransactWriteItems` lose their answer on the way back (a timeout or a reset
+   * connection after DynamoDB committed). The SDK retries such a request with the same input, so
+   * the fake then evaluates the same request again and answers with that retry's outcome: with a
+   * `ClientRequestToken` seen before (within its 10 minutes) and the same items, DynamoDB answers
+   * success without evaluating; without one, the retry is judged against the items it wrote.
+   * @default 0
+   */
+  readonly loseTransactAnswers?: number;
+  /**
+   * Whether `ClientRequestToken` is honoured (false: as an emulator that ignores it, or a retry
+   * after the token's 10 minutes, so the caller must recognise its own lease instead).
+   * @default true
+   */
+  readonly honourTokens?: boolean;
 }
 
 const OPERATORS = ['<=', '>=', '<>', '=', '<', '>'] as const;
@@ -121,7 +136,9 @@ function evaluate(input: Conditional, item: Item | undefined): boolean {
  * `Query` with the key conditions `pk = :p AND sk >= :since` and `pk = :p AND begins_with(sk, :b)`,
  * and `TransactWriteItems` (all conditions checked, then all writes applied, or none: a failed
  * condition cancels the whole transaction with `TransactionCanceledException` and one
- * `CancellationReasons` entry per item; two operations on one item are a `ValidationException`).
+ * `CancellationReasons` entry per item; two operations on one item are a `ValidationException`;
+ * a `ClientRequestToken` seen with the same items answers success without evaluating, with other
+ * items `IdempotentParameterMismatchException`).
  * Anything else throws, so a changed expression fails the tests instead of passing silently.
  *
  * @param options - see {@link FakeDynamoDbOptions}
@@ -162,41 +179,58 @@ export function fakeDynamoDb(options: FakeDynamoDbOptions = {}): {
     return item === undefined ? {} : { Item: item };
   });
 
-  mock
-    .on(TransactWriteItemsCommand)
-    .callsFake(
-      async (input: {
-        TransactItems: { Put?: Conditional & { Item: Item }; Delete?: Conditional & { Key: Item } }[];
-      }) => {
-        await delay();
-        const ops = input.TransactItems.map((t) => {
-          if (t.Put !== undefined) return { k: key(t.Put.Item), cond: t.Put, put: t.Put.Item };
-          if (t.Delete !== undefined) return { k: key(t.Delete.Key), cond: t.Delete, put: undefined };
-          throw new Error('fake DynamoDB: only Put and Delete are modelled in TransactWriteItems');
-        });
-        if (new Set(ops.map((o) => o.k)).size !== ops.length) {
-          throw Object.assign(
-            new Error('Transaction request cannot include multiple operations on one item'),
-            {
-              name: 'ValidationException',
-            },
-          );
-        }
-        const codes = ops.map((o) => (evaluate(o.cond, items.get(o.k)) ? 'None' : 'ConditionalCheckFailed'));
-        if (codes.some((c) => c !== 'None')) {
-          throw new TransactionCanceledException({
-            message: `Transaction cancelled, please refer cancellation reasons for specific reasons [${codes.join(', ')}]`,
-            $metadata: {},
-            CancellationReasons: codes.map((Code) => ({ Code })),
-          });
-        }
-        for (const o of ops) {
-          if (o.put === undefined) items.delete(o.k);
-          else items.set(o.k, o.put);
-        }
-        return {};
-      },
-    );
+  type TransactInput = {
+    TransactItems: { Put?: Conditional & { Item: Item }; Delete?: Conditional & { Key: Item } }[];
+    ClientRequestToken?: string;
+  };
+  // ClientRequestToken → the items it committed (DynamoDB keeps a token 10 minutes; a test is shorter).
+  const tokens = new Map<string, string>();
+  let answersToLose = options.loseTransactAnswers ?? 0;
+  const transact = (input: TransactInput): void => {
+    const body = JSON.stringify(input.TransactItems);
+    const honour = options.honourTokens ?? true;
+    if (honour && input.ClientRequestToken !== undefined && tokens.has(input.ClientRequestToken)) {
+      if (tokens.get(input.ClientRequestToken) === body) return;
+      throw Object.assign(new Error('Request with the same client token has different parameters'), {
+        name: 'IdempotentParameterMismatchException',
+      });
+    }
+    const ops = input.TransactItems.map((t) => {
+      if (t.Put !== undefined) return { k: key(t.Put.Item), cond: t.Put, put: t.Put.Item };
+      if (t.Delete !== undefined) return { k: key(t.Delete.Key), cond: t.Delete, put: undefined };
+      throw new Error('fake DynamoDB: only Put and Delete are modelled in TransactWriteItems');
+    });
+    if (new Set(ops.map((o) => o.k)).size !== ops.length) {
+      throw Object.assign(new Error('Transaction request cannot include multiple operations on one item'), {
+        name: 'ValidationException',
+      });
+    }
+    const codes = ops.map((o) => (evaluate(o.cond, items.get(o.k)) ? 'None' : 'ConditionalCheckFailed'));
+    if (codes.some((c) => c !== 'None')) {
+      throw new TransactionCanceledException({
+        message: `Transaction cancelled, please refer cancellation reasons for specific reasons [${codes.join(', ')}]`,
+        $metadata: {},
+        CancellationReasons: codes.map((Code) => ({ Code })),
+      });
+    }
+    for (const o of ops) {
+      if (o.put === undefined) items.delete(o.k);
+      else items.set(o.k, o.put);
+    }
+    if (input.ClientRequestToken !== undefined) tokens.set(input.ClientRequestToken, body);
+  };
+
+  mock.on(TransactWriteItemsCommand).callsFake(async (input: TransactInput) => {
+    await delay();
+    transact(input);
+    if (answersToLose > 0) {
+      // Committed, but the answer is lost: the SDK sends the same request again.
+      answersToLose -= 1;
+      await delay();
+      transact(input);
+    }
+    return {};
+  });
 
   mock
     .on(QueryCommand)

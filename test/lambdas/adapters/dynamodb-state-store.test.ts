@@ -5,6 +5,7 @@ import {
   GetItemCommand,
   PutItemCommand,
   QueryCommand,
+  TransactionCanceledException,
   TransactWriteItemsCommand,
 } from '@aws-sdk/client-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
@@ -350,6 +351,108 @@ describe('DynamoDbStateStore', () => {
         slot('budget#asg#p5-train'),
         slot('budget#fleet'),
       ],
+      ClientRequestToken: expect.stringMatching(/^[0-9a-f]{36}$/),
+    });
+  });
+
+  it('gives one decision one ClientRequestToken, and another decision another', async () => {
+    // Prepare
+    mock.on(QueryCommand).resolves({ Items: [] });
+    mock.on(TransactWriteItemsCommand).resolves({});
+    const request = { record, budget: { groupLimit: 2, fleetLimit: 10, windowS: 3600 }, leaseS: 900 };
+
+    // Act
+    await store.reserveRemediation(request);
+    await store.reserveRemediation(request);
+    await store.reserveRemediation({ ...request, record: { ...record, at: '2026-03-10T12:00:26Z' } });
+
+    // Assess
+    const tokens = mock
+      .commandCalls(TransactWriteItemsCommand)
+      .map((c) => c.args[0].input.ClientRequestToken);
+    expect(tokens[0]).toBe(tokens[1]);
+    expect(tokens[2]).not.toBe(tokens[0]);
+  });
+
+  it('takes a cancellation by the lease it wrote itself for its own commit, not another invocation', async () => {
+    // Prepare: the transaction committed, its answer was lost, the retry was cancelled by our own items
+    mock.on(QueryCommand).resolves({ Items: [] });
+    mock.on(TransactWriteItemsCommand).rejects(
+      new TransactionCanceledException({
+        message:
+          'Transaction cancelled [ConditionalCheckFailed, ConditionalCheckFailed, ConditionalCheckFailed]',
+        $metadata: {},
+        CancellationReasons: [
+          { Code: 'ConditionalCheckFailed' },
+          { Code: 'ConditionalCheckFailed' },
+          { Code: 'ConditionalCheckFailed' },
+        ],
+      }),
+    );
+    const pending = (leaseId: string) =>
+      marshall({
+        pk: 'instance#i-0abc',
+        sk: 'remediation',
+        state: 'pending',
+        lease_id: leaseId,
+        lease_until_ms: 1773144906000,
+      });
+    const request = { record, budget: { groupLimit: 2, fleetLimit: 10, windowS: 3600 }, leaseS: 900 };
+
+    // Act
+    mock.on(GetItemCommand).resolves({ Item: pending('i-0abc@2026-03-10T12:00:06Z') });
+    const ours = await store.reserveRemediation(request);
+    mock.on(GetItemCommand).resolves({ Item: pending('i-0abc@2026-03-10T12:00:01Z') });
+    const theirs = await store.reserveRemediation(request);
+
+    // Assess
+    expect(ours).toEqual({ granted: true, leaseId: 'i-0abc@2026-03-10T12:00:06Z' });
+    expect(theirs).toEqual({ granted: false, reason: 'in_progress' });
+  });
+
+  it('records a fault in an incident scope, keeping the latest, and reads the scope back within the window', async () => {
+    // Prepare
+    mock.on(QueryCommand).resolves({
+      Items: [
+        marshall({
+          pk: 'storm#asg#p5-train',
+          sk: 'fault#i-0abc',
+          instance_id: 'i-0abc',
+          at: '2026-03-10T12:00:06Z',
+          at_ms: 1773144006000,
+        }),
+        marshall({
+          pk: 'storm#asg#p5-train',
+          sk: 'fault#i-0old',
+          instance_id: 'i-0old',
+          at: '2026-03-10T11:50:06Z',
+          at_ms: 1773143406000,
+        }),
+      ],
+    });
+
+    // Act
+    const members = await store.recordFault('asg#p5-train', 'i-0abc', '2026-03-10T12:00:06Z', 600);
+
+    // Assess
+    expect(members).toEqual([{ instance_id: 'i-0abc', at: '2026-03-10T12:00:06Z' }]);
+    expect(mock.commandCalls(PutItemCommand)[0]!.args[0].input).toEqual({
+      TableName: 'gpu-sentinel-state',
+      Item: marshall({
+        pk: 'storm#asg#p5-train',
+        sk: 'fault#i-0abc',
+        instance_id: 'i-0abc',
+        at: '2026-03-10T12:00:06Z',
+        at_ms: 1773144006000,
+        expires_at: 1773144006 + 600 + 3600,
+      }),
+      ConditionExpression: 'attribute_not_exists(pk) OR #at < :at',
+      ExpressionAttributeNames: { '#at': 'at_ms' },
+      ExpressionAttributeValues: marshall({ ':at': 1773144006000 }),
+    });
+    expect(mock.commandCalls(QueryCommand)[0]!.args[0].input).toMatchObject({
+      KeyConditionExpression: 'pk = :p AND begins_with(sk, :b)',
+      ConsistentRead: true,
     });
   });
 

@@ -1,9 +1,10 @@
 import { parse } from 'csv-parse/sync';
 import { describe, expect, it } from 'vitest';
 import {
+  lineItemCsvColumns,
   neutraliseFormula,
-  REPORT_CSV_COLUMNS,
   reportCsv,
+  reportCsvColumns,
   WASTE_CSV_COLUMNS,
   wasteCsv,
 } from '../../../lambdas/adapters/report-csv';
@@ -16,7 +17,7 @@ describe('reportCsv', () => {
     const csv = reportCsv(fixtureReport());
     // Assess
     expect(csv.charCodeAt(0)).toBe(0xfeff);
-    expect(csv.slice(1).split('\r\n')[0]).toBe(REPORT_CSV_COLUMNS.join(','));
+    expect(csv.slice(1).split('\r\n')[0]).toBe(reportCsvColumns('team').join(','));
     expect(csv.endsWith('\r\n')).toBe(true);
     expect(csv.replaceAll('\r\n', '')).not.toMatch(/\n/);
   });
@@ -28,12 +29,10 @@ describe('reportCsv', () => {
     const records = parse(reportCsv(report), { bom: true, columns: true }) as Record<string, string>[];
     // Assess
     expect(records).toHaveLength(report.groups.length);
-    const nlp = records.find((r) => r.group === 'nlp');
+    const nlp = records.find((r) => r.team === 'nlp');
     expect(nlp).toMatchObject({
       period_from: '2026-03-04T00:00:00.000Z',
       period_to: '2026-03-11T00:00:00.000Z',
-      group_by: 'team',
-      gpus: '',
       cost_usd: '330.24',
       wasted_usd: '330.24',
       held_idle_usd: '165.12',
@@ -44,7 +43,18 @@ describe('reportCsv', () => {
     for (const r of records) expect(r.cost_usd).toMatch(/^\d+\.\d{2}$/);
   });
 
-  it.each(['team', 'job', 'instance_type', 'instance'] as const)(
+  it.each(['team', 'job', 'namespace', 'pod', 'instance_type', 'diagnosis'] as const)(
+    'names the grouping column %s itself, for a pivot table',
+    (by) => {
+      // Prepare / Act
+      const [header] = parse(reportCsv(fixtureReport(by)), { bom: true }) as string[][];
+      // Assess
+      expect(header?.slice(0, 4)).toEqual(['period_from', 'period_to', by, 'gpu_hours']);
+      expect(header).not.toContain('group');
+    },
+  );
+
+  it.each(['team', 'job', 'instance_type'] as const)(
     'flags the groups holding an unpriced host when grouped by %s',
     (by) => {
       // Prepare: i-0fff (p5e.48xlarge, no team, no job) is unpriced
@@ -54,10 +64,8 @@ describe('reportCsv', () => {
       const records = parse(reportCsv(report), { bom: true, columns: true }) as Record<string, string>[];
 
       // Assess
-      const flagged = records.filter((r) => r.unpriced === 'true').map((r) => r.group);
-      const expected = { team: '(none)', job: '(none)', instance_type: 'p5e.48xlarge', instance: 'i-0fff' }[
-        by
-      ];
+      const flagged = records.filter((r) => r.unpriced === 'true').map((r) => r[by]);
+      const expected = { team: '(none)', job: '(none)', instance_type: 'p5e.48xlarge' }[by];
       expect(flagged).toEqual([expected]);
       expect(records.filter((r) => r.unpriced === 'false')).toHaveLength(records.length - 1);
     },
@@ -70,7 +78,76 @@ describe('reportCsv', () => {
       string
     >[];
     // Assess
-    expect(records.map((r) => r.group)).toContain(`'=HYPERLINK("http://evil")`);
+    expect(records.map((r) => r.team)).toContain(`'=HYPERLINK("http://evil")`);
+  });
+
+  it('writes one line item per instance and day by instance, with every column finance pivots on', () => {
+    // Prepare
+    const report = fixtureReport('instance');
+
+    // Act
+    const csv = reportCsv(report);
+
+    // Assess
+    const [header] = parse(csv, { bom: true }) as string[][];
+    expect(header).toEqual([...lineItemCsvColumns('instance')]);
+    for (const column of [
+      'team',
+      'job',
+      'namespace',
+      'instance_id',
+      'instance_type',
+      'region',
+      'az',
+      'lifecycle',
+      'price_usd_per_hour',
+      'price_source',
+      'gpu_hours',
+      'idle_gpu_hours',
+      'cost_usd',
+      'wasted_usd',
+      'idle_usd',
+      'held_idle_usd',
+      'underused_usd',
+      'broken_usd',
+      'wasted_input_bound_usd',
+    ]) {
+      expect(header).toContain(column);
+    }
+    const records = parse(csv, { bom: true, columns: true }) as Record<string, string>[];
+    expect(records.map((r) => [r.day, r.instance_id, r.gpus])).toEqual([
+      ['2026-03-04', 'i-0aaa', '2'],
+      ['2026-03-06', 'i-0bbb', '1'],
+      ['2026-03-06', 'i-0ccc', '1'],
+      ['2026-03-06', 'i-0ddd', '1'],
+      ['2026-03-10', 'i-0eee', '1'],
+      ['2026-03-10', 'i-0fff', '1'],
+    ]);
+    expect(records[0]).toMatchObject({
+      team: 'vision',
+      lifecycle: 'on-demand',
+      price_usd_per_hour: '55.04',
+      cost_usd: '330.240000',
+      idle_usd: '165.120000',
+    });
+    expect(records[5]).toMatchObject({ lifecycle: '', price_source: 'unpriced', cost_usd: '0.000000' });
+    expect(records.find((r) => r.instance_id === 'i-0ccc')?.team).toBe(`'=HYPERLINK("http://evil")`);
+    const wasted = records.reduce((s, r) => s + Number(r.wasted_usd), 0);
+    expect(wasted).toBeCloseTo(report.totals.wasted_usd, 5);
+  });
+
+  it('writes one line item per GPU and day by gpu', () => {
+    // Prepare / Act
+    const records = parse(reportCsv(fixtureReport('gpu')), { bom: true, columns: true }) as Record<
+      string,
+      string
+    >[];
+    // Assess
+    expect(records.slice(0, 2).map((r) => [r.day, r.instance_id, r.gpu_index, r.gpus])).toEqual([
+      ['2026-03-04', 'i-0aaa', '0', '1'],
+      ['2026-03-04', 'i-0aaa', '1', '1'],
+    ]);
+    expect(records).toHaveLength(7);
   });
 
   it.each([
@@ -133,7 +210,7 @@ describe('wasteCsv', () => {
 
   it("writes the line items with the report CSV's writer: BOM, CRLF rows, formula cells made inert", () => {
     // Prepare
-    const rows = [wasteRow({ team: '=HYPERLINK("http://x")' })];
+    const rows = [wasteRow({ team: '=HYPERLINK("http://x")', namespace: '@SUM(A1)', region: 'us-east-1' })];
 
     // Act
     const csv = wasteCsv(rows);
@@ -143,5 +220,8 @@ describe('wasteCsv', () => {
     expect(csv.endsWith('\r\n')).toBe(true);
     const [, line] = parse(csv, { bom: true }) as string[][];
     expect(line?.[WASTE_CSV_COLUMNS.indexOf('team')]).toBe('\'=HYPERLINK("http://x")');
+    expect(line?.[WASTE_CSV_COLUMNS.indexOf('namespace')]).toBe("'@SUM(A1)");
+    expect(line?.[WASTE_CSV_COLUMNS.indexOf('region')]).toBe('us-east-1');
+    expect(line?.[WASTE_CSV_COLUMNS.indexOf('lifecycle')]).toBe('on-demand');
   });
 });

@@ -145,6 +145,7 @@ describe('SnsDecisionSink', () => {
   });
 
   it.each([
+    { action: 'reboot', topic: topics.critical },
     { action: 'replace', topic: topics.critical },
     { action: 'quarantine', topic: topics.critical },
     { action: 'escalate', topic: topics.critical },

@@ -2,7 +2,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PipelineDeps } from '../../../lambdas/app/pipeline';
 import { processBatch } from '../../../lambdas/app/process-batch';
 import type { Batch, GpuEvent } from '../../../lambdas/contract';
-import { DEFAULT_REMEDIATION_LIMITS, DEFAULT_RULE_CONTEXT } from '../../../lambdas/domain';
+import {
+  DEFAULT_REMEDIATION_LIMITS,
+  DEFAULT_RULE_CONTEXT,
+  DEFAULT_STORM_LIMITS,
+} from '../../../lambdas/domain';
 import type { TelemetryStore } from '../../../lambdas/domain/ports';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { ago, NOW, validBatch } from '../contract/batches';
@@ -147,9 +151,17 @@ describe('processBatch remediation and ordering', () => {
       return { ...b, host: { ...b.host, instance_id, asg_name: `fake-${i}` } };
     });
 
+    // No storm at 10 instances here: the budget is what is tested (storms: test/chaos/remediation-storm.test.ts)
+    const stormLimits = {
+      ...DEFAULT_STORM_LIMITS,
+      groupInstances: 1000,
+      groupFraction: 1,
+      fleetInstances: 1000,
+    };
+
     // Act
     const outs = await Promise.all(
-      batches.map((b) => processBatch(b, { ...deps, instances: directory }, NOW)),
+      batches.map((b) => processBatch(b, { ...deps, instances: directory, stormLimits }, NOW)),
     );
 
     // Assess

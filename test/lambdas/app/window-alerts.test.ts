@@ -210,7 +210,7 @@ describe('window rules at ingest (handler on DuckDB)', () => {
     const result = await processBatch(batch, deps, new Date(T0));
 
     // Assess
-    expect(result.findings.map((f) => f.rule)).toEqual(['xid_fatal', 'tensor_idle', 'straggler']);
+    expect(result.findings.map((f) => f.rule)).toEqual(['xid_app', 'tensor_idle', 'straggler']);
     expect([...result.diagnoses]).toEqual([
       [0, 'compute_bound'],
       [1, 'tensor_idle'],

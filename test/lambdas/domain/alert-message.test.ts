@@ -94,6 +94,24 @@ describe('toAlert', () => {
     // Prepare / Act / Assess
     expect(toAlert(FINDING, host).attributes).toEqual(attributes);
   });
+
+  it('says the Xid class in attribute xid_class, so a filter policy can keep application faults off on-call', () => {
+    // Prepare
+    const app: Finding = {
+      ...FINDING,
+      rule: 'xid_app',
+      severity: 'info',
+      action: 'notify',
+      evidence: { xid: 13, xid_class: 'application' },
+    };
+    const host = {
+      instance_id: 'i-0abc12345def67890',
+      instance_type: 'p5.48xlarge',
+      region: 'us-east-1',
+    } as Host;
+    // Act / Assess
+    expect(toAlert(app, host).attributes).toMatchObject({ rule: 'xid_app', xid_class: 'application' });
+  });
 });
 
 describe('toAsciiLine', () => {

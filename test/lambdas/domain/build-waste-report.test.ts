@@ -54,7 +54,7 @@ const ROWS: WasteReportRow[] = [
 const INPUT = {
   rows: ROWS,
   groups: groupsOf(ROWS, (r) => (r.instance_id === 'i-a' && r.gpu_index === 0 ? 'idle' : undefined)),
-  daily: [{ day: '2026-03-10', cost_usd: 495.36, wasted_usd: 346.752 }],
+  days: [{ day: '2026-03-10', rows: ROWS }],
 };
 
 describe('buildWasteReport', () => {
@@ -79,6 +79,7 @@ describe('buildWasteReport', () => {
     ['job', ['train-1', 'eval', UNATTRIBUTED]],
     ['instance_type', ['p5.48xlarge', 'p5e.48xlarge']],
     ['instance', ['i-a', 'i-b', 'i-c']],
+    ['gpu', ['i-a:0', 'i-b:0', 'i-a:1', 'i-c:0']],
     ['diagnosis', [UNATTRIBUTED, 'idle']],
   ] as const)('groups by %s, most wasted first, untagged rows kept apart', (by, keys) => {
     // Prepare / Act
@@ -122,7 +123,7 @@ describe('buildWasteReport', () => {
     const report = buildWasteReport({
       rows,
       groups: groupsOf(rows),
-      daily: [],
+      days: [],
       period: PERIOD,
       by: 'instance',
       generatedAt: NOW,
@@ -149,7 +150,7 @@ describe('buildWasteReport', () => {
     const report = buildWasteReport({
       rows: [gpu0],
       groups: groupsOf([day1, day2]),
-      daily: [],
+      days: [],
       period: PERIOD,
       by: 'job',
       generatedAt: NOW,
@@ -185,7 +186,57 @@ describe('buildWasteReport', () => {
       ['i-b', 165.12],
       ['i-c', 0],
     ]);
-    expect(report.daily).toEqual([{ day: '2026-03-10', cost_usd: 495.36, wasted_usd: 346.752 }]);
+    expect(report.daily).toHaveLength(1);
+    expect(report.daily[0]).toMatchObject({ day: '2026-03-10', cost_usd: 495.36 });
+    expect(report.daily[0]?.wasted_usd).toBeCloseTo(346.752, 9);
+  });
+
+  it('makes one line item per instance and day, its GPUs summed, or one per GPU and day by gpu', () => {
+    // Prepare: i-a's two GPUs on two days, the second day only GPU 1
+    const [a0, a1, b0] = ROWS as [WasteReportRow, WasteReportRow, WasteReportRow];
+    const days = [
+      { day: '2026-03-11', rows: [{ ...a1, region: 'us-east-1', az: 'us-east-1a' }] },
+      { day: '2026-03-10', rows: [b0, a1, { ...a0, idle_gpu_hours: 24, namespace: 'ml' }] },
+    ];
+    const input = {
+      ...INPUT,
+      days,
+      period: { kind: 'custom' as const, from: '2026-03-10T00:00:00.000Z', to: '2026-03-12T00:00:00.000Z' },
+    };
+
+    // Act
+    const byInstance = buildWasteReport({ ...input, by: 'instance', generatedAt: NOW });
+    const byGpu = buildWasteReport({ ...input, by: 'gpu', generatedAt: NOW });
+
+    // Assess
+    expect(byInstance.line_items.map((i) => [i.day, i.instance_id, i.gpus])).toEqual([
+      ['2026-03-10', 'i-a', 2],
+      ['2026-03-10', 'i-b', 1],
+      ['2026-03-11', 'i-a', 1],
+    ]);
+    const first = byInstance.line_items[0];
+    expect(first).toMatchObject({
+      gpu_hours: 48,
+      idle_gpu_hours: 24,
+      idle_usd: 165.12,
+      underused_usd: 16.512,
+      lifecycle: 'on-demand',
+      price_source: 'builtin:aws-ec2-on-demand-linux-2026-11-23',
+    });
+    expect(first?.gpu_index).toBeUndefined();
+    expect(byInstance.line_items[2]).toMatchObject({ region: 'us-east-1', az: 'us-east-1a' });
+    expect(byGpu.line_items.map((i) => [i.day, i.instance_id, i.gpu_index])).toEqual([
+      ['2026-03-10', 'i-a', 0],
+      ['2026-03-10', 'i-a', 1],
+      ['2026-03-10', 'i-b', 0],
+      ['2026-03-11', 'i-a', 1],
+    ]);
+    expect(byGpu.line_items[0]).toMatchObject({ namespace: 'ml', gpus: 1 });
+    const sum = byGpu.line_items.reduce((s, i) => s + i.wasted_usd, 0);
+    expect(sum).toBeCloseTo(
+      byInstance.line_items.reduce((s, i) => s + i.wasted_usd, 0),
+      9,
+    );
   });
 
   it('throws ReportInputError naming `by` for an unknown grouping', () => {
@@ -194,7 +245,7 @@ describe('buildWasteReport', () => {
       buildWasteReport({
         rows: [],
         groups: {},
-        daily: [],
+        days: [],
         period: PERIOD,
         by: 'project' as never,
         generatedAt: NOW,

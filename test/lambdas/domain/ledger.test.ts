@@ -25,6 +25,9 @@ describe('computeLedger', () => {
     ['idle', { sm_active: 0.005, compute_processes: 0 }, 'sm_active', true, { idle_usd: 1 }],
     ['held_idle', { sm_active: 0, compute_processes: 2 }, 'sm_active', true, { held_idle_usd: 1 }],
     ['idle', { sm_active: 0.001 }, 'sm_active', false, { idle_usd: 1 }],
+    // Processes unknown (dcgm-exporter): the framebuffer decides (256 MiB and up is a context holding it).
+    ['held_idle', { sm_active: 0, fb_used_bytes: 40 * 2 ** 30 }, 'sm_active', true, { held_idle_usd: 1 }],
+    ['idle', { gpu_util: 0, fb_used_bytes: 4 * 2 ** 20 }, 'gpu_util', true, { idle_usd: 1 }],
     ['underused', { sm_active: 0.25, compute_processes: 1 }, 'sm_active', true, { underused_usd: 0.75 }],
     ['underused', { sm_active: 0.01, compute_processes: 1 }, 'sm_active', true, { underused_usd: 0.99 }],
     ['none', { sm_active: 0.995, compute_processes: 1 }, 'sm_active', true, { underused_usd: 0.005 }],

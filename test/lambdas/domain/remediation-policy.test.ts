@@ -81,8 +81,23 @@ describe('decideRemediation', () => {
     [
       'a reset finding',
       input({ finding: { ...FINDING, action: 'reset' } }),
-      'escalate',
-      /human does when it is idle/,
+      'reboot',
+      /EC2 RebootInstances resets every GPU of the instance; a fault within 3600 s after it escalates to replace/,
+    ],
+    [
+      'a reset finding in mode notify',
+      input({ mode: 'notify', finding: { ...FINDING, action: 'reset' } }),
+      'notify',
+      /replace mode would reboot it \(a reboot resets every GPU\), then replace it in Auto Scaling group train-p5 if the fault came back within 3600 s/,
+    ],
+    [
+      'a reset finding on an opted-out instance',
+      input({
+        finding: { ...FINDING, action: 'reset' },
+        host: { ...HOST, tags: { 'gpu-sentinel:remediation': 'off' } } as Host,
+      }),
+      'skip',
+      /opt-out tag/,
     ],
     [
       'a reset finding on an instance already being replaced',
@@ -206,6 +221,74 @@ describe('decideRemediation', () => {
   ] as const)('marks dry_run %s in mode %s as %s', (dryRun, mode, expected) => {
     // Prepare / Act / Assess
     expect(decideRemediation(input({ dryRun, mode }), NOW).dry_run).toBe(expected);
+  });
+});
+
+describe('decideRemediation: the ladder (reboot, then replace)', () => {
+  const reset: Finding = { ...FINDING, rule: 'xid_fatal', action: 'reset', at: '2026-03-10T11:59:50Z' };
+  const rebootAt = (at: string): RemediationRecord => ({
+    instance_id: HOST.instance_id,
+    asg_name: 'train-p5',
+    action: 'reboot',
+    at,
+    rule: 'xid_reset',
+  });
+
+  it.each([
+    ['no reboot before', undefined, 'reboot', /RebootInstances/],
+    [
+      'a reboot 30 s after the fault (a line of the episode the reboot answers, delivered late)',
+      '2026-03-10T12:00:20Z',
+      'skip',
+      /the reboot at 2026-03-10T12:00:20Z is clearing this fault \(stamped 30 s before it: the episode the reboot answers\)/,
+    ],
+    [
+      'a reboot 100 s before the fault (its lines still in flight)',
+      '2026-03-10T11:58:10Z',
+      'skip',
+      /the reboot at 2026-03-10T11:58:10Z is clearing this fault \(stamped 100 s after it/,
+    ],
+    [
+      'a reboot 121 s before the fault',
+      '2026-03-10T11:57:49Z',
+      'replace',
+      /^the fault came back 121 s after the reboot at 2026-03-10T11:57:49Z \(within 3600 s\): the reset did not clear it; in Auto Scaling group train-p5; SetInstanceHealth/,
+    ],
+    ['a reboot 3600 s before the fault', '2026-03-10T10:59:50Z', 'replace', /came back 3600 s after/],
+    ['a reboot 3601 s before the fault', '2026-03-10T10:59:49Z', 'reboot', /RebootInstances/],
+  ])('with %s decides %s', (_case, at, action, reason) => {
+    // Prepare / Act
+    const d = decideRemediation(
+      input({ finding: reset, ...(at === undefined ? {} : { lastReboot: rebootAt(at) }) }),
+      NOW,
+    );
+
+    // Assess
+    expect(d.action).toBe(action);
+    expect(d.reason).toMatch(reason);
+  });
+
+  it('escalates a fault back after the reboot to quarantine outside a group, and to the rate limit when the group spent it', () => {
+    // Prepare
+    const lastReboot = rebootAt('2026-03-10T11:40:00Z');
+    const outside = { ...HOST, asg_name: undefined } as Host;
+
+    // Act
+    const quarantine = decideRemediation(input({ finding: reset, host: outside, lastReboot }), NOW);
+    const limited = decideRemediation(
+      input({
+        finding: reset,
+        lastReboot,
+        recentInGroup: [replaced('2026-03-10T11:10:00Z'), replaced('2026-03-10T11:20:00Z')],
+      }),
+      NOW,
+    );
+
+    // Assess
+    expect(quarantine.action).toBe('quarantine');
+    expect(quarantine.reason).toMatch(/^the fault came back 1190 s after the reboot/);
+    expect(limited.action).toBe('escalate');
+    expect(limited.reason).toMatch(/reset did not clear it; rate limit: 2 replacement\(s\)/);
   });
 });
 

@@ -5,6 +5,8 @@ import { FLEET_RULES, POINT_RULES, RULE_IDS, WINDOW_RULES } from '../../../lambd
 const PUBLISHED_RULE_IDS = [
   'ecc_dbe',
   'xid_fatal',
+  'xid_app',
+  'xid_notice',
   'gpu_lost',
   'row_remap_failure',
   'thermal_critical',

@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_XID_POLICY, withXidOverrides, XidPolicyError, xidPolicyFor } from '../../../lambdas/domain';
+import { XID_CATALOG } from '../../../lambdas/domain/xid-catalog';
 
 describe('DEFAULT_XID_POLICY', () => {
   it.each([
     ...[13, 31, 32, 68, 69, 8, 39, 40, 41, 70, 71, 72, 75, 76, 77].map((x) => [x, 'notify', 'info'] as const),
-    ...[43, 45].map((x) => [x, 'ignore', 'info'] as const),
-    ...[48, 64, 74, 79, 95, 119, 120, 136, 140, 143].map((x) => [x, 'replace', 'critical'] as const),
-    [94, 'reset', 'warning'] as const,
-    ...[46, 62, 109, 110].map((x) => [x, 'reset', 'warning'] as const),
+    ...[43, 45, 38, 137, 121].map((x) => [x, 'ignore', 'info'] as const),
+    ...[48, 64, 79].map((x) => [x, 'replace', 'critical'] as const),
+    [94, 'notify', 'warning'] as const,
+    ...[46, 62, 74, 95, 109, 110, 119, 120, 136, 140, 143, 158].map((x) => [x, 'reset', 'warning'] as const),
     [63, 'notify', 'info'] as const,
     [92, 'notify', 'warning'] as const,
     [154, 'notify', 'warning'] as const,
@@ -20,10 +21,61 @@ describe('DEFAULT_XID_POLICY', () => {
     expect(entry.severity).toBe(severity);
   });
 
-  it('needs two Xid 74 within an hour and one of everything else', () => {
+  it('resets a reset-class Xid first and replaces when it comes back: 2 episodes within a day (74: an hour)', () => {
     // Prepare / Act / Assess
-    expect(xidPolicyFor(DEFAULT_XID_POLICY, 74).entry).toMatchObject({ count: 2, window_s: 3600 });
-    expect(xidPolicyFor(DEFAULT_XID_POLICY, 48).entry).toMatchObject({ count: 1, window_s: 3600 });
+    for (const xid of [119, 120, 109, 62, 46, 140]) {
+      expect(xidPolicyFor(DEFAULT_XID_POLICY, xid).entry, `Xid ${xid}`).toMatchObject({
+        action: 'reset',
+        count: 1,
+        replace_count: 2,
+        replace_window_s: 86_400,
+        burst_s: 600,
+      });
+    }
+    expect(xidPolicyFor(DEFAULT_XID_POLICY, 74).entry).toMatchObject({
+      replace_count: 2,
+      replace_window_s: 3600,
+    });
+    expect(xidPolicyFor(DEFAULT_XID_POLICY, 48).entry.replace_count).toBeUndefined();
+  });
+
+  it('has every code of the catalog, with its buckets and where each entry comes from', () => {
+    // Prepare
+    const codes = Object.keys(XID_CATALOG).map(Number);
+    // Act / Assess
+    expect(codes.length).toBe(172);
+    for (const xid of codes) {
+      const { entry, known } = xidPolicyFor(DEFAULT_XID_POLICY, xid);
+      expect(known, `Xid ${xid}`).toBe(true);
+      expect(entry.immediate).toBe(XID_CATALOG[xid]?.immediate);
+      expect(entry.source).toMatch(/catalog/);
+    }
+    expect(xidPolicyFor(DEFAULT_XID_POLICY, 120).entry).toMatchObject({
+      immediate: 'RESET_GPU',
+      investigatory: 'INVESTIGATE_SW',
+      class: 'hardware',
+    });
+    expect(xidPolicyFor(DEFAULT_XID_POLICY, 13).entry.class).toBe('application');
+    expect(xidPolicyFor(DEFAULT_XID_POLICY, 54).entry.class).toBe('notice');
+  });
+
+  it('follows the catalog bucket for each code, deviating only where the entry says why', () => {
+    // Prepare
+    const expected: Record<string, string> = {
+      IGNORE: 'ignore',
+      WORKFLOW_XID_45: 'ignore',
+      RESTART_APP: 'notify',
+      RESET_GPU: 'reset',
+      RESTART_VM: 'reset',
+      WORKFLOW_NVLINK_ERR: 'reset',
+    };
+    // Act / Assess
+    for (const row of Object.values(XID_CATALOG)) {
+      const { entry } = xidPolicyFor(DEFAULT_XID_POLICY, row.xid);
+      const want = expected[row.immediate];
+      if (want === undefined || entry.action === want) continue;
+      expect(`${row.xid}: ${entry.source}`).toMatch(/deviation|catalog RESTART_APP/);
+    }
   });
 
   it('says whether a code is known', () => {
@@ -53,7 +105,7 @@ describe('withXidOverrides', () => {
       mnemonic: 'CONTAINED_ERROR',
     });
     expect(xidPolicyFor(policy, 900).entry).toMatchObject({ action: 'ignore', severity: 'warning' });
-    expect(xidPolicyFor(DEFAULT_XID_POLICY, 94).entry.action).toBe('reset');
+    expect(xidPolicyFor(DEFAULT_XID_POLICY, 94).entry.action).toBe('notify');
   });
 
   it.each([
@@ -62,6 +114,10 @@ describe('withXidOverrides', () => {
     [{ 13: { action: 'reboot' as never } }, 'action'],
     [{ 13: { severity: 'fatal' as never } }, 'severity'],
     [{ 0: { action: 'ignore' as const } }, 'xid'],
+    [{ 120: { replace_count: 1 } }, 'replace_count'],
+    [{ 13: { replace_count: 3 } }, 'replace_window_s'],
+    [{ 120: { burst_s: -1 } }, 'burst_s'],
+    [{ 120: { class: 'gpu' as never } }, 'class'],
   ])('throws XidPolicyError for %j naming %s', (overrides, field) => {
     // Prepare / Act
     let error: unknown;

@@ -22,6 +22,7 @@ export class RecordingDecisionSink implements DecisionSink {
 export class RecordingRemediator implements Remediator {
   readonly replaced: string[] = [];
   readonly quarantined: string[] = [];
+  readonly rebooted: string[] = [];
   failWith: Error | undefined;
   async replace(decision: RemediationDecision): Promise<void> {
     if (this.failWith) throw this.failWith;
@@ -30,6 +31,10 @@ export class RecordingRemediator implements Remediator {
   async quarantine(decision: RemediationDecision): Promise<void> {
     if (this.failWith) throw this.failWith;
     this.quarantined.push(decision.instance_id);
+  }
+  async reboot(decision: RemediationDecision): Promise<void> {
+    if (this.failWith) throw this.failWith;
+    this.rebooted.push(decision.instance_id);
   }
 }
 

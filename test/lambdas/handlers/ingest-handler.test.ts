@@ -228,6 +228,8 @@ describe('ingest handler', () => {
         firing: await store.listFiringAlerts(i),
       }),
       getRemediation: (id) => store.getRemediation(id),
+      getLastReboot: (id) => store.getLastReboot(id),
+      recordFault: (s, i, a, w) => store.recordFault(s, i, a, w),
       putRemediationIfAbsent: (r) => store.putRemediationIfAbsent(r),
       reserveRemediation: (r) => store.reserveRemediation(r),
       confirmRemediation: (r, l) => store.confirmRemediation(r, l),

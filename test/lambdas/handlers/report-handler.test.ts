@@ -77,6 +77,7 @@ describe('report Lambda', () => {
       ['reports/day/2026-03-11/waste-by-instance_type.csv', 'text/csv; charset=utf-8'],
       ['reports/day/2026-03-11/waste-by-instance.csv', 'text/csv; charset=utf-8'],
       ['reports/day/2026-03-11/waste-by-diagnosis.csv', 'text/csv; charset=utf-8'],
+      ['reports/day/2026-03-11/waste-by-gpu.csv', 'text/csv; charset=utf-8'],
       ['reports/day/2026-03-11/report.html', 'text/html; charset=utf-8'],
     ]);
     for (const p of puts) {
@@ -88,7 +89,11 @@ describe('report Lambda', () => {
       });
     }
     expect(String(puts[0]?.Body)).toMatch(/^\uFEFFperiod_from,/);
-    expect(String(puts[0]?.Body)).toContain('2026-03-10T00:00:00.000Z,2026-03-11T00:00:00.000Z,team,vision,');
+    expect(String(puts[0]?.Body)).toMatch(/^\uFEFFperiod_from,period_to,team,gpu_hours,/);
+    expect(String(puts[0]?.Body)).toContain('2026-03-10T00:00:00.000Z,2026-03-11T00:00:00.000Z,vision,');
+    const lineItems = String(puts[5]?.Body).split('\r\n');
+    expect(lineItems[0]).toContain(',day,team,job,namespace,instance_id,instance_type,region,az,lifecycle,');
+    expect(lineItems.filter((l) => l.includes(',2026-03-10,'))).toHaveLength(1);
     expect(result.period).toEqual({ from: '2026-03-10T00:00:00.000Z', to: '2026-03-11T00:00:00.000Z' });
     expect(result.wasted_usd).toBeCloseTo(2 * ledger().wasted_usd, 12);
   });

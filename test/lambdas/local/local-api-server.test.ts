@@ -1,3 +1,5 @@
+import { request } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -90,6 +92,120 @@ describe('local API server (loopback, through the API Gateway model)', () => {
     expect(second.status).toBe(429);
     expect(firstRes.status).toBe(202);
     expect(third.status).toBe(202);
+  });
+
+  /**
+   * POSTs `chunks` × `chunkBytes` with a real HTTP client (node:http), one chunk every `gapMs`,
+   * respecting backpressure; resolves once the client has written everything (or failed) and the
+   * response has ended (or failed), with the status, the body, the bytes written and any error.
+   */
+  async function postSlowly(
+    url: string,
+    chunks: number,
+    chunkBytes: number,
+    gapMs: number,
+  ): Promise<{ status?: number; body?: string; error?: string; writtenBytes: number }> {
+    const target = new URL(`${url}/v1/batches`);
+    const out: { status?: number; body?: string; error?: string; writtenBytes: number } = { writtenBytes: 0 };
+    const req = request({
+      hostname: target.hostname,
+      port: target.port,
+      path: target.pathname,
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-length': chunks * chunkBytes },
+    });
+    const failed = new Promise<void>((resolve) =>
+      req.on('error', (e: NodeJS.ErrnoException) => {
+        out.error ??= e.code ?? e.message;
+        resolve();
+      }),
+    );
+    const answered = new Promise<void>((resolve) =>
+      req.on('response', (res) => {
+        out.status = res.statusCode;
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          body += c;
+        });
+        res.on('end', () => {
+          out.body = body;
+          resolve();
+        });
+        res.on('error', () => resolve());
+      }),
+    );
+    const written = (async () => {
+      const chunk = Buffer.alloc(chunkBytes, 0x20);
+      for (let i = 0; i < chunks && !req.destroyed; i++) {
+        if (!req.write(chunk)) await Promise.race([new Promise((r) => req.once('drain', r)), failed]);
+        if (req.destroyed) break;
+        out.writtenBytes += chunkBytes;
+        await sleep(gapMs);
+      }
+      if (!req.destroyed) req.end();
+    })();
+    // A server that stops reading without closing leaves the client stalled: give up after 20 s.
+    const stalled = sleep(20_000, undefined, { ref: false }).then(() => {
+      out.error ??= 'stalled: the server neither read the body nor closed the connection';
+      req.destroy();
+    });
+    await Promise.race([written, stalled]);
+    await Promise.race([answered, failed, stalled]);
+    return out;
+  }
+
+  it('answers 429 past its concurrency cap only after reading the body, so a client still sending a large body slowly gets the 429, not a reset or stalled connection', async () => {
+    // Prepare: the only slot held by a first request
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let entered: () => void = () => undefined;
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    api = await startLocalApi({
+      maxConcurrent: 1,
+      handler: async (event) => {
+        entered();
+        await held;
+        return recording(event);
+      },
+    });
+    const first = fetch(`${api.url}/v1/batches`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON_TEXT,
+    });
+    await inside;
+
+    // Act: 4 MiB in 64 chunks of 64 KiB, one every 5 ms
+    const second = await postSlowly(api.url, 64, 64 * 1024, 5);
+    release();
+    const firstRes = await first;
+
+    // Assess
+    expect(second).toEqual({
+      status: 429,
+      body: JSON.stringify({ message: 'Too Many Requests' }),
+      writtenBytes: 64 * 64 * 1024,
+    });
+    expect(firstRes.status).toBe(202);
+    expect(seen).toHaveLength(1);
+  });
+
+  it('answers 413 for a declared body over its cap only after reading it, so a slow client gets the 413', async () => {
+    // Prepare
+    api = await startLocalApi({ handler: recording, maxBodyBytes: 64 * 1024 });
+
+    // Act
+    const res = await postSlowly(api.url, 16, 64 * 1024, 5);
+
+    // Assess
+    expect(res).toMatchObject({ status: 413, writtenBytes: 16 * 64 * 1024 });
+    expect(res.error).toBeUndefined();
+    expect(seen).toEqual([]);
   });
 
   it.each([

@@ -39,9 +39,9 @@ describe('nextIdleSince', () => {
       { mark: [], clear: [] },
     ],
     [
-      'does not mark a GPU with an unknown process count',
+      'does not mark a GPU with an unknown process count and framebuffer, alone on its host',
       new Map(),
-      { ...IDLE_HORIZON, compute_processes: undefined },
+      { ...IDLE_HORIZON, compute_processes: undefined, fb_used_bytes: undefined },
       { mark: [], clear: [] },
     ],
     [
@@ -82,6 +82,52 @@ describe('nextIdleSince', () => {
       expect([...update.mark]).toEqual([]);
     },
   );
+
+  it.each([
+    ['a few MiB of framebuffer used (no context)', 4 * 2 ** 20, 'idle', true],
+    ['40 GiB of framebuffer used (a model loaded)', 40 * 2 ** 30, 'held_idle', false],
+  ])(
+    'decides from the framebuffer where processes are unknown (dcgm-exporter): %s',
+    (_case, fb, diagnosis, marked) => {
+      // Prepare
+      const batch = horizonBatch([
+        horizon(0, { ...IDLE_HORIZON, compute_processes: undefined, fb_used_bytes: fb }),
+      ]);
+      const { gpus } = judgedHorizons(batch, DEFAULT_THRESHOLDS, price);
+
+      // Act
+      const update = nextIdleSince(new Map(), gpus, DEFAULT_THRESHOLDS);
+
+      // Assess
+      expect(gpus.map((g) => g.diagnosis)).toEqual([diagnosis]);
+      expect(update.mark.size > 0).toBe(marked);
+    },
+  );
+
+  it('marks an unlabelled GPU of a host whose exporter maps pods (no process count, no framebuffer) idle', () => {
+    // Prepare: the real EKS p5 scrape's shape: GPU 0 named by a pod, GPU 1 by none, neither with processes nor FB
+    const unknown = { ...IDLE_HORIZON, compute_processes: undefined, fb_used_bytes: undefined };
+    const k8s = { namespace: 'dynamo-workload', pod: 'vllm-agg-0-vllmdecodeworker-s65j5' };
+    const batch = horizonBatch([{ ...horizon(0, unknown), k8s }, horizon(1, unknown)]);
+    const alone = horizonBatch([horizon(1, unknown)]);
+
+    // Act
+    const { gpus } = judgedHorizons(batch, DEFAULT_THRESHOLDS, price);
+    const mapped = nextIdleSince(new Map(), gpus, DEFAULT_THRESHOLDS);
+    const unmapped = nextIdleSince(
+      new Map(),
+      judgedHorizons(alone, DEFAULT_THRESHOLDS, price).gpus,
+      DEFAULT_THRESHOLDS,
+    );
+
+    // Assess
+    expect(gpus.map((g) => [g.diagnosis, g.free])).toEqual([
+      ['held_idle', false],
+      ['idle', true],
+    ]);
+    expect([...mapped.mark.keys()]).toEqual(['1']);
+    expect([...unmapped.mark]).toEqual([]);
+  });
 
   it('marks an idle A100 without profiling counters from GPU util', () => {
     // Prepare

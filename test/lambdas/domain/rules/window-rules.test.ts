@@ -425,6 +425,20 @@ describe('window rules', () => {
     }
   });
 
+  it('prices thermal throttling: the GPU price share × the throttled fraction of the horizon', () => {
+    // Prepare: one p5 GPU ($55.04 / 8 an hour) throttled for heat in 30 % of its samples
+    const input = inputFor(horizonBatch(oneOf8(with_({ thermal_throttle_ratio: 0.3 }))));
+
+    // Act
+    const [finding] = evaluateWindowRules(input, DEFAULT_RULE_CONTEXT, NOW).findings.filter(
+      (f) => f.rule === 'thermal_throttle',
+    );
+
+    // Assess
+    expect(finding?.evidence.throttled_usd_per_hour).toBeCloseTo((55.04 / 8) * 0.3, 3);
+    expect(finding?.summary).toContain('$2.06/h of GPU time throttled');
+  });
+
   it('raises nothing on a healthy compute-bound host', () => {
     // Prepare
     const input = inputFor(horizonBatch(fleet(8, COMPUTE_BOUND), { efa: [efaPort({ rx_drops: 0 })] }));
@@ -484,7 +498,10 @@ describe('window rules', () => {
     expect(health.map((f) => f.rule).sort()).toEqual(['efa_drops', 'pcie_replay_rate', 'thermal_throttle']);
     expect(efficiency.map((f) => f.rule)).toContain('fake_load');
     for (const f of health) {
-      expect(f.summary).not.toMatch(/\$|costs|unpriced/);
+      // A health finding states no cost; thermal throttling names the GPU time it throttled, never $0.00.
+      expect(f.summary).not.toMatch(
+        f.rule === 'thermal_throttle' ? /costs|unpriced|\$0\.00/ : /\$|costs|unpriced/,
+      );
       expect(f.evidence).not.toHaveProperty('wasted_usd_per_hour');
     }
     for (const f of efficiency) {

@@ -1,0 +1,32 @@
+import { describe, expect, it } from 'vitest';
+import { AGENT_VERSION } from '../../agent/version';
+import { runCli } from '../e2e/run-cli';
+
+describe('runCli: the CLI in-process, as the executable runs it', () => {
+  it('answers --version on stdout with exit code 0, leaving the process exit code alone', async () => {
+    // Act
+    const run = await runCli(['--version']);
+
+    // Assess
+    expect(run).toMatchObject({ code: 0, stdout: `${AGENT_VERSION}\n` });
+    expect(process.exitCode).toBeUndefined();
+  });
+
+  it('returns 1 naming the option for a usage error commander refuses, instead of exiting the process', async () => {
+    // Act
+    const run = await runCli(['report', '--format', 'pdf', '--db', 'x.duckdb']);
+
+    // Assess
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/option '--format <format>' argument 'pdf' is invalid/);
+  });
+
+  it('returns 2 with the message on stderr when a command throws', async () => {
+    // Act
+    const run = await runCli(['report', '--db', '/nonexistent/gpu-sentinel.duckdb']);
+
+    // Assess
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^gpu-sentinel: Expected --db .*does not exist/);
+  });
+});

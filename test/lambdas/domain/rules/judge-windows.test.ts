@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_RULE_CONTEXT, judgeWindows, priceFor } from '../../../../lambdas/domain';
+import { NOW } from '../batch-builder';
+import { COMPUTE_BOUND, horizon, horizonBatch, IDLE_HORIZON } from './horizons';
+
+const price = priceFor('p5.48xlarge', 'us-east-1');
+const flush = (index: number) => ({
+  ...horizon(index, IDLE_HORIZON, 60),
+  kind: 'flush',
+});
+
+describe('judgeWindows diagnoses', () => {
+  it('names the first minutes of a GPU awaiting_diagnosis instead of leaving its waste under no cause', () => {
+    // Prepare: GPU 0 has a judged 15-min horizon; GPU 1's horizon covers 2 min (under the 5-min minimum)
+    const batch = horizonBatch([horizon(0, COMPUTE_BOUND), horizon(1, IDLE_HORIZON, 120)], {
+      flush: [flush(0), flush(1)],
+    });
+
+    // Act
+    const { diagnoses } = judgeWindows(batch, DEFAULT_RULE_CONTEXT, price, new Map(), NOW);
+
+    // Assess
+    expect([...diagnoses]).toEqual([
+      [0, 'compute_bound'],
+      [1, 'awaiting_diagnosis'],
+    ]);
+  });
+
+  it('names no diagnosis for a GPU the batch has no flush window of', () => {
+    // Prepare
+    const batch = horizonBatch([horizon(0, IDLE_HORIZON, 120)]);
+
+    // Act / Assess
+    expect(judgeWindows(batch, DEFAULT_RULE_CONTEXT, price, new Map(), NOW).diagnoses.size).toBe(0);
+  });
+});
