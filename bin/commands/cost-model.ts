@@ -118,7 +118,7 @@ export function costModelJson(model: CostModel, bySize: readonly CostModel[] = [
 export function costModelText(model: CostModel, bySize: readonly CostModel[] = []): string {
   const { input } = model;
   const lines = [
-    `AWS cost per GPU-month: ${input.store} store, ${input.api.toUpperCase()} API, ${input.gpusPerInstance} GPUs per instance, ` +
+    `AWS cost per GPU-month: ${input.store} store, ${input.api.toUpperCase()} API, ${input.gpusPerInstance} GPUs per instance (${input.efaDevicesPerInstance} EFA devices), ` +
       `${input.windowsPerBatch} windows of ${input.windowS} s per batch (${model.requestsPerGpuMonth.toFixed(0)} requests per GPU-month), ` +
       `${input.retentionMonths} months kept, ${input.fleetGpus} GPUs (${(input.multiNodeInstanceShare * 100).toFixed(0)} % of instances in multi-node jobs)`,
     '',

@@ -47,6 +47,12 @@ export interface CostModelInput {
   readonly firehoseRowBytes: number;
   /** `gpu_windows` row in Parquet (Snappy), bytes (measured: store-cost bench, 5-minute file). */
   readonly parquetRowBytes: number;
+  /** EFA devices of an instance, each an `efa_windows` row per flush window (32 on a p5.48xlarge, 4 on a p4d; 0 without EFA). */
+  readonly efaDevicesPerInstance: number;
+  /** `efa_windows` row as Firehose JSON, bytes (measured: store-cost bench). */
+  readonly efaRowBytes: number;
+  /** `efa_windows` row in Parquet (Snappy), bytes (measured: store-cost bench). */
+  readonly efaParquetRowBytes: number;
   /** Timestream record of a GPU window, metered bytes (measured: store-cost bench). */
   readonly timestreamRecordBytes: number;
   /** DynamoDB read request units per batch (one strongly consistent Query of ≤ 4 KB). */
@@ -104,6 +110,10 @@ export const MEASURED = {
   firehoseRowBytes: 2233,
   /** Parquet per GPU row, 5-minute file of one instance (store-cost bench). */
   parquetRowBytes: 356,
+  /** `efa_windows` Firehose JSON row (store-cost bench, docs/cost.md). */
+  efaRowBytes: 395,
+  /** Parquet per EFA row (store-cost bench, docs/cost.md). */
+  efaParquetRowBytes: 48,
   /** Timestream metered record size, GPU window (store-cost bench). */
   timestreamRecordBytes: 1430,
   /** Ingest CPU per batch of 6 windows × 8 GPUs + 8 horizons, ms (ingest-throughput bench, 2 vCPU). */
@@ -131,6 +141,9 @@ export const DEFAULT_COST_MODEL_INPUT: CostModelInput = {
   awsCallMs: 15,
   firehoseRowBytes: MEASURED.firehoseRowBytes,
   parquetRowBytes: MEASURED.parquetRowBytes,
+  efaDevicesPerInstance: 32,
+  efaRowBytes: MEASURED.efaRowBytes,
+  efaParquetRowBytes: MEASURED.efaParquetRowBytes,
   timestreamRecordBytes: MEASURED.timestreamRecordBytes,
   dynamodbReadUnitsPerBatch: 1,
   logBytesPerBatch: 2200,
@@ -453,7 +466,9 @@ function addAthenaStore(
   requests: number,
   add: AddItem,
 ): void {
-  const billedGb = (requests * firehoseBilledBytesPerBatch(input)) / GB;
+  const efaRows = input.efaDevicesPerInstance * input.windowsPerBatch;
+  const billedGb =
+    (requests * (firehoseBilledBytesPerBatch(input) + packedBilledBytes(efaRows, input.efaRowBytes))) / GB;
   add(
     'Firehose',
     'firehoseIngestGb',
@@ -464,7 +479,9 @@ function addAthenaStore(
   add('Firehose', 'firehoseConversionGb', 'JSON → Parquet', billedGb, false);
   // Steady state: every month kept is billed each month; the stack moves files older than 30 days
   // to its cold storage class (gpu_windows files are over 128 KiB at fleet scale).
-  const parquetGbPerMonth = (windowsPerGpuMonth * gpus * input.parquetRowBytes) / GB;
+  const efaPerGpu = input.efaDevicesPerInstance / input.gpusPerInstance;
+  const parquetGbPerMonth =
+    (windowsPerGpuMonth * gpus * (input.parquetRowBytes + efaPerGpu * input.efaParquetRowBytes)) / GB;
   const cold = telemetryColdStorage(Math.floor(input.retentionMonths * DAYS_PER_MONTH));
   const standardMonths = cold === undefined ? input.retentionMonths : cold.afterDays / DAYS_PER_MONTH;
   add('S3', 's3StandardGbMonth', 'telemetry, first 30 days', parquetGbPerMonth * standardMonths, false);
@@ -559,12 +576,19 @@ function validateInput(input: CostModelInput): void {
 export function firehoseBilledBytesPerBatch(
   input: Pick<CostModelInput, 'gpusPerInstance' | 'windowsPerBatch' | 'firehoseRowBytes'>,
 ): number {
-  const rowBytes = input.firehoseRowBytes + 1;
-  const rowsPerRecord = Math.max(1, Math.floor(FIREHOSE_MAX_RECORD_BYTES / rowBytes));
-  const rows = input.gpusPerInstance * input.windowsPerBatch;
+  return packedBilledBytes(input.gpusPerInstance * input.windowsPerBatch, input.firehoseRowBytes);
+}
+
+/**
+ * Firehose bytes billed for `rows` JSON rows of `rowBytes` each as `AthenaStore` packs them:
+ * newline-separated, several to a record of ≤ 1,000 KiB, each record rounded up to 5 KB.
+ */
+function packedBilledBytes(rows: number, rowBytes: number): number {
+  const lineBytes = rowBytes + 1;
+  const rowsPerRecord = Math.max(1, Math.floor(FIREHOSE_MAX_RECORD_BYTES / lineBytes));
   let billed = 0;
   for (let left = rows; left > 0; left -= rowsPerRecord) {
-    const bytes = Math.min(left, rowsPerRecord) * rowBytes;
+    const bytes = Math.min(left, rowsPerRecord) * lineBytes;
     billed += Math.ceil(bytes / FIREHOSE_BILLING_INCREMENT_BYTES) * FIREHOSE_BILLING_INCREMENT_BYTES;
   }
   return billed;

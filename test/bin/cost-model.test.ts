@@ -159,6 +159,18 @@ describe('the pipeline cost model', () => {
     expect(jobs.totalUsdPerGpuMonth).toBeGreaterThan(alone.totalUsdPerGpuMonth);
   });
 
+  it('bills the efa_windows rows too: 32 EFA devices × 6 windows of 395 B, packed, per batch', () => {
+    // Act
+    const withEfa = pipelineCost();
+    const withoutEfa = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, efaDevicesPerInstance: 0 });
+    // Assess: 192 rows × 396 B = 76,032 B, one record, billed 76,800 B (15 × 5 KiB) per batch
+    const billedGbPerGpu = (5475 * 76_800) / 1e9;
+    expect(usdOf(withEfa, 'firehoseIngestGb') - usdOf(withoutEfa, 'firehoseIngestGb')).toBeCloseTo(
+      billedGbPerGpu * 0.029,
+      10,
+    );
+  });
+
   it.each([
     [1, 6.0],
     [6, 1.0],
@@ -197,8 +209,8 @@ describe('the pipeline cost model', () => {
     (months, cold, usdPerGbMonth) => {
       // Act
       const model = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, retentionMonths: months });
-      // Assess: 262,800 rows × 356 B = 0.0936 GB per GPU per month of data
-      const gbPerMonth = (262_800 * 356) / 1e9;
+      // Assess: 262,800 windows × (356 B of GPU row + 4 EFA rows × 48 B) = 0.144 GB per GPU-month
+      const gbPerMonth = (262_800 * (356 + 4 * 48)) / 1e9;
       const standardMonths = 30 / (730 / 24);
       expect(usdOf(model, 's3StandardGbMonth')).toBeCloseTo(gbPerMonth * standardMonths * 0.023, 8);
       expect(usdOf(model, cold)).toBeCloseTo(gbPerMonth * (months - standardMonths) * usdPerGbMonth, 8);
@@ -212,7 +224,7 @@ describe('the pipeline cost model', () => {
     const prices = month.items.map((i) => i.price);
     for (const p of ['s3TransitionRequest', 's3StandardIaGbMonth', 's3GlacierIrGbMonth'] as const)
       expect(prices).not.toContain(p);
-    expect(usdOf(month, 's3StandardGbMonth')).toBeCloseTo(((262_800 * 356) / 1e9) * 0.023, 8);
+    expect(usdOf(month, 's3StandardGbMonth')).toBeCloseTo(((262_800 * (356 + 4 * 48)) / 1e9) * 0.023, 8);
   });
 
   it('prices the Timestream option: 2 write units per 1,430 B record, 24 h in memory, the rest magnetic', () => {
@@ -268,7 +280,9 @@ describe('gpu-sentinel cost-model', () => {
     });
     // Assess
     expect(code).toBe(0);
-    expect(out).toMatch(/athena store, REST API, 8 GPUs per instance, 6 windows of 10 s per batch/);
+    expect(out).toMatch(
+      /athena store, REST API, 8 GPUs per instance \(32 EFA devices\), 6 windows of 10 s per batch/,
+    );
     expect(out).toMatch(/^ +\d+ AWS::KMS::Key +monthly: key-month/m);
     expect(out).toMatch(/^ +\d+ AWS::CloudWatch::Alarm +monthly/m);
     expect(out).not.toContain('AWS::IAM::Role');
