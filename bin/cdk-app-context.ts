@@ -13,7 +13,7 @@ export interface ContextSource {
  * context key named as its prop: `store`, `databaseName`, `telemetryRetentionDays`,
  * `firehoseBufferIntervalSeconds`, `memoryRetentionHours`, `magneticRetentionDays`,
  * `remediationMode`, `remediationDelayS`, `organizationId`, `throttlingRateLimit`, `throttlingBurstLimit`, `webAclArn`,
- * `apiGatewayCloudWatchRole` and `requireInstanceCredentials` (`true|false`),
+ * `apiGatewayCloudWatchRole`, `requireInstanceCredentials` and `tracing` (`true|false`),
  * `ingestReservedConcurrency` (an integer ≥ 0), `priceOverridesUsdPerHour`, `priceRates` and
  * `alertEmails` (JSON), `agentRoleArns`, `metricsTeams` and `fleetRegions` (comma-separated or a
  * JSON list), `ingest5xxRateThreshold`, `wasteRatePercentThreshold`. Values are only converted
@@ -49,6 +49,7 @@ export function stackPropsFromContext(context: ContextSource, env: NodeJS.Proces
     throttlingBurstLimit: read.number('throttlingBurstLimit'),
     webAclArn: read.string('webAclArn'),
     apiGatewayCloudWatchRole: read.boolean('apiGatewayCloudWatchRole'),
+    tracing: read.boolean('tracing'),
     ingestReservedConcurrency: read.reservedConcurrency('ingestReservedConcurrency'),
     priceOverridesUsdPerHour: read.json('priceOverridesUsdPerHour'),
     priceRates: read.json('priceRates'),

@@ -1,12 +1,13 @@
-import { Aws, RemovalPolicy } from 'aws-cdk-lib';
+import { Aws } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import { Construct } from 'constructs';
 import type { ALERT_TOPIC_VARIABLES, StackVariables } from '../lambdas/domain/lambda-environment';
 import { EMAIL_PATTERN } from './constants';
 import { PropsValidationError } from './props-validation-error';
+import { stackKey } from './stack-key';
 import { validatePattern } from './validate-props';
 
 /** The four topics, by severity (docs/design.md §7). */
@@ -34,16 +35,11 @@ export interface AlertTopicsProps {
    * @default - no subscriptions (subscribe with filter policies outside this stack)
    */
   readonly alertEmails?: AlertEmails;
-  /**
-   * What happens to the topics' KMS key when the stack is deleted.
-   * @default RemovalPolicy.RETAIN
-   */
-  readonly removalPolicy?: RemovalPolicy;
 }
 
 /**
  * The SNS topics `critical`, `warning`, `info` and `reports` (docs/design.md §7), encrypted with one
- * customer-managed KMS key (rotation on) and refusing publishers that do not use TLS
+ * stack's customer-managed KMS key (`stackKey`, rotation on) and refusing publishers that do not use TLS
  * (`enforceSSL`, cdk-nag AwsSolutions-SNS3). The key policy keeps the account's IAM in charge
  * (default policy) and lets CloudWatch alarms of this account publish to the topics.
  *
@@ -68,11 +64,7 @@ export class AlertTopics extends Construct {
     super(scope, id);
     const emails = validateAlertEmails(props.alertEmails ?? {});
 
-    this.key = new kms.Key(this, 'Key', {
-      description: 'gpu-sentinel: encrypts the alert and report SNS topics',
-      enableKeyRotation: true,
-      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
-    });
+    this.key = stackKey(this);
     this.key.addToResourcePolicy(
       new iam.PolicyStatement({
         sid: 'AllowCloudWatchAlarmsToPublish',

@@ -13,6 +13,7 @@ import {
   ATHENA_RESULTS_RETENTION_DAYS,
   FIREHOSE_ERRORS_PREFIX,
   FIREHOSE_ERRORS_RETENTION_DAYS,
+  GLACIER_IR_MIN_STORAGE_DAYS,
   PARTITION_PROJECTION_START,
   STANDARD_IA_MIN_STORAGE_DAYS,
   TELEMETRY_IA_AFTER_DAYS,
@@ -36,12 +37,32 @@ export const GLUE_TYPES: { readonly [T in StoreColumnType]: string } = {
 };
 
 /**
+ * Where telemetry files older than {@link TELEMETRY_IA_AFTER_DAYS} (30 days: the daily and weekly
+ * reports read the last 8) go, by how long they are kept: S3 Glacier Instant Retrieval (≈ 1/6 of
+ * Standard, reads immediate at $0.03 per GB) when they stay there its 90-day minimum, else
+ * Standard-IA (≈ 1/2) when they stay its 30-day minimum, else nowhere.
+ *
+ * @param retentionDays - days telemetry is kept
+ * @returns the storage class and the age of the move, d; `undefined` when files never move
+ */
+export function telemetryColdStorage(
+  retentionDays: number,
+): { readonly storageClass: 'GLACIER_IR' | 'STANDARD_IA'; readonly afterDays: number } | undefined {
+  const after = TELEMETRY_IA_AFTER_DAYS;
+  if (retentionDays >= after + GLACIER_IR_MIN_STORAGE_DAYS)
+    return { storageClass: 'GLACIER_IR', afterDays: after };
+  if (retentionDays >= after + STANDARD_IA_MIN_STORAGE_DAYS)
+    return { storageClass: 'STANDARD_IA', afterDays: after };
+  return undefined;
+}
+
+/**
  * The telemetry bucket's lifecycle: each table's files expire after `retentionDays` (old versions
- * a day later) and, when they stay long enough for Standard-IA to pay, move there after 30 days
- * (files above 128 KiB only); query results expire after 7 days, delivery errors after 30,
- * incomplete uploads after 1.
+ * a day later) and move to {@link telemetryColdStorage} after 30 days (files above 128 KiB only);
+ * query results expire after 7 days, delivery errors after 30, incomplete uploads after 1.
  */
 export function telemetryLifecycleRules(retentionDays: number): s3.LifecycleRule[] {
+  const cold = telemetryColdStorage(retentionDays);
   return [
     ...TELEMETRY_TABLES.map((t) => ({
       id: `expire-${t}`,
@@ -49,20 +70,23 @@ export function telemetryLifecycleRules(retentionDays: number): s3.LifecycleRule
       expiration: Duration.days(retentionDays),
       noncurrentVersionExpiration: Duration.days(1),
     })),
-    // Old hours are read rarely: Standard-IA costs about half (the cost model's largest storage item).
-    ...(retentionDays >= TELEMETRY_IA_AFTER_DAYS + STANDARD_IA_MIN_STORAGE_DAYS
-      ? TELEMETRY_TABLES.map((t) => ({
-          id: `infrequent-access-${t}`,
+    // Old hours are read rarely (the cost model's largest storage item).
+    ...(cold === undefined
+      ? []
+      : TELEMETRY_TABLES.map((t) => ({
+          id: `cold-storage-${t}`,
           prefix: `${t}/`,
           objectSizeGreaterThan: TELEMETRY_IA_MIN_OBJECT_BYTES,
           transitions: [
             {
-              storageClass: s3.StorageClass.INFREQUENT_ACCESS,
-              transitionAfter: Duration.days(TELEMETRY_IA_AFTER_DAYS),
+              storageClass:
+                cold.storageClass === 'GLACIER_IR'
+                  ? s3.StorageClass.GLACIER_INSTANT_RETRIEVAL
+                  : s3.StorageClass.INFREQUENT_ACCESS,
+              transitionAfter: Duration.days(cold.afterDays),
             },
           ],
-        }))
-      : []),
+        }))),
     {
       id: 'expire-athena-results',
       prefix: ATHENA_RESULTS_PREFIX,

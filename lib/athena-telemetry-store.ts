@@ -3,7 +3,7 @@ import * as athena from 'aws-cdk-lib/aws-athena';
 import * as glue from 'aws-cdk-lib/aws-glue';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as firehose from 'aws-cdk-lib/aws-kinesisfirehose';
-import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
@@ -24,6 +24,7 @@ import {
 } from './constants';
 import { encryptedLogGroup } from './encrypted-log-group';
 import { glueDatabaseNameFor } from './physical-names';
+import { stackKey } from './stack-key';
 import type { TelemetryStoreResources } from './telemetry-store-resources';
 import { validateIntegerInRange, validatePattern } from './validate-props';
 
@@ -59,7 +60,8 @@ export interface AthenaTelemetryStoreProps {
    */
   readonly logRetention?: logs.RetentionDays;
   /**
-   * What happens to the buckets, the key and the delivery log group when the stack is deleted.
+   * What happens to the buckets and the delivery log group when the stack is deleted (the stack's
+   * key is always retained).
    * The Glue database and tables are always deleted with the stack: they only describe the
    * bucket's files, hold no data, and a retained one would make the next deploy of the same stack
    * fail on AlreadyExists.
@@ -72,7 +74,8 @@ export interface AthenaTelemetryStoreProps {
  * The default telemetry store (docs/design.md §4): Amazon Data Firehose → S3 (Parquet) → Glue Data
  * Catalog → Amazon Athena, serverless and open to every account and region.
  *
- * - a customer-managed KMS key (rotation on) for the bucket, the streams and the query results;
+ * - the stack's customer-managed KMS key (`stackKey`, rotation on) for the bucket, the streams and
+ *   the query results;
  * - the telemetry bucket: SSE-KMS with a bucket key, TLS only, public access blocked, versioned,
  *   server access logs to a second bucket, lifecycle: telemetry expires after `retentionDays`,
  *   query results after 7 days, delivery errors after 30, incomplete uploads after 1;
@@ -140,11 +143,7 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
     );
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
 
-    this.key = new kms.Key(this, 'Key', {
-      description: `gpu-sentinel: encrypts the telemetry bucket, Firehose streams and Athena results of ${databaseName}`,
-      enableKeyRotation: true,
-      removalPolicy,
-    });
+    this.key = stackKey(this, { scope: this, id: 'Key' });
     this.accessLogsBucket = this.createAccessLogsBucket(removalPolicy);
     this.bucket = this.createTelemetryBucket(retentionDays, removalPolicy);
     this.databaseName = databaseName;
@@ -158,9 +157,7 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
     this.database.applyRemovalPolicy(RemovalPolicy.DESTROY);
     this.tables = this.createTables();
     const { logGroup } = encryptedLogGroup(this, {
-      keyId: 'DeliveryLogsKey',
       groupId: 'DeliveryLogs',
-      description: 'gpu-sentinel: encrypts the Firehose delivery error log group',
       retention: props.logRetention,
       removalPolicy,
     });
@@ -186,6 +183,7 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
    * stay long enough), query results after 7 days, delivery errors after 30.
    */
   private createTelemetryBucket(retentionDays: number, removalPolicy: RemovalPolicy): s3.Bucket {
+    const lifecycleRules = telemetryLifecycleRules(retentionDays);
     const bucket = new s3.Bucket(this, 'Bucket', {
       encryption: s3.BucketEncryption.KMS,
       encryptionKey: this.key,
@@ -196,14 +194,18 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
       versioned: true,
       serverAccessLogsBucket: this.accessLogsBucket,
       serverAccessLogsPrefix: 'telemetry-bucket/',
-      lifecycleRules: telemetryLifecycleRules(retentionDays),
+      lifecycleRules,
       removalPolicy,
     });
-    Validations.of(bucket).acknowledge({
-      id: 'CloudFormation-Validate::W9003',
-      reason:
-        "aws-cdk-lib writes a lifecycle rule's ObjectSizeGreaterThan (the Standard-IA size floor) as a number " +
-        'where the resource schema says string; CloudFormation converts it, so the rule is the same.',
+    // aws-cdk-lib writes ObjectSizeGreaterThan as a number; the resource schema says string (a
+    // CloudFormation validation warning at every synth): write it as the schema wants.
+    const cfnBucket = bucket.node.defaultChild as s3.CfnBucket;
+    lifecycleRules.forEach((rule, index) => {
+      if (rule.objectSizeGreaterThan === undefined) return;
+      cfnBucket.addPropertyOverride(
+        `LifecycleConfiguration.Rules.${index}.ObjectSizeGreaterThan`,
+        String(rule.objectSizeGreaterThan),
+      );
     });
     return bucket;
   }

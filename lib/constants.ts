@@ -165,6 +165,12 @@ export const ATHENA_RESULTS_RETENTION_DAYS = 7;
 export const TELEMETRY_IA_AFTER_DAYS = 30;
 /** Standard-IA bills every object for at least this many days, d (S3 pricing page): no transition for shorter stays. */
 export const STANDARD_IA_MIN_STORAGE_DAYS = 30;
+/**
+ * S3 Glacier Instant Retrieval bills every object for at least this many days, d, and at least
+ * 128 KiB (S3 pricing page): telemetry moves there instead of Standard-IA when it stays that long
+ * after {@link TELEMETRY_IA_AFTER_DAYS}; reads stay immediate ($0.03 per GB retrieved).
+ */
+export const GLACIER_IR_MIN_STORAGE_DAYS = 90;
 /** Smallest telemetry file moved to Standard-IA, bytes: S3 bills smaller IA objects as 128 KiB (S3 pricing page). */
 export const TELEMETRY_IA_MIN_OBJECT_BYTES = 128 * 1024;
 /** Firehose delivery errors kept in S3, days: long enough for an operator to read and replay them. */

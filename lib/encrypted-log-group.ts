@@ -1,24 +1,20 @@
-import { Aws, RemovalPolicy } from 'aws-cdk-lib';
-import * as iam from 'aws-cdk-lib/aws-iam';
-import * as kms from 'aws-cdk-lib/aws-kms';
+import { RemovalPolicy } from 'aws-cdk-lib';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { stackKey } from './stack-key';
 
 /** Options of {@link encryptedLogGroup}. */
 export interface EncryptedLogGroupOptions {
-  /** Construct id of the key, in `scope` (construct ids are a contract: keep them stable). */
-  readonly keyId: string;
-  /** Construct id of the log group, in `scope`. */
+  /** Construct id of the log group, in `scope` (construct ids are a contract: keep them stable). */
   readonly groupId: string;
-  /** The key's description: what it encrypts. */
-  readonly description: string;
   /**
    * How long the log events are kept.
    * @default logs.RetentionDays.ONE_MONTH
    */
   readonly retention?: logs.RetentionDays;
   /**
-   * What happens to the key and the log group when the stack is deleted.
+   * What happens to the log group when the stack is deleted (the key is always retained).
    * @default RemovalPolicy.RETAIN
    */
   readonly removalPolicy?: RemovalPolicy;
@@ -26,42 +22,25 @@ export interface EncryptedLogGroupOptions {
 
 /** A CloudWatch Logs log group and the customer-managed KMS key that encrypts it. */
 export interface EncryptedLogGroup {
+  /** The stack's key ({@link stackKey}). */
   readonly key: kms.Key;
   readonly logGroup: logs.LogGroup;
 }
 
 /**
- * Creates a log group encrypted at rest with its own customer-managed KMS key (rotation on). The
- * key policy lets the CloudWatch Logs service of this region use the key only for this account's
- * log groups (`kms:EncryptionContext:aws:logs:arn`), as the CloudWatch Logs user guide,
- * "Encrypt log data in CloudWatch Logs using AWS KMS", requires.
+ * Creates a log group encrypted at rest with the stack's customer-managed KMS key
+ * ({@link stackKey}: rotation on; its policy lets CloudWatch Logs of this region use it for this
+ * account's log groups only).
  *
- * @param scope - the construct that owns both
- * @param options - ids, description, retention, removal policy
+ * @param scope - the construct that owns the log group
+ * @param options - id, retention, removal policy
  * @returns the key and the log group
  */
 export function encryptedLogGroup(scope: Construct, options: EncryptedLogGroupOptions): EncryptedLogGroup {
-  const removalPolicy = options.removalPolicy ?? RemovalPolicy.RETAIN;
-  const key = new kms.Key(scope, options.keyId, {
-    description: options.description,
-    enableKeyRotation: true,
-    removalPolicy,
-  });
-  key.addToResourcePolicy(
-    new iam.PolicyStatement({
-      principals: [new iam.ServicePrincipal(`logs.${Aws.REGION}.amazonaws.com`)],
-      actions: ['kms:Encrypt*', 'kms:Decrypt*', 'kms:ReEncrypt*', 'kms:GenerateDataKey*', 'kms:Describe*'],
-      resources: ['*'],
-      conditions: {
-        ArnLike: {
-          'kms:EncryptionContext:aws:logs:arn': `arn:${Aws.PARTITION}:logs:${Aws.REGION}:${Aws.ACCOUNT_ID}:log-group:*`,
-        },
-      },
-    }),
-  );
+  const key = stackKey(scope);
   const logGroup = new logs.LogGroup(scope, options.groupId, {
     retention: options.retention ?? logs.RetentionDays.ONE_MONTH,
-    removalPolicy,
+    removalPolicy: options.removalPolicy ?? RemovalPolicy.RETAIN,
     encryptionKey: key,
   });
   return { key, logGroup };

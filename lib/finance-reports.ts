@@ -1,6 +1,6 @@
 import { Duration, RemovalPolicy, Stack, TimeZone, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
@@ -20,6 +20,7 @@ import { LAMBDA_BUNDLING_TARGET, LAMBDA_EXTERNAL_MODULES } from './lambda-bundli
 import { PropsValidationError } from './props-validation-error';
 import { scheduleInvokeRole } from './schedule-invoke-role';
 import { SentinelFunction } from './sentinel-function';
+import { stackKey } from './stack-key';
 import { starResourceReason } from './star-resource-reason';
 import type { TelemetryStoreResources } from './telemetry-store-resources';
 
@@ -77,7 +78,14 @@ export interface FinanceReportsProps {
    */
   readonly cur?: FinanceReportsCur;
   /**
-   * What happens to the reports bucket, its access-log bucket, its key and the log group when the
+   * X-Ray active tracing of the report function: a trace per invocation ($5 per million recorded, AWS X-Ray pricing
+   * page).
+   * @default false
+   */
+  readonly tracing?: boolean;
+  /**
+   * What happens to the reports bucket, its access-log bucket and the log group (the key is always
+   * retained) when the
    * stack is deleted.
    * @default RemovalPolicy.RETAIN (finance's history outlives the stack)
    */
@@ -87,7 +95,7 @@ export interface FinanceReportsProps {
 /**
  * Scheduled finance reports (docs/design.md §9): the report Lambda, run by EventBridge Scheduler daily,
  * weekly and monthly (UTC), writes one CSV per grouping and the HTML page to a private reports
- * bucket encrypted with its own customer-managed KMS key (rotation on, S3 Bucket Keys), TLS only,
+ * bucket encrypted with the stack's customer-managed KMS key (`stackKey`: rotation on, S3 Bucket Keys), TLS only,
  * versioned, with server access logs; then publishes the message on the `reports` topic.
  *
  * The function is a {@link SentinelFunction} of 1 GiB and 300 s, bundled as ESM
@@ -96,11 +104,11 @@ export interface FinanceReportsProps {
  * the store's read grant (`grantRead`: Athena on the workgroup, Glue and S3 reads of the tables, or
  * `timestream:Select` on the GPU windows table and `timestream:DescribeEndpoints` on `*`);
  * `s3:PutObject` under `reports/` of the bucket; `kms:GenerateDataKey` on the bucket key;
- * `sns:Publish` on `reports` with `kms:GenerateDataKey`/`kms:Decrypt` on the topics' key; X-Ray.
+ * `sns:Publish` on `reports` with `kms:GenerateDataKey`/`kms:Decrypt` on the topics' key; X-Ray when `tracing` is on.
  * The schedules' role (trusting `scheduler.amazonaws.com` from this account only) may only
  * `lambda:InvokeFunction` this function.
  *
- * Construct IDs are a contract: `Key`, `AccessLogs`, `Bucket`, `LogKey`, `LogGroup`, `ServiceRole`,
+ * Construct IDs are a contract: `AccessLogs`, `Bucket`, `LogGroup`, `ServiceRole`,
  * `Function`, `ScheduleRole`, `DaySchedule`, `WeekSchedule`, `MonthSchedule`.
  *
  * @example
@@ -127,11 +135,7 @@ export class FinanceReports extends Construct {
     super(scope, id);
     validateCur(props);
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
-    this.key = new kms.Key(this, 'Key', {
-      description: 'gpu-sentinel: encrypts the finance reports bucket',
-      enableKeyRotation: true,
-      removalPolicy,
-    });
+    this.key = stackKey(this);
     this.bucket = this.createBucket(this.key, removalPolicy);
     this.reportFunction = new SentinelFunction(this, 'Default', {
       entry: props.entry,
@@ -152,6 +156,7 @@ export class FinanceReports extends Construct {
       initialGrants: [(fn) => this.grantReportWrites(fn, props)],
       logRetention: props.logRetention,
       logRemovalPolicy: removalPolicy,
+      tracing: props.tracing,
     });
     this.function = this.reportFunction.function;
     this.role = this.reportFunction.role;

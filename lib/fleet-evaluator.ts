@@ -53,7 +53,13 @@ export interface FleetEvaluatorProps {
    */
   readonly logRetention?: logs.RetentionDays;
   /**
-   * What happens to the log group and its key when the stack is deleted.
+   * X-Ray active tracing of the function: a trace per invocation ($5 per million recorded, AWS X-Ray pricing
+   * page).
+   * @default false
+   */
+  readonly tracing?: boolean;
+  /**
+   * What happens to the log group when the stack is deleted (the stack's key is always retained).
    * @default RemovalPolicy.RETAIN
    */
   readonly logRemovalPolicy?: RemovalPolicy;
@@ -68,10 +74,10 @@ export interface FleetEvaluatorProps {
  * A {@link SentinelFunction} of 512 MiB and 240 s (under the 5-minute schedule). Its role, written
  * by hand: `logs:CreateLogStream`/`PutLogEvents` on its log group; the store's read grant; `sns:Publish` on the alert topics with their key; DynamoDB read/write on the
  * state table; `ec2:DescribeInstances` on `*` (no resource-level permission);
- * `cloudwatch:PutMetricData` on `*` only when `cloudwatch:namespace` is `GpuSentinel`; X-Ray. The
+ * `cloudwatch:PutMetricData` on `*` only when `cloudwatch:namespace` is `GpuSentinel`; X-Ray when `tracing` is on. The
  * schedule's role (trusting `scheduler.amazonaws.com` from this account only) may only invoke it.
  *
- * Construct IDs are a contract: `LogKey`, `LogGroup`, `ServiceRole`, `Function`, `ScheduleRole`, `Schedule`.
+ * Construct IDs are a contract: `LogGroup`, `ServiceRole`, `Function`, `ScheduleRole`, `Schedule`.
  *
  * @example
  * new FleetEvaluator(this, 'FleetEvaluator', { entry, depsLockFilePath, store, topics, state });
@@ -104,6 +110,7 @@ export class FleetEvaluator extends SentinelFunction {
       ],
       logRetention: props.logRetention,
       logRemovalPolicy: props.logRemovalPolicy,
+      tracing: props.tracing,
     });
     this.schedule = this.createSchedule();
     Validations.of(this.role).acknowledge({

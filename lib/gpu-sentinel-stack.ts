@@ -146,6 +146,13 @@ export interface GpuSentinelStackProps extends StackProps {
    */
   readonly apiGatewayCloudWatchRole?: boolean;
   /**
+   * X-Ray active tracing of the API stage and the three functions: one trace per request and per
+   * invocation, $5 per million recorded (AWS X-Ray pricing page), about $0.03 per GPU-month at one
+   * batch a minute. Turn on to investigate latency; off, nothing is sampled.
+   * @default false
+   */
+  readonly tracing?: boolean;
+  /**
    * ARN of a regional WAFv2 web ACL to associate with the API stage.
    * @default - no WAF
    */
@@ -205,7 +212,7 @@ export interface GpuSentinelStackProps extends StackProps {
  * Construct IDs are a contract (renaming one replaces the resource): `AthenaStore` or
  * `TelemetryDatabase`, `AlertTopics`, `RemediationState`, `AgentRole`, `IngestFunction`,
  * `IngestApi`, `AgentPolicy`, `FinanceReports`, `FleetEvaluator`, `MonitoringAlarms`,
- * `MonitoringDashboard`; outputs
+ * `MonitoringDashboard` (the one KMS key, `stackKey`, is the store's `Key`); outputs
  * `BatchesUrl`, `CriticalTopicArn`, `WarningTopicArn`, `InfoTopicArn`, `ReportsTopicArn`,
  * `AgentPolicyArn`, `AgentRoleArn`, `AgentInstanceProfileArn`, `StateTableName`, `ReportsBucketName`,
  * and `TelemetryBucketName`, `GlueDatabaseName`, `AthenaWorkGroup` (athena) or
@@ -266,6 +273,7 @@ export class GpuSentinelStack extends Stack {
       store: this.store,
       topics: this.topics,
       logRetention,
+      tracing: props.tracing,
     });
     this.fleet = this.createFleetEvaluator(props, logRetention);
     const monitored = this.monitoredFunctions();
@@ -330,6 +338,7 @@ export class GpuSentinelStack extends Stack {
       logRetention,
       agentRoleNames: agentRoleNames(this.agentRole.role.roleName, props.agentRoleArns),
       reservedConcurrentExecutions: props.ingestReservedConcurrency,
+      tracing: props.tracing,
       metricsTeams: props.metricsTeams,
     });
   }
@@ -346,6 +355,7 @@ export class GpuSentinelStack extends Stack {
       logRetention,
       apiGatewayCloudWatchRole: props.apiGatewayCloudWatchRole,
       webAclArn: props.webAclArn,
+      tracing: props.tracing,
     });
   }
 
@@ -364,6 +374,7 @@ export class GpuSentinelStack extends Stack {
       ruleThresholds: props.ruleThresholds,
       metricsTeams: props.metricsTeams,
       logRetention,
+      tracing: props.tracing,
     });
   }
 

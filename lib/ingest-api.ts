@@ -65,6 +65,12 @@ export interface IngestApiProps {
    */
   readonly logRetention?: logs.RetentionDays;
   /**
+   * X-Ray active tracing of the stage: a trace per request ($5 per million recorded, AWS X-Ray pricing
+   * page).
+   * @default false
+   */
+  readonly tracing?: boolean;
+  /**
    * Create the account's API Gateway CloudWatch Logs role (`AWS::ApiGateway::Account`, one per
    * account and region) so that access and execution logging work. Set `false` when the account
    * already has one, e.g. from another stack.
@@ -84,7 +90,7 @@ export interface IngestApiProps {
  * only to principals of this account (or of an organization), and denying it to any principal that
  * is not one of the agent roles or that did not sign with EC2 instance-profile credentials (see
  * {@link agentResourcePolicy}); regional endpoint; stage `prod` with
- * access logging (JSON), execution logging (ERROR), X-Ray tracing and throttling; a request
+ * access logging (JSON), execution logging (ERROR), throttling and, when asked, X-Ray tracing; a request
  * validator; payload compression on, so API Gateway decompresses `Content-Encoding: gzip` request
  * bodies, and gzip media types declared binary so an undecompressed gzip body reaches the handler
  * base64-encoded (the handler accepts both).
@@ -133,9 +139,7 @@ export class IngestApi extends Construct {
     const agentRoleArns = validateAgentRoleArns(props.agentRoleArns);
 
     this.accessLogGroup = encryptedLogGroup(this, {
-      keyId: 'AccessLogKey',
       groupId: 'AccessLogGroup',
-      description: 'gpu-sentinel: encrypts the ingest API access log group',
       retention: props.logRetention,
       removalPolicy: RemovalPolicy.RETAIN,
     }).logGroup;
@@ -144,6 +148,7 @@ export class IngestApi extends Construct {
       cloudWatchRole,
       throttlingRateLimit,
       throttlingBurstLimit,
+      tracing: props.tracing === true,
     });
 
     this.batchesMethod = this.addBatchesMethod(props.handler);
@@ -177,13 +182,15 @@ export class IngestApi extends Construct {
   /**
    * The REST API (`Api`): regional, per-stack name (API Gateway keys its metrics by name), the
    * resource policy, compression on (so gzip request bodies are decompressed), gzip media types
-   * binary, and stage `prod` with X-Ray, throttling, ERROR execution logs and JSON access logs.
+   * binary, and stage `prod` with throttling, ERROR execution logs, JSON access logs, no detailed
+   * metrics, and X-Ray when asked.
    */
   private createRestApi(settings: {
     readonly policy: iam.PolicyDocument;
     readonly cloudWatchRole: boolean;
     readonly throttlingRateLimit: number;
     readonly throttlingBurstLimit: number;
+    readonly tracing: boolean;
   }): apigw.RestApi {
     return new apigw.RestApi(this, 'Api', {
       // API Gateway keys its CloudWatch metrics by ApiName: a per-stack name keeps two stacks in one
@@ -199,12 +206,14 @@ export class IngestApi extends Construct {
       ...(settings.cloudWatchRole ? { cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN } : {}),
       deployOptions: {
         stageName: INGEST_STAGE_NAME,
-        tracingEnabled: true,
+        tracingEnabled: settings.tracing,
         throttlingRateLimit: settings.throttlingRateLimit,
         throttlingBurstLimit: settings.throttlingBurstLimit,
         loggingLevel: apigw.MethodLoggingLevel.ERROR,
         dataTraceEnabled: false,
-        metricsEnabled: true,
+        // Detailed (per-method) metrics are billed as custom metrics; the alarms and the dashboard
+        // read the API-level ones (dimension ApiName), which API Gateway sends anyway.
+        metricsEnabled: false,
         accessLogDestination: new apigw.LogGroupLogDestination(this.accessLogGroup),
         accessLogFormat: apigw.AccessLogFormat.jsonWithStandardFields({
           caller: true,

@@ -151,6 +151,12 @@ export interface IngestFunctionProps {
    */
   readonly logRetention?: logs.RetentionDays;
   /**
+   * X-Ray active tracing of the function: a trace per invocation ($5 per million recorded, AWS X-Ray pricing
+   * page).
+   * @default false
+   */
+  readonly tracing?: boolean;
+  /**
    * What happens to the log group when the stack is deleted.
    * @default RemovalPolicy.RETAIN
    */
@@ -170,7 +176,7 @@ export interface IngestFunctionProps {
 /**
  * The ingest Lambda (docs/design.md §1): validates a batch, computes the waste ledger, writes the
  * telemetry store (Firehose by default, or Timestream), evaluates the per-instance rules, publishes
- * alerts and remediates. A {@link SentinelFunction} (arm64, Node.js 24, X-Ray active, its own
+ * alerts and remediates. A {@link SentinelFunction} (arm64, Node.js 24, X-Ray when `tracing` is on, its own
  * encrypted log group and a role written by hand, no AWS managed policy) of 512 MiB, 25 s, no
  * reserved concurrency unless asked, bundled by esbuild (CJS, minified, source maps) with its split modules
  * built next to `index.js`. Its role may:
@@ -191,10 +197,10 @@ export interface IngestFunctionProps {
  *   managed, and the opt-out is enforced by IAM as well as by the domain policy), and
  *   `ec2:CreateTags` on the account's instances limited to the tag key `gpu-sentinel:quarantine`,
  *   and `ec2:RebootInstances` on the account's instances unless tagged `gpu-sentinel:remediation=off`;
- * - `xray:PutTraceSegments`, `xray:PutTelemetryRecords` (added by active tracing, `*`).
+ * - with `tracing`: `xray:PutTraceSegments`, `xray:PutTelemetryRecords` (added by active tracing, `*`).
  * ARNs use region `*`: agents in any region may report to this API.
  *
- * Construct IDs are a contract: those of {@link SentinelFunction} (`LogKey`, `LogGroup`,
+ * Construct IDs are a contract: those of {@link SentinelFunction} (`LogGroup`,
  * `ServiceRole`, `Function`).
  *
  * @example
@@ -231,6 +237,7 @@ export class IngestFunction extends SentinelFunction {
       },
       logRetention: props.logRetention,
       logRemovalPolicy: props.logRemovalPolicy,
+      tracing: props.tracing,
     });
     this.remediationMode = validateOneOf(
       'remediationMode',

@@ -56,6 +56,12 @@ export interface SentinelFunctionProps {
    */
   readonly reservedConcurrentExecutions?: number;
   /**
+   * X-Ray active tracing: a trace per invocation ($5 per million recorded, AWS X-Ray pricing page),
+   * about $0.03 per GPU-month at one batch a minute for the ingest path; turn on to investigate.
+   * @default false
+   */
+  readonly tracing?: boolean;
+  /**
    * How esbuild bundles the handler.
    * @default LAMBDA_BUNDLING (CommonJS, node24, minified, source maps without sources)
    */
@@ -81,7 +87,7 @@ export interface SentinelFunctionProps {
    */
   readonly logRetention?: logs.RetentionDays;
   /**
-   * What happens to the log group and its key when the stack is deleted.
+   * What happens to the log group when the stack is deleted (the stack's key is always retained).
    * @default RemovalPolicy.RETAIN
    */
   readonly logRemovalPolicy?: RemovalPolicy;
@@ -89,18 +95,18 @@ export interface SentinelFunctionProps {
 
 /**
  * A pipeline Lambda as the house builds every one (ingest, fleet evaluator, reports): Node.js 24 on
- * arm64, X-Ray active, bundled by esbuild with source maps on (`NODE_OPTIONS=--enable-source-maps`),
- * an explicit log group encrypted with its own customer-managed KMS key (rotation on), and an
+ * arm64, X-Ray active only when asked (`tracing`), bundled by esbuild with source maps on (`NODE_OPTIONS=--enable-source-maps`),
+ * an explicit log group encrypted with the stack's customer-managed KMS key (`stackKey`, rotation on), and an
  * execution role written by hand: it trusts `lambda.amazonaws.com` and starts with
  * `logs:CreateLogStream`/`logs:PutLogEvents` on its own log group (X-Ray's
- * `xray:PutTraceSegments`/`xray:PutTelemetryRecords` on `*` come with active tracing); no AWS
+ * `xray:PutTraceSegments`/`xray:PutTelemetryRecords` on `*` come with `tracing`); no AWS
  * managed policy. Everything else is granted to it ({@link grantPrincipal}) by the resources it
  * uses: `store.grantRead(fn)`, `topics.grantPublishAlerts(fn)`.
  *
  * A construct that is a function extends this one (IngestFunction, FleetEvaluator); one that owns
  * a function among other resources makes one under the id `Default` (FinanceReports), which the
  * CDK leaves out of logical IDs: either way the function's resources keep the logical IDs they had
- * directly under their owner. Construct IDs are a contract: `LogKey`, `LogGroup`, `ServiceRole`,
+ * directly under their owner. Construct IDs are a contract: `LogGroup`, `ServiceRole`,
  * `Function`.
  *
  * @example
@@ -117,7 +123,7 @@ export class SentinelFunction extends Construct implements iam.IGrantable {
   readonly role: iam.Role;
   /** Its log group, encrypted with {@link logKey}. */
   readonly logGroup: logs.LogGroup;
-  /** The customer-managed key (rotated yearly) of its log group; CloudWatch Logs of this account and region may use it for log groups only. */
+  /** The stack's customer-managed key (`stackKey`, rotated yearly) that encrypts its log group. */
   readonly logKey: kms.Key;
 
   /**
@@ -130,9 +136,7 @@ export class SentinelFunction extends Construct implements iam.IGrantable {
     const { memoryMiB, timeoutSeconds, reservedConcurrentExecutions } = validateFunctionProps(props);
 
     const { key, logGroup } = encryptedLogGroup(this, {
-      keyId: 'LogKey',
       groupId: 'LogGroup',
-      description: `gpu-sentinel: encrypts the ${props.label} log group`,
       retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
       removalPolicy: props.logRemovalPolicy ?? RemovalPolicy.RETAIN,
     });
@@ -148,7 +152,7 @@ export class SentinelFunction extends Construct implements iam.IGrantable {
       architecture: lambda.Architecture.ARM_64,
       memorySize: memoryMiB,
       timeout: Duration.seconds(timeoutSeconds),
-      tracing: lambda.Tracing.ACTIVE,
+      tracing: props.tracing === true ? lambda.Tracing.ACTIVE : lambda.Tracing.DISABLED,
       ...(reservedConcurrentExecutions === undefined ? {} : { reservedConcurrentExecutions }),
       role: this.role,
       logGroup: this.logGroup,

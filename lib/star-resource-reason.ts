@@ -12,6 +12,6 @@ export function starResourceReason(store: StoreKind, ...extra: readonly string[]
   return `Only actions without resource-level permissions use Resource "*": ${[
     ...(store === 'timestream' ? ['timestream:DescribeEndpoints (endpoint discovery)'] : []),
     ...extra,
-    'xray:PutTraceSegments/PutTelemetryRecords (added by active tracing)',
+    'xray:PutTraceSegments/PutTelemetryRecords (added by active tracing, when `tracing` is on)',
   ].join(', ')}.`;
 }

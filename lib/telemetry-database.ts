@@ -1,6 +1,6 @@
 import { Aws, CfnRule, Duration, Fn, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
-import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as timestream from 'aws-cdk-lib/aws-timestream';
 import { Construct } from 'constructs';
@@ -20,6 +20,7 @@ import {
   TIMESTREAM_NAME_PATTERN,
 } from './constants';
 import { PropsValidationError } from './props-validation-error';
+import { stackKey } from './stack-key';
 import type { TelemetryStoreResources } from './telemetry-store-resources';
 import { validateIntegerInRange, validatePattern } from './validate-props';
 
@@ -45,7 +46,8 @@ export interface TelemetryDatabaseProps {
    */
   readonly magneticRetentionDays?: number;
   /**
-   * What happens to the database, its tables and its key when the stack is deleted.
+   * What happens to the database, its tables and the rejects bucket when the stack is deleted (the
+   * stack's key is always retained).
    * @default RemovalPolicy.RETAIN (telemetry and ledger history outlive the stack)
    */
   readonly removalPolicy?: RemovalPolicy;
@@ -53,7 +55,7 @@ export interface TelemetryDatabaseProps {
 
 /**
  * The Amazon Timestream for LiveAnalytics database of gpu-sentinel (docs/design.md §4): one database
- * encrypted with a customer-managed KMS key (rotation on) and three tables, `gpu_windows`,
+ * encrypted with the stack's customer-managed KMS key (`stackKey`, rotation on) and three tables, `gpu_windows`,
  * `efa_windows` and `events`, with memory and magnetic retention and magnetic-store writes enabled
  * (late batches replayed from an agent's spool are accepted asynchronously). Magnetic-store writes
  * Timestream rejects later (asynchronously, so never in the API answer) are reported as objects
@@ -74,7 +76,7 @@ export interface TelemetryDatabaseProps {
 export class TelemetryDatabase extends Construct implements TelemetryStoreResources {
   /** `timestream`. */
   readonly kind = 'timestream' as const;
-  /** The customer-managed key encrypting the database (rotation on). */
+  /** The stack's customer-managed key (`stackKey`) encrypting the database and the rejects bucket. */
   readonly key: kms.Key;
   /** Where Timestream reports the magnetic-store writes it rejected. */
   readonly rejectedDataBucket: s3.Bucket;
@@ -120,11 +122,7 @@ export class TelemetryDatabase extends Construct implements TelemetryStoreResour
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     this.requireTimestreamRegion();
 
-    this.key = new kms.Key(this, 'Key', {
-      description: `gpu-sentinel: encrypts the Timestream database of ${Stack.of(this).stackName}`,
-      enableKeyRotation: true,
-      removalPolicy,
-    });
+    this.key = stackKey(this, { scope: this, id: 'Key' });
     this.database = new timestream.CfnDatabase(this, 'Database', {
       ...(databaseName === undefined ? {} : { databaseName }),
       kmsKeyId: this.key.keyArn,

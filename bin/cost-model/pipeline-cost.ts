@@ -3,14 +3,13 @@ import {
   FIREHOSE_MAX_RECORD_BYTES,
 } from '../../lambdas/adapters/constants';
 import { METRIC_NAMES } from '../../lambdas/domain/cloudwatch-metrics';
+import { FLEET_READ_CONCURRENCY } from '../../lambdas/domain/constants';
 import { TELEMETRY_TABLES } from '../../lambdas/domain/store-columns';
-import {
-  DEFAULT_FIREHOSE_BUFFER_INTERVAL_S,
-  INGEST_MEMORY_MIB,
-  STANDARD_IA_MIN_STORAGE_DAYS,
-  TELEMETRY_IA_AFTER_DAYS,
-} from '../../lib/constants';
+import { telemetryColdStorage } from '../../lib/athena-store-layout';
+import { DEFAULT_FIREHOSE_BUFFER_INTERVAL_S, INGEST_MEMORY_MIB } from '../../lib/constants';
+import { DEFAULT_STACK_RESOURCES } from './default-stack-resources';
 import { type PriceName, SERVICE_PRICES } from './service-prices';
+import type { StackResources } from './stack-resources';
 
 /** Hours in a month as AWS bills them (730 h = 8,760 h / 12). */
 export const HOURS_PER_MONTH = 730;
@@ -48,11 +47,21 @@ export interface CostModelInput {
   readonly firehoseRowBytes: number;
   /** `gpu_windows` row in Parquet (Snappy), bytes (measured: store-cost bench, 5-minute file). */
   readonly parquetRowBytes: number;
+  /** EFA devices of an instance, each an `efa_windows` row per flush window (32 on a p5.48xlarge, 4 on a p4d; 0 without EFA). */
+  readonly efaDevicesPerInstance: number;
+  /** `efa_windows` row as Firehose JSON, bytes (measured: store-cost bench). */
+  readonly efaRowBytes: number;
+  /** `efa_windows` row in Parquet (Snappy), bytes (measured: store-cost bench). */
+  readonly efaParquetRowBytes: number;
   /** Timestream record of a GPU window, metered bytes (measured: store-cost bench). */
   readonly timestreamRecordBytes: number;
   /** DynamoDB read request units per batch (one strongly consistent Query of ≤ 4 KB). */
   readonly dynamodbReadUnitsPerBatch: number;
-  /** CloudWatch Logs bytes per batch: the Lambda's START/END/REPORT lines, its one log line, the EMF document, the API access log line. */
+  /**
+   * CloudWatch Logs bytes per batch: the EMF lines (≈ 1,200 B for a 60 s batch of 8 GPUs, measured on
+   * the bench fixture: docs/deploy.md, "What the metrics cost"), the Lambda's START/END/REPORT lines
+   * (≈ 300 B), its one log line (≈ 250 B) and the API access log line (≈ 450 B, its JSON fields).
+   */
   readonly logBytesPerBatch: number;
   /** Months of data kept (S3 lifecycle / Timestream magnetic retention): storage billed at steady state. */
   readonly retentionMonths: number;
@@ -68,6 +77,31 @@ export interface CostModelInput {
   readonly athenaScanBytesPerGpuMonth: number;
   /** Alerts and remediation decisions published per GPU-month (SNS). */
   readonly publishesPerGpuMonth: number;
+  /**
+   * Share of the fleet's instances in multi-node jobs, 0..1: the fleet evaluator reads each of them
+   * with its own Athena query every run (the cross-node straggler), each billed ≥ 10 MB.
+   */
+  readonly multiNodeInstanceShare: number;
+  /** Share of a `gpu_windows` row's Parquet bytes a report query reads (the columns it selects), 0..1. */
+  readonly athenaColumnShare: number;
+  /**
+   * Share of a `gpu_windows` row's Parquet bytes the fleet evaluator's two fleet-wide queries read,
+   * 0..1: last seen per instance (instance id, time) and waste by team (team, cost, waste) read a
+   * few of the row's columns. Its straggler reads select whole rows.
+   */
+  readonly fleetQueryColumnShare: number;
+  /** Hour partitions a fleet evaluator query reads (a span of up to an hour straddles two). */
+  readonly fleetQueryPartitionHours: number;
+  /** Wall time of one Athena query the fleet evaluator waits on, s (an assumption: start, scan, results). */
+  readonly athenaQueryS: number;
+  /** Athena queries of one scheduled report run (each billed ≥ 10 MB). */
+  readonly reportQueriesPerRun: number;
+  /** Billed duration of one scheduled report run, s (an assumption: queries, four charts, six S3 puts). */
+  readonly reportRunS: number;
+  /** CloudWatch Logs bytes of one fleet evaluator run (START/END/REPORT and its summary line). */
+  readonly fleetLogBytesPerRun: number;
+  /** Months the log groups keep their events (the stack's default retention: one month). */
+  readonly logRetentionMonths: number;
 }
 
 /** Measured on 2026-11-23 (BENCHMARKS.md), this repository's code. */
@@ -76,6 +110,10 @@ export const MEASURED = {
   firehoseRowBytes: 2233,
   /** Parquet per GPU row, 5-minute file of one instance (store-cost bench). */
   parquetRowBytes: 356,
+  /** `efa_windows` Firehose JSON row (store-cost bench, docs/cost.md). */
+  efaRowBytes: 395,
+  /** Parquet per EFA row (store-cost bench, docs/cost.md). */
+  efaParquetRowBytes: 48,
   /** Timestream metered record size, GPU window (store-cost bench). */
   timestreamRecordBytes: 1430,
   /** Ingest CPU per batch of 6 windows × 8 GPUs + 8 horizons, ms (ingest-throughput bench, 2 vCPU). */
@@ -85,8 +123,11 @@ export const MEASURED = {
 /**
  * The default deployment: 60 s batches of 6 windows of 10 s, 8 GPUs per instance, the Athena
  * store (S3 kept 365 days, the stack's default), REST API, 512 GPUs (64 p5.48xlarge) sharing the
- * fixed costs. Custom metrics: the 18 names of `METRIC_NAMES` without dimensions, the 4 with a
- * `Team` dimension for 4 teams (16), and ≈ 10 `Rule`×`Severity` pairs of alerts that fire: 44.
+ * fixed costs, no team listed in `metricsTeams` (the stack's default). Custom metrics: the 18
+ * names of `METRIC_NAMES`, a second `StatusClass` of `RejectedBatches`, the 4 with a `Team`
+ * dimension for `other` and `untagged` (8), and ≈ 10 `Rule`×`Severity` pairs of alerts that
+ * fire: 37 (each listed team adds 4). Every instance runs its own jobs
+ * (`multiNodeInstanceShare` 0): a fleet of multi-node jobs adds the straggler reads.
  */
 export const DEFAULT_COST_MODEL_INPUT: CostModelInput = {
   store: 'athena',
@@ -100,16 +141,28 @@ export const DEFAULT_COST_MODEL_INPUT: CostModelInput = {
   awsCallMs: 15,
   firehoseRowBytes: MEASURED.firehoseRowBytes,
   parquetRowBytes: MEASURED.parquetRowBytes,
+  efaDevicesPerInstance: 32,
+  efaRowBytes: MEASURED.efaRowBytes,
+  efaParquetRowBytes: MEASURED.efaParquetRowBytes,
   timestreamRecordBytes: MEASURED.timestreamRecordBytes,
   dynamodbReadUnitsPerBatch: 1,
-  logBytesPerBatch: 1500,
+  logBytesPerBatch: 2200,
   retentionMonths: 12,
   fleetGpus: 512,
-  customMetrics: Object.keys(METRIC_NAMES).length + 4 * 4 + 10,
+  customMetrics: Object.keys(METRIC_NAMES).length + 1 + 4 * 2 + 10,
   firehoseStreams: TELEMETRY_TABLES.length,
   firehoseBufferS: DEFAULT_FIREHOSE_BUFFER_INTERVAL_S,
   athenaScanBytesPerGpuMonth: 30 * 8e6,
   publishesPerGpuMonth: 10,
+  multiNodeInstanceShare: 0,
+  athenaColumnShare: 1 / 3,
+  fleetQueryColumnShare: 0.1,
+  fleetQueryPartitionHours: 2,
+  athenaQueryS: 1.5,
+  reportQueriesPerRun: 4,
+  reportRunS: 60,
+  fleetLogBytesPerRun: 2000,
+  logRetentionMonths: 1,
 };
 
 /** One line of the bill. */
@@ -118,20 +171,30 @@ export interface CostItem {
   readonly service: string;
   /** The meter of {@link SERVICE_PRICES}. */
   readonly price: PriceName;
-  /** Units of that meter per GPU-month. */
-  readonly unitsPerGpuMonth: number;
-  /** USD per GPU-month. */
+  /** What of the stack it bills, e.g. `8 AWS::KMS::Key` or `ingest requests`. */
+  readonly what: string;
+  /** `true` for a cost of the deployment (resources, schedules), shared by the fleet's GPUs. */
+  readonly fixed: boolean;
+  /** Units of that meter per month, for the whole deployment. */
+  readonly unitsPerMonth: number;
+  /** USD per month, for the whole deployment. */
+  readonly usdPerMonth: number;
+  /** USD per GPU-month: `usdPerMonth` / `fleetGpus`. */
   readonly usdPerGpuMonth: number;
 }
 
 /** The cost of one GPU-month. */
 export interface CostModel {
   readonly input: CostModelInput;
+  /** The stack's billed resources the model priced. */
+  readonly stack: StackResources;
   /** Batches (API requests, Lambda invocations) per GPU-month. */
   readonly requestsPerGpuMonth: number;
   /** Flush windows per GPU-month. */
   readonly windowsPerGpuMonth: number;
   readonly items: readonly CostItem[];
+  /** USD per month of the items that do not grow with the fleet (`fixed`). */
+  readonly fixedUsdPerMonth: number;
   /** USD per GPU-month, all items. */
   readonly totalUsdPerGpuMonth: number;
 }
@@ -141,19 +204,356 @@ export class CostModelInputError extends Error {
   override readonly name = 'CostModelInputError';
 }
 
+/** Athena bills every query as at least 10 MB scanned (Amazon Athena pricing page). */
+export const ATHENA_MIN_BYTES_PER_QUERY = 10e6;
+
 /**
- * Prices one GPU-month of the deployed pipeline: API Gateway requests, Lambda requests and
- * GB-seconds, the DynamoDB state read, the store (Firehose ingestion + conversion in 5 KB steps,
- * S3 at steady state — the first 30 days in Standard, the rest in Standard-IA —, S3 PUTs per
- * Firehose file and lifecycle transitions, Athena scans; or Timestream writes, 24 h memory
- * store, magnetic store), SNS publishes, CloudWatch Logs and the custom metrics. Left out: free
- * tiers, KMS requests, data transfer (in-region), X-Ray, the report Lambda's own runs.
+ * Prices one GPU-month of the synthesized stack at `input.fleetGpus` GPUs, everything it bills:
+ * - per batch: API Gateway requests, Lambda requests and GB-seconds, the DynamoDB state read, the
+ *   store (Firehose ingestion + conversion in 5 KB steps, S3 at steady state — 30 days Standard,
+ *   the rest Glacier Instant Retrieval (Standard-IA for 60–119 days kept) —, S3 PUTs per Firehose file and transitions, report scans; or Timestream
+ *   writes, 24 h memory store, magnetic store), CloudWatch Logs ingested and stored, X-Ray traces
+ *   when the stage or ingest is traced;
+ * - per fleet evaluator run (the `rate` schedule): its Athena queries (two, plus one per instance
+ *   in a multi-node job, each ≥ 10 MB), Lambda, PutMetricData, DynamoDB, logs, the schedule;
+ * - per report run (the `cron` schedules): its queries and Lambda;
+ * - per resource-month, counted from the template: KMS keys and their rotations, alarm metrics,
+ *   dashboards, API detailed metrics; custom metric series; KMS and Glue requests.
+ * Left out: free tiers (the prices are those beyond them), in-region data transfer.
  *
  * @param input - the deployment and the measured sizes
- * @returns the items and their total
+ * @param stack - the billed resources of the synthesized stack (`readStackResources`)
+ * @default stack - {@link DEFAULT_STACK_RESOURCES} of the store (the default stack's, held to its template by a test)
+ * @returns the items, the fixed monthly cost and the total per GPU-month
  * @throws {CostModelInputError} naming a field that is not a finite number in its range
  */
-export function pipelineCost(input: CostModelInput = DEFAULT_COST_MODEL_INPUT): CostModel {
+export function pipelineCost(
+  input: CostModelInput = DEFAULT_COST_MODEL_INPUT,
+  stack: StackResources = DEFAULT_STACK_RESOURCES[input.store],
+): CostModel {
+  validateInput(input);
+  const gpus = input.fleetGpus;
+  const windowsPerGpuMonth = SECONDS_PER_MONTH / input.windowS;
+  const requestsPerGpuMonth = windowsPerGpuMonth / input.windowsPerBatch / input.gpusPerInstance;
+  const requests = requestsPerGpuMonth * gpus;
+  const items: CostItem[] = [];
+  const add = (
+    service: string,
+    price: PriceName,
+    what: string,
+    unitsPerMonth: number,
+    fixed: boolean,
+  ): void => {
+    if (unitsPerMonth <= 0) return;
+    const usdPerMonth = unitsPerMonth * SERVICE_PRICES[price].usd;
+    items.push({
+      service,
+      price,
+      what,
+      fixed,
+      unitsPerMonth,
+      usdPerMonth,
+      usdPerGpuMonth: usdPerMonth / gpus,
+    });
+  };
+  const fn = (role: 'ingest' | 'fleet' | 'report') => stack.functions.find((f) => f.role === role);
+
+  // Per batch: API, ingest Lambda, state read, logs, traces.
+  add(
+    'API Gateway',
+    input.api === 'rest' ? 'apiGatewayRestRequest' : 'apiGatewayHttpRequest',
+    'ingest requests',
+    requests,
+    false,
+  );
+  add('Lambda', 'lambdaRequest', 'ingest invocations', requests, false);
+  const ingestMib = fn('ingest')?.memoryMib ?? input.lambdaMemoryMib;
+  const billedS = (input.lambdaCpuMsPerBatch + input.awsCallsPerBatch * input.awsCallMs) / 1000;
+  add(
+    'Lambda',
+    'lambdaArmGbSecond',
+    'ingest GB-seconds',
+    requests * billedS * (ingestMib / MIB_PER_GB),
+    false,
+  );
+  add(
+    'DynamoDB',
+    'dynamodbReadRequestUnit',
+    'ingest state reads',
+    requests * input.dynamodbReadUnitsPerBatch,
+    false,
+  );
+  if (stack.stageTraced || fn('ingest')?.traced === true)
+    add(
+      'X-Ray',
+      'xrayTraceRecorded',
+      'ingest requests traced (stage and Lambda: one trace)',
+      requests,
+      false,
+    );
+
+  const queries = { fleet: 0, report: 0 };
+  if (input.store === 'athena') addAthenaStore(input, stack, gpus, windowsPerGpuMonth, requests, add);
+  else addTimestreamStore(input, gpus, windowsPerGpuMonth, add);
+  add('SNS', 'snsPublish', 'alerts and decisions', input.publishesPerGpuMonth * gpus, false);
+
+  // The fleet evaluator, every run of the rate schedule.
+  const fleetRuns = stack.rateRunsPerMonth;
+  const instances = gpus / input.gpusPerInstance;
+  const fleetQueriesPerRun = input.store === 'athena' ? 2 + input.multiNodeInstanceShare * instances : 0;
+  if (input.store === 'athena' && fleetRuns > 0) {
+    queries.fleet = fleetRuns * fleetQueriesPerRun;
+    // Firehose files hold every instance's rows: a query reads the columns it selects of the
+    // whole fleet's hour partitions, whatever instance it asks for.
+    const partitionBytes =
+      gpus * (3600 / input.windowS) * input.fleetQueryPartitionHours * input.parquetRowBytes;
+    const fleetWide = Math.max(ATHENA_MIN_BYTES_PER_QUERY, partitionBytes * input.fleetQueryColumnShare);
+    add(
+      'Athena',
+      'athenaTbScanned',
+      'fleet evaluator: last seen, waste by team',
+      (fleetRuns * 2 * fleetWide) / TB,
+      false,
+    );
+    const stragglerReads = fleetRuns * (fleetQueriesPerRun - 2);
+    add(
+      'Athena',
+      'athenaTbScanned',
+      `fleet evaluator: ${(fleetQueriesPerRun - 2).toFixed(0)} straggler reads per run (one per instance in a multi-node job)`,
+      (stragglerReads * Math.max(ATHENA_MIN_BYTES_PER_QUERY, partitionBytes)) / TB,
+      false,
+    );
+  }
+  const fleet = fn('fleet');
+  if (fleet !== undefined && fleetRuns > 0) {
+    add('Lambda', 'lambdaRequest', 'fleet evaluator runs', fleetRuns, true);
+    const runS = 1 + Math.ceil(fleetQueriesPerRun / FLEET_QUERIES_AT_ONCE) * input.athenaQueryS;
+    add(
+      'Lambda',
+      'lambdaArmGbSecond',
+      'fleet evaluator GB-seconds',
+      fleetRuns * runS * (fleet.memoryMib / MIB_PER_GB),
+      false,
+    );
+    add(
+      'CloudWatch',
+      'cloudwatchPutMetricDataRequest',
+      'fleet metrics, one request per run',
+      fleetRuns,
+      true,
+    );
+    add('DynamoDB', 'dynamodbReadRequestUnit', 'fleet firing alerts, one query per run', fleetRuns, true);
+    if (fleet.traced) add('X-Ray', 'xrayTraceRecorded', 'fleet evaluator runs traced', fleetRuns, true);
+  }
+  // The reports, every run of the cron schedules.
+  const report = fn('report');
+  if (report !== undefined && stack.cronRunsPerMonth > 0) {
+    const runs = stack.cronRunsPerMonth;
+    queries.report = input.store === 'athena' ? runs * input.reportQueriesPerRun : 0;
+    add(
+      'Athena',
+      'athenaTbScanned',
+      'report queries, 10 MB minimum each',
+      (queries.report * ATHENA_MIN_BYTES_PER_QUERY) / TB,
+      true,
+    );
+    add('Lambda', 'lambdaRequest', 'report runs', runs, true);
+    add(
+      'Lambda',
+      'lambdaArmGbSecond',
+      'report GB-seconds',
+      runs * input.reportRunS * (report.memoryMib / MIB_PER_GB),
+      true,
+    );
+    if (report.traced) add('X-Ray', 'xrayTraceRecorded', 'report runs traced', runs, true);
+  }
+  add('EventBridge', 'schedulerInvocation', 'schedule runs', fleetRuns + stack.cronRunsPerMonth, true);
+  add('Glue', 'glueRequest', 'catalog reads, one per Athena query', queries.fleet + queries.report, false);
+
+  // CloudWatch: logs, custom metrics, alarms, dashboards, API detailed metrics.
+  const logGb = (requests * input.logBytesPerBatch + fleetRuns * input.fleetLogBytesPerRun) / GB;
+  add('CloudWatch', 'cloudwatchLogsIngestGb', 'ingest, API access and fleet evaluator logs', logGb, false);
+  add(
+    'CloudWatch',
+    'cloudwatchLogsStorageGbMonth',
+    `the same, kept ${input.logRetentionMonths} month(s)`,
+    logGb * input.logRetentionMonths,
+    false,
+  );
+  add(
+    'CloudWatch',
+    'cloudwatchCustomMetricMonth',
+    `${input.customMetrics} custom metric series`,
+    input.customMetrics,
+    true,
+  );
+  add(
+    'CloudWatch',
+    'cloudwatchAlarmMetric',
+    `${stack.countsByType['AWS::CloudWatch::Alarm'] ?? 0} AWS::CloudWatch::Alarm`,
+    stack.alarmMetrics,
+    true,
+  );
+  add(
+    'CloudWatch',
+    'cloudwatchDashboardMonth',
+    `${stack.dashboards} AWS::CloudWatch::Dashboard`,
+    stack.dashboards,
+    true,
+  );
+  add(
+    'CloudWatch',
+    'cloudwatchCustomMetricMonth',
+    `API detailed metrics: ${stack.detailedMetricMethods} method(s) × ${API_DETAILED_METRICS} metrics`,
+    stack.detailedMetricMethods * API_DETAILED_METRICS,
+    true,
+  );
+
+  // KMS: keys, their rotations, requests (data keys cached by S3 bucket keys, SNS, Logs, Firehose).
+  add('KMS', 'kmsKeyMonth', `${stack.kmsKeys} AWS::KMS::Key`, stack.kmsKeys, true);
+  add(
+    'KMS',
+    'kmsRotationMonth',
+    `${stack.kmsRotatedKeys} rotated keys × 2 rotations (steady state)`,
+    stack.kmsRotatedKeys * 2,
+    true,
+  );
+  const filesPerMonth =
+    input.store === 'athena' ? (SECONDS_PER_MONTH / input.firehoseBufferS) * stack.deliveryStreams : 0;
+  add(
+    'KMS',
+    'kmsRequest',
+    'data keys: one per Firehose file, two per Athena query',
+    filesPerMonth + 2 * (queries.fleet + queries.report),
+    false,
+  );
+
+  const fixedUsdPerMonth = items.filter((i) => i.fixed).reduce((n, i) => n + i.usdPerMonth, 0);
+  return {
+    input,
+    stack,
+    requestsPerGpuMonth,
+    windowsPerGpuMonth,
+    items,
+    fixedUsdPerMonth,
+    totalUsdPerGpuMonth: items.reduce((n, i) => n + i.usdPerGpuMonth, 0),
+  };
+}
+
+/** Athena queries the fleet evaluator runs at once (`FLEET_READ_CONCURRENCY`). */
+const FLEET_QUERIES_AT_ONCE = FLEET_READ_CONCURRENCY;
+/**
+ * Metrics API Gateway publishes per method with detailed metrics on: Count, 4XXError, 5XXError,
+ * Latency, IntegrationLatency, CacheHitCount, CacheMissCount (API Gateway developer guide,
+ * "Amazon API Gateway dimensions and metrics").
+ */
+const API_DETAILED_METRICS = 7;
+
+type AddItem = (
+  service: string,
+  price: PriceName,
+  what: string,
+  unitsPerMonth: number,
+  fixed: boolean,
+) => void;
+
+/** The Athena store: Firehose, S3 storage, PUTs and transitions, report scans. */
+function addAthenaStore(
+  input: CostModelInput,
+  stack: StackResources,
+  gpus: number,
+  windowsPerGpuMonth: number,
+  requests: number,
+  add: AddItem,
+): void {
+  const efaRows = input.efaDevicesPerInstance * input.windowsPerBatch;
+  const billedGb =
+    (requests * (firehoseBilledBytesPerBatch(input) + packedBilledBytes(efaRows, input.efaRowBytes))) / GB;
+  add(
+    'Firehose',
+    'firehoseIngestGb',
+    `${stack.deliveryStreams} AWS::KinesisFirehose::DeliveryStream`,
+    billedGb,
+    false,
+  );
+  add('Firehose', 'firehoseConversionGb', 'JSON → Parquet', billedGb, false);
+  // Steady state: every month kept is billed each month; the stack moves files older than 30 days
+  // to its cold storage class (gpu_windows files are over 128 KiB at fleet scale).
+  const efaPerGpu = input.efaDevicesPerInstance / input.gpusPerInstance;
+  const parquetGbPerMonth =
+    (windowsPerGpuMonth * gpus * (input.parquetRowBytes + efaPerGpu * input.efaParquetRowBytes)) / GB;
+  const cold = telemetryColdStorage(Math.floor(input.retentionMonths * DAYS_PER_MONTH));
+  const standardMonths = cold === undefined ? input.retentionMonths : cold.afterDays / DAYS_PER_MONTH;
+  add('S3', 's3StandardGbMonth', 'telemetry, first 30 days', parquetGbPerMonth * standardMonths, false);
+  if (cold !== undefined) {
+    const [storage, transition] =
+      cold.storageClass === 'GLACIER_IR'
+        ? (['s3GlacierIrGbMonth', 's3GlacierIrTransitionRequest'] as const)
+        : (['s3StandardIaGbMonth', 's3TransitionRequest'] as const);
+    add(
+      'S3',
+      storage,
+      'telemetry, the rest of the retention',
+      parquetGbPerMonth * (input.retentionMonths - standardMonths),
+      false,
+    );
+    add(
+      'S3',
+      transition,
+      'gpu_windows files to cold storage',
+      SECONDS_PER_MONTH / input.firehoseBufferS,
+      true,
+    );
+    // The month report, run on the 1st, reads the month before: its first day or two are past 30 days.
+    if (cold.storageClass === 'GLACIER_IR')
+      add(
+        'S3',
+        's3GlacierIrRetrievalGb',
+        'the month report reading its oldest days',
+        parquetGbPerMonth * input.athenaColumnShare * (2 / DAYS_PER_MONTH),
+        false,
+      );
+  }
+  const filesPerMonth = SECONDS_PER_MONTH / input.firehoseBufferS;
+  add(
+    'S3',
+    's3PutRequest',
+    'one file per stream per buffer interval',
+    filesPerMonth * stack.deliveryStreams,
+    true,
+  );
+  add('Athena', 'athenaTbScanned', 'report scans', (input.athenaScanBytesPerGpuMonth * gpus) / TB, false);
+}
+
+/** The Timestream store: writes, 24 h memory store, magnetic store. */
+function addTimestreamStore(
+  input: CostModelInput,
+  gpus: number,
+  windowsPerGpuMonth: number,
+  add: AddItem,
+): void {
+  const unitsPerRecord = Math.ceil(input.timestreamRecordBytes / 1024);
+  add(
+    'Timestream',
+    'timestreamWrite',
+    'GPU window records',
+    windowsPerGpuMonth * unitsPerRecord * gpus,
+    false,
+  );
+  const memoryGb = ((86_400 / input.windowS) * input.timestreamRecordBytes * gpus) / GB;
+  add('Timestream', 'timestreamMemoryGbHour', 'memory store, 24 h', memoryGb * HOURS_PER_MONTH, false);
+  const monthGb = (windowsPerGpuMonth * input.timestreamRecordBytes * gpus) / GB;
+  add(
+    'Timestream',
+    'timestreamMagneticGbMonth',
+    'magnetic store',
+    monthGb * Math.max(1, input.retentionMonths),
+    false,
+  );
+}
+
+/** @throws {CostModelInputError} naming a field out of range */
+function validateInput(input: CostModelInput): void {
   for (const [field, value] of Object.entries(input)) {
     if (typeof value === 'number' && !(Number.isFinite(value) && value >= 0)) {
       throw new CostModelInputError(`Expected \`${field}\` to be a finite number ≥ 0, got \`${value}\``);
@@ -163,64 +563,10 @@ export function pipelineCost(input: CostModelInput = DEFAULT_COST_MODEL_INPUT): 
     if (!(input[field] > 0))
       throw new CostModelInputError(`Expected \`${field}\` to be > 0, got \`${input[field]}\``);
   }
-  const windowsPerGpuMonth = SECONDS_PER_MONTH / input.windowS;
-  const requestsPerGpuMonth = windowsPerGpuMonth / input.windowsPerBatch / input.gpusPerInstance;
-  const items: CostItem[] = [];
-  const add = (service: string, price: PriceName, unitsPerGpuMonth: number): void => {
-    items.push({
-      service,
-      price,
-      unitsPerGpuMonth,
-      usdPerGpuMonth: unitsPerGpuMonth * SERVICE_PRICES[price].usd,
-    });
-  };
-
-  add(
-    'API Gateway',
-    input.api === 'rest' ? 'apiGatewayRestRequest' : 'apiGatewayHttpRequest',
-    requestsPerGpuMonth,
-  );
-  add('Lambda', 'lambdaRequest', requestsPerGpuMonth);
-  const billedS = (input.lambdaCpuMsPerBatch + input.awsCallsPerBatch * input.awsCallMs) / 1000;
-  add('Lambda', 'lambdaArmGbSecond', requestsPerGpuMonth * billedS * (input.lambdaMemoryMib / MIB_PER_GB));
-  add('DynamoDB', 'dynamodbReadRequestUnit', requestsPerGpuMonth * input.dynamodbReadUnitsPerBatch);
-
-  if (input.store === 'athena') {
-    const billedGb = (requestsPerGpuMonth * firehoseBilledBytesPerBatch(input)) / GB;
-    add('Firehose', 'firehoseIngestGb', billedGb);
-    add('Firehose', 'firehoseConversionGb', billedGb);
-    // Steady state: every month kept is billed each month; the stack moves files older than
-    // TELEMETRY_IA_AFTER_DAYS to Standard-IA (gpu_windows files are over 128 KiB at fleet scale).
-    const parquetGbPerMonth = (windowsPerGpuMonth * input.parquetRowBytes) / GB;
-    const retentionDays = input.retentionMonths * DAYS_PER_MONTH;
-    const movesToIa = retentionDays >= TELEMETRY_IA_AFTER_DAYS + STANDARD_IA_MIN_STORAGE_DAYS;
-    const standardMonths = movesToIa ? TELEMETRY_IA_AFTER_DAYS / DAYS_PER_MONTH : input.retentionMonths;
-    add('S3', 's3StandardGbMonth', parquetGbPerMonth * standardMonths);
-    if (movesToIa)
-      add('S3', 's3StandardIaGbMonth', parquetGbPerMonth * (input.retentionMonths - standardMonths));
-    const filesPerMonth = SECONDS_PER_MONTH / input.firehoseBufferS;
-    add('S3', 's3PutRequest', (filesPerMonth * input.firehoseStreams) / input.fleetGpus);
-    if (input.retentionMonths > standardMonths)
-      add('S3', 's3TransitionRequest', filesPerMonth / input.fleetGpus);
-    add('Athena', 'athenaTbScanned', input.athenaScanBytesPerGpuMonth / TB);
-  } else {
-    const unitsPerRecord = Math.ceil(input.timestreamRecordBytes / 1024);
-    add('Timestream', 'timestreamWrite', windowsPerGpuMonth * unitsPerRecord);
-    const memoryGb = ((86_400 / input.windowS) * input.timestreamRecordBytes) / GB;
-    add('Timestream', 'timestreamMemoryGbHour', memoryGb * HOURS_PER_MONTH);
-    const monthGb = (windowsPerGpuMonth * input.timestreamRecordBytes) / GB;
-    add('Timestream', 'timestreamMagneticGbMonth', monthGb * Math.max(1, input.retentionMonths));
+  for (const field of ['multiNodeInstanceShare', 'athenaColumnShare', 'fleetQueryColumnShare'] as const) {
+    if (input[field] > 1)
+      throw new CostModelInputError(`Expected \`${field}\` to be in 0..1, got \`${input[field]}\``);
   }
-  add('SNS', 'snsPublish', input.publishesPerGpuMonth);
-  add('CloudWatch', 'cloudwatchLogsIngestGb', (requestsPerGpuMonth * input.logBytesPerBatch) / GB);
-  add('CloudWatch', 'cloudwatchCustomMetricMonth', input.customMetrics / input.fleetGpus);
-  return {
-    input,
-    requestsPerGpuMonth,
-    windowsPerGpuMonth,
-    items,
-    totalUsdPerGpuMonth: items.reduce((sum, i) => sum + i.usdPerGpuMonth, 0),
-  };
 }
 
 /**
@@ -230,12 +576,19 @@ export function pipelineCost(input: CostModelInput = DEFAULT_COST_MODEL_INPUT): 
 export function firehoseBilledBytesPerBatch(
   input: Pick<CostModelInput, 'gpusPerInstance' | 'windowsPerBatch' | 'firehoseRowBytes'>,
 ): number {
-  const rowBytes = input.firehoseRowBytes + 1;
-  const rowsPerRecord = Math.max(1, Math.floor(FIREHOSE_MAX_RECORD_BYTES / rowBytes));
-  const rows = input.gpusPerInstance * input.windowsPerBatch;
+  return packedBilledBytes(input.gpusPerInstance * input.windowsPerBatch, input.firehoseRowBytes);
+}
+
+/**
+ * Firehose bytes billed for `rows` JSON rows of `rowBytes` each as `AthenaStore` packs them:
+ * newline-separated, several to a record of ≤ 1,000 KiB, each record rounded up to 5 KB.
+ */
+function packedBilledBytes(rows: number, rowBytes: number): number {
+  const lineBytes = rowBytes + 1;
+  const rowsPerRecord = Math.max(1, Math.floor(FIREHOSE_MAX_RECORD_BYTES / lineBytes));
   let billed = 0;
   for (let left = rows; left > 0; left -= rowsPerRecord) {
-    const bytes = Math.min(left, rowsPerRecord) * rowBytes;
+    const bytes = Math.min(left, rowsPerRecord) * lineBytes;
     billed += Math.ceil(bytes / FIREHOSE_BILLING_INCREMENT_BYTES) * FIREHOSE_BILLING_INCREMENT_BYTES;
   }
   return billed;

@@ -53,6 +53,21 @@ export const SERVICE_PRICES = {
     unit: 'GB-month of S3 Standard-IA (≥ 30 days, ≥ 128 KiB per object)',
     source: 'Amazon S3 pricing page (not re-confirmed)',
   },
+  s3GlacierIrGbMonth: {
+    usd: 0.004,
+    unit: 'GB-month of S3 Glacier Instant Retrieval (≥ 90 days, ≥ 128 KiB per object)',
+    source: 'Amazon S3 pricing page (not re-confirmed)',
+  },
+  s3GlacierIrTransitionRequest: {
+    usd: 0.02 / 1000,
+    unit: 'S3 lifecycle transition to Glacier Instant Retrieval',
+    source: 'Amazon S3 pricing page (not re-confirmed)',
+  },
+  s3GlacierIrRetrievalGb: {
+    usd: 0.03,
+    unit: 'GB retrieved from S3 Glacier Instant Retrieval',
+    source: 'Amazon S3 pricing page (not re-confirmed)',
+  },
   s3TransitionRequest: {
     usd: 0.01 / 1000,
     unit: 'S3 lifecycle transition to Standard-IA',
@@ -107,6 +122,57 @@ export const SERVICE_PRICES = {
     usd: 0.5,
     unit: 'GB of CloudWatch Logs ingestion (function logs, EMF, API access logs)',
     source: 'Amazon CloudWatch pricing page (secondary)',
+  },
+  cloudwatchLogsStorageGbMonth: {
+    usd: 0.03,
+    unit: 'GB-month of CloudWatch Logs storage (compressed; the log groups keep 30 days)',
+    source: 'Amazon CloudWatch pricing page (secondary)',
+  },
+  cloudwatchPutMetricDataRequest: {
+    usd: 0.01 / 1000,
+    unit: 'CloudWatch PutMetricData request (the fleet evaluator, one per run)',
+    source: 'Amazon CloudWatch pricing page, API requests (secondary; docs/aws.md)',
+  },
+  cloudwatchAlarmMetric: {
+    usd: 0.1,
+    unit: 'standard-resolution alarm metric-month (one per metric an alarm reads)',
+    source: 'Amazon CloudWatch pricing page, alarms (secondary)',
+  },
+  cloudwatchDashboardMonth: {
+    usd: 3,
+    unit: 'dashboard-month (beyond the first 3 of an account)',
+    source: 'Amazon CloudWatch pricing page, dashboards (secondary)',
+  },
+  kmsKeyMonth: {
+    usd: 1,
+    unit: 'customer-managed KMS key-month',
+    source: 'AWS KMS pricing page, https://aws.amazon.com/kms/pricing/ (read 2026-11-27)',
+  },
+  kmsRotationMonth: {
+    usd: 1,
+    unit: 'rotated backing key-month ($1 each for the first two yearly rotations, then no more: $2 per rotated key at steady state)',
+    source:
+      'AWS KMS pricing page, https://aws.amazon.com/kms/pricing/ (read 2026-11-27), rotation capped since April 2024',
+  },
+  kmsRequest: {
+    usd: 0.03 / 10_000,
+    unit: 'KMS symmetric request (beyond 20,000 free a month)',
+    source: 'AWS KMS pricing page, https://aws.amazon.com/kms/pricing/ (read 2026-11-27)',
+  },
+  xrayTraceRecorded: {
+    usd: 5 / 1e6,
+    unit: 'X-Ray trace recorded (beyond 100,000 free a month)',
+    source: 'AWS X-Ray pricing page (secondary)',
+  },
+  schedulerInvocation: {
+    usd: 1 / 1e6,
+    unit: 'EventBridge Scheduler invocation (beyond 14 million free a month)',
+    source: 'Amazon EventBridge pricing page, Scheduler (secondary)',
+  },
+  glueRequest: {
+    usd: 1 / 1e6,
+    unit: 'Glue Data Catalog request (beyond 1 million free a month; Athena reads the table per query)',
+    source: 'AWS Glue pricing page, Data Catalog (secondary)',
   },
 } as const satisfies Readonly<Record<string, ServicePrice>>;
 

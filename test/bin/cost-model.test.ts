@@ -1,9 +1,14 @@
+import { CfnResource } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import {
   type costModelJson,
+  FLEET_SIZES_GPUS,
   runCostModelCommand,
+  synthesizeStackTemplate,
   TARGET_USD_PER_GPU_MONTH,
 } from '../../bin/commands/cost-model';
+import { DEFAULT_STACK_RESOURCES } from '../../bin/cost-model/default-stack-resources';
 import {
   CostModelInputError,
   DEFAULT_COST_MODEL_INPUT,
@@ -11,16 +16,89 @@ import {
   pipelineCost,
 } from '../../bin/cost-model/pipeline-cost';
 import { SERVICE_PRICES } from '../../bin/cost-model/service-prices';
+import {
+  readStackResources,
+  type StackTemplate,
+  UnknownResourceTypeError,
+} from '../../bin/cost-model/stack-resources';
+import { buildStack, sharedStack } from '../lib/build-stack';
 
-const usdOf = (model: ReturnType<typeof pipelineCost>, price: string): number =>
+type Model = ReturnType<typeof pipelineCost>;
+const usdOf = (model: Model, price: string): number =>
   model.items.filter((i) => i.price === price).reduce((n, i) => n + i.usdPerGpuMonth, 0);
+const templateOf = (props: Parameters<typeof sharedStack>[0] = {}): StackTemplate =>
+  sharedStack(props).template.toJSON() as StackTemplate;
+
+describe('the stack the cost model reads', () => {
+  it.each(['athena', 'timestream'] as const)(
+    'holds DEFAULT_STACK_RESOURCES.%s equal to the synthesized default stack (the model cannot drift)',
+    (store) => {
+      // Prepare / Act
+      const read = readStackResources(templateOf(store === 'athena' ? {} : { store }));
+
+      // Assess
+      expect(read).toEqual(DEFAULT_STACK_RESOURCES[store]);
+    },
+  );
+
+  it('knows every resource type of a stack with every option on', () => {
+    // Prepare
+    const template = templateOf({
+      store: 'athena',
+      tracing: true,
+      alertEmails: { critical: ['oncall@example.com'] },
+      webAclArn: 'arn:aws:wafv2:us-east-1:123456789012:regional/webacl/acl/0123',
+      organizationId: 'o-a1b2c3d4e5',
+      ingestReservedConcurrency: 10,
+    });
+
+    // Act
+    const read = readStackResources(template);
+
+    // Assess
+    expect(read.stageTraced).toBe(true);
+    expect(read.functions.every((f) => f.traced)).toBe(true);
+    expect(read.countsByType['AWS::WAFv2::WebACLAssociation']).toBe(1);
+  });
+
+  it('fails on a resource type the model does not price, naming it', () => {
+    // Prepare
+    const stack = buildStack();
+    new CfnResource(stack, 'Nat', { type: 'AWS::EC2::NatGateway', properties: { SubnetId: 'subnet-1' } });
+
+    // Act
+    const read = () => readStackResources(Template.fromStack(stack).toJSON() as StackTemplate);
+
+    // Assess
+    expect(read).toThrow(UnknownResourceTypeError);
+    expect(read).toThrow('`AWS::EC2::NatGateway`');
+  });
+
+  it('counts every KMS key, alarm and dashboard of the template, and the schedules’ runs', () => {
+    // Prepare
+    const template = templateOf();
+    const count = (type: string) => Object.values(template.Resources).filter((r) => r.Type === type).length;
+
+    // Act
+    const read = readStackResources(template);
+    const model = pipelineCost(DEFAULT_COST_MODEL_INPUT, read);
+
+    // Assess
+    const units = (price: string) =>
+      model.items.filter((i) => i.price === price).reduce((n, i) => n + i.unitsPerMonth, 0);
+    expect(units('kmsKeyMonth')).toBe(count('AWS::KMS::Key'));
+    expect(units('cloudwatchAlarmMetric')).toBe(count('AWS::CloudWatch::Alarm'));
+    expect(units('cloudwatchDashboardMonth')).toBe(count('AWS::CloudWatch::Dashboard'));
+    expect(read.rateRunsPerMonth).toBe(8760); // rate(5 minutes) × 730 h
+    expect(read.cronRunsPerMonth).toBeCloseTo(730 / 24 + 730 / 24 / 7 + 1, 6); // day, week, month
+  });
+});
 
 describe('the pipeline cost model', () => {
-  it('prices the default deployment (60 s batches of 6 windows, 8 GPUs, Athena) at ≤ $0.10 per GPU-month', () => {
-    // Prepare
-    const input = DEFAULT_COST_MODEL_INPUT;
-    // Act
-    const model = pipelineCost(input);
+  it('prices the default deployment with everything counted, fixed costs apart', () => {
+    // Prepare / Act
+    const model = pipelineCost();
+
     // Assess
     expect(model.requestsPerGpuMonth).toBe(5475); // 730 h × 360 windows/h ÷ 6 per batch ÷ 8 GPUs
     expect(model.windowsPerGpuMonth).toBe(262_800);
@@ -28,8 +106,14 @@ describe('the pipeline cost model', () => {
       model.items.reduce((n, i) => n + i.usdPerGpuMonth, 0),
       12,
     );
-    expect(model.totalUsdPerGpuMonth).toBeLessThanOrEqual(TARGET_USD_PER_GPU_MONTH);
-    expect(model.totalUsdPerGpuMonth).toBeGreaterThan(0.05);
+    expect(model.fixedUsdPerMonth).toBeCloseTo(
+      model.items.filter((i) => i.fixed).reduce((n, i) => n + i.usdPerMonth, 0),
+      12,
+    );
+    for (const price of ['kmsKeyMonth', 'cloudwatchAlarmMetric', 'cloudwatchDashboardMonth'] as const) {
+      expect(model.items.find((i) => i.price === price)?.fixed).toBe(true);
+    }
+    expect(model.items.map((i) => i.price)).not.toContain('xrayTraceRecorded'); // tracing off by default
   });
 
   it('bills one API Gateway REST request and one Lambda request per batch', () => {
@@ -37,9 +121,54 @@ describe('the pipeline cost model', () => {
     const model = pipelineCost();
     // Assess
     expect(usdOf(model, 'apiGatewayRestRequest')).toBeCloseTo(5475 * 3.5e-6, 10);
-    expect(usdOf(model, 'lambdaRequest')).toBeCloseTo(5475 * 0.2e-6, 10);
     // 512 MiB for 6 ms of CPU + 2 calls × 15 ms, per batch
-    expect(usdOf(model, 'lambdaArmGbSecond')).toBeCloseTo(5475 * 0.036 * 0.5 * 0.0000133334, 10);
+    const ingestGbS = model.items.find((i) => i.what === 'ingest GB-seconds');
+    expect(ingestGbS?.usdPerGpuMonth).toBeCloseTo(5475 * 0.036 * 0.5 * 0.0000133334, 10);
+  });
+
+  it('bills X-Ray per request when the synthesized stack traces', () => {
+    // Prepare
+    const traced = readStackResources(templateOf({ tracing: true }));
+    // Act
+    const model = pipelineCost(DEFAULT_COST_MODEL_INPUT, traced);
+    // Assess: one trace per batch, $5 per million
+    expect(model.items.find((i) => i.price === 'xrayTraceRecorded' && !i.fixed)?.usdPerGpuMonth).toBeCloseTo(
+      5475 * 5e-6,
+      10,
+    );
+  });
+
+  it('bills each rotated key $1 a month plus $1 for each of its first two rotations', () => {
+    // Act
+    const model = pipelineCost();
+    const keys = DEFAULT_STACK_RESOURCES.athena.kmsKeys;
+    // Assess
+    expect(model.items.find((i) => i.price === 'kmsKeyMonth')?.usdPerMonth).toBe(keys);
+    expect(model.items.find((i) => i.price === 'kmsRotationMonth')?.usdPerMonth).toBe(2 * keys);
+  });
+
+  it('adds one straggler read per instance in a multi-node job, each scanning the fleet’s two last hours', () => {
+    // Prepare
+    const alone = pipelineCost();
+    // Act
+    const jobs = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, multiNodeInstanceShare: 1 });
+    // Assess: 64 instances × 8,760 runs × max(10 MB, 512 GPUs × 360 × 2 h × 356 B)
+    const straggler = jobs.items.find((i) => i.what.includes('straggler reads'));
+    expect(straggler?.unitsPerMonth).toBeCloseTo((64 * 8760 * 512 * 360 * 2 * 356) / 1e12, 8);
+    expect(alone.items.find((i) => i.what.includes('straggler reads'))).toBeUndefined();
+    expect(jobs.totalUsdPerGpuMonth).toBeGreaterThan(alone.totalUsdPerGpuMonth);
+  });
+
+  it('bills the efa_windows rows too: 32 EFA devices × 6 windows of 395 B, packed, per batch', () => {
+    // Act
+    const withEfa = pipelineCost();
+    const withoutEfa = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, efaDevicesPerInstance: 0 });
+    // Assess: 192 rows × 396 B = 76,032 B, one record, billed 76,800 B (15 × 5 KiB) per batch
+    const billedGbPerGpu = (5475 * 76_800) / 1e9;
+    expect(usdOf(withEfa, 'firehoseIngestGb') - usdOf(withoutEfa, 'firehoseIngestGb')).toBeCloseTo(
+      billedGbPerGpu * 0.029,
+      10,
+    );
   });
 
   it.each([
@@ -72,18 +201,30 @@ describe('the pipeline cost model', () => {
     expect(bytes).toBe(billed);
   });
 
-  it('keeps the first 30 days in S3 Standard and the rest in Standard-IA, as the stack does from 60 days of retention', () => {
+  it.each([
+    [12, 's3GlacierIrGbMonth', 0.004],
+    [3, 's3StandardIaGbMonth', 0.0125],
+  ])(
+    'keeps the first 30 days in S3 Standard and the rest of %i months where the stack moves it (%s)',
+    (months, cold, usdPerGbMonth) => {
+      // Act
+      const model = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, retentionMonths: months });
+      // Assess: 262,800 windows × (356 B of GPU row + 4 EFA rows × 48 B) = 0.144 GB per GPU-month
+      const gbPerMonth = (262_800 * (356 + 4 * 48)) / 1e9;
+      const standardMonths = 30 / (730 / 24);
+      expect(usdOf(model, 's3StandardGbMonth')).toBeCloseTo(gbPerMonth * standardMonths * 0.023, 8);
+      expect(usdOf(model, cold)).toBeCloseTo(gbPerMonth * (months - standardMonths) * usdPerGbMonth, 8);
+    },
+  );
+
+  it('keeps a month of data in S3 Standard only', () => {
     // Act
-    const year = pipelineCost();
     const month = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, retentionMonths: 1 });
-    // Assess: 262,800 rows × 356 B = 0.0936 GB per month of data
-    const gbPerMonth = (262_800 * 356) / 1e9;
-    const standardMonths = 30 / (730 / 24);
-    expect(usdOf(year, 's3StandardGbMonth')).toBeCloseTo(gbPerMonth * standardMonths * 0.023, 8);
-    expect(usdOf(year, 's3StandardIaGbMonth')).toBeCloseTo(gbPerMonth * (12 - standardMonths) * 0.0125, 8);
-    expect(month.items.map((i) => i.price)).not.toContain('s3TransitionRequest');
-    expect(month.items.map((i) => i.price)).not.toContain('s3StandardIaGbMonth');
-    expect(usdOf(month, 's3StandardGbMonth')).toBeCloseTo(gbPerMonth * 0.023, 8);
+    // Assess
+    const prices = month.items.map((i) => i.price);
+    for (const p of ['s3TransitionRequest', 's3StandardIaGbMonth', 's3GlacierIrGbMonth'] as const)
+      expect(prices).not.toContain(p);
+    expect(usdOf(month, 's3StandardGbMonth')).toBeCloseTo(((262_800 * (356 + 4 * 48)) / 1e9) * 0.023, 8);
   });
 
   it('prices the Timestream option: 2 write units per 1,430 B record, 24 h in memory, the rest magnetic', () => {
@@ -96,26 +237,30 @@ describe('the pipeline cost model', () => {
     expect(model.totalUsdPerGpuMonth).toBeGreaterThan(pipelineCost().totalUsdPerGpuMonth);
   });
 
-  it('shares the custom metrics among the fleet', () => {
+  it('shares the fixed costs among the fleet', () => {
     // Act
     const small = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, fleetGpus: 64 });
     const large = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, fleetGpus: 4096 });
     // Assess
-    expect(usdOf(small, 'cloudwatchCustomMetricMonth')).toBeCloseTo(
+    const metrics = (m: Model) =>
+      m.items.find((i) => i.price === 'cloudwatchCustomMetricMonth' && i.what.includes('series'));
+    expect(metrics(small)?.usdPerGpuMonth).toBeCloseTo(
       (DEFAULT_COST_MODEL_INPUT.customMetrics * 0.3) / 64,
       10,
     );
-    expect(usdOf(large, 'cloudwatchCustomMetricMonth')).toBeCloseTo(
+    expect(metrics(large)?.usdPerGpuMonth).toBeCloseTo(
       (DEFAULT_COST_MODEL_INPUT.customMetrics * 0.3) / 4096,
       10,
     );
-    expect(DEFAULT_COST_MODEL_INPUT.customMetrics).toBe(44); // 18 names, 4 × 4 Team series, 10 alert pairs
+    expect(small.fixedUsdPerMonth).toBeCloseTo(large.fixedUsdPerMonth, 8);
+    expect(DEFAULT_COST_MODEL_INPUT.customMetrics).toBe(37); // 18 names, StatusClass, 4 × 2 Team series, 10 alert pairs
   });
 
   it.each([
     ['windowS', 0, /`windowS` to be > 0, got `0`/],
     ['windowsPerBatch', Number.NaN, /`windowsPerBatch` to be a finite number ≥ 0, got `NaN`/],
     ['fleetGpus', -1, /`fleetGpus` to be a finite number ≥ 0, got `-1`/],
+    ['multiNodeInstanceShare', 2, /`multiNodeInstanceShare` to be in 0..1, got `2`/],
   ])('refuses %s = %s, naming the field', (field, value, message) => {
     // Act
     const act = () => pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, [field]: value });
@@ -126,28 +271,49 @@ describe('the pipeline cost model', () => {
 });
 
 describe('gpu-sentinel cost-model', () => {
-  it('prints every item with its price and source, and the total against the target', () => {
+  it('prints the stack’s billed resources, every item with its price and source, the fixed cost and the fleet sizes', () => {
     // Prepare
     let out = '';
     // Act
-    const code = runCostModelCommand({}, (s) => {
+    const code = runCostModelCommand({ template: templateOf() }, (s) => {
       out += s;
     });
     // Assess
     expect(code).toBe(0);
-    expect(out).toMatch(/athena store, REST API, 8 GPUs per instance, 6 windows of 10 s per batch/);
-    expect(out).toMatch(/apiGatewayRestRequest +5475 +0\.01916 +\$3\.5 per million REST API request/);
-    expect(out).toContain(SERVICE_PRICES.firehoseIngestGb.source);
-    expect(out).toMatch(/total: \$0\.0\d{3} per GPU-month — meets the target of ≤ \$0\.10/);
+    expect(out).toMatch(
+      /athena store, REST API, 8 GPUs per instance \(32 EFA devices\), 6 windows of 10 s per batch/,
+    );
+    expect(out).toMatch(/^ +\d+ AWS::KMS::Key +monthly: key-month/m);
+    expect(out).toMatch(/^ +\d+ AWS::CloudWatch::Alarm +monthly/m);
+    expect(out).not.toContain('AWS::IAM::Role');
+    expect(out).toMatch(
+      /apiGatewayRestRequest +2803200 +9\.81 +0\.01916 +ingest requests; \$3\.5 per million/,
+    );
+    expect(out).toContain(SERVICE_PRICES.kmsKeyMonth.source);
+    expect(out).toMatch(/^fixed: \$\d+\.\d\d per month for the deployment/m);
+    expect(out).toMatch(
+      /^total: \$0\.\d{4} per GPU-month at 512 GPUs — (meets|MISSES) the target of ≤ \$0\.10/m,
+    );
+    expect(out).toMatch(
+      /^by fleet size: 8 GPUs \$\d+\.\d{4}, 64 GPUs \$\d+\.\d{4}, 512 GPUs .*, 4096 GPUs \$0\.\d{4} per GPU-month$/m,
+    );
   });
 
-  it('answers JSON with the options applied', () => {
+  it('answers JSON with the options applied and the fleet sizes', () => {
     // Prepare
     let out = '';
     // Act
-    runCostModelCommand({ format: 'json', store: 'timestream', windowsPerBatch: 1 }, (s) => {
-      out += s;
-    });
+    runCostModelCommand(
+      {
+        format: 'json',
+        store: 'timestream',
+        windowsPerBatch: 1,
+        template: templateOf({ store: 'timestream' }),
+      },
+      (s) => {
+        out += s;
+      },
+    );
     const json = JSON.parse(out) as ReturnType<typeof costModelJson>;
     // Assess
     expect(json.input).toMatchObject({ store: 'timestream', windowsPerBatch: 1, gpusPerInstance: 8 });
@@ -156,5 +322,14 @@ describe('gpu-sentinel cost-model', () => {
       SERVICE_PRICES.timestreamWrite.unit,
     );
     expect(json.total_usd_per_gpu_month).toBeGreaterThan(TARGET_USD_PER_GPU_MONTH);
+    expect(json.by_fleet_size.map((s) => s.fleet_gpus)).toEqual([...FLEET_SIZES_GPUS]);
+    expect(json.resources.find((r) => r.type === 'AWS::Timestream::Database')?.count).toBe(1);
   });
+
+  it('synthesizes the stack itself when given no template (a child process, no aws-cdk-lib in the CLI)', () => {
+    // Act
+    const template = synthesizeStackTemplate({ store: 'athena' });
+    // Assess
+    expect(readStackResources(template)).toEqual(DEFAULT_STACK_RESOURCES.athena);
+  }, 180_000);
 });

@@ -34,7 +34,7 @@ describe('AlertTopics', () => {
   it('rotates the alerts key and lets CloudWatch alarms of this account use it', () => {
     // Prepare / Act / Assess
     template.hasResourceProperties('AWS::KMS::Key', {
-      Description: 'gpu-sentinel: encrypts the alert and report SNS topics',
+      Description: Match.stringLikeRegexp('encrypts its buckets, streams, topics, store and log groups'),
       EnableKeyRotation: true,
       KeyPolicy: {
         Statement: Match.arrayWith([

@@ -85,7 +85,7 @@ describe('AthenaTelemetryStore (the default store)', () => {
     for (const r of buckets) expect(r.DeletionPolicy).toBe('Retain');
   });
 
-  it('encrypts the telemetry bucket with its own rotating key, blocks public access and logs access', () => {
+  it('encrypts the telemetry bucket with the stack’s rotating key, blocks public access and logs access', () => {
     // Prepare / Act / Assess
     template.hasResourceProperties('AWS::S3::Bucket', {
       BucketEncryption: {
@@ -108,7 +108,7 @@ describe('AthenaTelemetryStore (the default store)', () => {
     });
     template.hasResourceProperties('AWS::KMS::Key', {
       EnableKeyRotation: true,
-      Description: Match.stringLikeRegexp('telemetry bucket'),
+      Description: Match.stringLikeRegexp('encrypts its buckets, streams, topics, store and log groups'),
     });
   });
 
@@ -124,20 +124,33 @@ describe('AthenaTelemetryStore (the default store)', () => {
     });
   });
 
-  it('moves telemetry files over 128 KiB to Standard-IA after 30 days', () => {
+  it.each([
+    [365, 'GLACIER_IR'],
+    [120, 'GLACIER_IR'],
+    [119, 'STANDARD_IA'],
+    [60, 'STANDARD_IA'],
+    [59, undefined],
+  ] as const)('moves telemetry files over 128 KiB kept %i days to %s after 30 days', (days, storageClass) => {
     // Prepare
-    const bucket = template.findResources('AWS::S3::Bucket')[id(stack, store.bucket)];
+    const { stack: s, template: t } = sharedStack({ telemetryRetentionDays: days });
+    const bucket = t.findResources('AWS::S3::Bucket')[id(s, s.athenaStore?.bucket as IConstruct)];
 
     // Act
     const rules = bucket?.Properties.LifecycleConfiguration.Rules as Array<Record<string, unknown>>;
+    const cold = rules.filter((r) => String(r.Id).startsWith('cold-storage-'));
 
     // Assess
+    if (storageClass === undefined) {
+      expect(cold).toEqual([]);
+      return;
+    }
+    expect(cold).toHaveLength(3);
     for (const table of ['gpu_windows', 'efa_windows', 'events']) {
       expect(rules).toContainEqual({
-        Id: `infrequent-access-${table}`,
+        Id: `cold-storage-${table}`,
         Prefix: `${table}/`,
-        ObjectSizeGreaterThan: 131072,
-        Transitions: [{ StorageClass: 'STANDARD_IA', TransitionInDays: 30 }],
+        ObjectSizeGreaterThan: '131072',
+        Transitions: [{ StorageClass: storageClass, TransitionInDays: 30 }],
         Status: 'Enabled',
       });
     }

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type App, CfnResource, Stack } from 'aws-cdk-lib';
+import { Annotations, Match } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { buildStack, testApp } from './build-stack';
 
@@ -18,17 +19,8 @@ interface Finding {
  * it reported that no construct acknowledged: none when the report is absent.
  */
 function cloudFormationFindings(stack: Stack): Finding[] {
-  const assembly = (stack.node.root as App).synth();
-  const reportPath = join(assembly.directory, 'validation-report.json');
-  if (!existsSync(reportPath)) return [];
-  const report = JSON.parse(readFileSync(reportPath, 'utf8')) as {
-    pluginReports: {
-      pluginName: string;
-      violations: { ruleName: string; severity: string; description: string }[];
-    }[];
-  };
-  return report.pluginReports
-    .filter((r) => r.pluginName === 'CloudFormation Validate')
+  return validationReport(stack)
+    .pluginReports.filter((r) => r.pluginName === 'CloudFormation Validate')
     .flatMap((r) =>
       r.violations.map((v) => ({
         plugin: r.pluginName,
@@ -39,7 +31,44 @@ function cloudFormationFindings(stack: Stack): Finding[] {
     );
 }
 
+/** The validation plugins' report of the stack's app (synthesizes it): open and acknowledged findings. */
+function validationReport(stack: Stack): {
+  pluginReports: {
+    pluginName: string;
+    violations: { ruleName: string; severity: string; description: string }[];
+    suppressedViolations?: { ruleName: string }[];
+  }[];
+} {
+  const assembly = (stack.node.root as App).synth();
+  const reportPath = join(assembly.directory, 'validation-report.json');
+  return existsSync(reportPath) ? JSON.parse(readFileSync(reportPath, 'utf8')) : { pluginReports: [] };
+}
+
 describe('CloudFormation validation (resource schemas and default rules)', () => {
+  it.each([
+    ['athena', []],
+    // Timestream's maintenance-mode notice is true and acknowledged with the reason the store stays.
+    ['timestream', ['W3697']],
+  ] as const)(
+    'synthesizes store %s with no warning at all, acknowledged ones but %j included',
+    (store, expected) => {
+      // Prepare
+      const stack = buildStack({ store }, { cloudFormationValidation: true });
+
+      // Act
+      const report = validationReport(stack);
+      const acknowledged = new Set(
+        report.pluginReports.flatMap((r) => (r.suppressedViolations ?? []).map((v) => v.ruleName)),
+      );
+
+      // Assess
+      expect(report.pluginReports.flatMap((r) => r.violations)).toEqual([]);
+      expect([...acknowledged]).toEqual(expected);
+      expect(Annotations.fromStack(stack).findWarning('*', Match.anyValue())).toEqual([]);
+      expect(Annotations.fromStack(stack).findError('*', Match.anyValue())).toEqual([]);
+    },
+  );
+
   it.each(['athena', 'timestream'] as const)('passes with store %s and no finding left open', (store) => {
     // Prepare
     const stack = buildStack(

@@ -4,7 +4,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../../lib/props-validation-error';
-import { buildStack } from './build-stack';
+import { buildStack, sharedStack } from './build-stack';
 
 describe('GpuSentinelStack', () => {
   let stack: GpuSentinelStack;
@@ -115,6 +115,30 @@ describe('GpuSentinelStack', () => {
       expect(keys[id as string]?.Properties.EnableKeyRotation).toBe(true);
     }
   });
+
+  it.each(['athena', 'timestream'] as const)(
+    'has one KMS key, the store’s, encrypting everything encrypted (store %s)',
+    (store) => {
+      // Prepare
+      const { stack: s, template: t } = sharedStack({ store });
+      const key = (s.athenaStore ?? s.database)?.key;
+      const storeKey = s.getLogicalId(key?.node.defaultChild as CfnResource);
+
+      // Act
+      const keys = Object.keys(t.findResources('AWS::KMS::Key'));
+      const keyRefs = new Set(
+        [...JSON.stringify(t.toJSON().Resources).matchAll(/"Fn::GetAtt":\["([A-Za-z0-9]+)","Arn"\]/g)]
+          .map((m) => m[1])
+          .filter((id) => id !== undefined && t.toJSON().Resources[id]?.Type === 'AWS::KMS::Key'),
+      );
+
+      // Assess
+      expect(keys).toEqual([storeKey]);
+      expect([...keyRefs]).toEqual([storeKey]);
+      expect(s.topics.key).toBe(key);
+      expect(s.reports.key).toBe(key);
+    },
+  );
 
   it.each([
     [{ logRetention: 42 as logs.RetentionDays }, '`42` (number)'],

@@ -133,14 +133,14 @@ describe('IngestApi', () => {
     });
   });
 
-  it('deploys stage prod with tracing, throttling, execution and JSON access logging', () => {
+  it('deploys stage prod with throttling, execution and JSON access logging, no X-Ray and no detailed metrics', () => {
     // Prepare
     const accessLogGroupId = stack.getLogicalId(stack.api.accessLogGroup.node.defaultChild as CfnResource);
 
     // Act / Assess
     template.hasResourceProperties('AWS::ApiGateway::Stage', {
       StageName: 'prod',
-      TracingEnabled: true,
+      TracingEnabled: false,
       AccessLogSetting: {
         // cdk.json's @aws-cdk/aws-apigateway:logGroupDestinationArnWithoutWildcard: the log group's ARN without ":*"
         DestinationArn: {
@@ -166,12 +166,20 @@ describe('IngestApi', () => {
           ResourcePath: '/*',
           LoggingLevel: 'ERROR',
           DataTraceEnabled: false,
-          MetricsEnabled: true,
+          MetricsEnabled: false,
           ThrottlingRateLimit: 1000,
           ThrottlingBurstLimit: 2000,
         }),
       ],
     });
+  });
+
+  it('traces the stage with X-Ray when asked', () => {
+    // Prepare / Act
+    const traced = Template.fromStack(buildStack({ tracing: true }));
+
+    // Assess
+    traced.hasResourceProperties('AWS::ApiGateway::Stage', { TracingEnabled: true });
   });
 
   it('keeps access logs one month', () => {

@@ -36,7 +36,7 @@ describe('IngestFunction (Timestream store)', () => {
     statements = roleStatements(template, logicalId(stack, stack.ingest.role));
   });
 
-  it('runs on nodejs24.x, arm64, 512 MB, 25 s, with X-Ray active', () => {
+  it('runs on nodejs24.x, arm64, 512 MB, 25 s, with X-Ray only when asked', () => {
     // Prepare / Act / Assess
     template.resourceCountIs('AWS::Lambda::Function', 3); // ingest, finance reports, fleet evaluator
     template.hasResourceProperties('AWS::Lambda::Function', {
@@ -45,8 +45,13 @@ describe('IngestFunction (Timestream store)', () => {
       MemorySize: 512,
       Timeout: 25,
       Handler: 'index.handler',
-      TracingConfig: { Mode: 'Active' },
+      TracingConfig: Match.absent(),
     });
+    sharedStack({ tracing: true }).template.resourcePropertiesCountIs(
+      'AWS::Lambda::Function',
+      { TracingConfig: { Mode: 'Active' } },
+      3,
+    );
   });
 
   it("times out before API Gateway does, so a slow batch ends in the function's own answer, not a 504", () => {
@@ -200,8 +205,6 @@ describe('IngestFunction (Timestream store)', () => {
         'sns:Publish',
         'timestream:DescribeEndpoints',
         'timestream:WriteRecords',
-        'xray:PutTelemetryRecords',
-        'xray:PutTraceSegments',
       ].sort(),
     );
     expect(statements.every((s) => s.Effect === 'Allow')).toBe(true);
@@ -232,8 +235,6 @@ describe('IngestFunction (Timestream store)', () => {
     ['dynamodb:DeleteItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
     ['timestream:DescribeEndpoints', () => ['*']],
     ['autoscaling:DescribeAutoScalingInstances', () => ['*']],
-    ['xray:PutTraceSegments', () => ['*']],
-    ['xray:PutTelemetryRecords', () => ['*']],
   ])('grants %s on exactly its resources', (action, expected) => {
     // Prepare
     const granting = statementsGranting(statements, action);
@@ -261,8 +262,6 @@ describe('IngestFunction (Timestream store)', () => {
         'autoscaling:DescribeAutoScalingInstances',
         'ec2:DescribeInstances',
         'timestream:DescribeEndpoints',
-        'xray:PutTelemetryRecords',
-        'xray:PutTraceSegments',
       ].sort(),
     );
   });

@@ -34,6 +34,7 @@ describe('SentinelFunction', () => {
     topic = new sns.Topic(stack, 'Topic');
     fn = new SentinelFunction(stack, 'Probe', {
       ...PROPS,
+      tracing: true,
       environment: { STATE_TABLE: 'state' },
       initialGrants: [(grantee) => topic.grantPublish(grantee)],
     });
@@ -47,7 +48,7 @@ describe('SentinelFunction', () => {
     template = Template.fromStack(stack);
   });
 
-  it('runs the handler on nodejs24.x, arm64, with X-Ray active and the given memory and timeout', () => {
+  it('runs the handler on nodejs24.x, arm64, with X-Ray active when asked and the given memory and timeout', () => {
     // Prepare / Act / Assess
     template.hasResourceProperties('AWS::Lambda::Function', {
       Handler: 'index.handler',
@@ -75,14 +76,14 @@ describe('SentinelFunction', () => {
     });
   });
 
-  it('keeps its logs in its own log group, encrypted with its own rotated key', () => {
+  it('keeps its logs in its own log group, encrypted with the stack’s rotated key', () => {
     // Prepare / Act / Assess
     template.hasResourceProperties('AWS::Logs::LogGroup', {
       KmsKeyId: { 'Fn::GetAtt': [logicalId(stack, fn.logKey), 'Arn'] },
       RetentionInDays: 30,
     });
     template.hasResourceProperties('AWS::KMS::Key', {
-      Description: 'gpu-sentinel: encrypts the probe Lambda log group',
+      Description: Match.stringLikeRegexp('encrypts its buckets, streams, topics, store and log groups'),
       EnableKeyRotation: true,
     });
     template.hasResourceProperties('AWS::Lambda::Function', {
@@ -101,6 +102,20 @@ describe('SentinelFunction', () => {
       },
       ManagedPolicyArns: Match.absent(),
     });
+  });
+
+  it('traces nothing and grants no X-Ray action by default', () => {
+    // Prepare
+    const s = new Stack(testApp(), 'UntracedStack');
+    const untraced = new SentinelFunction(s, 'Untraced', PROPS);
+
+    // Act
+    const t = Template.fromStack(s);
+    const fnProps = t.findResources('AWS::Lambda::Function')[logicalId(s, untraced.function)]?.Properties;
+
+    // Assess
+    expect(fnProps).not.toHaveProperty('TracingConfig');
+    expect(JSON.stringify(t.toJSON())).not.toContain('xray:');
   });
 
   it('lists its logs, the initial grants, X-Ray, then later grants, in that order', () => {

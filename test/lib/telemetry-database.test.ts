@@ -1,4 +1,4 @@
-import { Template } from 'aws-cdk-lib/assertions';
+import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TIMESTREAM_LIVEANALYTICS_REGIONS } from '../../lib/constants';
 import { PropsValidationError } from '../../lib/props-validation-error';
@@ -23,11 +23,11 @@ describe('TelemetryDatabase', () => {
     expect(databases[0]?.Properties).toEqual({ KmsKeyId: { 'Fn::GetAtt': [keyLogicalId, 'Arn'] } });
   });
 
-  it('rotates the database key', () => {
+  it('encrypts the database with the stack’s rotating key', () => {
     // Prepare / Act / Assess
     template.hasResourceProperties('AWS::KMS::Key', {
       EnableKeyRotation: true,
-      Description: 'gpu-sentinel: encrypts the Timestream database of TestStack',
+      Description: Match.stringLikeRegexp('encrypts its buckets, streams, topics, store and log groups'),
     });
   });
 
