@@ -66,6 +66,11 @@ export interface BuildAgentSeaOptions {
   readonly cacheDir?: string;
   /** Also write `<outDir>/../gpu-sentinel-agent-<version>-linux-<arch>.tar.gz`. @default false */
   readonly tarball?: boolean;
+  /**
+   * The Node.js release inside (a version of the registry's `node-linux-<arch>` packages, ≥ 22.19
+   * for `execArgv` in the single-executable config). @default {@link SEA_NODE_VERSION}
+   */
+  readonly nodeVersion?: string;
 }
 
 /** What {@link buildAgentSea} wrote. */
@@ -103,6 +108,7 @@ export async function buildAgentSea(options: BuildAgentSeaOptions = {}): Promise
   const arch = options.arch ?? (process.arch === 'arm64' ? 'arm64' : 'x64');
   const outDir = options.outDir ?? join(ROOT, 'dist', `agent-${arch}`);
   const cacheDir = options.cacheDir ?? join(ROOT, 'dist', '.sea-cache');
+  const nodeVersion = options.nodeVersion ?? SEA_NODE_VERSION;
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   mkdirSync(cacheDir, { recursive: true });
@@ -128,10 +134,10 @@ export async function buildAgentSea(options: BuildAgentSeaOptions = {}): Promise
       execArgv: AGENT_SEA_EXEC_ARGV,
     }),
   );
-  run(nodeBinary(cacheDir, hostArch), ['--experimental-sea-config', seaConfig], work);
+  run(nodeBinary(cacheDir, hostArch, nodeVersion), ['--experimental-sea-config', seaConfig], work);
 
   const executable = join(outDir, AGENT_SEA_FILE);
-  copyFileSync(nodeBinary(cacheDir, arch), executable);
+  copyFileSync(nodeBinary(cacheDir, arch, nodeVersion), executable);
   chmodSync(executable, 0o755);
   const postject = createRequire(join(ROOT, 'package.json'))(
     join(fetchPackage(cacheDir, 'postject', POSTJECT_VERSION), 'dist', 'api.js'),
@@ -231,9 +237,9 @@ async function bundleCommonJs(outfile: string): Promise<void> {
     throw new AgentError(`esbuild: ${result.errors.map((e) => e.text).join('; ')}`);
 }
 
-/** `bin/node` of the registry's `node-linux-<arch>` package at {@link SEA_NODE_VERSION}, fetched once. */
-function nodeBinary(cacheDir: string, arch: AgentBundleArch): string {
-  return join(fetchPackage(cacheDir, `node-linux-${arch}`, SEA_NODE_VERSION), 'bin', 'node');
+/** `bin/node` of the registry's `node-linux-<arch>` package at `version`, fetched once. */
+function nodeBinary(cacheDir: string, arch: AgentBundleArch, version: string): string {
+  return join(fetchPackage(cacheDir, `node-linux-${arch}`, version), 'bin', 'node');
 }
 
 /** koffi's native package for `arch`: the installed one, else fetched from the registry at koffi's version. */

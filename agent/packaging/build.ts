@@ -17,6 +17,8 @@ const { values } = parseArgs({
     'no-minify': { type: 'boolean', default: false },
     /** The single executable (Node.js 24 with the bundle injected) instead of the ESM bundle. */
     sea: { type: 'boolean', default: false },
+    /** With --sea: the Node.js release inside (default SEA_NODE_VERSION, 24). */
+    'node-version': { type: 'string' },
   },
 });
 if (values.arch !== undefined && !(AGENT_BUNDLE_ARCHES as readonly string[]).includes(values.arch)) {
@@ -28,6 +30,7 @@ if (values.sea) {
     ...(values.out ? { outDir: values.out } : {}),
     ...(values.arch ? { arch: values.arch as AgentBundleArch } : {}),
     tarball: values.tarball,
+    ...(values['node-version'] ? { nodeVersion: values['node-version'] } : {}),
   });
   process.stdout.write(
     `agent executable: ${sea.executable} (${(sea.executableBytes / 1024 / 1024).toFixed(1)} MiB, bundle ${(sea.bundleBytes / 1024 / 1024).toFixed(2)} MiB)${sea.tarball ? `\ntarball: ${sea.tarball}` : ''}\n`,
