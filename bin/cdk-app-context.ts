@@ -1,4 +1,5 @@
 import { RESERVED_CONCURRENCY_RULE } from '../lib/constants';
+import type { FinanceReportsCur } from '../lib/finance-reports';
 import type { GpuSentinelStackProps } from '../lib/gpu-sentinel-stack';
 import { PropsValidationError } from '../lib/props-validation-error';
 
@@ -16,7 +17,9 @@ export interface ContextSource {
  * `apiGatewayCloudWatchRole`, `requireInstanceCredentials` and `tracing` (`true|false`),
  * `ingestReservedConcurrency` (an integer ≥ 0), `priceOverridesUsdPerHour`, `priceRates` and
  * `alertEmails` (JSON), `agentRoleArns`, `metricsTeams` and `fleetRegions` (comma-separated or a
- * JSON list), `ingest5xxRateThreshold`, `wasteRatePercentThreshold`. Values are only converted
+ * JSON list), `ingest5xxRateThreshold`, `wasteRatePercentThreshold`; `spotPriceHistory` (`true|false`);
+ * and the CUR 2.0 export the reports price from, `curDatabase`, `curTable` and `curBucket` (the
+ * stack's `cur` prop, see {@link curFromContext}). Values are only converted
  * here (CLI context values arrive as strings); the stack validates them and fails synth with the
  * bad value. The stack is environment-agnostic unless `CDK_DEFAULT_ACCOUNT` and
  * `CDK_DEFAULT_REGION` are both set.
@@ -26,7 +29,8 @@ export interface ContextSource {
  * @returns the props; an unset key leaves its prop `undefined` (the stack's default)
  * @throws {PropsValidationError} when a `true|false` key is something else,
  *   `ingestReservedConcurrency` is not an integer ≥ 0 (the message says the account's Lambda
- *   concurrency quota must be ≥ N + 100) or a JSON value does not parse, naming the key
+ *   concurrency quota must be ≥ N + 100), a JSON value does not parse, or the CUR keys are
+ *   incomplete or not Glue/S3 names, naming the key
  */
 export function stackPropsFromContext(context: ContextSource, env: NodeJS.ProcessEnv): GpuSentinelStackProps {
   const read = contextReader(context);
@@ -59,7 +63,54 @@ export function stackPropsFromContext(context: ContextSource, env: NodeJS.Proces
     ingest5xxRateThreshold: read.number('ingest5xxRateThreshold'),
     wasteRatePercentThreshold: read.number('wasteRatePercentThreshold'),
     fleetRegions: read.list('fleetRegions'),
+    spotPriceHistory: read.boolean('spotPriceHistory'),
+    cur: curFromContext(read),
   };
+}
+
+/** Glue names: lower-case letters, digits and `_`, 1–255 characters (Athena: "Name tables, databases and columns"). */
+const GLUE_NAME = /^[a-z0-9_]{1,255}$/;
+
+/** S3 general purpose bucket names: 3–63 lower-case letters, digits, `.` and `-` (Amazon S3 "Bucket naming rules"). */
+const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+/**
+ * The CUR 2.0 export (AWS Data Exports) the report Lambda prices instance-hours from: context
+ * `curDatabase` and `curTable` (the Glue database and table the export's crawler or CloudFormation
+ * template creates) and `curBucket` (the S3 bucket the export writes to, which Athena reads with
+ * the report Lambda's role). All three, or none.
+ *
+ * @param read - the context readers
+ * @returns the stack's `cur` prop, `undefined` when none of the keys is set
+ * @throws {PropsValidationError} naming the key: one of `curDatabase`/`curTable` without the other,
+ *   `curBucket` missing when they are set (or set without them), a database or table that is not a
+ *   Glue name (lower-case letters, digits, `_`), a bucket that is not an S3 bucket name
+ */
+function curFromContext(read: ReturnType<typeof contextReader>): FinanceReportsCur | undefined {
+  const database = read.string('curDatabase');
+  const table = read.string('curTable');
+  const bucketName = read.string('curBucket');
+  if (database === undefined && table === undefined && bucketName === undefined) return undefined;
+  if (database === undefined)
+    throw new PropsValidationError('curDatabase', 'set with `curTable` (both or neither)', database);
+  if (table === undefined)
+    throw new PropsValidationError('curTable', 'set with `curDatabase` (both or neither)', table);
+  if (bucketName === undefined)
+    throw new PropsValidationError(
+      'curBucket',
+      'the S3 bucket the CUR export writes to (Athena reads it with the report role)',
+      bucketName,
+    );
+  for (const [key, value] of [
+    ['curDatabase', database],
+    ['curTable', table],
+  ] as const) {
+    if (!GLUE_NAME.test(value))
+      throw new PropsValidationError(key, 'a Glue name of lower-case letters, digits and _ (1-255)', value);
+  }
+  if (!BUCKET_NAME.test(bucketName))
+    throw new PropsValidationError('curBucket', 'an S3 bucket name', bucketName);
+  return { database, table, bucketName };
 }
 
 /**

@@ -7,6 +7,7 @@ import { runLocalCommand } from './commands/local';
 import { cliLogger } from './commands/logger';
 import { REPORT_FORMATS, runReportCommand } from './commands/report';
 import { runScenariosCommand } from './commands/scenarios';
+import { DEFAULT_COST_MODEL_INPUT } from './cost-model/pipeline-cost';
 
 /** A commander parser of a number > 0 (an integer when `integer`), refusing anything else naming the option. */
 function positiveNumber(name: string, integer = false): (value: string) => number {
@@ -198,7 +199,7 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
     )
     .option(
       '--custom-metrics <n>',
-      'custom metric series of the deployment (default 44)',
+      `custom metric series of the deployment (default ${DEFAULT_COST_MODEL_INPUT.customMetrics})`,
       positiveNumber('--custom-metrics', true),
     )
     .option(

@@ -10,7 +10,7 @@ import { AgentRole } from './agent-role';
 import { type AlertEmails, AlertTopics } from './alert-topics';
 import { AthenaTelemetryStore } from './athena-telemetry-store';
 import { DEFAULT_STORE } from './constants';
-import { FinanceReports } from './finance-reports';
+import { FinanceReports, type FinanceReportsCur } from './finance-reports';
 import { FleetEvaluator } from './fleet-evaluator';
 import { IngestApi } from './ingest-api';
 import { IngestFunction } from './ingest-function';
@@ -96,6 +96,20 @@ export interface GpuSentinelStackProps extends StackProps {
    * @default - none (list prices; spot hosts unpriced)
    */
   readonly priceRates?: PriceRates;
+  /**
+   * Price spot hosts no `priceRates.spot` rate prices at EC2's spot price history
+   * (`IngestFunctionProps.spotPriceHistory`: `SPOT_PRICE_HISTORY=ec2` and
+   * `ec2:DescribeSpotPriceHistory` on `*`).
+   * @default true
+   */
+  readonly spotPriceHistory?: boolean;
+  /**
+   * A CUR 2.0 export (AWS Data Exports) the finance reports price instance-hours from, through
+   * Athena (`FinanceReportsProps.cur`: `{ database, table, bucketName }`, Glue names and the
+   * export's S3 bucket; Athena store only, checked at synth).
+   * @default - none (the prices stored with the ledger)
+   */
+  readonly cur?: FinanceReportsCur;
   /**
    * Rule-threshold overrides by name (`{ "fakeLoadGpuUtilAtLeast": 0.8 }`), see `IngestFunctionProps.ruleThresholds`.
    * @default - none (the thresholds table's defaults)
@@ -274,6 +288,7 @@ export class GpuSentinelStack extends Stack {
       topics: this.topics,
       logRetention,
       tracing: props.tracing,
+      cur: props.cur,
     });
     this.fleet = this.createFleetEvaluator(props, logRetention);
     const monitored = this.monitoredFunctions();
@@ -334,6 +349,7 @@ export class GpuSentinelStack extends Stack {
       remediationDelayS: props.remediationDelayS,
       priceOverridesUsdPerHour: props.priceOverridesUsdPerHour,
       priceRates: props.priceRates,
+      spotPriceHistory: props.spotPriceHistory,
       ruleThresholds: props.ruleThresholds,
       logRetention,
       agentRoleNames: agentRoleNames(this.agentRole.role.roleName, props.agentRoleArns),

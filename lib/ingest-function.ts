@@ -171,6 +171,15 @@ export interface IngestFunctionProps {
    *   account whose quota is still the 10 of a new account
    */
   readonly reservedConcurrentExecutions?: number;
+  /**
+   * Price a spot host that no `priceRates.spot` rate prices at EC2's spot price history of its
+   * instance type, Availability Zone and hour (`SPOT_PRICE_HISTORY=ec2`; docs/finance.md, "Spot
+   * without a CUR"), and grant `ec2:DescribeSpotPriceHistory` on `*`, the only resource that action
+   * takes (Service Authorization Reference, "Actions, resources, and condition keys for Amazon EC2":
+   * no resource types). `false` leaves spot hosts to `spot_discount`, else unpriced.
+   * @default true
+   */
+  readonly spotPriceHistory?: boolean;
 }
 
 /**
@@ -189,6 +198,8 @@ export interface IngestFunctionProps {
  * - `autoscaling:DescribeAutoScalingInstances`, `autoscaling:DescribeAutoScalingGroups` and
  *   `ec2:DescribeInstances` on `*` (server-side enrichment and the sender check; these actions
  *   support no resource-level permissions);
+ * - unless `spotPriceHistory` is `false`: `ec2:DescribeSpotPriceHistory` on `*` (spot prices; no
+ *   resource-level permissions either);
  * - `iam:GetInstanceProfile` on the account's instance profiles (the sender check compares the
  *   instance profile's role with the caller's);
  * - in `replace` mode: `autoscaling:SetInstanceHealth` on every Auto Scaling group of the account
@@ -248,7 +259,7 @@ export class IngestFunction extends SentinelFunction {
     props.store.grantWrite(this);
     props.topics.grantPublishAlerts(this);
     props.state.grantReadWrite(this);
-    this.grantSenderChecks(props.store);
+    this.grantSenderChecks(props.store, props.spotPriceHistory ?? true);
     if (this.remediationMode === 'replace') this.grantRemediation();
   }
 
@@ -271,15 +282,17 @@ export class IngestFunction extends SentinelFunction {
       RULE_THRESHOLDS: JSON.stringify(validateRuleThresholds(props.ruleThresholds ?? {})),
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
       ...(metricsTeams.length === 0 ? {} : { METRICS_TEAMS: metricsTeams.join(',') }),
+      ...((props.spotPriceHistory ?? true) ? { SPOT_PRICE_HISTORY: 'ec2' } : {}),
     };
   }
 
   /**
    * Server-side enrichment and the sender check: `autoscaling:DescribeAutoScalingInstances`,
    * `autoscaling:DescribeAutoScalingGroups`, `ec2:DescribeInstances` on `*` (no resource-level
-   * permissions exist for them) and `iam:GetInstanceProfile` on the account's instance profiles.
+   * permissions exist for them) and `iam:GetInstanceProfile` on the account's instance profiles;
+   * with `spotPriceHistory`, `ec2:DescribeSpotPriceHistory` on `*` (no resource types either).
    */
-  private grantSenderChecks(store: TelemetryStoreResources): void {
+  private grantSenderChecks(store: TelemetryStoreResources, spotPriceHistory: boolean): void {
     this.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'EnrichAndVerifySenders',
@@ -291,6 +304,15 @@ export class IngestFunction extends SentinelFunction {
         resources: ['*'],
       }),
     );
+    if (spotPriceHistory) {
+      this.role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          sid: 'ReadSpotPriceHistory',
+          actions: ['ec2:DescribeSpotPriceHistory'],
+          resources: ['*'],
+        }),
+      );
+    }
     this.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         sid: 'ReadInstanceProfileRoles',
@@ -309,6 +331,11 @@ export class IngestFunction extends SentinelFunction {
       reason: starResourceReason(
         store.kind,
         'autoscaling:DescribeAutoScalingInstances/DescribeAutoScalingGroups and ec2:DescribeInstances (server-side enrichment)',
+        ...(spotPriceHistory
+          ? [
+              'ec2:DescribeSpotPriceHistory (spot prices of the hosts no configured rate prices; the action takes no resource types)',
+            ]
+          : []),
       ),
     });
   }

@@ -11,6 +11,7 @@ export * from './enrich-host';
 export * from './errors';
 export * from './fleet';
 export * from './gpu-holder';
+export * from './gpu-owner';
 export * from './ledger';
 export * from './measure-types';
 export * from './money-format';

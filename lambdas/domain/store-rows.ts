@@ -1,5 +1,6 @@
 import type { Batch } from '../contract';
 import { brokenSinceFor } from './broken-marks';
+import { gpuOwnerOf } from './gpu-owner';
 import { computeLedger } from './ledger';
 import type { InstancePrice } from './pricing';
 import type { Diagnosis, StoreRows } from './types';
@@ -21,8 +22,8 @@ export interface StoreRowsInput {
  * The rows one batch writes to the store (docs/design.md §4): one `gpu_windows` row per flush window
  * with its waste ledger (docs/design.md §5; horizon windows are for the rules and never stored),
  * one `efa_windows` row per EFA window, one `events` row per event. Dimensions come from the
- * (server-enriched) `host`: `team` and `job` from its tags, the Kubernetes pod from each window's
- * `k8s`; every row carries the batch's `seq` (the store's record version, so a retried batch
+ * (server-enriched) `host`: `team` from its tags; `job` and `pod` from its `job` tag, each window's
+ * `k8s` (dcgm-exporter) or its processes' cgroup owners, in that order (`gpuOwnerOf`); every row carries the batch's `seq` (the store's record version, so a retried batch
  * overwrites itself).
  *
  * @param batch - a validated, enriched batch whose events are attributed to GPUs (`attributeEventsToGpus`)
@@ -35,7 +36,8 @@ export function storeRowsOf(batch: Batch, input: StoreRowsInput): StoreRows {
   return {
     gpu: batch.windows
       .filter((w) => w.kind === 'flush')
-      .map((w) => ({
+      .map((w) => ({ w, owner: gpuOwnerOf(w, host.tags?.job) }))
+      .map(({ w, owner }) => ({
         time: w.end,
         start: w.start,
         instance_id: host.instance_id,
@@ -46,9 +48,9 @@ export function storeRowsOf(batch: Batch, input: StoreRowsInput): StoreRows {
         gpu_uuid: w.gpu.uuid,
         gpu_name: w.gpu.name,
         team: host.tags?.team,
-        job: host.tags?.job,
+        job: owner.job,
         namespace: w.k8s?.namespace,
-        pod: w.k8s?.pod,
+        pod: owner.pod,
         container: w.k8s?.container,
         batch_id: batch.batch_id,
         seq: batch.seq,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AGENT_VERSION } from '../../agent/version';
+import { DEFAULT_COST_MODEL_INPUT } from '../../bin/cost-model/pipeline-cost';
 import { runCli } from '../e2e/run-cli';
 
 describe('runCli: the CLI in-process, as the executable runs it', () => {
@@ -28,5 +29,17 @@ describe('runCli: the CLI in-process, as the executable runs it', () => {
     // Assess
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/^gpu-sentinel: Expected --db .*does not exist/);
+  });
+
+  it('gives the cost model’s own default series count in the --custom-metrics help', async () => {
+    // Act
+    const run = await runCli(['cost-model', '--help']);
+
+    // Assess
+    expect(run.code).toBe(0);
+    expect(run.stdout.replace(/\s+/g, ' ')).toContain(
+      `custom metric series of the deployment (default ${DEFAULT_COST_MODEL_INPUT.customMetrics})`,
+    );
+    expect(DEFAULT_COST_MODEL_INPUT.customMetrics).toBe(37);
   });
 });

@@ -34,6 +34,10 @@ describe('the CDK app context', () => {
       fleetRegions: '["us-east-1","eu-north-1"]',
       metricsTeams: '',
       remediationDelayS: '900',
+      spotPriceHistory: 'false',
+      curDatabase: 'cur',
+      curTable: 'gpu_fleet',
+      curBucket: 'acme-cur-exports',
     });
 
     // Act
@@ -52,6 +56,8 @@ describe('the CDK app context', () => {
       agentRoleArns: ['arn:aws:iam::123456789012:role/A', 'arn:aws:iam::123456789012:role/B'],
       fleetRegions: ['us-east-1', 'eu-north-1'],
       remediationDelayS: 900,
+      spotPriceHistory: false,
+      cur: { database: 'cur', table: 'gpu_fleet', bucketName: 'acme-cur-exports' },
     });
     expect(props.metricsTeams).toBeUndefined();
   });
@@ -92,6 +98,23 @@ describe('the CDK app context', () => {
     [{ ingestReservedConcurrency: '2.5' }, 'Expected `ingestReservedConcurrency` to be an integer N >= 0'],
     [{ ingestReservedConcurrency: 'lots' }, 'aws lambda get-account-settings'],
     [{ agentRoleArns: '[not json' }, 'Expected `agentRoleArns` to be JSON'],
+    [{ spotPriceHistory: 'off' }, 'Expected `spotPriceHistory` to be `true` or `false`'],
+    [{ curDatabase: 'cur', curBucket: 'acme-cur' }, 'Expected `curTable` to be set with `curDatabase`'],
+    [{ curTable: 'gpu_fleet' }, 'Expected `curDatabase` to be set with `curTable`'],
+    [{ curDatabase: 'cur', curTable: 'gpu_fleet' }, 'Expected `curBucket` to be the S3 bucket'],
+    [{ curBucket: 'acme-cur' }, 'Expected `curDatabase` to be set with `curTable`'],
+    [
+      { curDatabase: 'Cur-DB', curTable: 'gpu_fleet', curBucket: 'acme-cur' },
+      'Expected `curDatabase` to be a Glue name',
+    ],
+    [
+      { curDatabase: 'cur', curTable: 'gpu fleet', curBucket: 'acme-cur' },
+      'Expected `curTable` to be a Glue name',
+    ],
+    [
+      { curDatabase: 'cur', curTable: 'gpu_fleet', curBucket: 'Acme_CUR' },
+      'Expected `curBucket` to be an S3 bucket name',
+    ],
   ])('fails naming the key for %j', (values, message) => {
     // Prepare / Act
     const read = () => stackPropsFromContext(context(values), {});

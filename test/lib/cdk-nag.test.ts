@@ -93,3 +93,25 @@ describe.each(['athena', 'timestream'] as const)('cdk-nag AwsSolutions, store %s
     }
   });
 });
+
+describe('cdk-nag AwsSolutions with the CUR and spot price history wired (athena store)', () => {
+  it('reports no unacknowledged finding, and says why ingest may DescribeSpotPriceHistory on *', () => {
+    // Prepare
+    const stack = buildStack({
+      cur: { database: 'cur', table: 'gpu_fleet', bucketName: 'acme-cur-exports' },
+      spotPriceHistory: true,
+    });
+
+    // Act
+    const violations = nagViolations(stack);
+
+    // Assess
+    expect(
+      violations.map((v) => `${v.ruleName} (${v.severity}) at ${v.violatingResources[0]?.constructPath}`),
+    ).toEqual([]);
+    const ingestReasons = stack.ingest.role.node.metadata
+      .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+      .map((m) => JSON.stringify(m.data));
+    expect(ingestReasons.join(' ')).toContain('ec2:DescribeSpotPriceHistory');
+  });
+});

@@ -47,6 +47,39 @@ describe('FinanceReports with a CUR 2.0 export', () => {
     ).not.toContain('s3:DeleteObject');
   });
 
+  it('is wired by the stack’s `cur` prop (context curDatabase/curTable/curBucket) into its own reports', () => {
+    // Prepare
+    const stack = buildStack({ cur: CUR });
+    // Act
+    const template = Template.fromStack(stack);
+    // Assess
+    const id = (c: { node: { defaultChild?: unknown } }) =>
+      stack.getLogicalId(c.node.defaultChild as CfnResource);
+    const env =
+      template.findResources('AWS::Lambda::Function')[id(stack.reports.function)]?.Properties.Environment
+        .Variables;
+    expect(env).toMatchObject({ CUR_DATABASE: 'cur', CUR_TABLE: 'gpu_fleet' });
+    const statements = JSON.stringify(roleStatements(template, id(stack.reports.role)));
+    expect(statements).toContain(':table/cur/gpu_fleet');
+    expect(statements).toContain(':s3:::acme-cur-exports/*');
+    const fleetEnv =
+      template.findResources('AWS::Lambda::Function')[id(stack.fleet.function)]?.Properties.Environment
+        .Variables;
+    expect(fleetEnv).not.toHaveProperty('CUR_DATABASE');
+  });
+
+  it('leaves the stack’s reports on the stored prices when no CUR is given', () => {
+    // Prepare
+    const stack = buildStack({});
+    // Act
+    const template = Template.fromStack(stack);
+    // Assess
+    const id = stack.getLogicalId(stack.reports.function.node.defaultChild as CfnResource);
+    expect(
+      template.findResources('AWS::Lambda::Function')[id]?.Properties.Environment.Variables,
+    ).not.toHaveProperty('CUR_DATABASE');
+  });
+
   it.each([
     ['a CUR on the Timestream store', { store: 'timestream' as const }, CUR, 'cur'],
     ['a database that is not a Glue name', {}, { ...CUR, database: 'Cur-DB' }, 'cur.database'],

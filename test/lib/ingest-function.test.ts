@@ -78,6 +78,7 @@ describe('IngestFunction (Timestream store)', () => {
         'PRICE_OVERRIDES',
         'REMEDIATION_MODE',
         'RULE_THRESHOLDS',
+        'SPOT_PRICE_HISTORY',
         'STATE_TABLE',
         'STORE',
         'TIMESTREAM_DATABASE',
@@ -108,6 +109,7 @@ describe('IngestFunction (Timestream store)', () => {
           REMEDIATION_MODE: 'replace',
           PRICE_OVERRIDES: '{"p5.48xlarge":55.04,"g6e.xlarge":0}',
           RULE_THRESHOLDS: '{"fakeLoadGpuUtilAtLeast":0.8}',
+          SPOT_PRICE_HISTORY: 'ec2',
           POWERTOOLS_SERVICE_NAME: 'gpu-sentinel-ingest',
           NODE_OPTIONS: '--enable-source-maps',
         },
@@ -196,6 +198,7 @@ describe('IngestFunction (Timestream store)', () => {
         'dynamodb:UpdateItem',
         'ec2:CreateTags',
         'ec2:DescribeInstances',
+        'ec2:DescribeSpotPriceHistory',
         'ec2:RebootInstances',
         'iam:GetInstanceProfile',
         'kms:Decrypt',
@@ -235,6 +238,7 @@ describe('IngestFunction (Timestream store)', () => {
     ['dynamodb:DeleteItem', (s: GpuSentinelStack) => [getAtt(s, s.state.table, 'Arn')]],
     ['timestream:DescribeEndpoints', () => ['*']],
     ['autoscaling:DescribeAutoScalingInstances', () => ['*']],
+    ['ec2:DescribeSpotPriceHistory', () => ['*']],
   ])('grants %s on exactly its resources', (action, expected) => {
     // Prepare
     const granting = statementsGranting(statements, action);
@@ -261,6 +265,7 @@ describe('IngestFunction (Timestream store)', () => {
         'autoscaling:DescribeAutoScalingGroups',
         'autoscaling:DescribeAutoScalingInstances',
         'ec2:DescribeInstances',
+        'ec2:DescribeSpotPriceHistory',
         'timestream:DescribeEndpoints',
       ].sort(),
     );
@@ -378,6 +383,21 @@ describe('IngestFunction (Timestream store)', () => {
 
     // Assess
     expect(parsePriceRates(env.PRICE_RATES)).toEqual(priceRates);
+  });
+
+  it('neither reads nor may read the spot price history when `spotPriceHistory` is false', () => {
+    // Prepare
+    const s = buildStack({ spotPriceHistory: false });
+
+    // Act
+    const t = Template.fromStack(s);
+    const fn = t.findResources('AWS::Lambda::Function')[logicalId(s, s.ingest.function)];
+    const actions = roleStatements(t, logicalId(s, s.ingest.role)).flatMap(actionsOf);
+
+    // Assess
+    expect(fn?.Properties.Environment.Variables).not.toHaveProperty('SPOT_PRICE_HISTORY');
+    expect(actions).not.toContain('ec2:DescribeSpotPriceHistory');
+    expect(actions).toContain('ec2:DescribeInstances');
   });
 
   it('passes no PRICE_RATES when the deployment gives none', () => {
