@@ -153,12 +153,12 @@ export interface PackResult {
 }
 
 const encoder = new TextEncoder();
-const NEWLINE = encoder.encode('\n');
 
 /**
  * Packs rows into as few Firehose records as fit: JSON objects one after another, each followed by
  * a newline (Firehose's deserializers read several JSON documents in one record, but not a JSON
- * array). Fewer, fuller records cost less, as each record is billed rounded up to 5 KB.
+ * array). Fewer, fuller records cost less, as each record is billed rounded up to 5 KB. Each record
+ * is encoded to UTF-8 once, as one text (a row's size is its UTF-8 byte length, counted apart).
  *
  * @param rows - JSON rows (text) in order
  * @param maxRecordBytes - largest record, bytes, ≥ 1
@@ -171,31 +171,25 @@ export function packRecords(
 ): PackResult {
   const records: PackedRecord[] = [];
   const oversized: number[] = [];
-  let parts: Uint8Array[] = [];
+  let text = '';
   let indexes: number[] = [];
   let size = 0;
   const flush = (): void => {
     if (indexes.length === 0) return;
-    const data = new Uint8Array(size);
-    let at = 0;
-    for (const p of parts) {
-      data.set(p, at);
-      at += p.length;
-    }
-    records.push({ data, rows: indexes });
-    parts = [];
+    records.push({ data: encoder.encode(text), rows: indexes });
+    text = '';
     indexes = [];
     size = 0;
   };
   rows.forEach((row, i) => {
-    const json = encoder.encode(row);
-    const bytes = json.length + NEWLINE.length;
+    // The newline is one byte; a lone surrogate counts as the 3 bytes of U+FFFD, as it is encoded.
+    const bytes = Buffer.byteLength(row, 'utf8') + 1;
     if (bytes > maxRecordBytes) {
       oversized.push(i);
       return;
     }
     if (size + bytes > maxRecordBytes) flush();
-    parts.push(json, NEWLINE);
+    text += `${row}\n`;
     indexes.push(i);
     size += bytes;
   });
