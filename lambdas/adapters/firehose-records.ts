@@ -22,23 +22,26 @@ export type JsonRow = string;
 type ColumnValue = string | number | boolean | Readonly<Record<string, number>> | undefined;
 
 /**
+ * A value as JSON text: a string JSON-escaped, a non-finite number `null` (as `JSON.stringify`
+ * writes it), a map of counters as a JSON object.
+ */
+function valueText(value: Exclude<ColumnValue, undefined>): string {
+  switch (typeof value) {
+    case 'number':
+      return Number.isFinite(value) ? String(value) : 'null';
+    case 'boolean':
+      return String(value);
+    default:
+      return JSON.stringify(value);
+  }
+}
+
+/**
  * `,"name":value` for a defined value, '' for `undefined`. Column names are this project's
- * snake_case identifiers (no escaping needed); a non-finite number is written `null`, as
- * `JSON.stringify` writes it.
+ * snake_case identifiers (no escaping needed).
  */
 function column(name: string, value: ColumnValue): string {
-  switch (typeof value) {
-    case 'undefined':
-      return '';
-    case 'string':
-      return `,"${name}":${JSON.stringify(value)}`;
-    case 'number':
-      return `,"${name}":${Number.isFinite(value) ? value : 'null'}`;
-    case 'boolean':
-      return `,"${name}":${value}`;
-    default:
-      return `,"${name}":${JSON.stringify(value)}`;
-  }
+  return value === undefined ? '' : `,"${name}":${valueText(value)}`;
 }
 
 /** The columns' text as one JSON object (drops the leading comma). */
@@ -54,10 +57,48 @@ function isoMs(iso: string): string {
   return ISO_MS_UTC.test(iso) ? iso : new Date(Date.parse(iso)).toISOString();
 }
 
-/** The defined values of `names` in `from`, in that order, as column text. */
-function columnsOf(from: Readonly<Record<string, unknown>>, names: readonly string[]): string {
+/** Most strings {@link quoted} remembers before it starts again (a batch repeats a handful). */
+const QUOTED_MAX = 1024;
+const quotedText = new Map<string, string>();
+
+/**
+ * `JSON.stringify` of a string, remembered: the rows of a batch repeat their instance, type,
+ * region, zone, GPU names, team, job, batch id and window times, 48 rows × 16 columns a batch.
+ */
+function quoted(value: string): string {
+  let text = quotedText.get(value);
+  if (text === undefined) {
+    if (quotedText.size >= QUOTED_MAX) quotedText.clear();
+    text = JSON.stringify(value);
+    quotedText.set(value, text);
+  }
+  return text;
+}
+
+/** {@link column} for a GPU row's identity columns, `prefix` = `,"name":`, strings {@link quoted}. */
+function identity(prefix: string, value: string | number | undefined): string {
+  if (value === undefined) return '';
+  return prefix + (typeof value === 'string' ? quoted(value) : valueText(value));
+}
+
+/** `,"name":` of each name, to write columns without building their prefix per row. */
+function prefixesOf(names: readonly string[]): readonly string[] {
+  return names.map((name) => `,"${name}":`);
+}
+const METRIC_PREFIXES = prefixesOf(GPU_METRIC_NAMES);
+const LEDGER_PREFIXES = prefixesOf(LEDGER_FIELD_NAMES);
+
+/** The defined values of `names` in `from`, in that order, as column text (`prefixes[i]` is name i's). */
+function columnsOf(
+  from: Readonly<Record<string, unknown>>,
+  names: readonly string[],
+  prefixes: readonly string[],
+): string {
   let text = '';
-  for (const name of names) text += column(name, from[name] as ColumnValue);
+  for (let i = 0; i < names.length; i++) {
+    const value = from[names[i] as string] as ColumnValue;
+    if (value !== undefined) text += (prefixes[i] as string) + valueText(value);
+  }
   return text;
 }
 
@@ -75,25 +116,29 @@ export function isoMicros(iso: string): string {
  */
 export function gpuWindowJson(row: GpuWindowRow): JsonRow {
   return object(
-    column('time', isoMs(row.time)) +
-      column('start', isoMs(row.start)) +
-      column('instance_id', row.instance_id) +
-      column('instance_type', row.instance_type) +
-      column('region', row.region) +
-      column('az', row.az) +
-      column('gpu_index', row.gpu_index) +
-      column('gpu_uuid', row.gpu_uuid) +
-      column('gpu_name', row.gpu_name) +
-      column('team', row.team) +
-      column('job', row.job) +
-      column('namespace', row.namespace) +
-      column('pod', row.pod) +
-      column('container', row.container) +
-      column('batch_id', row.batch_id) +
-      column('seq', row.seq) +
+    identity(',"time":', isoMs(row.time)) +
+      identity(',"start":', isoMs(row.start)) +
+      identity(',"instance_id":', row.instance_id) +
+      identity(',"instance_type":', row.instance_type) +
+      identity(',"region":', row.region) +
+      identity(',"az":', row.az) +
+      identity(',"gpu_index":', row.gpu_index) +
+      identity(',"gpu_uuid":', row.gpu_uuid) +
+      identity(',"gpu_name":', row.gpu_name) +
+      identity(',"team":', row.team) +
+      identity(',"job":', row.job) +
+      identity(',"namespace":', row.namespace) +
+      identity(',"pod":', row.pod) +
+      identity(',"container":', row.container) +
+      identity(',"batch_id":', row.batch_id) +
+      identity(',"seq":', row.seq) +
       // Metrics then ledger fields, in their lists' order.
-      columnsOf(row.metrics as Readonly<Record<string, unknown>>, GPU_METRIC_NAMES) +
-      columnsOf(row.ledger as unknown as Readonly<Record<string, unknown>>, LEDGER_FIELD_NAMES),
+      columnsOf(row.metrics as Readonly<Record<string, unknown>>, GPU_METRIC_NAMES, METRIC_PREFIXES) +
+      columnsOf(
+        row.ledger as unknown as Readonly<Record<string, unknown>>,
+        LEDGER_FIELD_NAMES,
+        LEDGER_PREFIXES,
+      ),
   );
 }
 
