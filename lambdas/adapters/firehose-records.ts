@@ -22,23 +22,26 @@ export type JsonRow = string;
 type ColumnValue = string | number | boolean | Readonly<Record<string, number>> | undefined;
 
 /**
+ * A value as JSON text: a string JSON-escaped, a non-finite number `null` (as `JSON.stringify`
+ * writes it), a map of counters as a JSON object.
+ */
+function valueText(value: Exclude<ColumnValue, undefined>): string {
+  switch (typeof value) {
+    case 'number':
+      return Number.isFinite(value) ? String(value) : 'null';
+    case 'boolean':
+      return String(value);
+    default:
+      return JSON.stringify(value);
+  }
+}
+
+/**
  * `,"name":value` for a defined value, '' for `undefined`. Column names are this project's
- * snake_case identifiers (no escaping needed); a non-finite number is written `null`, as
- * `JSON.stringify` writes it.
+ * snake_case identifiers (no escaping needed).
  */
 function column(name: string, value: ColumnValue): string {
-  switch (typeof value) {
-    case 'undefined':
-      return '';
-    case 'string':
-      return `,"${name}":${JSON.stringify(value)}`;
-    case 'number':
-      return `,"${name}":${Number.isFinite(value) ? value : 'null'}`;
-    case 'boolean':
-      return `,"${name}":${value}`;
-    default:
-      return `,"${name}":${JSON.stringify(value)}`;
-  }
+  return value === undefined ? '' : `,"${name}":${valueText(value)}`;
 }
 
 /** The columns' text as one JSON object (drops the leading comma). */
@@ -54,10 +57,48 @@ function isoMs(iso: string): string {
   return ISO_MS_UTC.test(iso) ? iso : new Date(Date.parse(iso)).toISOString();
 }
 
-/** The defined values of `names` in `from`, in that order, as column text. */
-function columnsOf(from: Readonly<Record<string, unknown>>, names: readonly string[]): string {
+/** Most strings {@link quoted} remembers before it starts again (a batch repeats a handful). */
+const QUOTED_MAX = 1024;
+const quotedText = new Map<string, string>();
+
+/**
+ * `JSON.stringify` of a string, remembered: the rows of a batch repeat their instance, type,
+ * region, zone, GPU names, team, job, batch id and window times, 48 rows × 16 columns a batch.
+ */
+function quoted(value: string): string {
+  let text = quotedText.get(value);
+  if (text === undefined) {
+    if (quotedText.size >= QUOTED_MAX) quotedText.clear();
+    text = JSON.stringify(value);
+    quotedText.set(value, text);
+  }
+  return text;
+}
+
+/** {@link column} for a GPU row's identity columns, `prefix` = `,"name":`, strings {@link quoted}. */
+function identity(prefix: string, value: string | number | undefined): string {
+  if (value === undefined) return '';
+  return prefix + (typeof value === 'string' ? quoted(value) : valueText(value));
+}
+
+/** `,"name":` of each name, to write columns without building their prefix per row. */
+function prefixesOf(names: readonly string[]): readonly string[] {
+  return names.map((name) => `,"${name}":`);
+}
+const METRIC_PREFIXES = prefixesOf(GPU_METRIC_NAMES);
+const LEDGER_PREFIXES = prefixesOf(LEDGER_FIELD_NAMES);
+
+/** The defined values of `names` in `from`, in that order, as column text (`prefixes[i]` is name i's). */
+function columnsOf(
+  from: Readonly<Record<string, unknown>>,
+  names: readonly string[],
+  prefixes: readonly string[],
+): string {
   let text = '';
-  for (const name of names) text += column(name, from[name] as ColumnValue);
+  for (let i = 0; i < names.length; i++) {
+    const value = from[names[i] as string] as ColumnValue;
+    if (value !== undefined) text += (prefixes[i] as string) + valueText(value);
+  }
   return text;
 }
 
@@ -75,25 +116,29 @@ export function isoMicros(iso: string): string {
  */
 export function gpuWindowJson(row: GpuWindowRow): JsonRow {
   return object(
-    column('time', isoMs(row.time)) +
-      column('start', isoMs(row.start)) +
-      column('instance_id', row.instance_id) +
-      column('instance_type', row.instance_type) +
-      column('region', row.region) +
-      column('az', row.az) +
-      column('gpu_index', row.gpu_index) +
-      column('gpu_uuid', row.gpu_uuid) +
-      column('gpu_name', row.gpu_name) +
-      column('team', row.team) +
-      column('job', row.job) +
-      column('namespace', row.namespace) +
-      column('pod', row.pod) +
-      column('container', row.container) +
-      column('batch_id', row.batch_id) +
-      column('seq', row.seq) +
+    identity(',"time":', isoMs(row.time)) +
+      identity(',"start":', isoMs(row.start)) +
+      identity(',"instance_id":', row.instance_id) +
+      identity(',"instance_type":', row.instance_type) +
+      identity(',"region":', row.region) +
+      identity(',"az":', row.az) +
+      identity(',"gpu_index":', row.gpu_index) +
+      identity(',"gpu_uuid":', row.gpu_uuid) +
+      identity(',"gpu_name":', row.gpu_name) +
+      identity(',"team":', row.team) +
+      identity(',"job":', row.job) +
+      identity(',"namespace":', row.namespace) +
+      identity(',"pod":', row.pod) +
+      identity(',"container":', row.container) +
+      identity(',"batch_id":', row.batch_id) +
+      identity(',"seq":', row.seq) +
       // Metrics then ledger fields, in their lists' order.
-      columnsOf(row.metrics as Readonly<Record<string, unknown>>, GPU_METRIC_NAMES) +
-      columnsOf(row.ledger as unknown as Readonly<Record<string, unknown>>, LEDGER_FIELD_NAMES),
+      columnsOf(row.metrics as Readonly<Record<string, unknown>>, GPU_METRIC_NAMES, METRIC_PREFIXES) +
+      columnsOf(
+        row.ledger as unknown as Readonly<Record<string, unknown>>,
+        LEDGER_FIELD_NAMES,
+        LEDGER_PREFIXES,
+      ),
   );
 }
 
@@ -153,12 +198,12 @@ export interface PackResult {
 }
 
 const encoder = new TextEncoder();
-const NEWLINE = encoder.encode('\n');
 
 /**
  * Packs rows into as few Firehose records as fit: JSON objects one after another, each followed by
  * a newline (Firehose's deserializers read several JSON documents in one record, but not a JSON
- * array). Fewer, fuller records cost less, as each record is billed rounded up to 5 KB.
+ * array). Fewer, fuller records cost less, as each record is billed rounded up to 5 KB. Each record
+ * is encoded to UTF-8 once, as one text (a row's size is its UTF-8 byte length, counted apart).
  *
  * @param rows - JSON rows (text) in order
  * @param maxRecordBytes - largest record, bytes, ≥ 1
@@ -171,31 +216,25 @@ export function packRecords(
 ): PackResult {
   const records: PackedRecord[] = [];
   const oversized: number[] = [];
-  let parts: Uint8Array[] = [];
+  let text = '';
   let indexes: number[] = [];
   let size = 0;
   const flush = (): void => {
     if (indexes.length === 0) return;
-    const data = new Uint8Array(size);
-    let at = 0;
-    for (const p of parts) {
-      data.set(p, at);
-      at += p.length;
-    }
-    records.push({ data, rows: indexes });
-    parts = [];
+    records.push({ data: encoder.encode(text), rows: indexes });
+    text = '';
     indexes = [];
     size = 0;
   };
   rows.forEach((row, i) => {
-    const json = encoder.encode(row);
-    const bytes = json.length + NEWLINE.length;
+    // The newline is one byte; a lone surrogate counts as the 3 bytes of U+FFFD, as it is encoded.
+    const bytes = Buffer.byteLength(row, 'utf8') + 1;
     if (bytes > maxRecordBytes) {
       oversized.push(i);
       return;
     }
     if (size + bytes > maxRecordBytes) flush();
-    parts.push(json, NEWLINE);
+    text += `${row}\n`;
     indexes.push(i);
     size += bytes;
   });

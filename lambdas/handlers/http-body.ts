@@ -34,7 +34,8 @@ export function decodeJsonBody(raw: RawBody): unknown {
   assertJsonMediaType(headerValue(raw.headers, 'content-type'));
   if (raw.body === null || raw.body === '')
     throw new IngestRequestError(400, '(root)', 'expected a JSON body, got none');
-  const wire = raw.isBase64Encoded ? Buffer.from(raw.body, 'base64') : Buffer.from(raw.body, 'utf8');
+  if (!raw.isBase64Encoded) return parseJson(wellFormedText(raw.body));
+  const wire = Buffer.from(raw.body, 'base64');
   const gzipped = wire.length >= 2 && wire[0] === GZIP_MAGIC[0] && wire[1] === GZIP_MAGIC[1];
   const limit = gzipped ? MAX_BODY_COMPRESSED_BYTES : MAX_BODY_DECOMPRESSED_BYTES;
   if (wire.length > limit) {
@@ -64,6 +65,38 @@ export function decodeJsonBody(raw: RawBody): unknown {
   } else {
     text = wire.toString('utf8');
   }
+  return parseJson(text);
+}
+
+/** `String.prototype` methods of ES2024, present on every Node.js the project runs (≥ 20). */
+interface WellFormedString {
+  isWellFormed(): boolean;
+  toWellFormed(): string;
+}
+
+/**
+ * A text body (not base64) as UTF-8 bytes would decode it, without encoding and decoding it: a body
+ * API Gateway passes as text is never gzip (its UTF-8 bytes cannot start 0x1f 0x8b: 0x8b is never the
+ * first byte of a character), so only its size is checked, in UTF-8 bytes
+ * ({@link MAX_BODY_DECOMPRESSED_BYTES}); a lone surrogate becomes U+FFFD, as the bytes would decode.
+ *
+ * @throws {IngestRequestError} 413 when the body's UTF-8 is over {@link MAX_BODY_DECOMPRESSED_BYTES} bytes
+ */
+function wellFormedText(body: string): string {
+  const bytes = Buffer.byteLength(body, 'utf8');
+  if (bytes > MAX_BODY_DECOMPRESSED_BYTES) {
+    throw new IngestRequestError(
+      413,
+      '(root)',
+      `body of ${bytes} bytes exceeds the limit of ${MAX_BODY_DECOMPRESSED_BYTES} bytes`,
+    );
+  }
+  const text = body as string & WellFormedString;
+  return text.isWellFormed() ? body : text.toWellFormed();
+}
+
+/** @throws {IngestRequestError} 400 naming the JSON error */
+function parseJson(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {

@@ -38,7 +38,7 @@ export { IngestConfigError };
  * server-side enrichment and the remediation calls.
  *
  * Cold start: module init loads only what every request needs (contract, domain, the DynamoDB
- * state store, the logger). The store's SDK is loaded on the first write; EC2, Auto Scaling and
+ * state store, the logger). The store's SDK is loaded on the first write (only the chosen store's); EC2, Auto Scaling and
  * IAM on the first instance lookup; SNS on the first alert or decision (see {@link lazily}).
  */
 
@@ -64,9 +64,9 @@ export function handlerFromEnvironment(
   };
   const log = powertoolsLog(logger);
   // Loaded on first use: SNS on the first alert or decision, EC2/Auto Scaling/IAM on the first lookup.
-  const sinks = lazily(async () => (await import('./make-sns-sinks')).makeSnsSinks(topics, sdk));
-  // The bundle ships this module as its own file (INGEST_SPLIT_MODULES in lib/ingest-function.ts), so
-  // the EC2, Auto Scaling and IAM clients are not even parsed at cold start: keep the `.js` specifier.
+  const sinks = lazily(async () => (await import('./make-sns-sinks.js')).makeSnsSinks(topics, sdk));
+  // The bundle ships these modules (and the stores') as files of their own (INGEST_SPLIT_MODULES in
+  // lib/ingest-function.ts), so their SDK clients are not even parsed at cold start: keep the `.js` specifiers.
   const aws = lazily(async () => (await import('./make-instance-apis.js')).makeInstanceApis(sdk));
   return createIngestHandler({
     store: storeFromEnvironment(env, sdk),

@@ -43,7 +43,7 @@ export function storeFromEnvironment(env: NodeJS.ProcessEnv, sdk: SdkClientConfi
     const database = requiredEnv(env, 'ATHENA_DATABASE');
     const workGroup = requiredEnv(env, 'ATHENA_WORKGROUP');
     load = async () =>
-      (await import('./make-athena-store')).makeAthenaStore({ streams, database, workGroup }, sdk);
+      (await import('./make-athena-store.js')).makeAthenaStore({ streams, database, workGroup }, sdk);
   } else if (kind === 'timestream') {
     const database = requiredEnv(env, 'TIMESTREAM_DATABASE');
     const tables = {
@@ -52,7 +52,7 @@ export function storeFromEnvironment(env: NodeJS.ProcessEnv, sdk: SdkClientConfi
       events: requiredEnv(env, 'TIMESTREAM_EVENTS_TABLE'),
     };
     load = async () =>
-      (await import('./make-timestream-store')).makeTimestreamStore({ database, tables }, sdk);
+      (await import('./make-timestream-store.js')).makeTimestreamStore({ database, tables }, sdk);
   } else {
     throw new IngestConfigError(
       `Expected environment variable STORE to be one of ${STORE_KINDS.join(', ')} (set by the CDK stack), got \`${kind}\``,

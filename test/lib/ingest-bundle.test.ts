@@ -45,6 +45,18 @@ describe('the ingest Lambda bundle', () => {
     expect(main).not.toContain('GetInstanceProfile');
   });
 
+  it('leaves both stores and SNS out of index.js and imports their modules on first use', async () => {
+    // Act
+    const main = await readFile(join(dir, 'index.js'), 'utf8');
+    // Assess: a deployment loads one store, on its first write; SNS on its first alert
+    for (const module of ['make-athena-store', 'make-timestream-store', 'make-sns-sinks']) {
+      expect(main).toContain(`import("./${module}.js")`);
+    }
+    for (const operation of ['PutRecordBatch', 'StartQueryExecution', 'WriteRecords', '"Publish"']) {
+      expect(main.includes(operation), operation).toBe(false);
+    }
+  });
+
   it('builds each split module next to index.js with the stack’s hook command, exporting its maker', async () => {
     // Act
     const loaded = await Promise.all(
@@ -53,7 +65,12 @@ describe('the ingest Lambda bundle', () => {
       ),
     );
     // Assess
-    expect(loaded.map((m) => Object.keys(m).filter((k) => k !== 'default'))).toEqual([['makeInstanceApis']]);
+    expect(loaded.map((m) => Object.keys(m).filter((k) => k !== 'default'))).toEqual([
+      ['makeInstanceApis'],
+      ['makeAthenaStore'],
+      ['makeTimestreamStore'],
+      ['makeSnsSinks'],
+    ]);
   });
 
   it('is pure ASCII, index.js and every split module, so V8 keeps each source one byte a character', async () => {

@@ -284,6 +284,23 @@ describe('packRecords', () => {
       expect(packed.records.flatMap((r) => r.rows)).toEqual(json.map((_, i) => i));
     },
   );
+
+  it('sizes rows in UTF-8 bytes, not characters, and writes each row and its newline as UTF-8', () => {
+    // Prepare: 3 rows of 22, 22 and 18 characters with the newline, but 35, 35 and 36 bytes
+    const json = ['é', 'µ', '€'].map((c) => JSON.stringify({ t: c.repeat(c === '€' ? 9 : 13) }));
+    expect(json.map((j) => Buffer.byteLength(j) + 1)).toEqual([35, 35, 36]);
+
+    // Act: 70 bytes hold all three by characters (62), two by bytes
+    const packed = packRecords(json, 70);
+
+    // Assess
+    expect(packed.records.map((r) => r.rows)).toEqual([[0, 1], [2]]);
+    expect(packed.records.map((r) => new TextDecoder().decode(r.data))).toEqual([
+      `${json[0]}\n${json[1]}\n`,
+      `${json[2]}\n`,
+    ]);
+    expect(packed.records.map((r) => r.data.length)).toEqual([70, 36]);
+  });
 });
 
 describe('AthenaStore reads', () => {

@@ -86,6 +86,40 @@ describe('decodeJsonBody', () => {
     expect(err.status).toBe(413);
   });
 
+  it('counts a text body in UTF-8 bytes: at the limit it is taken, one byte over it is refused', () => {
+    // Prepare: 'é' is 2 UTF-8 bytes, so the string is shorter than its bytes
+    const pad = (bytes: number): string => {
+      const accents = Math.floor((bytes - 3) / 2);
+      return `"${'é'.repeat(accents)}${' '.repeat(bytes - 2 - 2 * accents)}"`;
+    };
+    expect(
+      decodeJsonBody({ body: pad(MAX_BODY_DECOMPRESSED_BYTES), isBase64Encoded: false, headers: JSON_TYPE }),
+    ).toMatch(/^é+ +$/);
+    const err = refusal(() =>
+      decodeJsonBody({
+        body: `${pad(MAX_BODY_DECOMPRESSED_BYTES)} `,
+        isBase64Encoded: false,
+        headers: JSON_TYPE,
+      }),
+    );
+    expect(err.status).toBe(413);
+  });
+
+  it('decodes a lone surrogate in a text body as U+FFFD, as its UTF-8 bytes decode', () => {
+    const body = '{"name":"gpu\ud800"}';
+    expect(decodeJsonBody({ body, isBase64Encoded: false, headers: JSON_TYPE })).toEqual({
+      name: 'gpu\ufffd',
+    });
+  });
+
+  it('reads a text body starting U+001F U+008B as text, never as gzip (its UTF-8 starts 1f c2 8b)', () => {
+    const err = refusal(() =>
+      decodeJsonBody({ body: '\u001f\u008b\u0008', isBase64Encoded: false, headers: JSON_TYPE }),
+    );
+    expect(err.status).toBe(400);
+    expect(err.message).toMatch(/expected JSON/);
+  });
+
   it.each<[string, Parameters<typeof decodeJsonBody>[0], number, RegExp]>([
     ['an empty body', { body: '', isBase64Encoded: false, headers: JSON_TYPE }, 400, /got none/],
     ['a null body', { body: null, isBase64Encoded: false, headers: JSON_TYPE }, 400, /got none/],
