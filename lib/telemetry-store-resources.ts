@@ -21,7 +21,7 @@ export interface TelemetryStoreResources {
    */
   grantWrite(grantee: iam.IGrantable): iam.Grant;
   /**
-   * Lets `grantee` read the GPU windows (reports, the fleet evaluator's `lastSeen`, `recentWindows`,
+   * Lets `grantee` read the GPU windows (reports, the fleet evaluator's `lastSeen`, `nodeJobMeans`,
    * `queryWasteBy`), nothing more. Object-prefix wildcards the read needs are acknowledged to cdk-nag
    * on the grantee's role by the grant; `Resource: "*"` is left to the grantee's construct, which
    * knows its other actions on `*`.

@@ -3,7 +3,6 @@ import {
   FIREHOSE_MAX_RECORD_BYTES,
 } from '../../lambdas/adapters/constants';
 import { METRIC_NAMES } from '../../lambdas/domain/cloudwatch-metrics';
-import { FLEET_READ_CONCURRENCY } from '../../lambdas/domain/constants';
 import { TELEMETRY_TABLES } from '../../lambdas/domain/store-columns';
 import { telemetryColdStorage } from '../../lib/athena-store-layout';
 import { DEFAULT_FIREHOSE_BUFFER_INTERVAL_S, INGEST_MEMORY_MIB } from '../../lib/constants';
@@ -78,16 +77,18 @@ export interface CostModelInput {
   /** Alerts and remediation decisions published per GPU-month (SNS). */
   readonly publishesPerGpuMonth: number;
   /**
-   * Share of the fleet's instances in multi-node jobs, 0..1: the fleet evaluator reads each of them
-   * with its own Athena query every run (the cross-node straggler), each billed ≥ 10 MB.
+   * Share of the fleet's instances in multi-node jobs, 0..1: when any (> 0), the fleet evaluator runs
+   * a third fleet-wide Athena query every run, the cross-node straggler means of all of them at once
+   * (per instance and job, grouped in SQL); its cost does not depend on the share.
    */
   readonly multiNodeInstanceShare: number;
   /** Share of a `gpu_windows` row's Parquet bytes a report query reads (the columns it selects), 0..1. */
   readonly athenaColumnShare: number;
   /**
-   * Share of a `gpu_windows` row's Parquet bytes the fleet evaluator's two fleet-wide queries read,
-   * 0..1: last seen per instance (instance id, time) and waste by team (team, cost, waste) read a
-   * few of the row's columns. Its straggler reads select whole rows.
+   * Share of a `gpu_windows` row's Parquet bytes each of the fleet evaluator's fleet-wide queries
+   * reads, 0..1: last seen per instance (instance id, time), waste by team (team, cost, waste) and the
+   * straggler means (instance id, GPU index, time, seq, job, SM active, power, temperature) each read
+   * a few of the row's columns.
    */
   readonly fleetQueryColumnShare: number;
   /** Hour partitions a fleet evaluator query reads (a span of up to an hour straddles two). */
@@ -127,7 +128,7 @@ export const MEASURED = {
  * names of `METRIC_NAMES`, a second `StatusClass` of `RejectedBatches`, the 4 with a `Team`
  * dimension for `other` and `untagged` (8), and ≈ 10 `Rule`×`Severity` pairs of alerts that
  * fire: 37 (each listed team adds 4). Every instance runs its own jobs
- * (`multiNodeInstanceShare` 0): a fleet of multi-node jobs adds the straggler reads.
+ * (`multiNodeInstanceShare` 0): a fleet of multi-node jobs adds the straggler query.
  */
 export const DEFAULT_COST_MODEL_INPUT: CostModelInput = {
   store: 'athena',
@@ -214,8 +215,8 @@ export const ATHENA_MIN_BYTES_PER_QUERY = 10e6;
  *   the rest Glacier Instant Retrieval (Standard-IA for 60–119 days kept) —, S3 PUTs per Firehose file and transitions, report scans; or Timestream
  *   writes, 24 h memory store, magnetic store), CloudWatch Logs ingested and stored, X-Ray traces
  *   when the stage or ingest is traced;
- * - per fleet evaluator run (the `rate` schedule): its Athena queries (two, plus one per instance
- *   in a multi-node job, each ≥ 10 MB), Lambda, PutMetricData, DynamoDB, logs, the schedule;
+ * - per fleet evaluator run (the `rate` schedule): its Athena queries (two, three with multi-node
+ *   jobs, each ≥ 10 MB, whatever the fleet's size), Lambda, PutMetricData, DynamoDB, logs, the schedule;
  * - per report run (the `cron` schedules): its queries and Lambda;
  * - per resource-month, counted from the template: KMS keys and their rotations, alarm metrics,
  *   dashboards, API detailed metrics; custom metric series; KMS and Glue requests.
@@ -299,35 +300,28 @@ export function pipelineCost(
 
   // The fleet evaluator, every run of the rate schedule.
   const fleetRuns = stack.rateRunsPerMonth;
-  const instances = gpus / input.gpusPerInstance;
-  const fleetQueriesPerRun = input.store === 'athena' ? 2 + input.multiNodeInstanceShare * instances : 0;
+  const straggler = input.multiNodeInstanceShare > 0;
+  const fleetQueriesPerRun = input.store === 'athena' ? (straggler ? 3 : 2) : 0;
   if (input.store === 'athena' && fleetRuns > 0) {
     queries.fleet = fleetRuns * fleetQueriesPerRun;
-    // Firehose files hold every instance's rows: a query reads the columns it selects of the
-    // whole fleet's hour partitions, whatever instance it asks for.
+    // Firehose files hold every instance's rows: each query reads the columns it selects of the
+    // whole fleet's hour partitions, once per run.
     const partitionBytes =
       gpus * (3600 / input.windowS) * input.fleetQueryPartitionHours * input.parquetRowBytes;
     const fleetWide = Math.max(ATHENA_MIN_BYTES_PER_QUERY, partitionBytes * input.fleetQueryColumnShare);
     add(
       'Athena',
       'athenaTbScanned',
-      'fleet evaluator: last seen, waste by team',
-      (fleetRuns * 2 * fleetWide) / TB,
-      false,
-    );
-    const stragglerReads = fleetRuns * (fleetQueriesPerRun - 2);
-    add(
-      'Athena',
-      'athenaTbScanned',
-      `fleet evaluator: ${(fleetQueriesPerRun - 2).toFixed(0)} straggler reads per run (one per instance in a multi-node job)`,
-      (stragglerReads * Math.max(ATHENA_MIN_BYTES_PER_QUERY, partitionBytes)) / TB,
+      `fleet evaluator: ${fleetQueriesPerRun} queries per run (last seen, waste by team${straggler ? ', straggler means' : ''})`,
+      (fleetRuns * fleetQueriesPerRun * fleetWide) / TB,
       false,
     );
   }
   const fleet = fn('fleet');
   if (fleet !== undefined && fleetRuns > 0) {
     add('Lambda', 'lambdaRequest', 'fleet evaluator runs', fleetRuns, true);
-    const runS = 1 + Math.ceil(fleetQueriesPerRun / FLEET_QUERIES_AT_ONCE) * input.athenaQueryS;
+    // The evaluator waits on its queries one after the other.
+    const runS = 1 + fleetQueriesPerRun * input.athenaQueryS;
     add(
       'Lambda',
       'lambdaArmGbSecond',
@@ -440,8 +434,6 @@ export function pipelineCost(
   };
 }
 
-/** Athena queries the fleet evaluator runs at once (`FLEET_READ_CONCURRENCY`). */
-const FLEET_QUERIES_AT_ONCE = FLEET_READ_CONCURRENCY;
 /**
  * Metrics API Gateway publishes per method with detailed metrics on: Count, 4XXError, 5XXError,
  * Latency, IntegrationLatency, CacheHitCount, CacheMissCount (API Gateway developer guide,

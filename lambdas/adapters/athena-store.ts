@@ -14,6 +14,7 @@ import {
 import { StoreQueryError, StoreUnavailableError } from '../domain/port-errors';
 import type {
   LastSeen,
+  NodeJobMeans,
   RecentWindowsQuery,
   RejectedRow,
   StoredGpuWindow,
@@ -53,6 +54,8 @@ import {
   lastSeenFrom,
   lastSeenSql,
   limitProblem,
+  nodeJobMeansFrom,
+  nodeJobMeansSql,
   wasteGroupRowFrom,
   wasteGroupSql,
 } from './store-reads';
@@ -275,6 +278,22 @@ export class AthenaStore implements TelemetryStore {
       `SELECT * FROM (${latest}) ORDER BY "time" DESC, gpu_index LIMIT ${query.limit ?? DEFAULT_RECENT_LIMIT}`,
     );
     return textRows(result).map(gpuWindowFrom);
+  }
+
+  /**
+   * Per instance and job, the straggler metric means of the GPU windows with `from ≤ time < to`
+   * (latest `seq` per window): one query for the whole fleet.
+   *
+   * @param query - the range
+   * @returns one entry per instance and job, by instance id then job
+   * @throws {StoreQueryError} when the range is invalid or the query fails
+   * @throws {StoreUnavailableError} when Athena cannot be reached or the query does not finish in time
+   */
+  async nodeJobMeans(query: WasteQuery): Promise<NodeJobMeans[]> {
+    const problem = wasteRangeProblem(query.from, query.to);
+    if (problem !== undefined) throw new StoreQueryError(problem);
+    const result = await this.query(nodeJobMeansSql(`(${this.#latestGpu(query.from, query.to)})`));
+    return textRows(result).map(nodeJobMeansFrom);
   }
 
   /**

@@ -6,8 +6,9 @@ import {
   LEDGER_MEASURE_TYPES,
   type MeasureType,
 } from '../domain/measure-types';
-import type { LastSeen, StoredGpuWindow, WasteGroup, WasteGroupRow } from '../domain/ports';
+import type { LastSeen, NodeJobMeans, StoredGpuWindow, WasteGroup, WasteGroupRow } from '../domain/ports';
 import { UNPRICED_SOURCE } from '../domain/pricing';
+import { STRAGGLER_METRICS } from '../domain/rules/straggler';
 import { DIAGNOSES, type Diagnosis, type LedgerEntry, type LedgerSums } from '../domain/types';
 
 /**
@@ -159,6 +160,33 @@ export function lastSeenSql(source: string): string {
 FROM ${source} AS w
 GROUP BY instance_id
 ORDER BY instance_id`;
+}
+
+/**
+ * @param source - a relation of `gpu_windows` rows already limited to the range (and de-duplicated)
+ * @returns the query: per instance and `job` tag the `avg` of each straggler metric (NULL, read as
+ *   absent, when no window carried it); windows without a job tag left out
+ */
+export function nodeJobMeansSql(source: string): string {
+  return `SELECT instance_id, job,
+  ${STRAGGLER_METRICS.map((m) => `avg(${m}) AS ${m}`).join(', ')}
+FROM ${source} AS w
+WHERE job IS NOT NULL
+GROUP BY instance_id, job
+ORDER BY instance_id, job`;
+}
+
+/**
+ * @param get - one result row of {@link nodeJobMeansSql}
+ * @returns the entry; a NULL mean is absent
+ */
+export function nodeJobMeansFrom(get: ColumnGetter): NodeJobMeans {
+  const means: Record<string, number> = {};
+  for (const m of STRAGGLER_METRICS) {
+    const v = present(get(m));
+    if (v !== undefined) means[m] = Number(v);
+  }
+  return { instance_id: String(get('instance_id')), job: String(get('job')), ...means };
 }
 
 /**

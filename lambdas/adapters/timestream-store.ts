@@ -14,6 +14,7 @@ import { LEDGER_FIELD_NAMES } from '../domain/measure-types';
 import { StoreQueryError, StoreUnavailableError } from '../domain/port-errors';
 import type {
   LastSeen,
+  NodeJobMeans,
   RecentWindowsQuery,
   RejectedRow,
   StoredGpuWindow,
@@ -23,6 +24,7 @@ import type {
   WasteGroupRow,
   WasteQuery,
 } from '../domain/ports';
+import { STRAGGLER_METRICS } from '../domain/rules/straggler';
 import { type StoreColumnType, TELEMETRY_TABLE_COLUMNS } from '../domain/store-columns';
 import type { StoreRows, WasteReportRow } from '../domain/types';
 import { DEFAULT_TIMESTREAM_TABLES, GPU_MEASURE_NAME, TIMESTREAM_MAX_RECORDS_PER_WRITE } from './constants';
@@ -34,6 +36,8 @@ import {
   lastSeenFrom,
   lastSeenSql,
   limitProblem,
+  nodeJobMeansFrom,
+  nodeJobMeansSql,
   wasteGroupColumn,
   wasteGroupRowFrom,
   wasteGroupSql,
@@ -309,6 +313,21 @@ WHERE instance_id = '${query.instance_id.replaceAll("'", "''")}'
 ORDER BY time DESC, CAST(gpu_index AS BIGINT)
 LIMIT ${query.limit ?? DEFAULT_RECENT_LIMIT}`;
     return (await this.#query(query, sql)).map(gpuWindowFrom);
+  }
+
+  /**
+   * Per instance and job, the straggler metric means of the GPU windows with `from ≤ time < to`:
+   * one query for the whole fleet. A metric (or `job`) no record ever had reads as absent.
+   *
+   * @param query - the range
+   * @returns one entry per instance and job, by instance id then job
+   * @throws {StoreQueryError} when no `queryClient` was given, or the range is invalid
+   * @throws {StoreUnavailableError} when Timestream Query fails
+   */
+  async nodeJobMeans(query: WasteQuery): Promise<NodeJobMeans[]> {
+    const missing = await this.#missingGpuColumns(query, ['job', ...STRAGGLER_METRICS]);
+    const rows = await this.#query(query, nodeJobMeansSql(this.#gpuSource(query.from, query.to, missing)));
+    return rows.map(nodeJobMeansFrom);
   }
 
   /**

@@ -4,8 +4,6 @@ import {
   evaluateFleetRules,
   FLEET_FIRING_SCOPE,
   FLEET_LAST_SEEN_LOOKBACK_S,
-  FLEET_READ_CONCURRENCY,
-  FLEET_WINDOWS_PER_INSTANCE,
   FleetListingError,
   type FleetMetricSink,
   fleetFiringRecord,
@@ -18,7 +16,6 @@ import {
   type RunningInstance,
   type RunningInstances,
   type StateStore,
-  type StoredGpuWindow,
   stragglerCandidates,
   type TelemetryStore,
   toFleetAlert,
@@ -61,9 +58,10 @@ export interface FleetEvaluation {
 }
 
 /**
- * One fleet evaluation (docs/design.md §6): list the running GPU instances, read when each last sent,
- * the recent windows of the members of jobs with enough running nodes (`stragglerCandidates`, seen
- * in the straggler span; a few reads at a time) and the team waste from the store, run the pure
+ * One fleet evaluation (docs/design.md §6): list the running GPU instances, then three store reads
+ * whatever the fleet's size — when each instance last sent, the straggler means per instance and job
+ * over the straggler span (kept for the members of jobs with enough running nodes,
+ * `stragglerCandidates`; not read when there are none) and the team waste — run the pure
  * fleet rules, then the same alert
  * lifecycle as ingest (publish-then-record with cooldown; firing records under the fleet scope;
  * resolve messages when a judging rule no longer finds the condition) and publish the fleet metrics.
@@ -99,30 +97,17 @@ export async function evaluateFleet(deps: FleetEvaluatorDeps, now: Date): Promis
   });
   const lastSeen = new Map(seen.map((s) => [s.instance_id, s.last_seen]));
   const spanFrom = ago(t.fleetStragglerSpanS);
-  const toRead = stragglerCandidates(instances ?? [], t.fleetStragglerMinNodes).filter((i) => {
-    const last = lastSeen.get(i.instance_id);
-    return last !== undefined && Date.parse(last) >= spanFrom.getTime();
-  });
-  const windows = new Map<string, readonly StoredGpuWindow[]>();
-  // A few reads at a time: Athena runs each as a query, and its concurrent-query quota is per account.
-  for (let i = 0; i < toRead.length; i += FLEET_READ_CONCURRENCY) {
-    const chunk = toRead.slice(i, i + FLEET_READ_CONCURRENCY);
-    const read = await Promise.all(
-      chunk.map((instance) =>
-        deps.store.recentWindows({
-          instance_id: instance.instance_id,
-          from: spanFrom,
-          to,
-          limit: FLEET_WINDOWS_PER_INSTANCE,
-        }),
-      ),
-    );
-    chunk.forEach((instance, k) => {
-      windows.set(instance.instance_id, read[k] ?? []);
-    });
-  }
+  const candidates = new Set(
+    stragglerCandidates(instances ?? [], t.fleetStragglerMinNodes).map((i) => i.instance_id),
+  );
+  // One aggregate query for the whole fleet (per instance and job, in SQL): on Athena a query per
+  // instance cost a scan of the fleet's partitions each, so the evaluator grew with the fleet squared.
+  const nodeMeans =
+    candidates.size === 0
+      ? []
+      : (await deps.store.nodeJobMeans({ from: spanFrom, to })).filter((m) => candidates.has(m.instance_id));
   const teams = await deps.store.queryWasteBy({ by: 'team', from: ago(t.fleetWasteSpanS), to });
-  const input = { ...(instances === undefined ? {} : { instances }), lastSeen, windows, teams };
+  const input = { ...(instances === undefined ? {} : { instances }), lastSeen, nodeMeans, teams };
   const { findings, judged } = evaluateFleetRules(input, deps.rules, now);
 
   const { sent, failed }: AlertTally = { sent: [], failed: [] };

@@ -62,19 +62,6 @@ export const REMEDIATION_LEASE_S = 900;
  */
 export const FLEET_LAST_SEEN_LOOKBACK_S = 3600;
 
-/**
- * Most flush windows the fleet evaluator reads per instance for the cross-node straggler, count:
- * 15 min of 8 GPUs at a 1 s flush (the agent's shortest) is 7,200.
- */
-export const FLEET_WINDOWS_PER_INSTANCE = 8000;
-
-/**
- * Store reads the fleet evaluator runs at once, count: on Athena each is a query, and the account's
- * active-query quota (Service Quotas, "Active DML queries", 20 or more by region) is shared with
- * reports and people.
- */
-export const FLEET_READ_CONCURRENCY = 4;
-
 /** Default re-send interval of a still-firing alert, s: once an hour. Source: docs/design.md §6 (sent again after a cooldown). */
 export const DEFAULT_ALERT_COOLDOWN_S = 3600;
 

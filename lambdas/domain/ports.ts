@@ -102,6 +102,27 @@ export interface RecentWindowsQuery extends WasteQuery {
 export type StoredGpuWindow = Omit<GpuWindowRow, 'batch_id' | 'seq' | 'region' | 'gpu_name'> &
   Partial<Pick<GpuWindowRow, 'batch_id' | 'seq' | 'region' | 'gpu_name'>>;
 
+/**
+ * One node of one job over a time range, as the cross-node `straggler` rule needs it: per
+ * instance and `job` tag (the tag each window had), the mean of each straggler metric over the
+ * instance's GPU windows that carry it (every GPU, latest `seq` per window). A metric no window
+ * carried is absent, never 0. Units as the contract's metrics: `sm_active` 0–1 (DCGM
+ * `DCGM_FI_PROF_SM_ACTIVE`), `power_w` W (NVML `nvmlDeviceGetPowerUsage`), `gpu_temp_c` °C
+ * (NVML `nvmlDeviceGetTemperature`).
+ */
+export interface NodeJobMeans {
+  /** EC2 instance id. */
+  readonly instance_id: string;
+  /** The `job` tag its windows had. */
+  readonly job: string;
+  /** Mean SM active, 0–1. */
+  readonly sm_active?: number;
+  /** Mean power draw, W. */
+  readonly power_w?: number;
+  /** Mean GPU temperature, °C. */
+  readonly gpu_temp_c?: number;
+}
+
 /** When an instance last sent a GPU window. */
 export interface LastSeen {
   readonly instance_id: string;
@@ -134,6 +155,13 @@ export interface TelemetryStore {
    * @returns at most `limit` rows as they were written (the latest `seq` per window)
    */
   recentWindows(query: RecentWindowsQuery): Promise<StoredGpuWindow[]>;
+  /**
+   * Per instance and `job` tag, the straggler metric means of its GPU windows in a time range
+   * (cross-node `straggler`): one aggregate query for the whole fleet, so the evaluator's reads do
+   * not grow with its number of instances. Windows without a `job` tag are left out.
+   * @returns one entry per instance and job, ordered by instance id then job
+   */
+  nodeJobMeans(query: WasteQuery): Promise<NodeJobMeans[]>;
   /**
    * When each instance last sent a GPU window in a time range (`agent_silent`).
    * @returns one entry per instance, ordered by instance id

@@ -1,6 +1,7 @@
 import { STORE_KINDS, STORE_VARIABLE } from '../domain/lambda-environment';
 import type {
   LastSeen,
+  NodeJobMeans,
   RecentWindowsQuery,
   StoredGpuWindow,
   StoreWriteResult,
@@ -83,6 +84,10 @@ class LazyStore implements TelemetryStore {
 
   async recentWindows(query: RecentWindowsQuery): Promise<StoredGpuWindow[]> {
     return (await this.#get()).recentWindows(query);
+  }
+
+  async nodeJobMeans(query: WasteQuery): Promise<NodeJobMeans[]> {
+    return (await this.#get()).nodeJobMeans(query);
   }
 
   async lastSeen(query: WasteQuery): Promise<LastSeen[]> {

@@ -4,6 +4,7 @@ import type {
   FiringAlert,
   InstanceState,
   LastSeen,
+  NodeJobMeans,
   PendingRemediation,
   RecentWindowsQuery,
   RemediationRecord,
@@ -164,6 +165,11 @@ export class DuckDbStore implements TelemetryStore, StateStore {
   /** {@inheritDoc DuckDbTelemetryStore.recentWindows} */
   recentWindows(query: RecentWindowsQuery): Promise<StoredGpuWindow[]> {
     return this.#telemetry.recentWindows(query);
+  }
+
+  /** {@inheritDoc DuckDbTelemetryStore.nodeJobMeans} */
+  nodeJobMeans(query: WasteQuery): Promise<NodeJobMeans[]> {
+    return this.#telemetry.nodeJobMeans(query);
   }
 
   /** {@inheritDoc DuckDbTelemetryStore.lastSeen} */

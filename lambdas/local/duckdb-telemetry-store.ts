@@ -6,6 +6,8 @@ import {
   lastSeenFrom,
   lastSeenSql,
   limitProblem,
+  nodeJobMeansFrom,
+  nodeJobMeansSql,
   wasteGroupRowFrom,
   wasteGroupSql,
 } from '../adapters/store-reads';
@@ -25,6 +27,7 @@ import {
 import { StoreQueryError } from '../domain/port-errors';
 import type {
   LastSeen,
+  NodeJobMeans,
   RecentWindowsQuery,
   StoredGpuWindow,
   StoreWriteResult,
@@ -265,6 +268,25 @@ export class DuckDbTelemetryStore implements TelemetryStore {
         ],
       );
       return rows.map((r) => gpuWindowFrom((c) => r[c]));
+    });
+  }
+
+  /**
+   * Per instance and job, the straggler metric means of the GPU windows with `from ≤ time < to`.
+   *
+   * @param query - the range
+   * @returns one entry per instance and job, by instance id then job
+   * @throws {StoreQueryError} when the range is invalid
+   */
+  nodeJobMeans(query: WasteQuery): Promise<NodeJobMeans[]> {
+    const problem = wasteRangeProblem(query.from, query.to);
+    if (problem !== undefined) return Promise.reject(new StoreQueryError(problem));
+    return this.#db.serial(async () => {
+      const rows = await this.#db.rows(nodeJobMeansSql(GPU_RANGE), [
+        query.from.toISOString(),
+        query.to.toISOString(),
+      ]);
+      return rows.map((r) => nodeJobMeansFrom((c) => r[c]));
     });
   }
 

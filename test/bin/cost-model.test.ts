@@ -147,16 +147,25 @@ describe('the pipeline cost model', () => {
     expect(model.items.find((i) => i.price === 'kmsRotationMonth')?.usdPerMonth).toBe(2 * keys);
   });
 
-  it('adds one straggler read per instance in a multi-node job, each scanning the fleet’s two last hours', () => {
+  it('adds one straggler query per run with multi-node jobs, whatever the share or the fleet size', () => {
     // Prepare
-    const alone = pipelineCost();
+    const fleetQueries = (m: ReturnType<typeof pipelineCost>) =>
+      m.items.find((i) => i.price === 'athenaTbScanned' && i.what.startsWith('fleet evaluator'));
     // Act
+    const alone = pipelineCost();
+    const some = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, multiNodeInstanceShare: 0.1 });
     const jobs = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, multiNodeInstanceShare: 1 });
-    // Assess: 64 instances × 8,760 runs × max(10 MB, 512 GPUs × 360 × 2 h × 356 B)
-    const straggler = jobs.items.find((i) => i.what.includes('straggler reads'));
-    expect(straggler?.unitsPerMonth).toBeCloseTo((64 * 8760 * 512 * 360 * 2 * 356) / 1e12, 8);
-    expect(alone.items.find((i) => i.what.includes('straggler reads'))).toBeUndefined();
-    expect(jobs.totalUsdPerGpuMonth).toBeGreaterThan(alone.totalUsdPerGpuMonth);
+    const big = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, multiNodeInstanceShare: 1, fleetGpus: 80_000 });
+    // Assess: 8,760 runs × queries × max(10 MB, 512 GPUs × 360 × 2 h × 356 B × 0.1)
+    const perQuery = Math.max(10e6, 512 * 360 * 2 * 356 * 0.1);
+    expect(fleetQueries(alone)?.unitsPerMonth).toBeCloseTo((8760 * 2 * perQuery) / 1e12, 8);
+    expect(fleetQueries(jobs)?.what).toContain('3 queries per run');
+    expect(fleetQueries(jobs)?.unitsPerMonth).toBeCloseTo((8760 * 3 * perQuery) / 1e12, 8);
+    expect(fleetQueries(some)?.unitsPerMonth).toBe(fleetQueries(jobs)?.unitsPerMonth);
+    // At 80,000 GPUs a query scans 2.05 GB: bytes grow with the fleet, queries do not.
+    expect(fleetQueries(big)?.unitsPerMonth).toBeCloseTo((8760 * 3 * 80_000 * 360 * 2 * 356 * 0.1) / 1e12, 8);
+    expect(jobs.totalUsdPerGpuMonth - alone.totalUsdPerGpuMonth).toBeGreaterThan(0);
+    expect(jobs.totalUsdPerGpuMonth - alone.totalUsdPerGpuMonth).toBeLessThan(0.01);
   });
 
   it('bills the efa_windows rows too: 32 EFA devices × 6 windows of 395 B, packed, per batch', () => {

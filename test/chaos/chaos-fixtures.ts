@@ -70,6 +70,10 @@ export class RecordingStore implements TelemetryStore {
     return [];
   }
 
+  async nodeJobMeans(): Promise<[]> {
+    return [];
+  }
+
   async lastSeen(): Promise<[]> {
     return [];
   }

@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { meansByNodeAndJob } from '../../lambdas/domain/fleet/job-straggler';
 import { type TelemetryStore, WASTE_GROUPS, type WasteGroup } from '../../lambdas/domain/ports';
+import { STRAGGLER_METRICS } from '../../lambdas/domain/rules/straggler';
 import type { Diagnosis, GpuWindowRow, StoreRows } from '../../lambdas/domain/types';
 import { batchRows, gpuRow, ledger } from './rows';
 
@@ -422,6 +424,46 @@ export function describeTelemetryStoreContract(
         // Assess
         expect(all).toEqual(mine);
         expect(limited).toEqual(mine.slice(0, 3));
+      });
+
+      it('gives per instance and job the straggler means of its windows, each window once, untagged ones left out', async () => {
+        // Prepare: the fleet written twice, and a newer seq that replaces one window's SM activity
+        const rows = [
+          ...fleet(),
+          gpuRow({ time: at(50), gpu_index: 2, job: undefined, seq: 1 }),
+          gpuRow({
+            time: at(50),
+            gpu_index: 3,
+            job: 'eval-7',
+            seq: 1,
+            metrics: { gpu_temp_c: 64, sm_active: 0.9 },
+          }),
+        ];
+        await store.write(only(rows));
+        await store.write(only(rows));
+        const newer = { ...(rows[0] as GpuWindowRow), seq: 50 };
+        const replaced = { ...newer, metrics: { ...newer.metrics, sm_active: 0.05 } };
+        await store.write(only([replaced]));
+        const stored = [replaced, ...rows.slice(1)];
+
+        // Act
+        const means = await store.nodeJobMeans({ from: new Date(T0), to: new Date(T0 + 60_000) });
+
+        // Assess
+        const expected = meansByNodeAndJob(stored);
+        expect(means.map((m) => [m.instance_id, m.job, Object.keys(m).sort()])).toEqual(
+          expected.map((m) => [m.instance_id, m.job, Object.keys(m).sort()]),
+        );
+        means.forEach((m, k) => {
+          for (const metric of STRAGGLER_METRICS) {
+            if (m[metric] !== undefined) expect(m[metric]).toBeCloseTo(expected[k]?.[metric] as number, 9);
+          }
+        });
+        expect(means.map((m) => [m.instance_id, m.job, Object.keys(m).sort()])).toEqual([
+          ['i-0123456789abcdef0', 'eval-7', ['gpu_temp_c', 'instance_id', 'job', 'sm_active']],
+          ['i-0123456789abcdef0', 'train-42', ['instance_id', 'job', 'power_w', 'sm_active']],
+          ['i-0fedcba9876543210', 'eval-7', ['instance_id', 'job', 'power_w', 'sm_active']],
+        ]);
       });
 
       it('tells when each instance last sent a window in the range', async () => {

@@ -15,7 +15,7 @@ export interface FleetRulesResult {
  * Runs every fleet rule (docs/design.md §6); without the running instances, only those that do not
  * need them. Pure and deterministic.
  *
- * @param input - running instances, last batch times, recent windows, team waste
+ * @param input - running instances, last batch times, straggler means per node and job, team waste
  * @param ctx - thresholds
  * @param now - the evaluator's clock
  * @returns findings and the rules that judged

@@ -1,4 +1,4 @@
-import type { StoredGpuWindow, WasteGroupRow } from '../ports';
+import type { NodeJobMeans, WasteGroupRow } from '../ports';
 import type { PurchaseOption } from '../pricing';
 
 /**
@@ -40,10 +40,11 @@ export interface FleetInput {
    */
   readonly lastSeen: ReadonlyMap<string, string>;
   /**
-   * Instance id → its GPU flush windows over the last `fleetStragglerSpanS`, as stored (each with the
-   * `job` tag it had then). Instances that sent nothing in the span are absent.
+   * Per instance and `job` tag, the straggler metric means of its GPU windows over the last
+   * `fleetStragglerSpanS` (`TelemetryStore.nodeJobMeans`), for the members of jobs with enough
+   * running nodes (`stragglerCandidates`). Instances that sent nothing in the span are absent.
    */
-  readonly windows: ReadonlyMap<string, readonly StoredGpuWindow[]>;
+  readonly nodeMeans: readonly NodeJobMeans[];
   /** The ledger summed per team over the last `fleetWasteSpanS` (`queryWasteBy` by `team`). */
   readonly teams: readonly WasteGroupRow[];
 }

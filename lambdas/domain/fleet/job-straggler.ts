@@ -1,5 +1,5 @@
 import { JOB_TAG } from '../constants';
-import type { StoredGpuWindow } from '../ports';
+import type { NodeJobMeans, StoredGpuWindow } from '../ports';
 import { type PeerStanding, peerStandings, STRAGGLER_METRICS } from '../rules/straggler';
 import { percent, round3 } from '../rules/window-finding';
 import type { RunningInstance } from './fleet-input';
@@ -8,41 +8,69 @@ import type { FleetFinding, FleetRule } from './fleet-rule';
 /** One node's means over the span, per straggler metric; a metric no window of it had is absent. */
 type NodeMeans = Partial<Record<(typeof STRAGGLER_METRICS)[number], number>>;
 
-/** The mean of a metric over a node's windows that carry it; undefined when none does (absent, never 0). */
-function meanOf(windows: readonly StoredGpuWindow[], metric: keyof NodeMeans): number | undefined {
-  let sum = 0;
-  let n = 0;
+/**
+ * The reference of the store read `nodeJobMeans` (`TelemetryStore`), in memory: per instance and
+ * `job` tag, the mean of each straggler metric over the windows that carry it (absent, never 0,
+ * when none does); windows without a `job` tag are left out. The stores compute the same in SQL
+ * (`avg`, which skips NULL); tests and the store conformance suite compare against this.
+ *
+ * @param windows - GPU windows as stored (latest `seq` per window), any instances and jobs
+ * @returns one entry per instance and job, ordered by instance id then job
+ */
+export function meansByNodeAndJob(windows: readonly StoredGpuWindow[]): NodeJobMeans[] {
+  const sums = new Map<string, { instance_id: string; job: string; sum: number[]; n: number[] }>();
   for (const w of windows) {
-    const v = w.metrics[metric];
-    if (v === undefined) continue;
-    sum += v;
-    n++;
+    if (w.job === undefined) continue;
+    const key = `${w.instance_id}\u0000${w.job}`;
+    let entry = sums.get(key);
+    if (entry === undefined) {
+      entry = { instance_id: w.instance_id, job: w.job, sum: [0, 0, 0], n: [0, 0, 0] };
+      sums.set(key, entry);
+    }
+    STRAGGLER_METRICS.forEach((m, k) => {
+      const v = w.metrics[m];
+      if (v === undefined || entry === undefined) return;
+      entry.sum[k] = (entry.sum[k] as number) + v;
+      entry.n[k] = (entry.n[k] as number) + 1;
+    });
   }
-  return n === 0 ? undefined : sum / n;
+  return [...sums.values()]
+    .sort((a, b) => compareText(a.instance_id, b.instance_id) || compareText(a.job, b.job))
+    .map((e) => {
+      const means: Record<string, number> = {};
+      STRAGGLER_METRICS.forEach((m, k) => {
+        const n = e.n[k] as number;
+        if (n > 0) means[m] = (e.sum[k] as number) / n;
+      });
+      return { instance_id: e.instance_id, job: e.job, ...means };
+    });
 }
 
-/** Running instances' windows grouped by the `job` tag each window had; a window without one is left out. */
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** Running instances' means grouped by the `job` tag their windows had. */
 function nodesByJob(
   instances: readonly RunningInstance[],
-  windows: ReadonlyMap<string, readonly StoredGpuWindow[]>,
+  nodeMeans: readonly NodeJobMeans[],
 ): Map<string, { instance: RunningInstance; means: NodeMeans }[]> {
+  const byInstance = new Map<string, NodeJobMeans[]>();
+  for (const row of nodeMeans) {
+    const list = byInstance.get(row.instance_id);
+    if (list === undefined) byInstance.set(row.instance_id, [row]);
+    else list.push(row);
+  }
   const jobs = new Map<string, { instance: RunningInstance; means: NodeMeans }[]>();
   for (const instance of instances) {
-    const byJob = new Map<string, StoredGpuWindow[]>();
-    for (const w of windows.get(instance.instance_id) ?? []) {
-      if (w.job === undefined) continue;
-      const list = byJob.get(w.job);
-      if (list === undefined) byJob.set(w.job, [w]);
-      else list.push(w);
-    }
-    for (const [job, ws] of byJob) {
+    for (const row of byInstance.get(instance.instance_id) ?? []) {
       const means: NodeMeans = {};
       for (const m of STRAGGLER_METRICS) {
-        const v = meanOf(ws, m);
+        const v = row[m];
         if (v !== undefined) means[m] = v;
       }
-      const nodes = jobs.get(job);
-      if (nodes === undefined) jobs.set(job, [{ instance, means }]);
+      const nodes = jobs.get(row.job);
+      if (nodes === undefined) jobs.set(row.job, [{ instance, means }]);
       else nodes.push({ instance, means });
     }
   }
@@ -69,7 +97,7 @@ export const jobStragglerRule: FleetRule<'straggler'> = {
   evaluate: (input, ctx, now) => {
     const t = ctx.thresholds;
     const findings: FleetFinding[] = [];
-    for (const [job, nodes] of [...nodesByJob(input.instances ?? [], input.windows)].sort((a, b) =>
+    for (const [job, nodes] of [...nodesByJob(input.instances ?? [], input.nodeMeans)].sort((a, b) =>
       a[0] < b[0] ? -1 : 1,
     )) {
       if (nodes.length < t.fleetStragglerMinNodes) continue;
@@ -134,10 +162,10 @@ export const jobStragglerRule: FleetRule<'straggler'> = {
 };
 
 /**
- * The running instances worth reading windows for: members of a job (EC2 `job` tag) that has at least
- * `minNodes` running instances. A job with fewer nodes cannot be judged, so the evaluator spares the
- * store one read per instance of it (on Athena, one query each). Jobs known only from tags the agent
- * sends itself (none on the EC2 instance) are not read.
+ * The running instances the cross-node straggler judges: members of a job (EC2 `job` tag) that has at
+ * least `minNodes` running instances. A job with fewer nodes cannot be judged, so the evaluator drops
+ * the store's means of every other instance before judging. Jobs known only from tags the
+ * agent sends itself (none on the EC2 instance) are not judged.
  *
  * @param instances - the running instances
  * @param minNodes - `fleetStragglerMinNodes`

@@ -456,6 +456,26 @@ describe('AthenaStore reads', () => {
     );
     expect(sql).toContain('FROM "gpu_sentinel"."gpu_windows"');
   });
+
+  it('reads the straggler means of the whole fleet in one query, grouped per instance and job in SQL', async () => {
+    // Prepare
+    mock.on(GetQueryExecutionCommand).resolves({ QueryExecution: { Status: { State: 'SUCCEEDED' } } });
+
+    // Act
+    await store.nodeJobMeans({ from, to });
+
+    // Assess
+    const calls = mock.commandCalls(StartQueryExecutionCommand);
+    expect(calls).toHaveLength(1);
+    const sql = calls[0]?.args[0].input.QueryString ?? '';
+    expect(sql).toContain(
+      'avg(sm_active) AS sm_active, avg(power_w) AS power_w, avg(gpu_temp_c) AS gpu_temp_c',
+    );
+    expect(sql).toContain('GROUP BY instance_id, job');
+    expect(sql).toContain(`datehour BETWEEN '2026/03/09/23' AND '2026/03/18/00'`);
+    expect(sql).toContain('ORDER BY seq DESC');
+    expect(sql).not.toContain('instance_id =');
+  });
 });
 
 describe('AthenaStore over the Parquet layout', () => {

@@ -803,6 +803,31 @@ describe('TimestreamStore reads', () => {
     ]);
   });
 
+  it('reads the straggler means per instance and job in one query, a metric no record had read as absent', async () => {
+    // Prepare: no record ever carried gpu_temp_c
+    queryMock
+      .on(QueryCommand)
+      .resolves(
+        answer(
+          ['instance_id', 'job', 'sm_active', 'power_w', 'gpu_temp_c'],
+          [['i-a', 'train-42', '0.8', '650.5', undefined]],
+        ),
+      );
+    schema(EVERY_GPU_COLUMN.filter((c) => c !== 'gpu_temp_c'));
+
+    // Act
+    const means = await store.nodeJobMeans(range);
+
+    // Assess
+    const sql = reportSql();
+    expect(sql).toContain('CAST(NULL AS double) AS gpu_temp_c');
+    expect(sql).toContain('GROUP BY instance_id, job');
+    expect(
+      queryMock.commandCalls(QueryCommand).filter((c) => c.args[0].input.QueryString !== SCHEMA_PROBE),
+    ).toHaveLength(1);
+    expect(means).toEqual([{ instance_id: 'i-a', job: 'train-42', sm_active: 0.8, power_w: 650.5 }]);
+  });
+
   it('throws StoreQueryError for a bad limit', async () => {
     // Prepare / Act / Assess
     await expect(store.recentWindows({ ...range, instance_id: 'i-a', limit: 0 })).rejects.toThrow(

@@ -7,6 +7,7 @@ import {
   FleetListingError,
   type FleetMetricDatum,
   type FleetMetricSink,
+  meansByNodeAndJob,
   type RunningInstance,
   type RunningInstances,
 } from '../../../lambdas/domain';
@@ -16,17 +17,22 @@ import { ago, NOW, nodeWindows, running, teamRow } from '../domain/fleet/fleet-f
 import { RecordingAlertSink, recordingLog } from '../handlers/fakes';
 
 /** A store whose fleet reads answer from fields the test sets. */
-class FleetReadsStore implements Pick<TelemetryStore, 'lastSeen' | 'recentWindows' | 'queryWasteBy'> {
+class FleetReadsStore implements Pick<TelemetryStore, 'lastSeen' | 'nodeJobMeans' | 'queryWasteBy'> {
   seen: LastSeen[] = [];
   windows = new Map<string, StoredGpuWindow[]>();
   teams: WasteGroupRow[] = [];
+  /** Every read, by port method: what a store such as Athena runs as one query each. */
+  readonly reads: string[] = [];
   async lastSeen() {
+    this.reads.push('lastSeen');
     return this.seen;
   }
-  async recentWindows(q: { instance_id: string }) {
-    return this.windows.get(q.instance_id) ?? [];
+  async nodeJobMeans() {
+    this.reads.push('nodeJobMeans');
+    return meansByNodeAndJob([...this.windows.values()].flat());
   }
   async queryWasteBy() {
+    this.reads.push('queryWasteBy');
     return this.teams;
   }
 }
@@ -154,15 +160,8 @@ describe('evaluateFleet', () => {
     expect(result.sent[0]?.attributes).toMatchObject({ rule: 'straggler', team: 'vision', job: 'train-42' });
   });
 
-  it('reads windows only of recently seen members of jobs with enough running nodes', async () => {
-    // Prepare: a 3-node job seen now, a 2-node job, and a 3-node job whose third node is not seen lately
-    const read: string[] = [];
-    const reads = Object.assign(store, {
-      recentWindows: async (q: { instance_id: string }) => {
-        read.push(q.instance_id);
-        return [];
-      },
-    });
+  it('judges only members of jobs with enough running nodes, whatever the store gives back', async () => {
+    // Prepare: a 3-node job, and a 2-node job whose nodes' windows carry a third node's job tag
     const node = (id: string, job: string) => running(id, { tags: { job } });
     instances.list = [
       node('i-0a1', 'a'),
@@ -170,19 +169,53 @@ describe('evaluateFleet', () => {
       node('i-0a3', 'a'),
       node('i-0b1', 'b'),
       node('i-0b2', 'b'),
-      node('i-0c1', 'c'),
-      node('i-0c2', 'c'),
-      node('i-0c3', 'c'),
     ];
-    reads.seen = instances.list.map((i) => ({
+    store.seen = instances.list.map((i) => ({
       instance_id: i.instance_id,
       instance_type: 'p5.48xlarge',
-      last_seen: i.instance_id === 'i-0c3' ? ago(3000) : ago(30),
+      last_seen: ago(30),
     }));
+    for (const id of ['i-0a1', 'i-0a2', 'i-0a3'])
+      store.windows.set(id, nodeWindows(id, 'a', { sm_active: 0.86 }));
+    store.windows.set('i-0b1', nodeWindows('i-0b1', 'a', { sm_active: 0.1 }));
+    store.windows.set('i-0b2', nodeWindows('i-0b2', 'a', { sm_active: 0.1 }));
+    // Act
+    const result = await evaluateFleet(deps, NOW);
+    // Assess: the slow nodes of job b are not candidates, so job a has no straggler
+    expect(result.findings.filter((a) => a.id.startsWith('straggler'))).toEqual([]);
+  });
+
+  it('reads the store a constant number of times per run, not once per instance (100 instances in 10 jobs)', async () => {
+    // Prepare
+    instances.list = Array.from({ length: 100 }, (_, k) =>
+      running(`i-0${String(k).padStart(3, '0')}`, { tags: { team: 'vision', job: `job-${k % 10}` } }),
+    );
+    store.seen = instances.list.map((i) => ({
+      instance_id: i.instance_id,
+      instance_type: 'p5.48xlarge',
+      last_seen: ago(30),
+    }));
+    for (const i of instances.list) {
+      const slow = i.instance_id === 'i-0007';
+      store.windows.set(
+        i.instance_id,
+        nodeWindows(i.instance_id, i.tags.job ?? '', { sm_active: slow ? 0.4 : 0.86 }),
+      );
+    }
+    // Act
+    const result = await evaluateFleet(deps, NOW);
+    // Assess
+    expect(store.reads.sort()).toEqual(['lastSeen', 'nodeJobMeans', 'queryWasteBy']);
+    expect(result.sent.map((a) => a.id)).toEqual(['straggler:i-0007#job:job-7']);
+  });
+
+  it('does not ask for straggler means when no job has enough running nodes', async () => {
+    // Prepare
+    instances.list = [running('i-0a1', { tags: { job: 'a' } }), running('i-0a2', { tags: { job: 'a' } })];
     // Act
     await evaluateFleet(deps, NOW);
     // Assess
-    expect(read.sort()).toEqual(['i-0a1', 'i-0a2', 'i-0a3', 'i-0c1', 'i-0c2']);
+    expect(store.reads).not.toContain('nodeJobMeans');
   });
 
   it('publishes the fleet metrics, counts at 0 included, per team with the Team dimension', async () => {

@@ -70,6 +70,7 @@ describe('processBatch remediation and ordering', () => {
       queryWaste: (q) => store.queryWaste(q),
       queryWasteBy: (q) => store.queryWasteBy(q),
       recentWindows: (q) => store.recentWindows(q),
+      nodeJobMeans: (q) => store.nodeJobMeans(q),
       lastSeen: (q) => store.lastSeen(q),
     };
     const batch = nextBatch(0);

@@ -64,5 +64,5 @@ export function teamRow(team: string | undefined, cost_usd: number, wasted_usd: 
 
 /** A fleet input with nothing in it, to spread over. */
 export function fleet(overrides: Partial<FleetInput> = {}): FleetInput {
-  return { instances: [], lastSeen: new Map(), windows: new Map(), teams: [], ...overrides };
+  return { instances: [], lastSeen: new Map(), nodeMeans: [], teams: [], ...overrides };
 }

@@ -3,6 +3,7 @@ import {
   alertId,
   DEFAULT_RULE_CONTEXT,
   jobStragglerRule,
+  meansByNodeAndJob,
   stragglerCandidates,
 } from '../../../../lambdas/domain';
 import { fleet, NOW, nodeWindows, running } from './fleet-fixtures';
@@ -14,7 +15,7 @@ function jobOf(
   const ids = means.map((_, i) => `i-0node${i}`);
   return fleet({
     instances: ids.map((id) => running(id)),
-    windows: new Map(ids.map((id, i) => [id, nodeWindows(id, job, means[i] ?? {})])),
+    nodeMeans: meansByNodeAndJob(ids.flatMap((id, i) => nodeWindows(id, job, means[i] ?? {}))),
   });
 }
 
@@ -84,12 +85,7 @@ describe('jobStragglerRule', () => {
         ...(a.instances ?? []),
         ...(b.instances ?? []).map((i) => ({ ...i, instance_id: `${i.instance_id}b` })),
       ],
-      windows: new Map([
-        ...a.windows,
-        ...[...b.windows].map(
-          ([id, ws]) => [`${id}b`, ws.map((w) => ({ ...w, instance_id: `${id}b` }))] as const,
-        ),
-      ]),
+      nodeMeans: [...a.nodeMeans, ...b.nodeMeans.map((m) => ({ ...m, instance_id: `${m.instance_id}b` }))],
     });
     // Act
     const { findings } = jobStragglerRule.evaluate(input, DEFAULT_RULE_CONTEXT, NOW);
@@ -113,5 +109,31 @@ describe('stragglerCandidates', () => {
     const ids = stragglerCandidates(instances, 3).map((i) => i.instance_id);
     // Assess
     expect(ids).toEqual(['i-0a1', 'i-0a2', 'i-0a3']);
+  });
+});
+
+describe('meansByNodeAndJob', () => {
+  it('averages each metric over the windows that carry it, per instance and job, and leaves untagged windows out', () => {
+    // Prepare
+    const a = nodeWindows('i-0b', 'train', { sm_active: 0.5, power_w: 400 });
+    const b = nodeWindows('i-0b', 'eval', { sm_active: 0.9 });
+    const c = nodeWindows('i-0a', 'train', { sm_active: 0.7 }).map((w, k) =>
+      k % 2 === 0 ? { ...w, metrics: { ...w.metrics, sm_active: 0.1 } } : w,
+    );
+    const untagged = nodeWindows('i-0a', 'x', { sm_active: 0 }).map(({ job: _job, ...w }) => w);
+    // Act
+    const means = meansByNodeAndJob([...a, ...b, ...c, ...untagged]);
+    // Assess
+    expect(means.map((m) => [m.instance_id, m.job])).toEqual([
+      ['i-0a', 'train'],
+      ['i-0b', 'eval'],
+      ['i-0b', 'train'],
+    ]);
+    expect(means[0]?.sm_active).toBeCloseTo(0.4, 12);
+    expect(Object.keys(means[1] ?? {}).sort()).toEqual(['instance_id', 'job', 'sm_active']);
+    expect(means[1]?.sm_active).toBeCloseTo(0.9, 12);
+    expect(means[2]?.sm_active).toBeCloseTo(0.5, 12);
+    expect(means[2]?.power_w).toBeCloseTo(400, 9);
+    expect(means[0]).not.toHaveProperty('power_w');
   });
 });
