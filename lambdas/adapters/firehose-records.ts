@@ -1,5 +1,6 @@
 import { epochMicros } from '../contract';
 import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../domain/measure-types';
+import { gpuInstanceSlot } from '../domain/store-columns';
 import type { EfaWindowRow, EventRow, GpuWindowRow } from '../domain/types';
 import { FIREHOSE_MAX_RECORD_BYTES } from './constants';
 
@@ -84,6 +85,9 @@ export function gpuWindowJson(row: GpuWindowRow): JsonRow {
       column('gpu_index', row.gpu_index) +
       column('gpu_uuid', row.gpu_uuid) +
       column('gpu_name', row.gpu_name) +
+      column('gpu_instance_id', row.gpu_instance_id) +
+      column('gpu_instance_profile', row.gpu_instance_profile) +
+      column('gpu_instance_slot', gpuInstanceSlot(row)) +
       column('team', row.team) +
       column('job', row.job) +
       column('namespace', row.namespace) +

@@ -33,7 +33,7 @@ import type {
   WasteGroupRow,
   WasteQuery,
 } from '../domain/ports';
-import { TELEMETRY_TABLE_KEYS } from '../domain/store-columns';
+import { gpuInstanceSlot, TELEMETRY_TABLE_KEYS } from '../domain/store-columns';
 import type { StoreRows, WasteReportRow } from '../domain/types';
 import { EFA_WINDOW_COLUMNS, EVENT_COLUMNS, GPU_WINDOW_COLUMNS, upsertSql } from './duckdb-schema';
 import { type DuckDbSession, sqlValue as v } from './duckdb-session';
@@ -161,6 +161,9 @@ export class DuckDbTelemetryStore implements TelemetryStore {
             r.gpu_index,
             v(r.gpu_uuid),
             v(r.gpu_name),
+            v(r.gpu_instance_id),
+            v(r.gpu_instance_profile),
+            gpuInstanceSlot(r),
             v(r.team),
             v(r.job),
             v(r.namespace),

@@ -22,7 +22,7 @@ const batch = makeBatch({
 describe('storeRowsOf', () => {
   it('writes one gpu_windows row per flush window with the host dimensions and the ledger, never the horizon', () => {
     // Act
-    const rows = storeRowsOf(batch, { price, broken: new Map(), diagnoses: new Map([[1, 'idle']]) });
+    const rows = storeRowsOf(batch, { price, broken: new Map(), diagnoses: new Map([['1', 'idle']]) });
 
     // Assess
     expect(rows.gpu.map((r) => [r.gpu_index, r.time])).toEqual([
