@@ -262,6 +262,10 @@ export interface WasteReportRow extends LedgerSums {
   readonly instance_id: string;
   readonly instance_type: string;
   readonly gpu_index: number;
+  /** The MIG slice (GPU instance id) the row sums, where the GPU was split; absent for a whole GPU. */
+  readonly gpu_instance_id?: number;
+  /** The slice's profile (`1g.10gb`), with `gpu_instance_id`. */
+  readonly gpu_instance_profile?: string;
   readonly team?: string;
   readonly job?: string;
   /** AWS region of the instance (the latest window's `host.region`); absent where the store keeps none. */

@@ -12,6 +12,7 @@ import {
 import {
   compareWasteRows,
   WASTE_AGGREGATES_SQL,
+  WASTE_SLICE_SQL,
   wasteRangeProblem,
   wasteRowFromText,
 } from '../adapters/waste-aggregates';
@@ -82,10 +83,10 @@ const ROWS_PER_STATEMENT = 64;
 /** Rows of `gpu_windows` in `[?, ?)`, the source of every read. */
 const GPU_RANGE = `(SELECT * FROM gpu_windows WHERE "time" >= ?::TIMESTAMPTZ AND "time" < ?::TIMESTAMPTZ)`;
 
-const WASTE_SQL = `SELECT instance_id, gpu_index,
+const WASTE_SQL = `SELECT instance_id, gpu_index, ${WASTE_SLICE_SQL},
   ${WASTE_AGGREGATES_SQL}
 FROM ${GPU_RANGE} AS w
-GROUP BY instance_id, gpu_index`;
+GROUP BY instance_id, gpu_index, gpu_instance_slot`;
 
 /**
  * The telemetry port of the local store (docs/design.md §4, §12) on DuckDB: the tables `gpu_windows`,
