@@ -13,6 +13,7 @@ import type { ProcessOwner } from './sources/process-owner';
 import type { SourceRegistry } from './sources/source-registry';
 import { GpuRow, rowFromSample } from './window/gpu-row';
 import type { GpuSample } from './window/gpu-sample';
+import { MigSliceTracker } from './window/mig-slices';
 import { ColumnScratch, SampleRing } from './window/sample-ring';
 import { windowFromColumns } from './window/window-from-columns';
 
@@ -162,6 +163,8 @@ export class AgentLoop {
    * at each flush.
    */
   private readonly samples = new Map<number, SampleRing>();
+  /** The MIG slices read this window, per GPU (`SourceRegistry.migSlices`). */
+  private readonly migSlices = new MigSliceTracker();
   private readonly scratch = new ColumnScratch();
   /** The row a sample object is encoded into on its way to the rings. */
   private readonly scratchRow = new GpuRow(0);
@@ -245,6 +248,11 @@ export class AgentLoop {
     this.stats.nvml_errors += reading.errors.length;
     for (const s of reading.gpus) this.addRow(rowFromSample(s, this.scratchRow));
     if (reading.rows !== undefined) for (const row of reading.rows) this.addRow(row);
+    // A MIG GPU's slices, for one window per slice at the flush (none on a host without MIG).
+    for (const index of this.samples.keys()) {
+      const slices = this.options.sources.migSlices({ index });
+      if (slices !== undefined) this.migSlices.add(index, slices);
+    }
     for (const e of reading.events) this.pushEvent(e);
     return this.urgent;
   }
@@ -278,7 +286,7 @@ export class AgentLoop {
     const sendNow =
       end.getTime() - this.lastSendMs >= (this.options.sendIntervalS ?? DEFAULT_SEND_INTERVAL_S) * 1000 ||
       events.some((e) => CRITICAL_EVENT_KINDS.has(e.kind));
-    const windows: GpuWindow[] = [];
+    let windows: GpuWindow[] = [];
     let efa: EfaWindow[] = [];
     if (end.getTime() > start.getTime()) {
       for (const [index, ring] of [...this.samples.entries()].sort((a, b) => a[0] - b[0])) {
@@ -298,6 +306,8 @@ export class AgentLoop {
         const horizon = sendNow ? this.options.horizon?.window(gpu, end) : undefined;
         if (horizon) windows.push(horizon);
       }
+      // A MIG GPU's windows become its slices' (one window per GPU instance).
+      windows = this.migSlices.split(windows, start, end);
       efa = this.options.sources.window(start, end);
     }
     for (const ring of this.samples.values()) ring.clear();

@@ -6,9 +6,11 @@ import {
   PROFILING_METRIC_NAMES,
 } from '../../lambdas/contract';
 import type { DcgmGpuReading } from '../sources/dcgm-exporter';
+import { migSliceReadings } from '../sources/dcgm-mig';
 import { workloadsFromDcgm } from '../sources/dcgm-workload';
 import type { AgentSource, SampleSink, SourceSupport } from '../sources/source';
 import type { GpuSample } from '../window/gpu-sample';
+import type { MigSliceReading } from '../window/mig-slices';
 import { DueEvents } from './due-events';
 
 /**
@@ -123,6 +125,17 @@ export class ReplayGpuSource implements AgentSource {
       this.#pods.set(scrape, pods);
     }
     return pods.get(gpu.index);
+  }
+
+  /**
+   * The MIG slices of a GPU in the scrape played now (`migSliceReadings`): one window per slice.
+   *
+   * @param gpu - the GPU, by index
+   * @returns its slices, or `undefined` when it is not in MIG mode or nothing was played yet
+   */
+  migSlices(gpu: GpuIdentity): readonly MigSliceReading[] | undefined {
+    const reading = this.#scrape?.find((r) => r.gpu.index === gpu.index);
+    return reading === undefined ? undefined : migSliceReadings(reading);
   }
 
   /** Nothing to free. */

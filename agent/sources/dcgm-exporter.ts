@@ -5,6 +5,7 @@ import {
   METRIC_RANGES,
   type MetricRangeKind,
 } from '../../lambdas/contract/field-rules';
+import { migComputeShare, migComputeSlices } from '../../lambdas/contract/mig';
 import { normalizePciBusId } from '../../lambdas/contract/pci-bus-id';
 import type { GpuIdentity, GpuMetrics } from '../../lambdas/contract/schema';
 import { DcgmScrapeError } from '../errors';
@@ -53,29 +54,8 @@ export interface DcgmMigInstance {
   readonly labels: Record<string, string>;
 }
 
-/**
- * Compute slices of a whole GPU in MIG mode: 4 on an A30, 7 on A100, H100, H200 and newer.
- * Source: NVIDIA MIG user guide, "Supported GPUs" (A30: up to 4 instances, others up to 7).
- *
- * @param modelName - label `modelName`, e.g. `NVIDIA A30`
- * @returns 4 or 7
- */
-export function migComputeSlices(modelName: string | undefined): number {
-  return modelName !== undefined && /\bA30\b/.test(modelName) ? 4 : 7;
-}
-
-/**
- * The share of its GPU's compute an instance profile holds: `<n>g.<mem>gb` → n / slices.
- *
- * @param profile - `GPU_I_PROFILE`, e.g. `3g.40gb`, `1g.10gb+me`
- * @param slices - the GPU's compute slices ({@link migComputeSlices})
- * @returns 0..1, or `undefined` when the profile is not `<n>g…`
- */
-export function migComputeShare(profile: string | undefined, slices: number): number | undefined {
-  const m = profile === undefined ? null : /^(\d+)g\./.exec(profile);
-  if (!m) return undefined;
-  return Math.min(1, Number(m[1]) / slices);
-}
+/** MIG compute slices and shares, from the contract's MIG rules (one home for agent and pipeline). */
+export { migComputeShare, migComputeSlices };
 
 /** What {@link parseDcgmExporterText} found. */
 export interface DcgmExporterParse {

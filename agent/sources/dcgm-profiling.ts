@@ -2,6 +2,7 @@ import { PROFILING_METRIC_NAMES } from '../../lambdas/contract/constants';
 import type { GpuEvent, GpuIdentity, K8sWorkload } from '../../lambdas/contract/schema';
 import { nodeFetch } from '../send/node-fetch';
 import type { GpuSample } from '../window/gpu-sample';
+import type { MigSliceReading } from '../window/mig-slices';
 import {
   DCGM_LABEL_REFRESH_MS,
   DCGM_LOSS_AFTER_MISSES,
@@ -9,6 +10,7 @@ import {
   DCGM_REPROBE_MAX_MS,
 } from './constants';
 import { type DcgmExporterParse, scrapeDcgmExporter } from './dcgm-exporter';
+import { migSliceReadings } from './dcgm-mig';
 import { workloadsFromDcgm } from './dcgm-workload';
 import type { AgentSource, SampleSink, SourceContext, SourceSupport } from './source';
 
@@ -112,6 +114,11 @@ export class DcgmProfilingSource implements AgentSource {
   /** Pod per GPU UUID (label `UUID`) and per index (label `gpu`), from the last scrape. */
   private workloads: { byUuid: ReadonlyMap<string, K8sWorkload>; byIndex: ReadonlyMap<number, K8sWorkload> } =
     NO_WORKLOADS;
+  /** MIG slices of the last scrape, by GPU UUID and by index (`migSlices`). */
+  private slices: {
+    byUuid: ReadonlyMap<string, readonly MigSliceReading[]>;
+    byIndex: ReadonlyMap<number, readonly MigSliceReading[]>;
+  } = { byUuid: new Map(), byIndex: new Map() };
   private readonly warnedLabels = new Set<string>();
 
   /**
@@ -189,6 +196,17 @@ export class DcgmProfilingSource implements AgentSource {
     return byIndex.get(gpu.index);
   }
 
+  /**
+   * The MIG slices of a GPU at the last scrape (`migSliceReadings`: id, profile, GR activity, pod),
+   * so the agent sends one window per slice; matched as {@link workload} matches. `undefined` for a
+   * GPU not in MIG mode and while the exporter does not answer.
+   */
+  migSlices(gpu: GpuIdentity): readonly MigSliceReading[] | undefined {
+    const { byUuid, byIndex } = this.slices;
+    if (gpu.uuid !== undefined && byUuid.size > 0) return byUuid.get(gpu.uuid);
+    return byIndex.get(gpu.index);
+  }
+
   /** Resolves when no scrape is in flight (shutdown, and tests that step the clock). */
   async idle(): Promise<void> {
     while (this.inFlight !== undefined) await this.inFlight;
@@ -259,6 +277,7 @@ export class DcgmProfilingSource implements AgentSource {
     this.answering = parse !== undefined;
     this.ratios = ratiosOf(parse);
     this.workloads = parse === undefined ? NO_WORKLOADS : this.workloadsOf(parse);
+    this.slices = slicesOf(parse);
     const hasRatios = this.ratios.size > 0;
     if (hasRatios) {
       this.misses = 0;
@@ -329,6 +348,19 @@ export class DcgmProfilingSource implements AgentSource {
     }
     return { byUuid, byIndex };
   }
+}
+
+/** The MIG slices of each GPU of a scrape, by UUID and by index; empty without MIG. */
+function slicesOf(parse: DcgmExporterParse | undefined): DcgmProfilingSource['slices'] {
+  const byUuid = new Map<string, readonly MigSliceReading[]>();
+  const byIndex = new Map<number, readonly MigSliceReading[]>();
+  for (const reading of parse?.gpus ?? []) {
+    const slices = migSliceReadings(reading);
+    if (slices === undefined) continue;
+    byIndex.set(reading.gpu.index, slices);
+    if (reading.gpu.uuid !== undefined) byUuid.set(reading.gpu.uuid, slices);
+  }
+  return { byUuid, byIndex };
 }
 
 const NO_WORKLOADS = { byUuid: new Map<string, K8sWorkload>(), byIndex: new Map<number, K8sWorkload>() };

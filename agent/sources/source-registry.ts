@@ -1,6 +1,7 @@
 import type { EfaWindow, GpuEvent, GpuIdentity, K8sWorkload } from '../../lambdas/contract';
 import { COLUMN_INDEX, type GpuRow, rowValue } from '../window/gpu-row';
 import type { GpuSample } from '../window/gpu-sample';
+import type { MigSliceReading } from '../window/mig-slices';
 import { type AgentSource, NODE_TIMERS, type SourceContext, type SourceSupport } from './source';
 
 /** One poll of every open source: instant readings per GPU, events seen, and call errors (values, not throws). */
@@ -134,6 +135,15 @@ export class SourceRegistry {
     for (const source of this.#open) {
       const k8s = source.workload?.(gpu);
       if (k8s !== undefined) return k8s;
+    }
+    return undefined;
+  }
+
+  /** The MIG slices of `gpu`: the first open source that reads them; `undefined` when none does (not MIG). */
+  migSlices(gpu: GpuIdentity): readonly MigSliceReading[] | undefined {
+    for (const source of this.#open) {
+      const slices = source.migSlices?.(gpu);
+      if (slices !== undefined) return slices;
     }
     return undefined;
   }

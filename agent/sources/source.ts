@@ -1,6 +1,7 @@
 import type { EfaWindow, GpuEvent, GpuIdentity, K8sWorkload } from '../../lambdas/contract';
 import type { GpuRow } from '../window/gpu-row';
 import type { GpuSample } from '../window/gpu-sample';
+import type { MigSliceReading } from '../window/mig-slices';
 
 /**
  * Whether a source can run on this host, answered by {@link AgentSource.open}. An unsupported
@@ -113,6 +114,11 @@ export interface AgentSource {
    * `undefined` when this source does not know or no pod holds it.
    */
   workload?(gpu: GpuIdentity): K8sWorkload | undefined;
+  /**
+   * The MIG slices of a GPU at the last poll (dcgm-exporter's `GPU_I_ID` series), so the agent sends
+   * one window per slice; `undefined` when this source does not know or the GPU is not in MIG mode.
+   */
+  migSlices?(gpu: GpuIdentity): readonly MigSliceReading[] | undefined;
   /** Stops timers and threads and frees handles. Idempotent; never throws for an already-stopped source. */
   close(): Promise<void> | void;
 }

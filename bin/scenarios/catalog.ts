@@ -237,10 +237,10 @@ export function detectionScenarios(manifestPath: string = DETECTION_REPLAY_MANIF
     ),
     replayScenario(
       'capture-h100-mig',
-      'real dcgm-exporter scrape of an H100 in MIG mode: three 1g.10gb slices, two held by pods, all idle',
+      'real dcgm-exporter scrape of an H100 in MIG mode: three 1g.10gb slices, one window each; the free idle one billed',
       manifestPath,
       'i-0a5e00000000000c4',
-      { expect: ['waste_rate', 'profiling_unavailable'], diagnosis: 'idle' },
+      { expect: ['idle_billed', 'profiling_unavailable'], diagnosis: 'idle', diagnosis_gpus: ['0/gi8'] },
     ),
   ];
 }

@@ -25,8 +25,11 @@ export type Cell = keyof typeof CELLS;
 export interface ScenarioObservation {
   /** Rules of the firing alerts published for the host. */
   readonly fired: ReadonlySet<RuleId>;
-  /** Diagnosis of each GPU's latest stored window, by GPU index (absent: no diagnosis stored). */
-  readonly diagnoses: ReadonlyMap<number, Diagnosis | undefined>;
+  /**
+   * Diagnosis of each GPU's latest stored window, by GPU index as text (`3`), a MIG slice by `3/gi7`
+   * (absent: no diagnosis stored).
+   */
+  readonly diagnoses: ReadonlyMap<string, Diagnosis | undefined>;
   /** Rules of the remediation decisions recorded for the host (any action). */
   readonly decided: readonly RuleId[];
   /** Batches the pipeline did not accept. */
@@ -76,7 +79,7 @@ export function judgeScenario(scenario: Scenario, observed: ScenarioObservation)
     if (cell === 'miss') mismatches.push(`expected ${rule}, not raised`);
     if (cell === 'false_alarm') mismatches.push(`raised ${rule}, not expected`);
   }
-  const gpus = scenario.diagnosis_gpus ?? [...observed.diagnoses.keys()];
+  const gpus = scenario.diagnosis_gpus?.map(String) ?? [...observed.diagnoses.keys()];
   const got = [...new Set(gpus.map((g) => observed.diagnoses.get(g) ?? 'none'))].sort();
   if (scenario.diagnosis !== undefined) {
     if (gpus.length === 0) mismatches.push(`expected diagnosis ${scenario.diagnosis}, no GPU window stored`);

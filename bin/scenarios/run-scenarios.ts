@@ -124,16 +124,18 @@ export async function observeHosts(
   instanceIds: readonly string[],
 ): Promise<Map<string, ScenarioObservation>> {
   const wanted = new Set(instanceIds);
-  const latest = new Map<string, Map<number, { atMs: number; diagnosis: Diagnosis | undefined }>>();
+  const latest = new Map<string, Map<string, { atMs: number; diagnosis: Diagnosis | undefined }>>();
   for (const row of await pipeline.store.readAll('gpu_windows')) {
     const id = row.instance_id as string;
     if (!wanted.has(id)) continue;
     const atMs = new Date(row.time as string | Date).getTime();
     const gpus = latest.get(id) ?? new Map();
     latest.set(id, gpus);
-    const index = Number(row.gpu_index);
-    if ((gpus.get(index)?.atMs ?? Number.NEGATIVE_INFINITY) < atMs)
-      gpus.set(index, { atMs, diagnosis: (row.diagnosis ?? undefined) as Diagnosis | undefined });
+    const slice =
+      row.gpu_instance_id === null || row.gpu_instance_id === undefined ? '' : `/gi${row.gpu_instance_id}`;
+    const key = `${Number(row.gpu_index)}${slice}`;
+    if ((gpus.get(key)?.atMs ?? Number.NEGATIVE_INFINITY) < atMs)
+      gpus.set(key, { atMs, diagnosis: (row.diagnosis ?? undefined) as Diagnosis | undefined });
   }
   const out = new Map<string, ScenarioObservation>();
   for (const id of instanceIds) {
@@ -143,8 +145,8 @@ export async function observeHosts(
         .map((a) => a.finding.rule),
     );
     const diagnoses = new Map(
-      [...(latest.get(id) ?? new Map<number, { diagnosis: Diagnosis | undefined }>())]
-        .sort(([a], [b]) => a - b)
+      [...(latest.get(id) ?? new Map<string, { diagnosis: Diagnosis | undefined }>())]
+        .sort(([a], [b]) => a.localeCompare(b, 'en', { numeric: true }))
         .map(([gpu, { diagnosis }]) => [gpu, diagnosis] as const),
     );
     const decided = pipeline.decisions.recorded.filter((d) => d.instance_id === id).map((d) => d.rule);

@@ -45,8 +45,8 @@ export interface Scenario {
   readonly allow?: readonly RuleId[];
   /** The diagnosis each judged GPU's latest window must carry. @default not judged */
   readonly diagnosis?: Diagnosis;
-  /** GPU indexes whose diagnosis is judged. @default every GPU of the host */
-  readonly diagnosis_gpus?: readonly number[];
+  /** GPU indexes whose diagnosis is judged, or MIG slices as `0/gi9` (GPU 0's instance 9). @default every GPU (slice) of the host */
+  readonly diagnosis_gpus?: readonly (number | string)[];
   /**
    * Rules whose findings may lead to a remediation decision (hardware faults). A decision on
    * any other rule is a mismatch: no efficiency finding may ever lead to one. @default []

@@ -1,7 +1,7 @@
 import { MAX_FUTURE_S, MAX_PAST_S } from '../contract';
 import { PARTITION_COLUMN, TELEMETRY_TABLE_KEYS, type TelemetryTable } from '../domain/store-columns';
 import { FIREHOSE_MAX_BUFFER_INTERVAL_S } from './constants';
-import { WASTE_AGGREGATES_SQL } from './waste-aggregates';
+import { WASTE_AGGREGATES_SQL, WASTE_SLICE_SQL } from './waste-aggregates';
 
 /**
  * SQL of the Athena store, kept in the subset Athena engine v3 (Trino) and DuckDB share, so the
@@ -96,7 +96,7 @@ export function latestRowsSql(
 
 /**
  * The waste report on Athena: the ledger of the latest row per GPU window summed per instance
- * and GPU over `from ≤ time < to`.
+ * and GPU (per MIG slice where the GPU was split) over `from ≤ time < to`.
  *
  * @param tableRef - the quoted `gpu_windows` table
  * @param from - inclusive start
@@ -104,8 +104,8 @@ export function latestRowsSql(
  * @returns the query; its columns are read by `wasteRowFromText`
  */
 export function athenaWasteSql(tableRef: string, from: Date, to: Date): string {
-  return `SELECT instance_id, gpu_index,
+  return `SELECT instance_id, gpu_index, ${WASTE_SLICE_SQL},
   ${WASTE_AGGREGATES_SQL}
 FROM (${latestRowsSql(tableRef, 'gpu_windows', from, to)})
-GROUP BY instance_id, gpu_index`;
+GROUP BY instance_id, gpu_index, gpu_instance_slot`;
 }

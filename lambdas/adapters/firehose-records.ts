@@ -1,5 +1,6 @@
 import { epochMicros } from '../contract';
 import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../domain/measure-types';
+import { gpuInstanceSlot } from '../domain/store-columns';
 import type { EfaWindowRow, EventRow, GpuWindowRow } from '../domain/types';
 import { FIREHOSE_MAX_RECORD_BYTES } from './constants';
 
@@ -125,6 +126,9 @@ export function gpuWindowJson(row: GpuWindowRow): JsonRow {
       identity(',"gpu_index":', row.gpu_index) +
       identity(',"gpu_uuid":', row.gpu_uuid) +
       identity(',"gpu_name":', row.gpu_name) +
+      identity(',"gpu_instance_id":', row.gpu_instance_id) +
+      identity(',"gpu_instance_profile":', row.gpu_instance_profile) +
+      identity(',"gpu_instance_slot":', gpuInstanceSlot(row)) +
       identity(',"team":', row.team) +
       identity(',"job":', row.job) +
       identity(',"namespace":', row.namespace) +

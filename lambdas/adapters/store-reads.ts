@@ -266,6 +266,10 @@ export function gpuWindowFrom(get: ColumnGetter): StoredGpuWindow {
     gpu_index: Number(get('gpu_index')),
     ...optional('gpu_uuid'),
     ...optional('gpu_name'),
+    ...(present(get('gpu_instance_id')) !== undefined
+      ? { gpu_instance_id: Number(get('gpu_instance_id')) }
+      : {}),
+    ...optional('gpu_instance_profile'),
     ...optional('team'),
     ...optional('job'),
     ...optional('namespace'),

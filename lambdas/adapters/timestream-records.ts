@@ -126,7 +126,8 @@ function epochMs(iso: string): string {
 
 /**
  * Builds the multi-measure record of one GPU window (table `gpu_windows`, docs/design.md §4): dimensions
- * `instance_id, instance_type, gpu_index, gpu_uuid?, az?, team?, job?`, measure name `gpu`; the
+ * `instance_id, instance_type, gpu_index, gpu_uuid?, gpu_instance_id?, gpu_instance_profile?, az?, team?,
+ * job?` (a MIG slice is its own series), measure name `gpu`; the
  * Kubernetes workload (`namespace?, pod?, container?`) as VARCHAR measures, not dimensions (a pod is
  * what holds the GPU in that window, not who the series is: as dimensions, a window re-sent with
  * another pod would be a second record for the same key, and every short-lived pod a new series);
@@ -146,6 +147,8 @@ export function gpuWindowRecord(row: GpuWindowRow): _Record {
       ...dim('instance_type', row.instance_type),
       ...dim('gpu_index', row.gpu_index),
       ...dim('gpu_uuid', row.gpu_uuid),
+      ...dim('gpu_instance_id', row.gpu_instance_id),
+      ...dim('gpu_instance_profile', row.gpu_instance_profile),
       ...dim('az', row.az),
       ...dim('team', row.team),
       ...dim('job', row.job),

@@ -39,6 +39,8 @@ export function toWasteReportRow(a: WasteAggregate): WasteReportRow {
     instance_id: a.instance_id,
     instance_type: a.instance_type,
     gpu_index: a.gpu_index,
+    ...(a.gpu_instance_id !== undefined ? { gpu_instance_id: a.gpu_instance_id } : {}),
+    ...(a.gpu_instance_profile !== undefined ? { gpu_instance_profile: a.gpu_instance_profile } : {}),
     ...(a.team !== undefined ? { team: a.team } : {}),
     ...(a.job !== undefined ? { job: a.job } : {}),
     ...(a.region !== undefined ? { region: a.region } : {}),
@@ -63,7 +65,7 @@ export function toWasteReportRow(a: WasteAggregate): WasteReportRow {
 
 /**
  * Report order: `wasted_usd` descending, then instance id ascending, then GPU index ascending
- * (numeric), so both stores list the same report identically.
+ * (numeric), then MIG instance id (a whole GPU first), so every store lists the same report identically.
  *
  * @param a - a report row
  * @param b - another report row
@@ -72,7 +74,7 @@ export function toWasteReportRow(a: WasteAggregate): WasteReportRow {
 export function compareWasteRows(a: WasteReportRow, b: WasteReportRow): number {
   if (a.wasted_usd !== b.wasted_usd) return b.wasted_usd - a.wasted_usd;
   if (a.instance_id !== b.instance_id) return a.instance_id < b.instance_id ? -1 : 1;
-  return a.gpu_index - b.gpu_index;
+  return a.gpu_index - b.gpu_index || (a.gpu_instance_id ?? -1) - (b.gpu_instance_id ?? -1);
 }
 
 /**
@@ -91,6 +93,14 @@ export function wasteRangeProblem(from: Date, to: Date): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * The MIG slice columns of a waste report grouped by `instance_id, gpu_index, gpu_instance_slot`
+ * (DuckDB and Athena, whose tables declare the columns; Timestream adds a dimension only once a
+ * record carries it, so its report stays per GPU): one row per slice, with its profile.
+ */
+export const WASTE_SLICE_SQL = `gpu_instance_slot,
+  max_by(gpu_instance_profile, "time") AS gpu_instance_profile`;
 
 /**
  * The aggregate columns of a waste report over `gpu_windows`, grouped by `instance_id, gpu_index`,
@@ -117,7 +127,8 @@ export const WASTE_AGGREGATES_SQL = `max_by(instance_type, "time") AS instance_t
   ${WASTE_BY_DIAGNOSIS_SQL}`;
 
 /**
- * Reads one result row of {@link WASTE_AGGREGATES_SQL} (plus `instance_id`, `gpu_index`), from a
+ * Reads one result row of {@link WASTE_AGGREGATES_SQL} (plus `instance_id`, `gpu_index`, and where the
+ * store groups by MIG slice {@link WASTE_SLICE_SQL}'s `gpu_instance_slot` and `gpu_instance_profile`), from a
  * store that answers JS values (DuckDB) or text (Timestream `ScalarValue`, Athena `VarCharValue`).
  *
  * @param get - a column's value by name; `undefined` or `null` for SQL NULL
@@ -138,10 +149,14 @@ export function wasteRowFromText(get: ColumnGetter): WasteReportRow {
   const az = str('az');
   const namespace = str('namespace');
   const anySource = str('any_source');
+  const slot = str('gpu_instance_slot');
+  const profile = str('gpu_instance_profile');
   return toWasteReportRow({
     instance_id: str('instance_id') ?? '',
     instance_type: str('instance_type') ?? '',
     gpu_index: num('gpu_index'),
+    ...(slot !== undefined && Number(slot) >= 0 ? { gpu_instance_id: Number(slot) } : {}),
+    ...(profile !== undefined ? { gpu_instance_profile: profile } : {}),
     ...(team !== undefined ? { team } : {}),
     ...(job !== undefined ? { job } : {}),
     ...(region !== undefined ? { region } : {}),

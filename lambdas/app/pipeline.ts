@@ -89,8 +89,8 @@ export interface ProcessResult {
   readonly rejected: number;
   /** Point findings (most severe first), then window findings (in `WINDOW_RULES` order). */
   readonly findings: readonly Finding[];
-  /** GPU index → the diagnosis of its judged horizon (stored with its flush windows); empty without one. */
-  readonly diagnoses: ReadonlyMap<number, Diagnosis>;
+  /** GPU key (`3`, a MIG slice `3/gi7`) → the diagnosis of its judged horizon (stored with its flush windows); empty without one. */
+  readonly diagnoses: ReadonlyMap<string, Diagnosis>;
   /** Alerts published (after cooldown), resolve messages included (`status: 'resolved'`). */
   readonly alerts: readonly Alert[];
   /** The batch's remediation decision (one per batch, for its most severe point fault), or none. */

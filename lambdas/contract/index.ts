@@ -2,6 +2,7 @@ export * from './constants';
 export * from './diagnoses';
 export * from './errors';
 export * from './field-rules';
+export * from './mig';
 export * from './parse-batch';
 export * from './pci-bus-id';
 export * from './schema';

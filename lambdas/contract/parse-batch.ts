@@ -8,12 +8,15 @@ import {
   SCHEMA_V1,
 } from './constants';
 import { ContractValidationError, formatPath } from './errors';
+import { migComputeSlices, migProfileSlices } from './mig';
 import { type Batch, BatchSchema } from './schema';
 
 /**
  * Validates an already-decoded JSON value against wire contract v1, including the checks that need
  * the server's clock: every timestamp within {@link MAX_PAST_S} in the past and {@link MAX_FUTURE_S}
- * in the future of `now`, window lengths, and the GPU count. Pure: `now` is passed in.
+ * in the future of `now`, window lengths, the GPU count, and the MIG rule: per kind and start, a GPU
+ * index has one window for the whole GPU, or one per GPU instance (`gpu_instance_id`, each id once)
+ * whose profiles' compute slices sum to at most the GPU's (7, or 4 on an A30). Pure: `now` is passed in.
  *
  * @param input - the JSON value of the request body (any shape)
  * @param now - the server's clock
@@ -36,6 +39,7 @@ export function parseBatch(input: unknown, now: Date): Batch {
   if (!result.success) throw toContractError(result.error);
   const batch = result.data;
   checkTimes(batch, now.getTime());
+  checkGpuInstances(batch);
   const gpus = new Set(batch.windows.map((w) => w.gpu.index));
   if (gpus.size > MAX_GPUS_PER_BATCH) {
     throw new ContractValidationError(
@@ -88,5 +92,51 @@ function checkTimes(batch: Batch, nowMs: number): void {
   });
   batch.events?.forEach((e, i) => {
     check(`events[${i}].at`, e.at);
+  });
+}
+
+/** Per (kind, start, GPU index): one whole-GPU window, or distinct instances within the GPU's slices. */
+function checkGpuInstances(batch: Batch): void {
+  const groups = new Map<string, { whole: boolean; ids: Set<number>; slices: number }>();
+  batch.windows.forEach((w, i) => {
+    const key = `${w.kind}|${w.start}|${w.gpu.index}`;
+    const group = groups.get(key);
+    const at = `GPU ${w.gpu.index} has`;
+    const when = `${w.kind} window starting ${w.start}`;
+    if (w.gpu_instance_id === undefined) {
+      if (group !== undefined) {
+        throw new ContractValidationError(
+          `windows[${i}].gpu_instance_id`,
+          group.whole
+            ? `expected one ${when} for GPU ${w.gpu.index}, got a second`
+            : `${at} GPU instance windows and a whole-GPU ${when}; expected gpu_instance_id on every one`,
+        );
+      }
+      groups.set(key, { whole: true, ids: new Set(), slices: 0 });
+      return;
+    }
+    const g = group ?? { whole: false, ids: new Set<number>(), slices: 0 };
+    if (g.whole) {
+      throw new ContractValidationError(
+        `windows[${i}].gpu_instance_id`,
+        `${at} a whole-GPU ${when} and GPU instance windows; expected gpu_instance_id on every one`,
+      );
+    }
+    if (g.ids.has(w.gpu_instance_id)) {
+      throw new ContractValidationError(
+        `windows[${i}].gpu_instance_id`,
+        `${at} two ${w.kind} windows starting ${w.start} for GPU instance ${w.gpu_instance_id}`,
+      );
+    }
+    g.ids.add(w.gpu_instance_id);
+    g.slices += migProfileSlices(w.gpu_instance_profile) ?? 0;
+    const max = migComputeSlices(w.gpu.name);
+    if (g.slices > max) {
+      throw new ContractValidationError(
+        `windows[${i}].gpu_instance_profile`,
+        `${at} GPU instances of ${g.slices} compute slices in one ${when}; a GPU has ${max}`,
+      );
+    }
+    groups.set(key, g);
   });
 }

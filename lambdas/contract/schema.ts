@@ -33,6 +33,7 @@ import {
   REGION_RULE,
   SYSTEMD_UNIT_RULE,
 } from './field-rules';
+import { MAX_GPU_INSTANCE_ID, MIG_PROFILE_RULE } from './mig';
 
 /**
  * The wire contract v1 as zod schemas. Every wire and domain type derives from these
@@ -285,10 +286,31 @@ export const GpuWindowSchema = z
     processes: z.array(GpuProcessSchema).max(64).optional(),
     /** The pod holding the GPU at the window's end (dcgm-exporter labels); absent off Kubernetes. */
     k8s: K8sWorkloadSchema.optional(),
+    /**
+     * The MIG GPU instance (slice) this window measures, `GPU_I_ID` / NVML GPU instance id, 0..
+     * {@link MAX_GPU_INSTANCE_ID}; absent for a whole GPU. Given with `gpu_instance_profile`; a GPU
+     * then has one window per instance (per kind and start) and none for itself.
+     */
+    gpu_instance_id: z.int().min(0).max(MAX_GPU_INSTANCE_ID).optional(),
+    /** The instance's profile (`GPU_I_PROFILE`: `1g.10gb`, `3g.40gb`), with `gpu_instance_id`; its `<n>g` prices the slice. */
+    gpu_instance_profile: matching(MIG_PROFILE_RULE).optional(),
   })
   .superRefine((w, ctx) => {
     if (Date.parse(w.end) <= Date.parse(w.start)) {
       ctx.addIssue({ code: 'custom', path: ['end'], message: 'expected end after start' });
+    }
+    if (w.gpu_instance_id !== undefined && w.gpu_instance_profile === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['gpu_instance_profile'],
+        message: 'expected gpu_instance_profile with gpu_instance_id',
+      });
+    } else if (w.gpu_instance_profile !== undefined && w.gpu_instance_id === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['gpu_instance_id'],
+        message: 'expected gpu_instance_id with gpu_instance_profile',
+      });
     }
   });
 

@@ -254,20 +254,28 @@ function byWastedDesc<T extends { wasted_usd: number; key?: string; instance_id?
 }
 
 /**
- * The key of a GPU's group when a report is grouped by `gpu`.
+ * The key of a GPU's group when a report is grouped by `gpu`; a MIG slice's names its instance and profile.
  *
  * @param instanceId - EC2 instance id
  * @param gpuIndex - NVML device index, ≥ 0
- * @returns `<instance id>:<GPU index>`, e.g. `i-0abc:3`
+ * @param slice - the MIG slice, where the row is one (`gpu_instance_id`, `gpu_instance_profile`)
+ * @returns `<instance id>:<GPU index>`, e.g. `i-0abc:3`; a slice `i-0abc:3/gi7 1g.10gb`
  */
-export function gpuGroupKey(instanceId: string, gpuIndex: number): string {
-  return `${instanceId}:${gpuIndex}`;
+export function gpuGroupKey(
+  instanceId: string,
+  gpuIndex: number,
+  slice?: { readonly gpu_instance_id?: number; readonly gpu_instance_profile?: string },
+): string {
+  const gpu = `${instanceId}:${gpuIndex}`;
+  if (slice?.gpu_instance_id === undefined) return gpu;
+  const profile = slice.gpu_instance_profile === undefined ? '' : ` ${slice.gpu_instance_profile}`;
+  return `${gpu}/gi${slice.gpu_instance_id}${profile}`;
 }
 
 function byInstance(rows: readonly WasteReportRow[], perGpu = false): ReportGroup[] {
   const accs = new Map<string, Acc>();
   for (const r of rows) {
-    const key = perGpu ? gpuGroupKey(r.instance_id, r.gpu_index) : r.instance_id;
+    const key = perGpu ? gpuGroupKey(r.instance_id, r.gpu_index, r) : r.instance_id;
     const acc = accs.get(key) ?? emptyAcc();
     add(acc, r, 1);
     accs.set(key, acc);

@@ -1,4 +1,4 @@
-import type { GpuWindow } from '../contract';
+import { type GpuWindow, migComputeShare, migComputeSlices } from '../contract';
 import {
   FULLY_USED_EFFICIENCY_AT_LEAST,
   IDLE_EFFICIENCY_BELOW,
@@ -29,8 +29,12 @@ export interface LedgerOptions {
  * Computes the waste ledger of one GPU window (docs/design.md §5). No rounding: sums over many windows stay exact
  * to floating point.
  *
- * - `cost_usd = P / N × Δt / 3600`, with `P` = `price.price_usd_per_hour`, `N` = `price.gpu_count`,
- *   Δt = end − start in seconds.
+ * - `cost_usd = P / N × s × Δt / 3600`, with `P` = `price.price_usd_per_hour`, `N` = `price.gpu_count`,
+ *   Δt = end − start in seconds, and `s` the compute share of what the window measures: 1 for a whole
+ *   GPU; for a MIG slice (`gpu_instance_profile` `<n>g.<mem>gb`) n / the GPU's compute slices (7 on
+ *   A100/H100/H200, 4 on an A30, from `gpu.name`; NVIDIA MIG user guide), so a `1g.10gb` slice of an
+ *   H100 costs 1/7 of the GPU's price share and slices covering the whole GPU sum to the GPU's cost.
+ *   A GPU's unallocated slices belong to no window and are not priced.
  * - `efficiency` = `sm_active` when measured (source `sm_active`); else `gpu_util` (source `gpu_util`:
  *   an upper bound on efficiency, so the waste is a lower bound); else absent (source `none`, class
  *   `unknown`, no waste counted).
@@ -46,7 +50,7 @@ export interface LedgerOptions {
  * @param window - a validated GPU window (flush; a horizon window would double-count the money)
  * @param price - the instance price (see `priceFor`)
  * @param opts - `brokenSince` and `diagnosis`, see {@link LedgerOptions}
- * @returns the ledger entry; money in USD, `window_s` in s, `gpu_hours` in h
+ * @returns the ledger entry; money in USD, `window_s` in s, `gpu_hours` in h of whole GPUs (a slice's × its share)
  * @throws {LedgerInputError} when the window end is not after its start, or the price is negative,
  *   non-finite, or split over fewer than 1 GPU
  * @example
@@ -70,7 +74,11 @@ export function computeLedger(window: GpuWindow, price: InstancePrice, opts?: Le
   if (!Number.isFinite(N) || N < 1) {
     throw new LedgerInputError('price.gpu_count', N, `Expected a GPU count >= 1, got ${N}.`);
   }
-  const gpu_hours = window_s / SECONDS_PER_HOUR;
+  const share =
+    window.gpu_instance_profile === undefined
+      ? 1
+      : (migComputeShare(window.gpu_instance_profile, migComputeSlices(window.gpu.name)) ?? 1);
+  const gpu_hours = (share * window_s) / SECONDS_PER_HOUR;
   const cost_usd = (P / N) * gpu_hours;
   const m = window.metrics;
   let efficiency: number | undefined;

@@ -35,6 +35,10 @@ export interface ReportLineItem {
   readonly instance_id: string;
   /** The GPU, for the `gpu` grain only. */
   readonly gpu_index?: number;
+  /** The MIG slice (GPU instance id) of the `gpu` grain's item, where the GPU was split; absent for a whole GPU. */
+  readonly gpu_instance_id?: number;
+  /** The slice's profile (`1g.10gb`), with `gpu_instance_id`. */
+  readonly gpu_instance_profile?: string;
   readonly instance_type: string;
   /** Tags of the GPU with the most GPU-hours that day (the latest window's); absent when untagged. */
   readonly team?: string;
@@ -83,12 +87,20 @@ export function lifecycleOfPriceSource(priceSource: string): ReportLifecycle | u
     : 'on-demand';
 }
 
+/** A row's MIG slice fields, where it has them. */
+function sliceOf(r: WasteReportRow): Pick<WasteReportRow, 'gpu_instance_id' | 'gpu_instance_profile'> {
+  return {
+    ...(r.gpu_instance_id !== undefined ? { gpu_instance_id: r.gpu_instance_id } : {}),
+    ...(r.gpu_instance_profile !== undefined ? { gpu_instance_profile: r.gpu_instance_profile } : {}),
+  };
+}
+
 function itemOf(day: string, r: WasteReportRow, grain: LineItemGrain): ReportLineItem {
   const lifecycle = lifecycleOfPriceSource(r.price_source);
   return {
     day,
     instance_id: r.instance_id,
-    ...(grain === 'gpu' ? { gpu_index: r.gpu_index } : {}),
+    ...(grain === 'gpu' ? { gpu_index: r.gpu_index, ...sliceOf(r) } : {}),
     instance_type: r.instance_type,
     ...(r.team !== undefined ? { team: r.team } : {}),
     ...(r.job !== undefined ? { job: r.job } : {}),
@@ -151,7 +163,10 @@ export function reportLineItems(days: readonly ReportDayRows[], grain: LineItemG
     const byId = (a: WasteReportRow, b: WasteReportRow): number =>
       a.instance_id < b.instance_id ? -1 : a.instance_id > b.instance_id ? 1 : 0;
     if (grain === 'gpu') {
-      const perGpu = [...rows].sort((a, b) => byId(a, b) || a.gpu_index - b.gpu_index);
+      const perGpu = [...rows].sort(
+        (a, b) =>
+          byId(a, b) || a.gpu_index - b.gpu_index || (a.gpu_instance_id ?? -1) - (b.gpu_instance_id ?? -1),
+      );
       out.push(...perGpu.map((r) => itemOf(day, r, 'gpu')));
       continue;
     }

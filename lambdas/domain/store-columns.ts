@@ -29,6 +29,23 @@ export type StoreColumnType =
  */
 export const GPU_WORKLOAD_COLUMNS = ['namespace', 'pod', 'container'] as const;
 
+/**
+ * The MIG columns of `gpu_windows`: `gpu_instance_id` and `gpu_instance_profile` (the window's, NULL for a
+ * whole GPU) and `gpu_instance_slot`, the key column: the instance id, or −1 for a whole GPU (a key
+ * column is never NULL; {@link gpuInstanceSlot}). A MIG GPU has one row per slice and time.
+ */
+export const GPU_INSTANCE_COLUMNS = ['gpu_instance_id', 'gpu_instance_profile', 'gpu_instance_slot'] as const;
+
+/**
+ * The key value of a `gpu_windows` row's MIG slice: its `gpu_instance_id`, or −1 for a whole GPU.
+ *
+ * @param row - a stored GPU window (its `gpu_instance_id`)
+ * @returns an integer ≥ −1
+ */
+export function gpuInstanceSlot(row: { readonly gpu_instance_id?: number }): number {
+  return row.gpu_instance_id ?? -1;
+}
+
 /** Identity and dimension columns of `gpu_windows`, in insert order, before the metric and ledger columns. */
 export const GPU_WINDOW_KEY_COLUMNS = [
   'time',
@@ -40,6 +57,7 @@ export const GPU_WINDOW_KEY_COLUMNS = [
   'gpu_index',
   'gpu_uuid',
   'gpu_name',
+  ...GPU_INSTANCE_COLUMNS,
   'team',
   'job',
   ...GPU_WORKLOAD_COLUMNS,
@@ -99,10 +117,11 @@ export type TelemetryTable = (typeof TELEMETRY_TABLES)[number];
 /**
  * The key of a row in each table (Timestream's dimensions + time): two rows with the same key are
  * the same measurement, and the one with the higher `seq` wins. `events.gpu_slot` is the GPU
- * index, or −1 for an instance-wide event (a key column is never NULL).
+ * index, or −1 for an instance-wide event; `gpu_windows.gpu_instance_slot` the MIG instance id, or
+ * −1 for a whole GPU (a key column is never NULL).
  */
 export const TELEMETRY_TABLE_KEYS: { readonly [T in TelemetryTable]: readonly string[] } = {
-  gpu_windows: ['instance_id', 'gpu_index', 'time'],
+  gpu_windows: ['instance_id', 'gpu_index', 'gpu_instance_slot', 'time'],
   efa_windows: ['instance_id', 'device', 'port', 'time'],
   events: ['instance_id', 'kind', 'gpu_slot', 'time'],
 };
@@ -112,7 +131,17 @@ export const TELEMETRY_TABLE_KEYS: { readonly [T in TelemetryTable]: readonly st
  * provenance. Every other column is absent when unknown, never invented.
  */
 export const TELEMETRY_REQUIRED_COLUMNS: { readonly [T in TelemetryTable]: readonly string[] } = {
-  gpu_windows: ['time', 'start', 'instance_id', 'instance_type', 'region', 'gpu_index', 'batch_id', 'seq'],
+  gpu_windows: [
+    'time',
+    'start',
+    'instance_id',
+    'instance_type',
+    'region',
+    'gpu_index',
+    'gpu_instance_slot',
+    'batch_id',
+    'seq',
+  ],
   efa_windows: ['time', 'start', 'instance_id', 'instance_type', 'device', 'port', 'seq', 'deltas'],
   events: ['time', 'instance_id', 'instance_type', 'gpu_slot', 'kind', 'source', 'batch_id', 'seq'],
 };
@@ -127,6 +156,9 @@ const GPU_KEY_COLUMN_TYPES: { readonly [K in (typeof GPU_WINDOW_KEY_COLUMNS)[num
   gpu_index: 'INTEGER',
   gpu_uuid: 'VARCHAR',
   gpu_name: 'VARCHAR',
+  gpu_instance_id: 'INTEGER',
+  gpu_instance_profile: 'VARCHAR',
+  gpu_instance_slot: 'INTEGER',
   team: 'VARCHAR',
   job: 'VARCHAR',
   namespace: 'VARCHAR',

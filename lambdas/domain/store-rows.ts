@@ -3,6 +3,7 @@ import { brokenSinceFor } from './broken-marks';
 import { gpuOwnerOf } from './gpu-owner';
 import { computeLedger } from './ledger';
 import type { InstancePrice } from './pricing';
+import { windowSlotKey } from './rules/gpu-ref';
 import type { Diagnosis, StoreRows } from './types';
 
 /** What a batch's rows carry besides the batch itself. */
@@ -14,8 +15,11 @@ export interface StoreRowsInput {
    * (`withBrokenMarks`), so the batch's first fatal window is already `broken`.
    */
   readonly broken: ReadonlyMap<string, string>;
-  /** GPU index → the diagnosis of its judged horizon; a GPU without one stores none. */
-  readonly diagnoses: ReadonlyMap<number, Diagnosis>;
+  /**
+   * GPU key (`windowSlotKey`: `3`, a MIG slice `3/gi7`) → the diagnosis of its judged horizon; a GPU
+   * without one stores none.
+   */
+  readonly diagnoses: ReadonlyMap<string, Diagnosis>;
 }
 
 /**
@@ -47,6 +51,8 @@ export function storeRowsOf(batch: Batch, input: StoreRowsInput): StoreRows {
         gpu_index: w.gpu.index,
         gpu_uuid: w.gpu.uuid,
         gpu_name: w.gpu.name,
+        gpu_instance_id: w.gpu_instance_id,
+        gpu_instance_profile: w.gpu_instance_profile,
         team: host.tags?.team,
         job: owner.job,
         namespace: w.k8s?.namespace,
@@ -57,7 +63,7 @@ export function storeRowsOf(batch: Batch, input: StoreRowsInput): StoreRows {
         metrics: w.metrics,
         ledger: computeLedger(w, input.price, {
           brokenSince: brokenSinceFor(input.broken, w),
-          diagnosis: input.diagnoses.get(w.gpu.index),
+          diagnosis: input.diagnoses.get(windowSlotKey(w)),
         }),
       })),
     efa: (batch.efa ?? []).map((e) => ({

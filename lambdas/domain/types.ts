@@ -27,7 +27,7 @@ export type WasteClass = 'idle' | 'held_idle' | 'underused' | 'broken' | 'none' 
 export interface LedgerEntry {
   /** Window length, s (end − start). */
   readonly window_s: number;
-  /** GPU-hours the window covers: window_s / 3600. */
+  /** GPU-hours the window covers: window_s / 3600; a MIG slice its compute share of that (`1g` of 7: window_s / 3600 / 7). */
   readonly gpu_hours: number;
   /** Instance price used, USD/hour (0 when unpriced). */
   readonly price_usd_per_hour: number;
@@ -77,6 +77,10 @@ export interface GpuWindowRow {
   readonly gpu_index: number;
   readonly gpu_uuid?: string;
   readonly gpu_name?: string;
+  /** MIG GPU instance (slice) the row measures (the window's `gpu_instance_id`); absent for a whole GPU. */
+  readonly gpu_instance_id?: number;
+  /** The slice's profile (`1g.10gb`, `3g.40gb`), with `gpu_instance_id`; its `<n>g` set the slice's price share. */
+  readonly gpu_instance_profile?: string;
   /** From instance tag `team`, when present. */
   readonly team?: string;
   /** From instance tag `job`, when present. */
@@ -280,6 +284,10 @@ export interface WasteReportRow extends LedgerSums {
   readonly instance_id: string;
   readonly instance_type: string;
   readonly gpu_index: number;
+  /** The MIG slice (GPU instance id) the row sums, where the GPU was split; absent for a whole GPU. */
+  readonly gpu_instance_id?: number;
+  /** The slice's profile (`1g.10gb`), with `gpu_instance_id`. */
+  readonly gpu_instance_profile?: string;
   readonly team?: string;
   readonly job?: string;
   /** AWS region of the instance (the latest window's `host.region`); absent where the store keeps none. */

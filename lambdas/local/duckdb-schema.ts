@@ -39,8 +39,8 @@ function telemetryTableDdl(table: TelemetryTable): string {
  * shares (`store-columns.ts`: Timestream's dimensions and measures as columns, the Glue tables'
  * columns), plus the state tables of `StateStore`.
  *
- * - `gpu_windows`: key (instance_id, gpu_index, time); one column per metric and ledger field,
- *   typed as in Timestream.
+ * - `gpu_windows`: key (instance_id, gpu_index, gpu_instance_slot, time), the slot a MIG instance id
+ *   or −1 for a whole GPU; one column per metric and ledger field, typed as in Timestream.
  * - `efa_windows`: key (instance_id, device, port, time); the counter deltas in one
  *   `MAP(VARCHAR, BIGINT)` column `deltas` (Timestream has one measure per counter; the set of
  *   counters differs per driver, so a map keeps the table fixed).
@@ -59,6 +59,10 @@ export const DUCKDB_SCHEMA_SQL: readonly string[] = [
   telemetryTableDdl('gpu_windows'),
   // A store file made before the Kubernetes workload columns existed gains them (NULL in old rows).
   ...GPU_WORKLOAD_COLUMNS.map((c) => `ALTER TABLE gpu_windows ADD COLUMN IF NOT EXISTS ${c} VARCHAR`),
+  // … and the MIG columns (old rows are whole GPUs: slot −1); its key is widened by GPU_WINDOWS_REKEY_SQL.
+  'ALTER TABLE gpu_windows ADD COLUMN IF NOT EXISTS gpu_instance_id INTEGER',
+  'ALTER TABLE gpu_windows ADD COLUMN IF NOT EXISTS gpu_instance_profile VARCHAR',
+  'ALTER TABLE gpu_windows ADD COLUMN IF NOT EXISTS gpu_instance_slot INTEGER DEFAULT -1',
   telemetryTableDdl('efa_windows'),
   telemetryTableDdl('events'),
   `CREATE TABLE IF NOT EXISTS remediations (
@@ -94,6 +98,27 @@ export const DUCKDB_SCHEMA_SQL: readonly string[] = [
   `CREATE TABLE IF NOT EXISTS idle_gpus (
     instance_id VARCHAR NOT NULL, gpu_key VARCHAR NOT NULL, "at" VARCHAR NOT NULL, at_ms BIGINT NOT NULL,
     PRIMARY KEY (instance_id, gpu_key))`,
+];
+
+/**
+ * Counts (`n`) the `gpu_windows` primary keys made before MIG slices had rows of their own (a key
+ * without `gpu_instance_slot`): 1 on a store file from before, then {@link GPU_WINDOWS_REKEY_SQL} runs.
+ */
+export const GPU_WINDOWS_OLD_KEY_SQL = `SELECT count(*) AS n FROM duckdb_constraints()
+  WHERE table_name = 'gpu_windows' AND constraint_type = 'PRIMARY KEY'
+  AND NOT list_contains(constraint_column_names, 'gpu_instance_slot')`;
+
+/**
+ * Widens an old store file's `gpu_windows` key to (instance_id, gpu_index, gpu_instance_slot, time),
+ * keeping every row (copied through a temporary table: DuckDB cannot alter a primary key in place).
+ * Run in one transaction, after {@link DUCKDB_SCHEMA_SQL}.
+ */
+export const GPU_WINDOWS_REKEY_SQL: readonly string[] = [
+  'CREATE TEMP TABLE gpu_windows_before_mig AS SELECT * FROM gpu_windows',
+  'DROP TABLE gpu_windows',
+  telemetryTableDdl('gpu_windows'),
+  'INSERT INTO gpu_windows BY NAME SELECT * FROM gpu_windows_before_mig',
+  'DROP TABLE gpu_windows_before_mig',
 ];
 
 /**

@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { type DuckDBConnection, DuckDBInstance, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import { StoreUnavailableError } from '../domain/port-errors';
-import { DUCKDB_SCHEMA_SQL } from './duckdb-schema';
+import { DUCKDB_SCHEMA_SQL, GPU_WINDOWS_OLD_KEY_SQL, GPU_WINDOWS_REKEY_SQL } from './duckdb-schema';
 
 /** `undefined` → SQL NULL. */
 export function sqlValue(value: string | number | boolean | undefined): DuckDBValue {
@@ -62,6 +62,12 @@ export class DuckDbSession {
       const instance = await DuckDBInstance.create(path);
       const connection = await instance.connect();
       for (const ddl of DUCKDB_SCHEMA_SQL) await connection.run(ddl);
+      const old = await connection.runAndReadAll(GPU_WINDOWS_OLD_KEY_SQL);
+      if (Number(old.getRowObjects()[0]?.n ?? 0) > 0) {
+        await connection.run('BEGIN TRANSACTION');
+        for (const sql of GPU_WINDOWS_REKEY_SQL) await connection.run(sql);
+        await connection.run('COMMIT');
+      }
       return new DuckDbSession(instance, connection);
     } catch (error) {
       throw new StoreUnavailableError(

@@ -14,6 +14,7 @@ import {
 import {
   compareWasteRows,
   WASTE_AGGREGATES_SQL,
+  WASTE_SLICE_SQL,
   wasteRangeProblem,
   wasteRowFromText,
 } from '../adapters/waste-aggregates';
@@ -36,7 +37,7 @@ import type {
   WasteGroupRow,
   WasteQuery,
 } from '../domain/ports';
-import { TELEMETRY_TABLE_KEYS } from '../domain/store-columns';
+import { gpuInstanceSlot, TELEMETRY_TABLE_KEYS } from '../domain/store-columns';
 import type { StoreRows, WasteReportRow } from '../domain/types';
 import { EFA_WINDOW_COLUMNS, EVENT_COLUMNS, GPU_WINDOW_COLUMNS, upsertSql } from './duckdb-schema';
 import { type DuckDbSession, sqlValue as v } from './duckdb-session';
@@ -85,10 +86,10 @@ const ROWS_PER_STATEMENT = 64;
 /** Rows of `gpu_windows` in `[?, ?)`, the source of every read. */
 const GPU_RANGE = `(SELECT * FROM gpu_windows WHERE "time" >= ?::TIMESTAMPTZ AND "time" < ?::TIMESTAMPTZ)`;
 
-const WASTE_SQL = `SELECT instance_id, gpu_index,
+const WASTE_SQL = `SELECT instance_id, gpu_index, ${WASTE_SLICE_SQL},
   ${WASTE_AGGREGATES_SQL}
 FROM ${GPU_RANGE} AS w
-GROUP BY instance_id, gpu_index`;
+GROUP BY instance_id, gpu_index, gpu_instance_slot`;
 
 /**
  * The telemetry port of the local store (docs/design.md §4, §12) on DuckDB: the tables `gpu_windows`,
@@ -164,6 +165,9 @@ export class DuckDbTelemetryStore implements TelemetryStore {
             r.gpu_index,
             v(r.gpu_uuid),
             v(r.gpu_name),
+            v(r.gpu_instance_id),
+            v(r.gpu_instance_profile),
+            gpuInstanceSlot(r),
             v(r.team),
             v(r.job),
             v(r.namespace),

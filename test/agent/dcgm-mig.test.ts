@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { migComputeShare, migComputeSlices, parseDcgmExporterText } from '../../agent/sources/dcgm-exporter';
+import { migSliceReadings } from '../../agent/sources/dcgm-mig';
+import { DcgmProfilingSource } from '../../agent/sources/dcgm-profiling';
 import { GpuMetricsSchema } from '../../lambdas/contract';
 
 const real = (name: string): string =>
@@ -102,5 +104,55 @@ describe('MIG GPU activity', () => {
     expect(migComputeSlices('NVIDIA A30')).toBe(4);
     expect(migComputeSlices('NVIDIA H100 80GB HBM3')).toBe(7);
     expect(migComputeSlices(undefined)).toBe(7);
+  });
+});
+
+describe('MIG slices for one window per slice', () => {
+  it('reads the H100 slices of the real scrape (profile, GR activity, the pod of each held slice)', () => {
+    // Prepare
+    const [gpu] = parseDcgmExporterText(real('dcgm-exporter-h100-mig-512.prom')).gpus;
+    // Act
+    const slices = gpu === undefined ? undefined : migSliceReadings(gpu);
+    // Assess
+    expect(
+      slices?.map((s) => [s.gpu_instance_id, s.gpu_instance_profile, s.gpu_util, s.k8s?.namespace]),
+    ).toEqual([
+      [7, '1g.10gb', 0, 'model-playground-stg'],
+      [8, '1g.10gb', 0, undefined],
+      [9, '1g.10gb', 0, expect.any(String)],
+    ]);
+  });
+
+  it.each([
+    ['a slice without a profile', 'GPU_I_ID="1"'],
+    ['a profile that is not a MIG profile', 'GPU_I_ID="1",GPU_I_PROFILE="whole"'],
+  ])('measures the GPU whole for %s (nothing invented)', (_case, labels) => {
+    // Prepare
+    const text = `DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",modelName="NVIDIA A100-SXM4-80GB",${labels}} 0.5`;
+    const [gpu] = parseDcgmExporterText(text).gpus;
+    // Act / Assess
+    expect(gpu === undefined ? 'no gpu' : migSliceReadings(gpu)).toBeUndefined();
+  });
+
+  it('gives a live host its slices from the dcgm profiling source, matched by GPU UUID', async () => {
+    // Prepare
+    const body = real('dcgm-exporter-a100-mig-272.prom');
+    const source = new DcgmProfilingSource({
+      url: 'http://127.0.0.1:9400/metrics',
+      fetch: (async () => new Response(body, { status: 200 })) as typeof fetch,
+    });
+    await source.open({
+      clock: () => new Date('2026-03-10T12:00:00Z'),
+      emit: () => {},
+      warn: () => {},
+      timers: { setInterval: () => 0, clearInterval: () => {} },
+    });
+    // Act
+    const second = source.migSlices({ index: 0, uuid: 'GPU-6043e4b2-feaa-8010-34c7-61d1a01576bb' });
+    const none = source.migSlices({ index: 0, uuid: 'GPU-00000000-0000-0000-0000-000000000000' });
+    await source.close();
+    // Assess
+    expect(second?.map((s) => s.gpu_instance_profile)).toEqual(['3g.40gb', '4g.40gb']);
+    expect(none).toBeUndefined();
   });
 });

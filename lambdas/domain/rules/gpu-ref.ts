@@ -5,6 +5,8 @@ export interface GpuRef {
   readonly gpu_index?: number;
   /** Canonical form `dddd:bb:dd.f`, lower-case hex (see the contract's `normalizePciBusId`). */
   readonly pci_bus_id?: string;
+  /** The MIG GPU instance (slice) of the GPU, for what a slice's window says (its idle mark, its diagnosis). */
+  readonly gpu_instance_id?: number;
 }
 
 /**
@@ -58,14 +60,33 @@ function windowIndex(windows: Batch['windows']): WindowIndex {
 }
 
 /**
- * The grouping key of a GPU reference: the index, else the PCI bus id, else `*` (the instance).
+ * The grouping key of a GPU reference: the index (`3`; a MIG slice `3/gi7`, GPU 3's instance 7),
+ * else the PCI bus id, else `*` (the instance). Stored idle marks use it, so a slice keeps its own.
  *
  * @param ref - the reference
  * @returns the key, a string
  */
 export function gpuKey(ref: GpuRef): string {
-  if (ref.gpu_index !== undefined) return String(ref.gpu_index);
+  if (ref.gpu_index !== undefined)
+    return ref.gpu_instance_id === undefined
+      ? String(ref.gpu_index)
+      : `${ref.gpu_index}/gi${ref.gpu_instance_id}`;
   return ref.pci_bus_id ?? '*';
+}
+
+/**
+ * The key of what a window measures: its GPU (`3`), or its MIG slice (`3/gi7`) where the window
+ * carries `gpu_instance_id` ({@link gpuKey} of both). Maps of per-GPU results (diagnoses, horizons)
+ * key by it, since a MIG GPU sends one window per slice.
+ *
+ * @param window - a validated window
+ * @returns the key
+ */
+export function windowSlotKey(window: Batch['windows'][number]): string {
+  return gpuKey({
+    gpu_index: window.gpu.index,
+    ...(window.gpu_instance_id === undefined ? {} : { gpu_instance_id: window.gpu_instance_id }),
+  });
 }
 
 /**
@@ -79,18 +100,27 @@ export function compareGpuRefs(a: GpuRef, b: GpuRef): number {
   const ai = a.gpu_index ?? Number.POSITIVE_INFINITY;
   const bi = b.gpu_index ?? Number.POSITIVE_INFINITY;
   if (ai !== bi) return ai < bi ? -1 : 1;
+  const ag = a.gpu_instance_id ?? -1;
+  const bg = b.gpu_instance_id ?? -1;
+  if (ag !== bg) return ag < bg ? -1 : 1;
   const ap = a.pci_bus_id ?? '~';
   const bp = b.pci_bus_id ?? '~';
   return ap < bp ? -1 : ap > bp ? 1 : 0;
 }
 
 /**
- * Names a GPU for people: `GPU 3 (0000:19:00.0)`, `GPU 3`, `GPU at 0000:19:00.0`, or `an unidentified GPU`.
+ * Names a GPU for people: `GPU 3 (0000:19:00.0)`, `GPU 3`, `GPU at 0000:19:00.0`, or `an unidentified GPU`;
+ * a MIG slice as `GPU 3 MIG instance 7 (0000:19:00.0)`.
  *
  * @param ref - the reference
  * @returns the phrase
  */
 export function describeGpu(ref: GpuRef): string {
+  if (ref.gpu_instance_id !== undefined && ref.gpu_index !== undefined) {
+    const gpu = describeGpu({ gpu_index: ref.gpu_index });
+    const pci = ref.pci_bus_id === undefined ? '' : ` (${ref.pci_bus_id})`;
+    return `${gpu} MIG instance ${ref.gpu_instance_id}${pci}`;
+  }
   if (ref.gpu_index !== undefined && ref.pci_bus_id !== undefined)
     return `GPU ${ref.gpu_index} (${ref.pci_bus_id})`;
   if (ref.gpu_index !== undefined) return `GPU ${ref.gpu_index}`;

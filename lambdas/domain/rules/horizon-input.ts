@@ -5,7 +5,7 @@ import { computeLedger } from '../ledger';
 import type { InstancePrice } from '../pricing';
 import type { Diagnosis } from '../types';
 import { diagnoseHorizon } from './diagnose';
-import { type GpuRef, gpuKey, resolveGpuRef } from './gpu-ref';
+import { type GpuRef, gpuKey, resolveGpuRef, windowSlotKey } from './gpu-ref';
 import type { Thresholds } from './thresholds';
 
 /** One GPU's horizon as the window rules read it: the window, who it is, how much it covers, its leaf. */
@@ -62,7 +62,8 @@ export interface HorizonInput {
   readonly batch: Batch;
   /**
    * One per GPU that sent a horizon covering at least `thresholds.minHorizonSpanS` (the latest, when a
-   * batch carries two), ordered by GPU index. A shorter horizon judges nothing and is not here.
+   * batch carries two), ordered by GPU index; on a MIG GPU one per slice (`gpu_instance_id`, its `ref`
+   * names it), by instance id. A shorter horizon judges nothing and is not here.
    */
   readonly gpus: readonly HorizonGpu[];
   /** GPUs that sent a horizon too short to judge (their rules neither fire nor resolve). */
@@ -86,19 +87,23 @@ export function judgedHorizons(
   thresholds: Thresholds,
   price: InstancePrice,
 ): { gpus: HorizonGpu[]; shortGpus: number } {
-  const latest = new Map<number, GpuWindow>();
-  // A pod named on any of the GPU's windows holds it (the agent may label the flush window only).
-  const podHeld = new Set<number>();
+  // By GPU, or by MIG slice where the windows are per slice (`windowSlotKey`).
+  const latest = new Map<string, GpuWindow>();
+  // A pod named on any of the GPU's (slice's) windows holds it (the agent may label the flush window only).
+  const podHeld = new Set<string>();
   for (const w of batch.windows) {
-    if (w.k8s !== undefined) podHeld.add(w.gpu.index);
+    const key = windowSlotKey(w);
+    if (w.k8s !== undefined) podHeld.add(key);
     if (w.kind !== 'horizon') continue;
-    const seen = latest.get(w.gpu.index);
-    if (seen === undefined || Date.parse(w.end) > Date.parse(seen.end)) latest.set(w.gpu.index, w);
+    const seen = latest.get(key);
+    if (seen === undefined || Date.parse(w.end) > Date.parse(seen.end)) latest.set(key, w);
   }
   const gpus: HorizonGpu[] = [];
   let shortGpus = 0;
-  for (const index of [...latest.keys()].sort((a, b) => a - b)) {
-    const window = latest.get(index) as GpuWindow;
+  const ordered = [...latest.entries()].sort(
+    ([, a], [, b]) => a.gpu.index - b.gpu.index || (a.gpu_instance_id ?? -1) - (b.gpu_instance_id ?? -1),
+  );
+  for (const [index, window] of ordered) {
     const spanS = (Date.parse(window.end) - Date.parse(window.start)) / MS_PER_SECOND;
     if (spanS < thresholds.minHorizonSpanS) {
       shortGpus++;
@@ -107,7 +112,10 @@ export function judgedHorizons(
     const ledger = computeLedger(window, price);
     gpus.push({
       window,
-      ref: resolveGpuRef(batch, index, window.gpu.pci_bus_id),
+      ref: {
+        ...resolveGpuRef(batch, window.gpu.index, window.gpu.pci_bus_id),
+        ...(window.gpu_instance_id === undefined ? {} : { gpu_instance_id: window.gpu_instance_id }),
+      },
       spanS,
       diagnosis: diagnoseHorizon(
         window.metrics,

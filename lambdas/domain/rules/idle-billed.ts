@@ -36,7 +36,10 @@ export const idleBilledRule: WindowRule<'idle_billed'> = {
             'Nothing runs on these GPUs: stop or scale in the instance, or schedule work on it (check for a crashed or finished job that left the node up).',
           evidence: {
             idle_since: gpus
-              .map((g) => `GPU${g.window.gpu.index} ${input.idleSince.get(gpuKey(g.ref))}`)
+              .map((g) => {
+                const slice = g.window.gpu_instance_id === undefined ? '' : `/gi${g.window.gpu_instance_id}`;
+                return `GPU${g.window.gpu.index}${slice} ${input.idleSince.get(gpuKey(g.ref))}`;
+              })
               .join(', '),
             idle_min: Math.floor(longest / 60),
             idle_at_least_min: t.idleBilledS / 60,

@@ -3,6 +3,7 @@ import type { InstancePrice } from '../pricing';
 import type { RuleId } from '../rule-registry';
 import type { Diagnosis, Finding } from '../types';
 import { evaluateWindowRules } from './evaluate-window-rules';
+import { windowSlotKey } from './gpu-ref';
 import { type IdleSinceUpdate, judgedHorizons, nextIdleSince } from './horizon-input';
 import type { RuleContext } from './rule-context';
 
@@ -13,11 +14,11 @@ export interface WindowJudgement {
   /** The window rules that could judge this batch (their firing alerts without a finding resolve). */
   readonly judged: ReadonlySet<RuleId>;
   /**
-   * GPU index → diagnosis of its judged horizon, stored with the GPU's flush windows; a GPU with a
+   * GPU key (`windowSlotKey`: `3`, a MIG slice `3/gi7`) → diagnosis of its judged horizon, stored with the GPU's flush windows; a GPU with a
    * flush window but no horizon that covers enough to judge yet is `awaiting_diagnosis` (its waste
    * is counted under that name, never under no cause).
    */
-  readonly diagnoses: ReadonlyMap<number, Diagnosis>;
+  readonly diagnoses: ReadonlyMap<string, Diagnosis>;
   /** The idle marks to write and clear after the batch is stored. */
   readonly idle: IdleSinceUpdate;
 }
@@ -49,8 +50,9 @@ export function judgeWindows(
     rules,
     now,
   );
-  const diagnoses = new Map<number, Diagnosis>(gpus.map((g) => [g.window.gpu.index, g.diagnosis]));
+  const diagnoses = new Map<string, Diagnosis>(gpus.map((g) => [windowSlotKey(g.window), g.diagnosis]));
   for (const w of batch.windows)
-    if (w.kind === 'flush' && !diagnoses.has(w.gpu.index)) diagnoses.set(w.gpu.index, 'awaiting_diagnosis');
+    if (w.kind === 'flush' && !diagnoses.has(windowSlotKey(w)))
+      diagnoses.set(windowSlotKey(w), 'awaiting_diagnosis');
   return { findings, judged, diagnoses, idle };
 }

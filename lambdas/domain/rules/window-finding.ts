@@ -93,7 +93,14 @@ export function windowFinding(input: HorizonInput, parts: WindowFindingParts): F
   const usdPerHour = parts.wastedUsdPerHour ?? parts.gpus.reduce((sum, g) => sum + g.wastedUsdPerHour, 0);
   const ends = parts.gpus.map((g) => g.window.end).sort();
   const horizonS = parts.gpus.length === 0 ? undefined : Math.min(...parts.gpus.map((g) => g.spanS));
-  const list = parts.gpus.map((g) => g.window.gpu.index).join(',');
+  // A MIG slice is named with its GPU: `0/gi7` (GPU 0's instance 7).
+  const list = parts.gpus
+    .map((g) =>
+      g.window.gpu_instance_id === undefined
+        ? `${g.window.gpu.index}`
+        : `${g.window.gpu.index}/gi${g.window.gpu_instance_id}`,
+    )
+    .join(',');
   const gpuPhrase =
     parts.gpus.length === 0 ? '' : parts.gpus.length === 1 ? ` on GPU ${list}` : ` on GPUs ${list}`;
   const costed = parts.costed ?? true;

@@ -25,7 +25,7 @@ function observed(o: {
 }): ScenarioObservation {
   return {
     fired: new Set(o.fired ?? []),
-    diagnoses: new Map((o.diagnoses ?? ['fake_load']).map((d, i) => [i, d])),
+    diagnoses: new Map((o.diagnoses ?? ['fake_load']).map((d, i) => [String(i), d])),
     decided: o.decided ?? [],
     refused: o.refused ?? 0,
   };

@@ -452,7 +452,7 @@ describe('AthenaStore reads', () => {
     expect(sql).toContain(`"time" >= TIMESTAMP '2026-03-10 00:00:00.000'`);
     expect(sql).toContain(`"time" < TIMESTAMP '2026-03-11 00:00:00.000'`);
     expect(sql).toContain(
-      'row_number() OVER (PARTITION BY "instance_id", "gpu_index", "time" ORDER BY seq DESC)',
+      'row_number() OVER (PARTITION BY "instance_id", "gpu_index", "gpu_instance_slot", "time" ORDER BY seq DESC)',
     );
     expect(sql).toContain('FROM "gpu_sentinel"."gpu_windows"');
   });

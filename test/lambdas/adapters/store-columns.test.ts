@@ -23,6 +23,8 @@ function fullGpuRow() {
     namespace: 'ml-train',
     pod: 'llama-7b-0',
     container: 'trainer',
+    gpu_instance_id: 7,
+    gpu_instance_profile: '1g.10gb',
   });
 }
 

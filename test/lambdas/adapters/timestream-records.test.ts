@@ -100,3 +100,21 @@ describe('Timestream byte limits', () => {
     expect(timestreamRecordBytes(record)).toBeLessThanOrEqual(2048);
   });
 });
+
+describe('Timestream MIG slice dimensions', () => {
+  it('makes a MIG slice its own series (gpu_instance_id, gpu_instance_profile dimensions), a whole GPU without them', () => {
+    // Act
+    const slice = gpuWindowRecord(gpuRow({ gpu_instance_id: 7, gpu_instance_profile: '1g.10gb' }));
+    const whole = gpuWindowRecord(gpuRow());
+
+    // Assess
+    const dims = (r: typeof slice) => Object.fromEntries((r.Dimensions ?? []).map((d) => [d.Name, d.Value]));
+    expect(dims(slice)).toMatchObject({
+      gpu_index: '0',
+      gpu_instance_id: '7',
+      gpu_instance_profile: '1g.10gb',
+    });
+    expect(dims(whole).gpu_instance_id).toBeUndefined();
+    expect(dims(whole).gpu_instance_profile).toBeUndefined();
+  });
+});

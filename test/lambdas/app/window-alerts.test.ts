@@ -212,9 +212,9 @@ describe('window rules at ingest (handler on DuckDB)', () => {
     // Assess
     expect(result.findings.map((f) => f.rule)).toEqual(['xid_app', 'tensor_idle', 'straggler']);
     expect([...result.diagnoses]).toEqual([
-      [0, 'compute_bound'],
-      [1, 'tensor_idle'],
-      [2, 'compute_bound'],
+      ['0', 'compute_bound'],
+      ['1', 'tensor_idle'],
+      ['2', 'compute_bound'],
     ]);
   });
 

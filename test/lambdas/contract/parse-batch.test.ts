@@ -144,6 +144,65 @@ describe('parseBatch', () => {
       'events',
       /<=256/,
     ],
+    [
+      'GPU instance id out of range',
+      (b) => Object.assign(b.windows[0], { gpu_instance_id: 64, gpu_instance_profile: '1g.10gb' }),
+      'windows[0].gpu_instance_id',
+      /<=63/,
+    ],
+    [
+      'GPU instance profile not a MIG profile',
+      (b) => Object.assign(b.windows[0], { gpu_instance_id: 7, gpu_instance_profile: 'full' }),
+      'windows[0].gpu_instance_profile',
+      /MIG GPU instance profile like 1g\.10gb/,
+    ],
+    [
+      'GPU instance id without its profile',
+      (b) => Object.assign(b.windows[0], { gpu_instance_id: 7 }),
+      'windows[0].gpu_instance_profile',
+      /expected gpu_instance_profile with gpu_instance_id/,
+    ],
+    [
+      'GPU instance profile without its id',
+      (b) => Object.assign(b.windows[0], { gpu_instance_profile: '1g.10gb' }),
+      'windows[0].gpu_instance_id',
+      /expected gpu_instance_id with gpu_instance_profile/,
+    ],
+    [
+      'the same GPU instance twice',
+      (b) => {
+        Object.assign(b.windows[0], { gpu_instance_id: 7, gpu_instance_profile: '1g.10gb' });
+        b.windows.push(structuredClone(b.windows[0]));
+      },
+      'windows[8].gpu_instance_id',
+      /two flush windows .* GPU instance 7/,
+    ],
+    [
+      'a whole-GPU window beside its GPU instances',
+      (b) =>
+        b.windows.push({
+          ...structuredClone(b.windows[0]),
+          gpu_instance_id: 7,
+          gpu_instance_profile: '1g.10gb',
+        }),
+      'windows[8].gpu_instance_id',
+      /a whole-GPU flush window starting .* and GPU instance windows/,
+    ],
+    [
+      'two whole-GPU windows of one GPU',
+      (b) => b.windows.push(structuredClone(b.windows[0])),
+      'windows[8].gpu_instance_id',
+      /expected one flush window .* for GPU 0, got a second/,
+    ],
+    [
+      'GPU instances holding more compute slices than the GPU has',
+      (b) => {
+        Object.assign(b.windows[0], { gpu_instance_id: 1, gpu_instance_profile: '4g.40gb' });
+        b.windows.push({ ...structuredClone(b.windows[0]), gpu_instance_id: 2 });
+      },
+      'windows[8].gpu_instance_profile',
+      /instances of 8 compute slices .* a GPU has 7/,
+    ],
     ['windows not an array', (b) => (b.windows = {}), 'windows', /array/],
   ])('refuses %s, naming the field', (_name, mutate, path, message) => {
     // Act
@@ -151,6 +210,51 @@ describe('parseBatch', () => {
     // Assess
     expect(err.path).toBe(path);
     expect(err.message).toMatch(message);
+  });
+
+  it('accepts one window per MIG GPU instance of a GPU (several windows per GPU index), old agents without them too', () => {
+    // Prepare: GPU 0 of an H100 split 3g + 3g + 1g (all 7 compute slices), flush and horizon
+    const batch = structuredClone(validBatch()) as Loose;
+    const whole = batch.windows[0];
+    const slices = [
+      [1, '3g.40gb'],
+      [2, '3g.40gb'],
+      [9, '1g.10gb'],
+    ].map(([id, profile]) => ({
+      ...structuredClone(whole),
+      gpu_instance_id: id,
+      gpu_instance_profile: profile,
+    }));
+    const horizons = slices.map((w) => ({ ...structuredClone(w), kind: 'horizon', start: ago(900) }));
+    batch.windows.splice(0, 1, ...slices, ...horizons);
+    // Act
+    const parsed = parseBatch(batch, NOW);
+    // Assess
+    expect(parsed.windows.filter((w) => w.gpu.index === 0).map((w) => w.gpu_instance_id)).toEqual([
+      1, 2, 9, 1, 2, 9,
+    ]);
+    expect(parsed.windows[2]?.gpu_instance_profile).toBe('1g.10gb');
+    expect(parsed.windows[6]?.gpu_instance_id).toBeUndefined();
+  });
+
+  it('allows an A30 GPU at most 4 compute slices', () => {
+    // Prepare
+    const batch = structuredClone(validBatch()) as Loose;
+    const a30 = { ...batch.windows[0], gpu: { index: 0, name: 'NVIDIA A30' } };
+    batch.windows.splice(
+      0,
+      1,
+      ...[1, 2].map((id) => ({
+        ...structuredClone(a30),
+        gpu_instance_id: id,
+        gpu_instance_profile: '2g.12gb',
+      })),
+    );
+    const tooMany = structuredClone(batch);
+    tooMany.windows.push({ ...structuredClone(a30), gpu_instance_id: 3, gpu_instance_profile: '1g.6gb' });
+    // Act / Assess
+    expect(parseBatch(batch, NOW).windows).toHaveLength(9);
+    expect(() => parseBatch(tooMany, NOW)).toThrow(/windows\[9\]\.gpu_instance_profile.*a GPU has 4/);
   });
 
   it.each<[string, unknown]>([

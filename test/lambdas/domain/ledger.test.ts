@@ -11,6 +11,29 @@ function win(metrics: GpuMetrics, start = '2026-03-10T10:00:00Z', end = '2026-03
 }
 
 describe('computeLedger', () => {
+  it('prices a MIG slice at the GPU price share × its compute share, the slices of a GPU summing to the GPU', () => {
+    // Prepare: an H100 split 3g + 3g + 1g (all 7 compute slices); an A30 slice is n of 4
+    const slice = (id: number, profile: string, name = 'NVIDIA H100 80GB HBM3'): GpuWindow => ({
+      ...win({ gpu_util: 0 }),
+      gpu: { index: 0, name },
+      gpu_instance_id: id,
+      gpu_instance_profile: profile,
+    });
+    // Act
+    const entries = [slice(1, '3g.40gb'), slice(2, '3g.40gb'), slice(9, '1g.10gb')].map((w) =>
+      computeLedger(w, P5),
+    );
+    const a30 = computeLedger(slice(1, '1g.6gb', 'NVIDIA A30'), P5);
+    // Assess
+    expect(entries.map((e) => e.cost_usd / COST_10S)).toEqual(
+      [3 / 7, 3 / 7, 1 / 7].map((x) => expect.closeTo(x, 12)),
+    );
+    expect(entries.reduce((sum, e) => sum + e.cost_usd, 0)).toBeCloseTo(COST_10S, 15);
+    expect(entries[2]?.gpu_hours).toBeCloseTo(10 / 3600 / 7, 15);
+    expect(entries[2]).toMatchObject({ waste_class: 'idle', idle_usd: entries[2]?.cost_usd });
+    expect(a30.cost_usd).toBeCloseTo(COST_10S / 4, 15);
+  });
+
   it('costs a 10 s p5.48xlarge GPU window at 55.04 / 8 × 10 / 3600 USD', () => {
     // Prepare / Act
     const entry = computeLedger(win({ sm_active: 0.5, compute_processes: 1 }), P5);

@@ -20,9 +20,28 @@ const batch = makeBatch({
 });
 
 describe('storeRowsOf', () => {
+  it('carries a MIG slice window into its row, with its own diagnosis and its compute share of the price', () => {
+    // Prepare: GPU 0 split; the batch's first flush window as instance 7 (1g.10gb)
+    const [first, ...rest] = batch.windows;
+    const mig = {
+      ...batch,
+      windows: [{ ...first!, gpu_instance_id: 7, gpu_instance_profile: '1g.10gb' }, ...rest],
+    };
+
+    // Act
+    const rows = storeRowsOf(mig, { price, broken: new Map(), diagnoses: new Map([['0/gi7', 'idle']]) });
+    const whole = storeRowsOf(batch, { price, broken: new Map(), diagnoses: new Map() });
+
+    // Assess
+    expect(rows.gpu[0]).toMatchObject({ gpu_index: 0, gpu_instance_id: 7, gpu_instance_profile: '1g.10gb' });
+    expect(rows.gpu[0]?.ledger.diagnosis).toBe('idle');
+    expect(rows.gpu[0]?.ledger.cost_usd).toBeCloseTo((whole.gpu[0]?.ledger.cost_usd ?? 0) / 7, 12);
+    expect(whole.gpu[0]?.gpu_instance_id).toBeUndefined();
+  });
+
   it('writes one gpu_windows row per flush window with the host dimensions and the ledger, never the horizon', () => {
     // Act
-    const rows = storeRowsOf(batch, { price, broken: new Map(), diagnoses: new Map([[1, 'idle']]) });
+    const rows = storeRowsOf(batch, { price, broken: new Map(), diagnoses: new Map([['1', 'idle']]) });
 
     // Assess
     expect(rows.gpu.map((r) => [r.gpu_index, r.time])).toEqual([

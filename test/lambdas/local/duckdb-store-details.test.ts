@@ -193,6 +193,70 @@ describe('DuckDbStore on a file', () => {
     expect(broken.get('3')).toBe('2026-03-10T12:00:05.250Z');
   });
 
+  it('stores one row per MIG slice of a GPU at one time, with its instance id and profile', async () => {
+    // Prepare: GPU 0's instances 7 and 8, and the whole GPU 1, at the same time
+    const rows = [
+      gpuRow({ gpu_index: 0, gpu_instance_id: 7, gpu_instance_profile: '1g.10gb' }),
+      gpuRow({ gpu_index: 0, gpu_instance_id: 8, gpu_instance_profile: '1g.10gb' }),
+      gpuRow({ gpu_index: 1 }),
+    ];
+
+    const store = await DuckDbStore.open(':memory:');
+
+    // Act: written twice, as a retried batch is
+    await store.write({ gpu: rows, efa: [], events: [] });
+    await store.write({ gpu: rows, efa: [], events: [] });
+    const stored = await store.readAll('gpu_windows');
+    await store.close();
+
+    // Assess
+    expect(
+      stored.map((r) => [r.gpu_index, r.gpu_instance_id, r.gpu_instance_profile, r.gpu_instance_slot]),
+    ).toEqual([
+      [0, 7, '1g.10gb', 7],
+      [0, 8, '1g.10gb', 8],
+      [1, null, null, -1],
+    ]);
+  });
+
+  it('widens the key of a store file made before MIG slices had rows, keeping its rows', async () => {
+    // Prepare: a file as an older version wrote it (key instance_id, gpu_index, time; no MIG columns)
+    const path = join(dir, 'pre-mig.duckdb');
+    const made = await DuckDbStore.open(path);
+    await made.write({ gpu: [gpuRow({ gpu_index: 0 })], efa: [], events: [] });
+    await made.close();
+    const duck = await DuckDBInstance.create(path);
+    const raw = await duck.connect();
+    await raw.run(
+      'CREATE TEMP TABLE keep AS SELECT * EXCLUDE (gpu_instance_id, gpu_instance_profile, gpu_instance_slot) FROM gpu_windows',
+    );
+    await raw.run('DROP TABLE gpu_windows');
+    await raw.run('CREATE TABLE gpu_windows AS SELECT * FROM keep');
+    await raw.run('ALTER TABLE gpu_windows ADD PRIMARY KEY (instance_id, gpu_index, time)');
+    raw.closeSync();
+    duck.closeSync();
+
+    // Act
+    const reopened = await DuckDbStore.open(path);
+    await reopened.write({
+      gpu: [
+        gpuRow({ gpu_index: 1, gpu_instance_id: 1, gpu_instance_profile: '3g.40gb' }),
+        gpuRow({ gpu_index: 1, gpu_instance_id: 2, gpu_instance_profile: '4g.40gb' }),
+      ],
+      efa: [],
+      events: [],
+    });
+    const stored = await reopened.readAll('gpu_windows');
+    await reopened.close();
+
+    // Assess
+    expect(stored.map((r) => [r.gpu_index, r.gpu_instance_slot])).toEqual([
+      [0, -1],
+      [1, 1],
+      [1, 2],
+    ]);
+  });
+
   it('gives a store file made before the Kubernetes columns existed those columns, keeping its rows', async () => {
     // Prepare: a file as an older version wrote it (no namespace, pod, container)
     const path = join(dir, 'old.duckdb');

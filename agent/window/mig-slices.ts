@@ -1,0 +1,212 @@
+import type { GpuMetrics, GpuWindow, K8sWorkload } from '../../lambdas/contract/schema';
+
+/**
+ * MIG slices as windows: on a GPU in MIG mode the agent sends one window per GPU instance (slice)
+ * instead of one for the GPU (contract `gpu_instance_id` / `gpu_instance_profile`), so the pipeline
+ * measures, judges and prices each slice (docs/detection.md §4).
+ */
+
+/** One MIG slice's reading at one poll, as a source reads it (dcgm-exporter series labelled `GPU_I_ID`). */
+export interface MigSliceReading {
+  /** `GPU_I_ID`: the GPU instance id on its GPU, 0..63. */
+  readonly gpu_instance_id: number;
+  /** `GPU_I_PROFILE`, a valid MIG profile (`1g.10gb`, `3g.40gb`). */
+  readonly gpu_instance_profile: string;
+  /** The slice's `DCGM_FI_PROF_GR_ENGINE_ACTIVE`, 0..1: its `gpu_util`; absent when not reported. */
+  readonly gpu_util?: number;
+  /** The slice's framebuffer used, bytes, where the exporter gives it per instance. */
+  readonly fb_used_bytes?: number;
+  /** The pod holding the slice (its series' `namespace` / `pod` / `container` labels). */
+  readonly k8s?: K8sWorkload;
+}
+
+/**
+ * Readings of the whole GPU that hold for each of its slices and are not sums (a slice lives on its
+ * GPU's die: its temperature, clocks, throttling, memory errors). They are written once per GPU, on
+ * its first slice's window (lowest instance id), with the GPU's power, energy and link throughput,
+ * so per-GPU health rules see them once and sums over a GPU's slices stay the GPU's.
+ */
+const GPU_WIDE_METRICS = [
+  'gpu_temp_c',
+  'max_gpu_temp_c',
+  'mem_temp_c',
+  'power_w',
+  'max_power_w',
+  'min_power_w',
+  'power_cv',
+  'power_limit_w',
+  'energy_j',
+  'sm_clock_mhz',
+  'mem_clock_mhz',
+  'clocks_event_reasons',
+  'thermal_throttle_ratio',
+  'pcie_tx_bytes_per_s',
+  'pcie_rx_bytes_per_s',
+  'max_pcie_rx_bytes_per_s',
+  'nvlink_tx_bytes_per_s',
+  'nvlink_rx_bytes_per_s',
+  'ecc_sbe_volatile',
+  'ecc_sbe_volatile_delta',
+  'ecc_dbe_volatile',
+  'ecc_sbe_aggregate',
+  'ecc_dbe_aggregate',
+  'retired_pages_pending',
+  'remapped_rows_pending',
+  'remapped_rows_failure',
+  'pcie_replay_count',
+  'pcie_replay_delta',
+  'nvlink_crc_errors',
+  'nvlink_crc_errors_delta',
+] as const satisfies readonly (keyof GpuMetrics)[];
+
+/** Longest span a slice's history is kept for horizons, s (the contract's longest horizon window). */
+const MAX_HISTORY_S = 3600;
+
+interface OpenSlice {
+  readonly gpuIndex: number;
+  readonly id: number;
+  profile: string;
+  utilSum: number;
+  utilCount: number;
+  fbSum: number;
+  fbCount: number;
+  k8s: K8sWorkload | undefined;
+}
+
+interface ClosedWindow {
+  readonly startMs: number;
+  readonly endMs: number;
+  readonly util: number | undefined;
+}
+
+/**
+ * Accumulates each MIG slice's readings over the open flush window (and keeps each slice's closed
+ * windows for an hour, for its horizon), and turns a GPU's windows into its slices' windows.
+ */
+export class MigSliceTracker {
+  readonly #open = new Map<string, OpenSlice>();
+  readonly #history = new Map<string, ClosedWindow[]>();
+
+  /**
+   * Adds one poll's slices of a GPU. A GPU that sent none this window keeps its whole-GPU window.
+   *
+   * @param gpuIndex - the GPU, 0..63
+   * @param slices - its slices now (from `SourceRegistry.migSlices`)
+   */
+  add(gpuIndex: number, slices: readonly MigSliceReading[]): void {
+    for (const s of slices) {
+      const key = `${gpuIndex}/${s.gpu_instance_id}`;
+      let open = this.#open.get(key);
+      if (open === undefined) {
+        open = {
+          gpuIndex,
+          id: s.gpu_instance_id,
+          profile: s.gpu_instance_profile,
+          utilSum: 0,
+          utilCount: 0,
+          fbSum: 0,
+          fbCount: 0,
+          k8s: undefined,
+        };
+        this.#open.set(key, open);
+      }
+      open.profile = s.gpu_instance_profile;
+      if (s.gpu_util !== undefined) {
+        open.utilSum += s.gpu_util;
+        open.utilCount += 1;
+      }
+      if (s.fb_used_bytes !== undefined) {
+        open.fbSum += s.fb_used_bytes;
+        open.fbCount += 1;
+      }
+      open.k8s = s.k8s;
+    }
+  }
+
+  /**
+   * Replaces the windows of every GPU that had slices this window by one window per slice, in
+   * instance id order: the slice's mean GR activity as `gpu_util` (a horizon: the time-weighted mean
+   * of its windows inside the horizon), its mean framebuffer used, its pod; the GPU-wide readings
+   * on the first slice only (see {@link GPU_WIDE_METRICS}); no `processes` (NVML's are per GPU, not
+   * per slice) and nothing the slice does not report. Closes the open window: call once per flush.
+   *
+   * @param windows - the flush window's GPU windows (flush and horizon), GPU by GPU
+   * @param start - the flush window's start
+   * @param end - the flush window's end
+   * @returns the windows, a MIG GPU's replaced by its slices'
+   */
+  split(windows: readonly GpuWindow[], start: Date, end: Date): GpuWindow[] {
+    if (this.#open.size === 0) return [...windows];
+    const byGpu = new Map<number, OpenSlice[]>();
+    for (const open of this.#open.values()) {
+      const list = byGpu.get(open.gpuIndex) ?? [];
+      list.push(open);
+      byGpu.set(open.gpuIndex, list);
+    }
+    for (const list of byGpu.values()) list.sort((a, b) => a.id - b.id);
+    this.#close(start.getTime(), end.getTime());
+    const out: GpuWindow[] = [];
+    for (const w of windows) {
+      const slices = byGpu.get(w.gpu.index);
+      if (slices === undefined) {
+        out.push(w);
+        continue;
+      }
+      slices.forEach((s, i) => {
+        out.push(this.#sliceWindow(w, s, i === 0));
+      });
+    }
+    this.#open.clear();
+    return out;
+  }
+
+  #close(startMs: number, endMs: number): void {
+    for (const [key, open] of this.#open) {
+      const list = this.#history.get(key) ?? [];
+      list.push({ startMs, endMs, util: open.utilCount > 0 ? open.utilSum / open.utilCount : undefined });
+      while (list.length > 0 && (list[0] as ClosedWindow).endMs <= endMs - MAX_HISTORY_S * 1000) list.shift();
+      this.#history.set(key, list);
+    }
+    for (const [key, list] of this.#history)
+      if ((list.at(-1)?.endMs ?? 0) <= endMs - MAX_HISTORY_S * 1000) this.#history.delete(key);
+  }
+
+  #sliceWindow(w: GpuWindow, s: OpenSlice, first: boolean): GpuWindow {
+    const metrics: Record<string, number | boolean> = {};
+    if (first)
+      for (const field of GPU_WIDE_METRICS) {
+        const value = w.metrics[field];
+        if (value !== undefined) metrics[field] = value;
+      }
+    const util = w.kind === 'flush' ? this.#flushUtil(s) : this.#horizonUtil(s, w);
+    if (util !== undefined) metrics.gpu_util = util;
+    if (s.fbCount > 0) metrics.fb_used_bytes = Math.round(s.fbSum / s.fbCount);
+    const { processes: _processes, k8s: _k8s, metrics: _metrics, ...rest } = w;
+    return {
+      ...rest,
+      metrics: metrics as GpuMetrics,
+      ...(s.k8s === undefined ? {} : { k8s: s.k8s }),
+      gpu_instance_id: s.id,
+      gpu_instance_profile: s.profile,
+    };
+  }
+
+  #flushUtil(s: OpenSlice): number | undefined {
+    return s.utilCount > 0 ? s.utilSum / s.utilCount : undefined;
+  }
+
+  /** Time-weighted mean of the slice's closed windows inside the horizon; absent when none reported. */
+  #horizonUtil(s: OpenSlice, w: GpuWindow): number | undefined {
+    const fromMs = Date.parse(w.start);
+    const toMs = Date.parse(w.end);
+    let sum = 0;
+    let weight = 0;
+    for (const c of this.#history.get(`${s.gpuIndex}/${s.id}`) ?? []) {
+      const overlap = Math.min(c.endMs, toMs) - Math.max(c.startMs, fromMs);
+      if (overlap <= 0 || c.util === undefined) continue;
+      sum += c.util * overlap;
+      weight += overlap;
+    }
+    return weight > 0 ? Math.min(1, sum / weight) : undefined;
+  }
+}
