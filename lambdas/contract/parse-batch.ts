@@ -95,7 +95,7 @@ function checkTimes(batch: Batch, nowMs: number): void {
   });
 }
 
-/** Per (kind, start, GPU index): one whole-GPU window, or distinct instances within the GPU's slices. */
+/** Per (kind, start, GPU index): whole-GPU windows, or distinct instances within the GPU's slices, never both. */
 function checkGpuInstances(batch: Batch): void {
   const groups = new Map<string, { whole: boolean; ids: Set<number>; slices: number }>();
   batch.windows.forEach((w, i) => {
@@ -104,12 +104,12 @@ function checkGpuInstances(batch: Batch): void {
     const at = `GPU ${w.gpu.index} has`;
     const when = `${w.kind} window starting ${w.start}`;
     if (w.gpu_instance_id === undefined) {
-      if (group !== undefined) {
+      // Two whole-GPU windows of one start stay legal, as v1 has always taken them (an agent's
+      // count split may repeat one); only a mix with GPU instance windows is refused.
+      if (group !== undefined && !group.whole) {
         throw new ContractValidationError(
           `windows[${i}].gpu_instance_id`,
-          group.whole
-            ? `expected one ${when} for GPU ${w.gpu.index}, got a second`
-            : `${at} GPU instance windows and a whole-GPU ${when}; expected gpu_instance_id on every one`,
+          `${at} GPU instance windows and a whole-GPU ${when}; expected gpu_instance_id on every one`,
         );
       }
       groups.set(key, { whole: true, ids: new Set(), slices: 0 });

@@ -71,23 +71,29 @@ describe('gpu-sentinel local with an NVML library: the real agent runs under loc
   });
 
   it('costs 8 GPUs at the p5.48xlarge price, wasting 98 % of a tiny-kernel GPU (efficiency from GPM SM activity, not utilization)', () => {
-    const rows = waste
+    const [header = '', ...lines] = waste
+      .replace(/^\uFEFF/, '')
       .trim()
-      .split('\n')
-      .slice(1)
-      .map((l) => l.split(','))
-      .filter((r) => !r[0]?.startsWith(SIMULATED_INSTANCE_ID_PREFIX));
+      .split(/\r?\n/);
+    const names = header.split(',');
+    const rows = lines
+      .map((l) => Object.fromEntries(l.split(',').map((v, i) => [names[i] ?? `${i}`, v])))
+      .filter((r) => !r.instance_id?.startsWith(SIMULATED_INSTANCE_ID_PREFIX));
+    const n = (r: Record<string, string>, column: string): number => Number(r[column]);
     expect(rows).toHaveLength(8);
     for (const r of rows) {
-      expect(r[6]).toBe('55.04');
-      expect(r[15]).toBe('sm_active');
-      expect(Number(r[14])).toBeCloseTo(0.02, 3);
-      if (r[2] === '5') {
+      expect(r.price_usd_per_hour).toBe('55.04');
+      expect(r.efficiency_source).toBe('sm_active');
+      expect(n(r, 'efficiency')).toBeCloseTo(0.02, 3);
+      if (r.gpu_index === '5') {
         // GPU 5 is broken from its Xid 79 on: those windows are wasted whole
-        expect(Number(r[13])).toBeGreaterThan(0);
-        expect(Number(r[9])).toBeCloseTo(Number(r[11]) + Number(r[12]) + Number(r[13]), 5);
+        expect(n(r, 'broken_usd')).toBeGreaterThan(0);
+        expect(n(r, 'wasted_usd')).toBeCloseTo(
+          n(r, 'held_idle_usd') + n(r, 'underused_usd') + n(r, 'broken_usd'),
+          5,
+        );
       } else {
-        expect(Number(r[9])).toBeCloseTo(Number(r[8]) * 0.98, 5); // the CSV rounds to micro-dollars
+        expect(n(r, 'wasted_usd')).toBeCloseTo(n(r, 'cost_usd') * 0.98, 5); // the CSV rounds to micro-dollars
       }
     }
   });

@@ -1,11 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { gpuWindowJson } from '../../../lambdas/adapters/firehose-records';
 import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../../../lambdas/domain/measure-types';
+import { gpuInstanceSlot } from '../../../lambdas/domain/store-columns';
 import type { GpuWindowRow } from '../../../lambdas/domain/types';
 import { gpuRow, ledger } from '../rows';
 
 /**
- * The row as `JSON.stringify` writes the documented object: identity columns, then metrics and
+ * The row as `JSON.stringify` writes the documented object: identity columns (the MIG slice's
+ * included: `gpu_instance_slot` is −1 for a whole GPU), then metrics and
  * ledger fields in their lists' order, `undefined` left out, non-finite numbers `null`, times in ms.
  */
 function reference(row: GpuWindowRow): string {
@@ -22,6 +24,9 @@ function reference(row: GpuWindowRow): string {
     gpu_index: row.gpu_index,
     gpu_uuid: row.gpu_uuid,
     gpu_name: row.gpu_name,
+    gpu_instance_id: row.gpu_instance_id,
+    gpu_instance_profile: row.gpu_instance_profile,
+    gpu_instance_slot: gpuInstanceSlot(row),
     team: row.team,
     job: row.job,
     namespace: row.namespace,
@@ -37,6 +42,7 @@ function reference(row: GpuWindowRow): string {
 describe('gpuWindowJson', () => {
   it.each<[string, GpuWindowRow]>([
     ['a full row', gpuRow({ namespace: 'ml', pod: 'train-0', container: 'main' })],
+    ['a MIG slice', gpuRow({ gpu_instance_id: 7, gpu_instance_profile: '1g.10gb' })],
     [
       'a row without the optional identity columns',
       { ...gpuRow(), az: undefined, team: undefined, job: undefined },
