@@ -8,4 +8,5 @@ export * from './segment-format';
 export * from './spool';
 export * from './spool-cursor';
 export * from './spool-options';
+export { SpoolQueue } from './spool-queue';
 export * from './spooling-sender';
