@@ -2,21 +2,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PipelineDeps } from '../../../lambdas/app/pipeline';
 import { processBatch } from '../../../lambdas/app/process-batch';
 import type { Batch, GpuEvent } from '../../../lambdas/contract';
-import {
-  DEFAULT_REMEDIATION_LIMITS,
-  DEFAULT_RULE_CONTEXT,
-  DEFAULT_STORM_LIMITS,
-} from '../../../lambdas/domain';
+import { DEFAULT_REMEDIATION_LIMITS, DEFAULT_STORM_LIMITS } from '../../../lambdas/domain';
 import type { TelemetryStore } from '../../../lambdas/domain/ports';
-import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
+import type { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { ago, NOW, validBatch } from '../contract/batches';
-import {
-  directoryWithGroup,
-  RecordingAlertSink,
-  RecordingDecisionSink,
-  RecordingRemediator,
-  recordingLog,
-} from '../handlers/fakes';
+import { directoryWithGroup, type RecordingDecisionSink, type RecordingRemediator } from '../handlers/fakes';
+import { embeddedPipeline } from './embedded-pipeline';
 
 const xid79 = (): GpuEvent => ({
   at: ago(5),
@@ -43,20 +34,7 @@ describe('processBatch remediation and ordering', () => {
   let deps: PipelineDeps;
 
   beforeEach(async () => {
-    store = await DuckDbStore.open(':memory:');
-    decisions = new RecordingDecisionSink();
-    remediator = new RecordingRemediator();
-    deps = {
-      store,
-      state: store,
-      alerts: new RecordingAlertSink(),
-      decisions,
-      remediator,
-      log: recordingLog(),
-      remediationMode: 'replace',
-      dryRun: false,
-      rules: DEFAULT_RULE_CONTEXT,
-    };
+    ({ store, decisions, remediator, deps } = await embeddedPipeline());
   });
 
   afterEach(async () => {

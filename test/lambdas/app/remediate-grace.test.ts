@@ -3,16 +3,11 @@ import type { PipelineDeps } from '../../../lambdas/app/pipeline';
 import { processBatch } from '../../../lambdas/app/process-batch';
 import { remediate, settlePending } from '../../../lambdas/app/remediate';
 import type { Batch, GpuEvent } from '../../../lambdas/contract';
-import { DEFAULT_RULE_CONTEXT, type Finding, type InstanceInfo } from '../../../lambdas/domain';
-import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
+import type { Finding, InstanceInfo } from '../../../lambdas/domain';
+import type { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { ago, NOW, validBatch } from '../contract/batches';
-import {
-  directoryWithGroup,
-  RecordingAlertSink,
-  RecordingDecisionSink,
-  RecordingRemediator,
-  recordingLog,
-} from '../handlers/fakes';
+import { directoryWithGroup, type RecordingDecisionSink, type RecordingRemediator } from '../handlers/fakes';
+import { embeddedPipeline } from './embedded-pipeline';
 
 /** The grace period of these tests: 15 minutes. */
 const DELAY_S = 900;
@@ -62,21 +57,7 @@ describe('remediation grace period (remediationDelayS)', () => {
   let deps: PipelineDeps;
 
   beforeEach(async () => {
-    store = await DuckDbStore.open(':memory:');
-    decisions = new RecordingDecisionSink();
-    remediator = new RecordingRemediator();
-    deps = {
-      store,
-      state: store,
-      alerts: new RecordingAlertSink(),
-      decisions,
-      remediator,
-      log: recordingLog(),
-      remediationMode: 'replace',
-      dryRun: false,
-      rules: DEFAULT_RULE_CONTEXT,
-      remediationDelayS: DELAY_S,
-    };
+    ({ store, decisions, remediator, deps } = await embeddedPipeline({ remediationDelayS: DELAY_S }));
   });
 
   afterEach(async () => {

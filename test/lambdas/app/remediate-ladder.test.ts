@@ -1,16 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { PipelineDeps } from '../../../lambdas/app/pipeline';
 import { remediate } from '../../../lambdas/app/remediate';
-import { DEFAULT_REMEDIATION_LIMITS, DEFAULT_RULE_CONTEXT, type Finding } from '../../../lambdas/domain';
-import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
+import { DEFAULT_REMEDIATION_LIMITS, type Finding } from '../../../lambdas/domain';
+import type { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { NOW, validBatch } from '../contract/batches';
-import {
-  directoryWithGroup,
-  RecordingAlertSink,
-  RecordingDecisionSink,
-  RecordingRemediator,
-  recordingLog,
-} from '../handlers/fakes';
+import { directoryWithGroup, type RecordingRemediator } from '../handlers/fakes';
+import { embeddedPipeline } from './embedded-pipeline';
 
 const GROUP = { name: 'train-p5', desired_capacity: 40, tags: {} };
 const batch = validBatch();
@@ -40,25 +35,11 @@ const batchOf = (id: string) => ({ ...batch, host: { ...batch.host, instance_id:
 
 describe('remediate: the ladder, reset before replace', () => {
   let store: DuckDbStore;
-  let decisions: RecordingDecisionSink;
   let remediator: RecordingRemediator;
   let deps: PipelineDeps;
 
   beforeEach(async () => {
-    store = await DuckDbStore.open(':memory:');
-    decisions = new RecordingDecisionSink();
-    remediator = new RecordingRemediator();
-    deps = {
-      store,
-      state: store,
-      alerts: new RecordingAlertSink(),
-      decisions,
-      remediator,
-      log: recordingLog(),
-      remediationMode: 'replace',
-      dryRun: false,
-      rules: DEFAULT_RULE_CONTEXT,
-    };
+    ({ store, remediator, deps } = await embeddedPipeline());
   });
 
   afterEach(async () => {
