@@ -12,8 +12,19 @@ export interface MigSliceReading {
   readonly gpu_instance_id: number;
   /** `GPU_I_PROFILE`, a valid MIG profile (`1g.10gb`, `3g.40gb`). */
   readonly gpu_instance_profile: string;
-  /** The slice's `DCGM_FI_PROF_GR_ENGINE_ACTIVE`, 0..1: its `gpu_util`; absent when not reported. */
+  /**
+   * The slice's GR engine activity, 0..1: its `gpu_util` (dcgm-exporter `DCGM_FI_PROF_GR_ENGINE_ACTIVE`,
+   * NVML GPM `GRAPHICS_UTIL` per GPU instance); absent when not reported.
+   */
   readonly gpu_util?: number;
+  /** GPM `SM_UTIL` of the GPU instance (`nvmlGpmMigSampleGet`), 0..1; absent when not read. */
+  readonly sm_active?: number;
+  /** GPM `SM_OCCUPANCY` of the GPU instance, 0..1; absent when not read. */
+  readonly sm_occupancy?: number;
+  /** GPM `ANY_TENSOR_UTIL` of the GPU instance, 0..1; absent when not read. */
+  readonly tensor_active?: number;
+  /** GPM `DRAM_BW_UTIL` of the GPU instance, 0..1; absent when not read. */
+  readonly dram_active?: number;
   /** The slice's framebuffer used, bytes, where the exporter gives it per instance. */
   readonly fb_used_bytes?: number;
   /** The pod holding the slice (its series' `namespace` / `pod` / `container` labels). */
@@ -59,6 +70,13 @@ const GPU_WIDE_METRICS = [
   'nvlink_crc_errors_delta',
 ] as const satisfies readonly (keyof GpuMetrics)[];
 
+/**
+ * The per-slice ratios averaged over a window (flush: the mean of the polls; horizon: the
+ * time-weighted mean of the slice's flush windows inside it), each absent where the slice's source
+ * did not report it.
+ */
+const SLICE_RATIOS = ['gpu_util', 'sm_active', 'sm_occupancy', 'tensor_active', 'dram_active'] as const;
+
 /** Longest span a slice's history is kept for horizons, s (the contract's longest horizon window). */
 const MAX_HISTORY_S = 3600;
 
@@ -66,8 +84,9 @@ interface OpenSlice {
   readonly gpuIndex: number;
   readonly id: number;
   profile: string;
-  utilSum: number;
-  utilCount: number;
+  /** Sum and count of each ratio of {@link SLICE_RATIOS}, same order. */
+  readonly ratioSum: Float64Array;
+  readonly ratioCount: Uint32Array;
   fbSum: number;
   fbCount: number;
   k8s: K8sWorkload | undefined;
@@ -76,7 +95,8 @@ interface OpenSlice {
 interface ClosedWindow {
   readonly startMs: number;
   readonly endMs: number;
-  readonly util: number | undefined;
+  /** Mean of each ratio of {@link SLICE_RATIOS} over the window; NaN where none was reported. */
+  readonly means: Float64Array;
 }
 
 /**
@@ -102,8 +122,8 @@ export class MigSliceTracker {
           gpuIndex,
           id: s.gpu_instance_id,
           profile: s.gpu_instance_profile,
-          utilSum: 0,
-          utilCount: 0,
+          ratioSum: new Float64Array(SLICE_RATIOS.length),
+          ratioCount: new Uint32Array(SLICE_RATIOS.length),
           fbSum: 0,
           fbCount: 0,
           k8s: undefined,
@@ -111,9 +131,11 @@ export class MigSliceTracker {
         this.#open.set(key, open);
       }
       open.profile = s.gpu_instance_profile;
-      if (s.gpu_util !== undefined) {
-        open.utilSum += s.gpu_util;
-        open.utilCount += 1;
+      for (let i = 0; i < SLICE_RATIOS.length; i++) {
+        const value = s[SLICE_RATIOS[i] as (typeof SLICE_RATIOS)[number]];
+        if (value === undefined) continue;
+        open.ratioSum[i] = (open.ratioSum[i] ?? 0) + value;
+        open.ratioCount[i] = (open.ratioCount[i] ?? 0) + 1;
       }
       if (s.fb_used_bytes !== undefined) {
         open.fbSum += s.fb_used_bytes;
@@ -125,8 +147,9 @@ export class MigSliceTracker {
 
   /**
    * Replaces the windows of every GPU that had slices this window by one window per slice, in
-   * instance id order: the slice's mean GR activity as `gpu_util` (a horizon: the time-weighted mean
-   * of its windows inside the horizon), its mean framebuffer used, its pod; the GPU-wide readings
+   * instance id order: the slice's mean GR activity as `gpu_util` and its mean `sm_active`,
+   * `sm_occupancy`, `tensor_active`, `dram_active` where its source reads them (a horizon: the
+   * time-weighted mean of its windows inside the horizon), its mean framebuffer used, its pod; the GPU-wide readings
    * on the first slice only (see {@link GPU_WIDE_METRICS}); no `processes` (NVML's are per GPU, not
    * per slice) and nothing the slice does not report. Closes the open window: call once per flush.
    *
@@ -163,7 +186,12 @@ export class MigSliceTracker {
   #close(startMs: number, endMs: number): void {
     for (const [key, open] of this.#open) {
       const list = this.#history.get(key) ?? [];
-      list.push({ startMs, endMs, util: open.utilCount > 0 ? open.utilSum / open.utilCount : undefined });
+      const means = new Float64Array(SLICE_RATIOS.length).fill(Number.NaN);
+      SLICE_RATIOS.forEach((_, i) => {
+        const count = open.ratioCount[i] ?? 0;
+        if (count > 0) means[i] = (open.ratioSum[i] ?? 0) / count;
+      });
+      list.push({ startMs, endMs, means });
       while (list.length > 0 && (list[0] as ClosedWindow).endMs <= endMs - MAX_HISTORY_S * 1000) list.shift();
       this.#history.set(key, list);
     }
@@ -178,8 +206,10 @@ export class MigSliceTracker {
         const value = w.metrics[field];
         if (value !== undefined) metrics[field] = value;
       }
-    const util = w.kind === 'flush' ? this.#flushUtil(s) : this.#horizonUtil(s, w);
-    if (util !== undefined) metrics.gpu_util = util;
+    SLICE_RATIOS.forEach((ratio, i) => {
+      const value = w.kind === 'flush' ? this.#flushMean(s, i) : this.#horizonMean(s, w, i);
+      if (value !== undefined) metrics[ratio] = value;
+    });
     if (s.fbCount > 0) metrics.fb_used_bytes = Math.round(s.fbSum / s.fbCount);
     const { processes: _processes, k8s: _k8s, metrics: _metrics, ...rest } = w;
     return {
@@ -191,20 +221,22 @@ export class MigSliceTracker {
     };
   }
 
-  #flushUtil(s: OpenSlice): number | undefined {
-    return s.utilCount > 0 ? s.utilSum / s.utilCount : undefined;
+  #flushMean(s: OpenSlice, i: number): number | undefined {
+    const count = s.ratioCount[i] ?? 0;
+    return count > 0 ? (s.ratioSum[i] ?? 0) / count : undefined;
   }
 
-  /** Time-weighted mean of the slice's closed windows inside the horizon; absent when none reported. */
-  #horizonUtil(s: OpenSlice, w: GpuWindow): number | undefined {
+  /** Time-weighted mean of ratio `i` over the slice's closed windows inside the horizon; absent when none reported it. */
+  #horizonMean(s: OpenSlice, w: GpuWindow, i: number): number | undefined {
     const fromMs = Date.parse(w.start);
     const toMs = Date.parse(w.end);
     let sum = 0;
     let weight = 0;
     for (const c of this.#history.get(`${s.gpuIndex}/${s.id}`) ?? []) {
       const overlap = Math.min(c.endMs, toMs) - Math.max(c.startMs, fromMs);
-      if (overlap <= 0 || c.util === undefined) continue;
-      sum += c.util * overlap;
+      const mean = c.means[i] ?? Number.NaN;
+      if (overlap <= 0 || Number.isNaN(mean)) continue;
+      sum += mean * overlap;
       weight += overlap;
     }
     return weight > 0 ? Math.min(1, sum / weight) : undefined;

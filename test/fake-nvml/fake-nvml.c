@@ -43,8 +43,13 @@
  *   FAKE_NVML_SM_ACTIVE       GPM SM_UTIL percent (default 0); SM_OCCUPANCY is half of it
  *   FAKE_NVML_TENSOR_ACTIVE   GPM ANY_TENSOR_UTIL percent (default 0)
  *   FAKE_NVML_GPM_FAIL_GPU    index of a GPU whose nvmlGpmQueryDeviceSupport answers UNKNOWN (999)
- *   FAKE_NVML_MIG_GPU         index of a GPU whose nvmlDeviceGetMigMode answers current = pending = 1
- *                             (MIG on); every other GPU answers 0 (MIG off)
+ *   FAKE_NVML_MIG_GPU         the MIG preset: index of a GPU (an H100 on p5) in MIG mode
+ *                             (nvmlDeviceGetMigMode current = pending = 1; every other GPU 0) with
+ *                             three GPU instances: id 1 3g.40gb (two compute instances, MIG devices 0
+ *                             and 1), id 5 2g.20gb (MIG device 3), id 6 2g.20gb (MIG device 4, idle);
+ *                             indexes 2, 5, 6 answer NOT_FOUND. Each instance has its own memory used
+ *                             and GPM ratios (see MIG_LAYOUT); the parent's utilization answers
+ *                             NOT_SUPPORTED, as on a real MIG GPU
  *   FAKE_NVML_XID_EVENTS      comma list of gpu:xid (or gpu:dbe for a DoubleBitEccError), queued
  *                             at init and delivered one per nvmlEventSetWait_v2 call, in order,
  *                             to a set the GPU registered that event type with
@@ -168,6 +173,7 @@ typedef struct {
 
 typedef struct fake_gpm_sample {
   int device_index;
+  int gi_id; /* -1: the whole GPU (nvmlGpmSampleGet); else the GPU instance (nvmlGpmMigSampleGet) */
   unsigned long long seq;
 } *nvmlGpmSample_t;
 
@@ -579,6 +585,16 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci) {
   return NVML_SUCCESS;
 }
 
+/* MIG instances (defined with the MIG calls below). */
+typedef struct mig_row mig_row;
+static const mig_row *mig_row_of(nvmlDevice_t d);
+#ifndef FAKE_NVML_LEGACY
+static nvmlReturn_t mig_memory_v2(nvmlDevice_t d, nvmlMemory_v2_t *memory);
+#endif
+static nvmlReturn_t mig_memory(nvmlDevice_t d, nvmlMemory_t *memory);
+static unsigned long long gpm_seq; /* GPM sample sequence, shared by nvmlGpmSampleGet and nvmlGpmMigSampleGet */
+static nvmlReturn_t mig_metrics_get(nvmlGpmMetricsGet_t *mg, int gi_id);
+
 /* ---------------------------------------------------------------- metrics */
 
 static unsigned long long used_bytes(void) {
@@ -587,6 +603,7 @@ static unsigned long long used_bytes(void) {
 
 #ifndef FAKE_NVML_LEGACY
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory) {
+  if (mig_row_of(device) != NULL) return mig_memory_v2(device, memory);
   ENTER_DEVICE("nvmlDeviceGetMemoryInfo_v2", device);
   if (memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
   if (memory->version != (sizeof(nvmlMemory_v2_t) | (2u << 24))) return 25; /* ARGUMENT_VERSION_MISMATCH */
@@ -599,6 +616,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
 #endif
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
+  if (mig_row_of(device) != NULL) return mig_memory(device, memory);
   ENTER_DEVICE("nvmlDeviceGetMemoryInfo", device);
   if (memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
   memory->total = active->total_mib << 20;
@@ -610,6 +628,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) 
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization) {
   ENTER_DEVICE("nvmlDeviceGetUtilizationRates", device);
   if (utilization == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if (device->index == mig_gpu) return NVML_ERROR_NOT_SUPPORTED; /* per GPU instance only in MIG mode */
   utilization->gpu = util_gpu;
   utilization->memory = util_gpu / 2;
   return NVML_SUCCESS;
@@ -828,6 +847,142 @@ nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode
   return NVML_SUCCESS;
 }
 
+/* nvmlDeviceAttributes_t, nvml.h API 13. */
+typedef struct {
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+  unsigned int gpuInstanceSliceCount;
+  unsigned int computeInstanceSliceCount;
+  unsigned long long memorySizeMB;
+} nvmlDeviceAttributes_t;
+_Static_assert(sizeof(nvmlDeviceAttributes_t) == 40, "nvmlDeviceAttributes_t is 40 bytes");
+
+/* One MIG device (compute instance) of the MIG preset. */
+struct mig_row {
+  unsigned int index;       /* nvmlDeviceGetMigDeviceHandleByIndex index */
+  unsigned int gi_id;       /* GPU instance id */
+  unsigned int gi_slices;   /* gpuInstanceSliceCount */
+  unsigned int ci_slices;   /* computeInstanceSliceCount */
+  unsigned int sms;         /* multiprocessorCount */
+  unsigned long long memory_mib; /* the GPU instance's memory (H100 80GB: 3g.40gb 40448, 2g.20gb 20096) */
+  unsigned long long used_mib;   /* framebuffer used in the GPU instance */
+  double gpm[5];            /* GRAPHICS_UTIL, SM_UTIL, SM_OCCUPANCY, ANY_TENSOR_UTIL, DRAM_BW_UTIL, % */
+};
+
+#define MIG_MAX_DEVICES 7
+#define MIG_DEVICES 4
+static const struct mig_row MIG_LAYOUT[MIG_DEVICES] = {
+    {0, 1, 3, 2, 40, 40448, 12288, {80, 60, 30, 40, 50}},
+    {1, 1, 3, 1, 20, 40448, 12288, {80, 60, 30, 40, 50}},
+    {3, 5, 2, 2, 32, 20096, 4096, {40, 30, 15, 0, 20}},
+    {4, 6, 2, 2, 32, 20096, 0, {0, 0, 0, 0, 0}},
+};
+static struct fake_device mig_handles[MIG_DEVICES];
+
+/* The MIG preset row of a MIG device handle; NULL for anything else. */
+static const mig_row *mig_row_of(nvmlDevice_t d) {
+  if (d == NULL || d < mig_handles || d >= mig_handles + MIG_DEVICES) return NULL;
+  return &MIG_LAYOUT[d - mig_handles];
+}
+
+/* enter_device for a MIG device handle: its parent's loss and the per-function knobs apply. */
+static nvmlReturn_t enter_mig(const char *fn, nvmlDevice_t d) {
+  count_call(fn);
+  if (!initialized) return NVML_ERROR_UNINITIALIZED;
+  if (mig_row_of(d) == NULL || mig_gpu < 0) return NVML_ERROR_INVALID_ARGUMENT;
+  if (mig_gpu == lost_gpu) return NVML_ERROR_GPU_IS_LOST;
+  if (listed(not_supported, fn)) return NVML_ERROR_NOT_SUPPORTED;
+  if (listed(fail_call, fn)) return NVML_ERROR_UNKNOWN;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count) {
+  ENTER_DEVICE("nvmlDeviceGetMaxMigDeviceCount", device);
+  if (count == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = device->index == mig_gpu ? MIG_MAX_DEVICES : 0;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t *migDevice) {
+  ENTER_DEVICE("nvmlDeviceGetMigDeviceHandleByIndex", device);
+  if (migDevice == NULL || device->index != mig_gpu || index >= MIG_MAX_DEVICES) return NVML_ERROR_INVALID_ARGUMENT;
+  for (int k = 0; k < MIG_DEVICES; k++) {
+    if (MIG_LAYOUT[k].index == index) {
+      mig_handles[k].index = mig_gpu;
+      *migDevice = &mig_handles[k];
+      return NVML_SUCCESS;
+    }
+  }
+  return 6; /* NOT_FOUND */
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id) {
+  nvmlReturn_t r = enter_mig("nvmlDeviceGetGpuInstanceId", device);
+  if (r != NVML_SUCCESS) return r;
+  if (id == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  *id = mig_row_of(device)->gi_id;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes) {
+  nvmlReturn_t r = enter_mig("nvmlDeviceGetAttributes_v2", device);
+  if (r != NVML_SUCCESS) return r;
+  if (attributes == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  const mig_row *m = mig_row_of(device);
+  memset(attributes, 0, sizeof *attributes);
+  attributes->multiprocessorCount = m->sms;
+  attributes->sharedCopyEngineCount = m->gi_slices;
+  attributes->sharedDecoderCount = m->gi_slices / 2;
+  attributes->sharedJpegCount = m->gi_slices / 3;
+  attributes->gpuInstanceSliceCount = m->gi_slices;
+  attributes->computeInstanceSliceCount = m->ci_slices;
+  attributes->memorySizeMB = m->memory_mib;
+  return NVML_SUCCESS;
+}
+
+#ifndef FAKE_NVML_LEGACY
+static nvmlReturn_t mig_memory_v2(nvmlDevice_t d, nvmlMemory_v2_t *memory) {
+  nvmlReturn_t r = enter_mig("nvmlDeviceGetMemoryInfo_v2", d);
+  if (r != NVML_SUCCESS) return r;
+  if (memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if (memory->version != (sizeof(nvmlMemory_v2_t) | (2u << 24))) return 25; /* ARGUMENT_VERSION_MISMATCH */
+  const mig_row *m = mig_row_of(d);
+  memory->total = m->memory_mib << 20;
+  memory->reserved = 0;
+  memory->used = m->used_mib << 20;
+  memory->free = memory->total - memory->used;
+  return NVML_SUCCESS;
+}
+#endif
+
+static nvmlReturn_t mig_memory(nvmlDevice_t d, nvmlMemory_t *memory) {
+  nvmlReturn_t r = enter_mig("nvmlDeviceGetMemoryInfo", d);
+  if (r != NVML_SUCCESS) return r;
+  if (memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  const mig_row *m = mig_row_of(d);
+  memory->total = m->memory_mib << 20;
+  memory->used = m->used_mib << 20;
+  memory->free = memory->total - memory->used;
+  return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t gpmSample) {
+  ENTER_DEVICE("nvmlGpmMigSampleGet", device);
+  if (gpmSample == NULL || device->index != mig_gpu) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!active->gpm_supported) return NVML_ERROR_NOT_SUPPORTED;
+  int found = 0;
+  for (int k = 0; k < MIG_DEVICES; k++) found |= MIG_LAYOUT[k].gi_id == gpuInstanceId;
+  if (!found) return 6; /* NOT_FOUND */
+  gpmSample->device_index = device->index;
+  gpmSample->gi_id = (int)gpuInstanceId;
+  gpmSample->seq = ++gpm_seq;
+  return NVML_SUCCESS;
+}
+
 /* ---------------------------------------------------------------- GPM */
 
 static unsigned long long gpm_seq = 0;
@@ -847,6 +1002,7 @@ nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *sample) {
   *sample = calloc(1, sizeof(struct fake_gpm_sample));
   if (*sample == NULL) return 20; /* MEMORY */
   (*sample)->device_index = -1;
+  (*sample)->gi_id = -1;
   return NVML_SUCCESS;
 }
 
@@ -862,6 +1018,7 @@ nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample) {
   if (sample == NULL) return NVML_ERROR_INVALID_ARGUMENT;
   if (!active->gpm_supported) return NVML_ERROR_NOT_SUPPORTED;
   sample->device_index = device->index;
+  sample->gi_id = -1;
   sample->seq = ++gpm_seq;
   return NVML_SUCCESS;
 }
@@ -891,6 +1048,8 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *mg) {
   if (s1 == NULL || s2 == NULL || s1->device_index < 0 || s1->device_index != s2->device_index || s2->seq <= s1->seq) {
     return NVML_ERROR_INVALID_ARGUMENT;
   }
+  if (s1->gi_id != s2->gi_id) return NVML_ERROR_INVALID_ARGUMENT;
+  if (s1->gi_id >= 0) return mig_metrics_get(mg, s1->gi_id);
   for (unsigned int k = 0; k < mg->numMetrics; k++) {
     nvmlGpmMetric_t *m = &mg->metrics[k];
     m->metricInfo.shortName = NULL;
@@ -898,6 +1057,30 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *mg) {
     m->metricInfo.unit = NULL;
     m->value = 0;
     m->nvmlReturn = gpm_metric(m->metricId, &m->value) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+  }
+  return NVML_SUCCESS;
+}
+
+/* GPM metrics of two samples of one GPU instance (nvmlGpmMigSampleGet): the instance's MIG_LAYOUT ratios. */
+static nvmlReturn_t mig_metrics_get(nvmlGpmMetricsGet_t *mg, int gi_id) {
+  const mig_row *m = NULL;
+  for (int k = 0; k < MIG_DEVICES && m == NULL; k++)
+    if ((int)MIG_LAYOUT[k].gi_id == gi_id) m = &MIG_LAYOUT[k];
+  if (m == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  static const unsigned int ids[5] = {1, 2, 3, 5, 10};
+  for (unsigned int k = 0; k < mg->numMetrics; k++) {
+    nvmlGpmMetric_t *metric = &mg->metrics[k];
+    metric->metricInfo.shortName = NULL;
+    metric->metricInfo.longName = NULL;
+    metric->metricInfo.unit = NULL;
+    metric->value = 0;
+    metric->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+    for (int j = 0; j < 5; j++) {
+      if (metric->metricId == ids[j]) {
+        metric->value = m->gpm[j];
+        metric->nvmlReturn = NVML_SUCCESS;
+      }
+    }
   }
   return NVML_SUCCESS;
 }

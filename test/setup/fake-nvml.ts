@@ -71,7 +71,12 @@ export interface FakeNvmlSettings {
   readonly TENSOR_ACTIVE?: number;
   /** Index of a GPU whose `nvmlGpmQueryDeviceSupport` answers UNKNOWN (999). */
   readonly GPM_FAIL_GPU?: number;
-  /** Index of a GPU in MIG mode (`nvmlDeviceGetMigMode` current = 1). @default none */
+  /**
+   * The MIG preset: index of a GPU in MIG mode (`nvmlDeviceGetMigMode` current = 1) with GPU
+   * instances 1 (3g.40gb, two compute instances; 12 GiB used; GPM graphics/SM/occupancy/tensor/DRAM
+   * 80/60/30/40/50 %), 5 (2g.20gb; 4 GiB; 40/30/15/0/20 %) and 6 (2g.20gb; idle, nothing used); its
+   * whole-GPU utilization answers NOT_SUPPORTED. @default none
+   */
   readonly MIG_GPU?: number;
   /** Events queued at init, in order: `gpu:xid`, or `gpu:dbe` for a DoubleBitEccError. */
   readonly XID_EVENTS?: readonly string[];

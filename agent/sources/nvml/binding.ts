@@ -1,4 +1,5 @@
 import koffi, { type LibraryHandle } from 'koffi';
+import { bindMigCalls, MIG_OPTIONAL_CALLS, type NvmlMigBinding, type NvmlMigCall } from './binding-mig';
 import { NvmlUnavailableError } from './errors';
 import {
   nvmlDeviceHandle,
@@ -29,7 +30,7 @@ export interface NvmlAsyncCall<Args extends unknown[]> {
  * `Uint32Array(2)` (little-endian low, high words) and read as `lo + hi × 2^32`, so the hot path
  * never creates a `bigint`.
  */
-export interface NvmlBinding {
+export interface NvmlBinding extends NvmlMigBinding {
   /** The library path or soname that was loaded. */
   readonly libraryPath: string;
   /** The symbol bound for each optional call, e.g. `memoryInfo: 'nvmlDeviceGetMemoryInfo_v2'`; absent when the library has none. */
@@ -174,7 +175,9 @@ export type NvmlOptionalCall =
   | 'eventSetFree'
   | 'supportedEventTypes'
   | 'registerEvents'
-  | 'eventSetWait';
+  | 'eventSetWait'
+  // MIG, per GPU instance (binding-mig.ts).
+  | NvmlMigCall;
 
 type KoffiTypeSpec = Parameters<typeof koffi.sizeof>[0];
 
@@ -234,6 +237,8 @@ const OPTIONAL_CALLS: Readonly<Record<NvmlOptionalCall, readonly Candidate[]>> =
   supportedEventTypes: [{ symbol: 'nvmlDeviceGetSupportedEventTypes', params: [dev, u64p] }],
   registerEvents: [{ symbol: 'nvmlDeviceRegisterEvents', params: [dev, 'uint64', nvmlEventSetHandle] }],
   eventSetWait: [{ symbol: 'nvmlEventSetWait_v2', params: [nvmlEventSetHandle, 'void *', 'uint32'] }],
+  // MIG, per GPU instance (binding-mig.ts).
+  ...MIG_OPTIONAL_CALLS,
 };
 
 /**
@@ -335,5 +340,7 @@ export function loadNvmlBinding(libraryPath: string): NvmlBinding {
     supportedEventTypes: optional('supportedEventTypes'),
     registerEvents: optional('registerEvents'),
     eventSetWait: optional('eventSetWait') as NvmlBinding['eventSetWait'],
+    // MIG, per GPU instance (binding-mig.ts).
+    ...bindMigCalls(optional),
   };
 }

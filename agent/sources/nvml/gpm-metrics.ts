@@ -3,6 +3,8 @@ import { NVML_GPM_METRIC_MAX, NVML_GPM_VERSION, nvmlGpmMetric, nvmlGpmMetricsGet
 
 /** `nvmlGpmMetricId_t` values the source asks for (docs/nvml.md §7; nvml.h API 13). */
 export const GPM_METRIC = {
+  /** `NVML_GPM_METRIC_GRAPHICS_UTIL`: % of time any graphics/compute context was active → a MIG slice's `gpu_util` (DCGM maps `GR_ENGINE_ACTIVE` to it). */
+  GRAPHICS_UTIL: 1,
   /** `NVML_GPM_METRIC_SM_UTIL`: % of SMs busy → `sm_active`. */
   SM_UTIL: 2,
   /** `NVML_GPM_METRIC_SM_OCCUPANCY`: % of theoretical warps resident → `sm_occupancy`. */
@@ -85,17 +87,24 @@ const OFFSET_METRIC_VALUE = koffi.offsetof(nvmlGpmMetric, 'value');
 export class GpmMetricsRequest {
   /** The struct passed to `nvmlGpmMetricsGet`. */
   readonly buffer = Buffer.alloc(koffi.sizeof(nvmlGpmMetricsGet));
+  readonly #requests: readonly { readonly metricId: number }[];
 
-  constructor() {
+  /**
+   * @param requests - the metrics asked for, in order (entry `i` of the answer is request `i`)
+   * @default GPM_REQUESTS
+   * @throws {RangeError} when there are more than `NVML_GPM_METRIC_MAX`
+   */
+  constructor(requests: readonly { readonly metricId: number }[] = GPM_REQUESTS) {
+    this.#requests = requests;
     this.buffer.writeUInt32LE(NVML_GPM_VERSION, koffi.offsetof(nvmlGpmMetricsGet, 'version'));
-    if (GPM_REQUESTS.length > NVML_GPM_METRIC_MAX) throw new RangeError('too many GPM metrics');
+    if (requests.length > NVML_GPM_METRIC_MAX) throw new RangeError('too many GPM metrics');
   }
 
   /**
    * Fills the request for one interval.
    * @param sample1 - the older `nvmlGpmSample_t`
    * @param sample2 - the newer `nvmlGpmSample_t`
-   * @param numMetrics - how many of `GPM_REQUESTS` to ask for (7 or 9)
+   * @param numMetrics - how many of the requests to ask for (the first `numMetrics`; 7 or 9 of `GPM_REQUESTS`)
    */
   prepare(sample1: bigint, sample2: bigint, numMetrics: number): void {
     const b = this.buffer;
@@ -105,7 +114,7 @@ export class GpmMetricsRequest {
     for (let i = 0; i < numMetrics; i++) {
       const at = OFFSET_METRICS + i * METRIC_STRIDE;
       b.fill(0, at, at + METRIC_STRIDE);
-      b.writeUInt32LE((GPM_REQUESTS[i] as GpmMetricRequest).metricId, at);
+      b.writeUInt32LE((this.#requests[i] as { readonly metricId: number }).metricId, at);
     }
   }
 

@@ -9,6 +9,7 @@ import type { NvmlCallRecorder } from './nvml-call-recorder';
 import type { NvmlGpmReader } from './nvml-gpm-reader';
 import type { NvmlGpuState } from './nvml-gpu-state';
 import { NVML_CALL_SLOT_NAMES } from './nvml-metric-table';
+import type { NvmlMigReader } from './nvml-mig-reader';
 import { NVML_RETURN } from './nvml-return';
 import type { NvmlLogger, NvmlTemperatureThresholds, NvmlVersions } from './nvml-types';
 import { nvmlPciInfo } from './structs';
@@ -24,11 +25,12 @@ const MAX_GPUS = 64;
 /** `nvmlTemperatureThresholds_t` values read at open. */
 const NVML_TEMPERATURE_THRESHOLD = { shutdown_c: 0, slowdown_c: 1, gpu_max_c: 3 } as const;
 
-/** What discovery needs: the binding, the recorder that judges codes, the GPM reader, the logger. */
+/** What discovery needs: the binding, the recorder that judges codes, the GPM and MIG readers, the logger. */
 export interface NvmlDiscoveryContext {
   readonly nvml: NvmlBinding;
   readonly recorder: NvmlCallRecorder;
   readonly gpm: NvmlGpmReader;
+  readonly mig: NvmlMigReader;
   readonly logger: NvmlLogger;
 }
 
@@ -120,7 +122,7 @@ function discoverGpu(context: NvmlDiscoveryContext, index: number, at: Date): Nv
     fields: new NvmlFieldValueRequest(),
     row: new GpuRow(index),
     gpm: undefined,
-    mig: false,
+    mig: undefined,
   };
   if (handle === undefined) {
     recorder.judge(gpu, undefined, 'nvmlDeviceGetHandleByIndex_v2', code, at);
@@ -157,20 +159,19 @@ function discoverGpu(context: NvmlDiscoveryContext, index: number, at: Date): Nv
   const serial = text('serial', SERIAL_BUFFER_BYTES);
   if (serial !== undefined && serial !== '') identity.serial = serial.slice(0, 64);
   gpu.thresholds = readThresholds(context, gpu, handle, at);
-  gpu.mig = readMigMode(context, gpu, handle, at);
+  const mig = readMigMode(context, gpu, handle, at);
   gpu.gpm = context.gpm.open(gpu, handle, at);
+  if (mig && !gpu.lost) gpu.mig = context.mig.open(gpu, handle, gpu.gpm !== undefined, at);
   return gpu;
 }
 
 /**
- * Whether the GPU is in MIG mode (`nvmlDeviceGetMigMode` current = 1), said plainly in the log when
- * it is: utilization and GPM are then per GPU instance, and this agent reads neither per instance
- * (per-instance GPM, `nvmlGpmMigSampleGet`, Hopper only, is not bound), so the GPU's activity is
- * absent here and a MIG host is measured through dcgm-exporter's per-instance GR engine activity.
- * False where the call is missing or not supported (GPUs without MIG).
+ * Whether the GPU is in MIG mode (`nvmlDeviceGetMigMode` current = 1): its GPU instances are then
+ * read one by one (`NvmlMigReader`), since utilization and GPM of the whole GPU are per instance
+ * there. False where the call is missing or not supported (GPUs without MIG).
  */
 function readMigMode(
-  { nvml, recorder, logger }: NvmlDiscoveryContext,
+  { nvml, recorder }: NvmlDiscoveryContext,
   gpu: NvmlGpuState,
   handle: bigint,
   at: Date,
@@ -180,13 +181,7 @@ function readMigMode(
   if (fn === undefined || call === undefined || gpu.lost) return false;
   const current = new Uint32Array(1);
   const pending = new Uint32Array(1);
-  if (!recorder.judge(gpu, undefined, call, fn(handle, current, pending), at) || current[0] !== 1)
-    return false;
-  logger.warn(
-    { gpu_index: gpu.index, mig: true },
-    `GPU ${gpu.index} is in MIG mode: NVML utilization and GPM are per GPU instance, and this agent does not read them per instance (nvmlGpmMigSampleGet is not used); its activity stays absent here. Measure the slices with dcgm-exporter (DCGM_FI_PROF_GR_ENGINE_ACTIVE per GPU_I_ID)`,
-  );
-  return true;
+  return recorder.judge(gpu, undefined, call, fn(handle, current, pending), at) && current[0] === 1;
 }
 
 function readThresholds(

@@ -1,4 +1,5 @@
 import type { GpuIdentity } from '../../../lambdas/contract';
+import type { MigSliceReading } from '../../window/mig-slices';
 import type { AgentSource, SampleSink, SourceContext, SourceSupport } from '../source';
 import { NvmlClosedError } from './errors';
 import { NvmlSource, type NvmlSourceOptions } from './nvml-source';
@@ -60,6 +61,14 @@ export class NvmlGpuSource implements AgentSource {
   /** Identity of every GPU, read once at open. */
   identity(): readonly GpuIdentity[] {
     return this.source.identity();
+  }
+
+  /**
+   * The GPU instances of `gpu` at the last poll when it is in MIG mode (see `NvmlSource.migSlices`),
+   * so the agent sends one window per instance; `undefined` otherwise.
+   */
+  migSlices(gpu: GpuIdentity): readonly MigSliceReading[] | undefined {
+    return this.#nvml?.migSlices(gpu.index);
   }
 
   /** Frees GPM samples and shuts NVML down. Idempotent. */

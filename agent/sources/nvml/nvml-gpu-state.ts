@@ -1,6 +1,7 @@
 import type { GpuIdentity } from '../../../lambdas/contract';
 import type { GpuRow } from '../../window/gpu-row';
 import type { NvmlFieldValueRequest } from './field-values';
+import type { NvmlMigState } from './nvml-mig-reader';
 import type { NvmlTemperatureThresholds } from './nvml-types';
 
 /** Per-GPU GPM state: two samples used alternately. */
@@ -35,10 +36,10 @@ export interface NvmlGpuState {
   /** GPM state; undefined where GPM is unsupported or failed at open. */
   gpm: GpmState | undefined;
   /**
-   * MIG mode was on at open (`nvmlDeviceGetMigMode` current = 1): NVML's utilization and GPM are per
-   * GPU instance there and this agent does not read them per instance (docs/detection.md §4).
+   * The GPU instances of a GPU in MIG mode at open (`nvmlDeviceGetMigMode` current = 1), read one by
+   * one (`nvml-mig-reader.ts`); undefined when MIG is off or its instances cannot be read.
    */
-  mig: boolean;
+  mig: NvmlMigState | undefined;
   /** This GPU's reading, overwritten at every `sample()` (no object per reading). */
   readonly row: GpuRow;
 }

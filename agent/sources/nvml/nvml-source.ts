@@ -1,6 +1,7 @@
 import type { GpuIdentity } from '../../../lambdas/contract';
 import { type Clock, systemClock } from '../../clock';
 import { type GpuRow, sampleFromRow } from '../../window/gpu-row';
+import type { MigSliceReading } from '../../window/mig-slices';
 import { loadNvmlBinding, type NvmlBinding } from './binding';
 import { NvmlClosedError, NvmlUnavailableError } from './errors';
 import { NvmlCallRecorder } from './nvml-call-recorder';
@@ -15,6 +16,7 @@ import {
   NvmlMetricBuffers,
   type NvmlMetricRow,
 } from './nvml-metric-table';
+import { NvmlMigReader } from './nvml-mig-reader';
 import { NvmlProcessReader } from './nvml-process-reader';
 import { NVML_RETURN } from './nvml-return';
 import type {
@@ -74,6 +76,7 @@ export class NvmlSource {
   readonly #processes: NvmlProcessReader;
   readonly #fields: NvmlFieldReader;
   readonly #gpm: NvmlGpmReader;
+  readonly #mig: NvmlMigReader;
   /** The rows of the metric table this library binds, with their slot and symbol, resolved once. */
   readonly #rows: readonly { readonly row: NvmlMetricRow; readonly slot: number; readonly symbol: string }[];
   #gpus: NvmlGpuState[] = [];
@@ -89,6 +92,7 @@ export class NvmlSource {
     this.#processes = new NvmlProcessReader(nvml, this.#recorder);
     this.#fields = new NvmlFieldReader(nvml, this.#recorder, logger);
     this.#gpm = new NvmlGpmReader(nvml, this.#recorder, logger);
+    this.#mig = new NvmlMigReader(nvml, this.#recorder, logger);
     this.#rows = NVML_METRIC_ROWS.flatMap((row, slot) =>
       nvml[row.call] === undefined ? [] : [{ row, slot, symbol: nvml.symbols[row.call] ?? '' }],
     );
@@ -119,7 +123,7 @@ export class NvmlSource {
     const logger = options.logger ?? SILENT_LOGGER;
     const source = new NvmlSource(nvml, logger);
     try {
-      const context = { nvml, recorder: source.#recorder, gpm: source.#gpm, logger };
+      const context = { nvml, recorder: source.#recorder, gpm: source.#gpm, mig: source.#mig, logger };
       source.#versions = readNvmlVersions(context);
       source.#gpus = discoverNvmlGpus(context, options.libraryPath, (options.clock ?? systemClock)());
     } catch (cause) {
@@ -220,6 +224,22 @@ export class NvmlSource {
   }
 
   /**
+   * The GPU instances of a GPU in MIG mode as the last `sample()` read them: id, profile,
+   * framebuffer used (`nvmlDeviceGetMemoryInfo_v2` on the instance's MIG device) and GPM ratios
+   * (`nvmlGpmMigSampleGet`: `gpu_util` from GRAPHICS_UTIL, `sm_active`, `sm_occupancy`,
+   * `tensor_active`, `dram_active`), each absent where the driver cannot give it.
+   *
+   * @param index - the GPU index
+   * @returns one reading per instance, by instance id; undefined when the GPU is not in MIG mode,
+   *   its instances could not be read at open, or it did not answer at the last sample
+   * @throws {NvmlClosedError} when called after `close()`
+   */
+  migSlices(index: number): readonly MigSliceReading[] | undefined {
+    if (this.#closed) throw new NvmlClosedError('migSlices');
+    return this.#gpus[index]?.mig?.readings;
+  }
+
+  /**
    * Frees the GPM samples (`nvmlGpmSampleFree`) and calls `nvmlShutdown` (NVML is
    * reference-counted: it tears down when the last user leaves). Idempotent. The shared library
    * stays mapped: koffi unloads it when nothing references it.
@@ -230,6 +250,7 @@ export class NvmlSource {
     for (const gpu of this.#gpus) {
       if (gpu.gpm !== undefined) this.#gpm.free(gpu.gpm);
       gpu.gpm = undefined;
+      if (gpu.mig !== undefined) this.#mig.free(gpu.mig);
     }
     this.#nvml.shutdown();
   }
@@ -247,6 +268,7 @@ export class NvmlSource {
     const recorder = this.#recorder;
     const row = gpu.row;
     row.reset(atMs);
+    if (gpu.mig !== undefined) gpu.mig.readings = undefined;
     const values = row.values;
     for (const { row: metric, slot, symbol } of this.#rows) {
       if (off[slot] !== 0 || (!full && metric.cadence === 'edge')) continue;
@@ -262,6 +284,7 @@ export class NvmlSource {
     if (gpu.gpm !== undefined && off[NVML_CALL_SLOTS.gpm] === 0) {
       if (!this.#gpm.read(gpu, gpu.gpm, handle, values, atMs, at) && gpu.lost) return undefined;
     }
+    if (gpu.mig !== undefined && !this.#mig.read(gpu, gpu.mig, handle, atMs, at)) return undefined;
     // A GPU that was lost and answered nothing at all stays out of the sample.
     return gpu.lost ? undefined : row;
   }

@@ -1,5 +1,6 @@
 import koffi, { type TypeObject } from 'koffi';
 import { NvmlAbiError } from './errors';
+import { NVML_MIG_STRUCT_LAYOUTS } from './mig-structs';
 
 /**
  * koffi declarations of the NVML structs the source passes, and their reference layout on x86-64
@@ -202,6 +203,8 @@ export const NVML_STRUCT_LAYOUTS: readonly NvmlStructLayout[] = [
     sizeBytes: 13_344,
     offsetsBytes: { version: 0, numMetrics: 4, sample1: 8, sample2: 16, metrics: 24 },
   },
+  // MIG: nvmlDeviceAttributes_t (mig-structs.ts).
+  ...NVML_MIG_STRUCT_LAYOUTS,
 ];
 
 /**

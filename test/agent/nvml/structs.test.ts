@@ -6,6 +6,7 @@ import {
   NVML_STRUCT_LAYOUTS,
   NvmlAbiError,
   type NvmlStructLayout,
+  nvmlDeviceAttributes,
   nvmlEventData,
   nvmlFieldValue,
   nvmlGpmMetric,
@@ -65,6 +66,70 @@ const REFERENCE = [
   { struct: 'nvmlGpmMetricsGet_t', type: nvmlGpmMetricsGet, size: 13_344, field: 'sample1', offset: 8 },
   { struct: 'nvmlGpmMetricsGet_t', type: nvmlGpmMetricsGet, size: 13_344, field: 'sample2', offset: 16 },
   { struct: 'nvmlGpmMetricsGet_t', type: nvmlGpmMetricsGet, size: 13_344, field: 'metrics', offset: 24 },
+  // MIG (mig-structs.ts): nvmlDeviceAttributes_t of nvml.h API 13
+  {
+    struct: 'nvmlDeviceAttributes_t',
+    type: nvmlDeviceAttributes,
+    size: 40,
+    field: 'multiprocessorCount',
+    offset: 0,
+  },
+  {
+    struct: 'nvmlDeviceAttributes_t',
+    type: nvmlDeviceAttributes,
+    size: 40,
+    field: 'sharedCopyEngineCount',
+    offset: 4,
+  },
+  {
+    struct: 'nvmlDeviceAttributes_t',
+    type: nvmlDeviceAttributes,
+    size: 40,
+    field: 'sharedDecoderCount',
+    offset: 8,
+  },
+  {
+    struct: 'nvmlDeviceAttributes_t',
+    type: nvmlDeviceAttributes,
+    size: 40,
+    field: 'sharedEncoderCount',
+    offset: 12,
+  },
+  {
+    struct: 'nvmlDeviceAttributes_t',
+    type: nvmlDeviceAttributes,
+    size: 40,
+    field: 'sharedJpegCount',
+    offset: 16,
+  },
+  {
+    struct: 'nvmlDeviceAttributes_t',
+    type: nvmlDeviceAttributes,
+    size: 40,
+    field: 'sharedOfaCount',
+    offset: 20,
+  },
+  {
+    struct: 'nvmlDeviceAttributes_t',
+    type: nvmlDeviceAttributes,
+    size: 40,
+    field: 'gpuInstanceSliceCount',
+    offset: 24,
+  },
+  {
+    struct: 'nvmlDeviceAttributes_t',
+    type: nvmlDeviceAttributes,
+    size: 40,
+    field: 'computeInstanceSliceCount',
+    offset: 28,
+  },
+  {
+    struct: 'nvmlDeviceAttributes_t',
+    type: nvmlDeviceAttributes,
+    size: 40,
+    field: 'memorySizeMB',
+    offset: 32,
+  },
 ];
 
 describe('NVML struct layouts', () => {

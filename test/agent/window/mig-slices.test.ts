@@ -89,4 +89,40 @@ describe('MigSliceTracker', () => {
     ]);
     expect(after[0]?.gpu_instance_id).toBeUndefined();
   });
+
+  it("averages a slice's GPM ratios like its activity, and leaves absent the ones its source did not read", () => {
+    // Prepare: NVML GPM per GPU instance on slice 1 over two windows; slice 2 with activity only
+    const tracker = new MigSliceTracker();
+    const gpm = (sm_active: number) => ({
+      gpu_instance_id: 1,
+      gpu_instance_profile: '3g.40gb',
+      gpu_util: 0.8,
+      sm_active,
+      sm_occupancy: sm_active / 2,
+      tensor_active: 0.4,
+      dram_active: 0.5,
+    });
+    tracker.add(0, [gpm(0.6), { gpu_instance_id: 2, gpu_instance_profile: '4g.40gb', gpu_util: 0.1 }]);
+    tracker.add(0, [gpm(0.2)]);
+    const first = tracker.split([gpuWindow('flush', at(0), at(10))], at(0), at(10));
+    tracker.add(0, [gpm(1)]);
+    // Act
+    const out = tracker.split(
+      [gpuWindow('flush', at(10), at(30)), gpuWindow('horizon', at(0), at(30))],
+      at(10),
+      at(30),
+    );
+    // Assess
+    expect(first[0]?.metrics).toMatchObject({
+      sm_active: 0.4,
+      sm_occupancy: 0.2,
+      tensor_active: 0.4,
+      dram_active: 0.5,
+    });
+    expect(first[1]?.metrics).toEqual({ gpu_util: 0.1 });
+    expect(out.map((w) => [w.kind, w.metrics.sm_active])).toEqual([
+      ['flush', 1],
+      ['horizon', (0.4 * 10 + 1 * 20) / 30],
+    ]);
+  });
 });
