@@ -139,13 +139,27 @@ export class SourceRegistry {
     return undefined;
   }
 
-  /** The MIG slices of `gpu`: the first open source that reads them; `undefined` when none does (not MIG). */
+  /**
+   * The MIG slices of `gpu`: those of the first open source that reads them (NVML, per GPU instance),
+   * each completed with what a later source says of the same instance id and the first lacks — the
+   * pod from dcgm-exporter's labels, its GR activity where NVML has no GPM (A100); `undefined` when no
+   * source reads slices (not MIG).
+   */
   migSlices(gpu: GpuIdentity): readonly MigSliceReading[] | undefined {
+    let merged: readonly MigSliceReading[] | undefined;
     for (const source of this.#open) {
       const slices = source.migSlices?.(gpu);
-      if (slices !== undefined) return slices;
+      if (slices === undefined) continue;
+      if (merged === undefined) {
+        merged = slices;
+        continue;
+      }
+      merged = merged.map((first) => {
+        const later = slices.find((s) => s.gpu_instance_id === first.gpu_instance_id);
+        return later === undefined ? first : { ...later, ...first };
+      });
     }
-    return undefined;
+    return merged;
   }
 
   /**

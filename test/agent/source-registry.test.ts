@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AgentSource, SampleSink, SourceContext } from '../../agent/sources/source';
 import { SourceRegistry } from '../../agent/sources/source-registry';
 import { COLUMN_INDEX, GpuRow, sampleFromRow } from '../../agent/window/gpu-row';
+import type { MigSliceReading } from '../../agent/window/mig-slices';
 import type { GpuEvent, GpuIdentity } from '../../lambdas/contract';
 
 const T0 = new Date('2026-11-21T10:00:00.000Z');
@@ -203,6 +204,48 @@ describe('SourceRegistry', () => {
     expect(registry.workload(IDS[1]!)).toEqual({ namespace: 'ml', pod: 'train-1' });
     expect(registry.workload(IDS[0]!)).toBeUndefined();
     expect(efa).toEqual([expect.objectContaining({ device: 'rdmap0', deltas: { tx_bytes: 5 } })]);
+  });
+
+  it("takes a MIG GPU's slices from the first source that reads them, completed by a later one's pod and activity", async () => {
+    // Prepare: NVML reads slices 1 and 5 (memory; GPM only on 1), dcgm-exporter slices 5 and 9 with pods
+    const slicing = (name: string, slices: MigSliceReading[]): AgentSource => ({
+      name,
+      open: () => ({ supported: true }),
+      migSlices: (gpu) => (gpu.index === 0 ? slices : undefined),
+      close: () => {},
+    });
+    const nvml = slicing('nvml', [
+      { gpu_instance_id: 1, gpu_instance_profile: '3g.40gb', fb_used_bytes: 10, sm_active: 0.6 },
+      { gpu_instance_id: 5, gpu_instance_profile: '2g.20gb', fb_used_bytes: 20 },
+    ]);
+    const dcgm = slicing('dcgm', [
+      {
+        gpu_instance_id: 5,
+        gpu_instance_profile: '2g.20gb',
+        gpu_util: 0.3,
+        fb_used_bytes: 99,
+        k8s: { namespace: 'ml', pod: 'serve-5' },
+      },
+      { gpu_instance_id: 9, gpu_instance_profile: '1g.10gb', gpu_util: 1 },
+    ]);
+    const registry = new SourceRegistry([gpus(), nvml, dcgm]);
+    await registry.open(context());
+
+    // Act
+    const slices = registry.migSlices(IDS[0]!);
+
+    // Assess
+    expect(slices).toEqual([
+      { gpu_instance_id: 1, gpu_instance_profile: '3g.40gb', fb_used_bytes: 10, sm_active: 0.6 },
+      {
+        gpu_instance_id: 5,
+        gpu_instance_profile: '2g.20gb',
+        fb_used_bytes: 20,
+        gpu_util: 0.3,
+        k8s: { namespace: 'ml', pod: 'serve-5' },
+      },
+    ]);
+    expect(registry.migSlices(IDS[1]!)).toBeUndefined();
   });
 
   it('has no GPUs when no open source inventories any', async () => {
