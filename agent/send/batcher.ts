@@ -6,8 +6,8 @@ import {
   type GpuEvent,
   type GpuWindow,
   type Host,
+  LEGACY_MAX_EFA_PORTS_PER_BATCH,
   MAX_BODY_DECOMPRESSED_BYTES,
-  MAX_EFA_PORTS_PER_BATCH,
   MAX_EVENTS_PER_BATCH,
   MAX_WINDOWS_PER_BATCH,
   SCHEMA_V1,
@@ -65,8 +65,11 @@ interface Bin {
 
 /**
  * Packs windows, EFA windows and events into contract batches that respect every per-batch limit
- * (≤ 512 windows, ≤ 256 events, ≤ 64 EFA ports, serialized JSON ≤ 1 MiB), keeping all windows of
- * one window end together where they fit. Hands out a per-agent monotonic `seq`.
+ * (≤ 512 windows, ≤ 256 events, serialized JSON ≤ 1 MiB), keeping all windows of one window end
+ * together where they fit. Hands out a per-agent monotonic `seq`. EFA entries are packed ≤ 64 a batch
+ * (`LEGACY_MAX_EFA_PORTS_PER_BATCH`, one window of the largest EFA host), below the contract's 4,096,
+ * so every batch it builds is valid for an API of any version; merging spooled batches into one
+ * request (`mergeBatches`) is what goes above, and falls back when an older API refuses it.
  *
  * @example
  * const builder = new BatchBuilder({ startSeq: 42 });
@@ -129,7 +132,7 @@ export class BatchBuilder {
     const events = input.events ?? [];
     if (
       input.windows.length <= MAX_WINDOWS_PER_BATCH &&
-      efa.length <= MAX_EFA_PORTS_PER_BATCH &&
+      efa.length <= LEGACY_MAX_EFA_PORTS_PER_BATCH &&
       events.length <= MAX_EVENTS_PER_BATCH &&
       (input.windows.length > 0 || efa.length > 0 || events.length > 0) &&
       byteSize({ ...envelope, windows: input.windows, efa, events }) + ENVELOPE_SLACK_BYTES <= this.maxBytes
@@ -177,7 +180,7 @@ export class BatchBuilder {
         target.bytes += size;
       });
     }
-    placeAll(input.efa ?? [], bins, newBin, (b) => b.efa, MAX_EFA_PORTS_PER_BATCH, this.maxBytes);
+    placeAll(input.efa ?? [], bins, newBin, (b) => b.efa, LEGACY_MAX_EFA_PORTS_PER_BATCH, this.maxBytes);
     placeAll(input.events ?? [], bins, newBin, (b) => b.events, MAX_EVENTS_PER_BATCH, this.maxBytes);
 
     return bins.map((bin) => {

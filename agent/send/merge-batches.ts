@@ -15,13 +15,19 @@ export const MAX_MERGED_BATCHES = 64;
 
 /**
  * How many of the leading `batches` fit one request: same host, and the merged batch within the
- * contract's per-batch counts (≤ 512 windows counting one horizon window per GPU, ≤ 64 EFA ports,
- * ≤ 256 events). Bytes are the caller's bound (the spool reads at most 1 MiB of records).
+ * contract's per-batch counts (≤ 512 windows counting one horizon window per GPU, ≤ `maxEfaPorts`
+ * EFA entries, ≤ 256 events). Bytes are the caller's bound (the spool reads at most 1 MiB of records).
  *
  * @param batches - spooled batches, oldest first
+ * @param maxEfaPorts - most `efa[]` entries in the merged batch, 1..{@link MAX_EFA_PORTS_PER_BATCH};
+ *   the contract's `LEGACY_MAX_EFA_PORTS_PER_BATCH` (64) for an API deployed before the limit was sized per window.
+ *   @default {@link MAX_EFA_PORTS_PER_BATCH} (4,096)
  * @returns 0 for an empty list, else 1..`batches.length` (the first always fits: it is a valid batch)
  */
-export function mergeableCount(batches: readonly Batch[]): number {
+export function mergeableCount(
+  batches: readonly Batch[],
+  maxEfaPorts: number = MAX_EFA_PORTS_PER_BATCH,
+): number {
   const first = batches[0];
   if (!first) return 0;
   const horizonGpus = new Set<number>();
@@ -39,10 +45,7 @@ export function mergeableCount(batches: readonly Batch[]): number {
     }
     const e = efa + (b.efa?.length ?? 0);
     const ev = events + (b.events?.length ?? 0);
-    if (
-      n > 0 &&
-      (f + gpus.size > MAX_WINDOWS_PER_BATCH || e > MAX_EFA_PORTS_PER_BATCH || ev > MAX_EVENTS_PER_BATCH)
-    )
+    if (n > 0 && (f + gpus.size > MAX_WINDOWS_PER_BATCH || e > maxEfaPorts || ev > MAX_EVENTS_PER_BATCH))
       break;
     for (const g of gpus) horizonGpus.add(g);
     flush = f;

@@ -147,7 +147,7 @@ export class EfaSource {
    * integer (a garbage value after a reset) leaves that counter absent, warned once.
    *
    * A p5.48xlarge (32 EFA devices, 1 port each) gives exactly 64 entries (32 port + 32 device),
-   * the contract's `MAX_EFA_PORTS_PER_BATCH`; larger hosts need the batch builder to split.
+   * the contract's `MAX_EFA_PORTS_PER_WINDOW`; the batch builder splits a larger window.
    *
    * @param start - window start (contract `start`)
    * @param end - window end, after `start`

@@ -1,4 +1,8 @@
-import { MAX_DETAIL_CHARS } from '../../lambdas/contract/constants';
+import {
+  LEGACY_MAX_EFA_PORTS_PER_BATCH,
+  MAX_DETAIL_CHARS,
+  MAX_EFA_PORTS_PER_BATCH,
+} from '../../lambdas/contract/constants';
 import type { Batch, GpuEvent } from '../../lambdas/contract/schema';
 import { SendRejectedError } from '../errors';
 import { DEFAULT_MAX_BATCH_BYTES } from '../send/batcher';
@@ -26,6 +30,14 @@ export interface SpoolingSenderOptions {
   /** Called once per condition worth an operator's attention (API unreachable, refusals, spool errors). @default none */
   readonly onWarning?: (message: string, data?: Record<string, unknown>) => void;
 }
+
+/**
+ * Drains (send intervals) an agent merges within `LEGACY_MAX_EFA_PORTS_PER_BATCH` after an older API
+ * refused a bigger `efa[]`, before it tries the contract's limit again: 60, ≈ 1 h at the default 60 s
+ * send interval, so an agent started before its stack was updated merges fully again without a
+ * restart, at the cost of one refused request an hour while the stack is old.
+ */
+export const LEGACY_EFA_RETRY_DRAINS = 60;
 
 /** Counters of a {@link SpoolingSender} since it was made (`dropped`: since the spool directory was created). */
 export interface SpoolingSenderCounters {
@@ -71,6 +83,12 @@ export interface DrainResult {
  * spool's age and bytes, and one refused again while others are accepted is quarantined. Every loss (spool bounds, damaged records, write errors,
  * refusals) becomes one `data_dropped` event through {@link takeDroppedEvent}.
  *
+ * Rollout: an API deployed before `efa[]` was sized per window refuses more than 64 entries
+ * (`LEGACY_MAX_EFA_PORTS_PER_BATCH`) with `400` at path `efa`. A merged request refused so is sent
+ * again at once merged within 64 (every spooled batch fits it: the batcher packs ≤ 64), nothing
+ * quarantined, warned once; the lower limit holds for {@link LEGACY_EFA_RETRY_DRAINS} drains, then
+ * the contract's is tried again.
+ *
  * Neither method throws: failures are outcomes, counters and warnings.
  *
  * @example
@@ -92,12 +110,25 @@ export class SpoolingSender {
   private lostUnreported: DroppedReport | undefined;
   /** Batches the API refused (set aside in `rejected/`), not yet reported in an event. */
   private refusedUnreported: DroppedReport | undefined;
+  /** Most `efa[]` entries a merged request carries: the contract's, or the older API's after a refusal. */
+  private maxEfaPorts = MAX_EFA_PORTS_PER_BATCH;
+  /** Drains left at the older API's limit before the contract's is tried again. */
+  private legacyEfaDrainsLeft = 0;
+  private legacyEfaWarned = false;
 
   /** @param opts - see {@link SpoolingSenderOptions} */
   constructor(opts: SpoolingSenderOptions) {
     this.spool = opts.spool;
     this.send = opts.send;
     this.warn = opts.onWarning ?? (() => undefined);
+  }
+
+  /**
+   * Most `efa[]` entries the next merged request may carry: the contract's `MAX_EFA_PORTS_PER_BATCH`
+   * (4,096), or `LEGACY_MAX_EFA_PORTS_PER_BATCH` (64) while an older API refuses more.
+   */
+  get efaPortsPerRequest(): number {
+    return this.maxEfaPorts;
   }
 
   /** Counters since this sender was made; `dropped` includes the spool's lifetime `dropped_total`. */
@@ -182,6 +213,8 @@ export class SpoolingSender {
   }
 
   private async runDrain(): Promise<DrainResult> {
+    if (this.maxEfaPorts < MAX_EFA_PORTS_PER_BATCH && --this.legacyEfaDrainsLeft <= 0)
+      this.maxEfaPorts = MAX_EFA_PORTS_PER_BATCH;
     let sent = 0;
     let requests = 0;
     let rejected = 0;
@@ -205,12 +238,16 @@ export class SpoolingSender {
         this.warn('spool read failed; drain stopped', { error: (error as Error).message });
         return stop(error);
       }
-      const group = batches.slice(0, mergeableCount(batches));
+      const group = batches.slice(0, mergeableCount(batches, this.maxEfaPorts));
       const request = group.length > 0 ? mergeBatches(group) : undefined;
       if (!request) break;
       try {
         await this.send(request);
       } catch (error) {
+        if (error instanceof SendRejectedError && this.refusedForEfaCount(request, error)) {
+          this.fallBackToLegacyEfa(request, error);
+          continue;
+        }
         if (error instanceof SendRejectedError && group.length > 1) {
           singles = group.length;
           continue;
@@ -361,6 +398,32 @@ export class SpoolingSender {
     this.rejected += 1;
     this.refusedUnreported = addLoss(this.refusedUnreported, batch);
     return true;
+  }
+
+  /**
+   * True when an older API refused `request` for its `efa[]` count: `400` at path `efa` (the array,
+   * not one of its entries), more entries than `LEGACY_MAX_EFA_PORTS_PER_BATCH`, and this sender
+   * not yet merging within that limit.
+   */
+  private refusedForEfaCount(request: Batch, error: SendRejectedError): boolean {
+    return (
+      error.status === 400 &&
+      error.body?.path === 'efa' &&
+      (request.efa?.length ?? 0) > LEGACY_MAX_EFA_PORTS_PER_BATCH &&
+      this.maxEfaPorts > LEGACY_MAX_EFA_PORTS_PER_BATCH
+    );
+  }
+
+  /** Merges within the older API's `efa[]` limit for the next {@link LEGACY_EFA_RETRY_DRAINS} drains; warns once. */
+  private fallBackToLegacyEfa(request: Batch, error: SendRejectedError): void {
+    this.maxEfaPorts = LEGACY_MAX_EFA_PORTS_PER_BATCH;
+    this.legacyEfaDrainsLeft = LEGACY_EFA_RETRY_DRAINS;
+    if (this.legacyEfaWarned) return;
+    this.legacyEfaWarned = true;
+    this.warn(
+      `the API refused ${request.efa?.length ?? 0} EFA entries in one request: its stack predates this agent (at most ${LEGACY_MAX_EFA_PORTS_PER_BATCH} a batch); sending the same batches in requests of at most ${LEGACY_MAX_EFA_PORTS_PER_BATCH}, nothing lost. Update the stack (cdk deploy) to merge them again`,
+      { seq: request.seq, status: error.status, error: error.body?.error ?? error.message },
+    );
   }
 
   private noteFailure(batch: Batch, error: unknown): void {

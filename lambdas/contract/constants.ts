@@ -82,8 +82,38 @@ export const MAX_GPUS_PER_BATCH = 64;
 /** Most entries in `windows[]` (flush + horizon, all GPUs) in one batch. */
 export const MAX_WINDOWS_PER_BATCH = 512;
 
-/** Most entries in `efa[]` (device/port pairs) in one batch. A p5.48xlarge has 32 EFA devices. */
-export const MAX_EFA_PORTS_PER_BATCH = 64;
+/**
+ * Most `efa[]` entries (device/port pairs) one host reports per flush window: 64. The largest EFA
+ * hosts, p5.48xlarge and p5e.48xlarge, have 32 EFA devices (reference gpu.md §4.4, from AWS's "32
+ * EFA devices and one ENA"), and the agent sends two entries per device and window: its port 1
+ * counters and its device counters (port 0). p5en has 16 devices, p4d/p4de 4.
+ */
+export const MAX_EFA_PORTS_PER_WINDOW = 64;
+
+/**
+ * Most flush windows of EFA entries one batch is sized for: 64, the agent's largest merge of spooled
+ * batches (10 min 40 s of 10 s windows; a 60 s send merges 6, a replay after an outage as many as
+ * fit 1 MiB). Not checked on its own: it sizes {@link MAX_EFA_PORTS_PER_BATCH}.
+ */
+export const MAX_EFA_WINDOWS_PER_BATCH = 64;
+
+/**
+ * Most entries in `efa[]` in one batch: {@link MAX_EFA_PORTS_PER_WINDOW} × {@link MAX_EFA_WINDOWS_PER_BATCH}
+ * = 4,096, so a p5's spooled windows merge as an A100 host's do (one request per 60 s send instead of
+ * one per 10 s window). The byte limits still bound every batch and bind first: a p5 window (8 GPU
+ * windows with processes, 64 EFA entries) is ≈ 40 KB of JSON, so the agent's 1 MiB request holds ≈ 25
+ * windows (≈ 1,600 entries); 4,096 entries of the agent's widest shape (every delta 12 digits) are
+ * 2.52 MB of JSON, within {@link MAX_BODY_DECOMPRESSED_BYTES} (3.11 MB). More → 400 at path `efa`.
+ */
+export const MAX_EFA_PORTS_PER_BATCH = MAX_EFA_PORTS_PER_WINDOW * MAX_EFA_WINDOWS_PER_BATCH;
+
+/**
+ * The `efa[]` limit of APIs deployed before {@link MAX_EFA_PORTS_PER_BATCH} was sized per window: 64
+ * entries per batch, one p5 window. Every batch the agent's batcher builds stays within it (one flush
+ * of the largest host), so only merged requests exceed it; an agent that gets `400` at path `efa` for
+ * a merged request from such an API merges within this limit for the rest of its run.
+ */
+export const LEGACY_MAX_EFA_PORTS_PER_BATCH = 64;
 
 /** Most entries in `events[]` in one batch. */
 export const MAX_EVENTS_PER_BATCH = 256;

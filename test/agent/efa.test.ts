@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { EfaSource } from '../../agent/sources/efa';
-import { EfaWindowSchema, MAX_EFA_PORTS_PER_BATCH } from '../../lambdas/contract';
+import { EfaWindowSchema, MAX_EFA_PORTS_PER_WINDOW } from '../../lambdas/contract';
 import {
   DEVICE_COUNTERS,
   type FakeEfaSysfs,
@@ -53,7 +53,7 @@ describe('EfaSource', () => {
     // Assess
     expect(P5_EFA_DEVICES).toHaveLength(32);
     expect(windows).toHaveLength(64);
-    expect(windows.length).toBeLessThanOrEqual(MAX_EFA_PORTS_PER_BATCH);
+    expect(windows.length).toBeLessThanOrEqual(MAX_EFA_PORTS_PER_WINDOW);
     expect(windows.filter((w) => w.port === 1).map((w) => w.device)).toEqual(
       [...P5_EFA_DEVICES].sort((a, b) => a.localeCompare(b, 'en', { numeric: true })),
     );

@@ -1,11 +1,33 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_MERGED_BATCHES, mergeableCount, mergeBatches } from '../../../agent/send/merge-batches';
-import { type Batch, MAX_EVENTS_PER_BATCH, parseBatch } from '../../../lambdas/contract';
+import {
+  type Batch,
+  type EfaWindow,
+  LEGACY_MAX_EFA_PORTS_PER_BATCH,
+  MAX_EFA_PORTS_PER_BATCH,
+  MAX_EVENTS_PER_BATCH,
+  parseBatch,
+} from '../../../lambdas/contract';
 import { makeBatch, T0 } from '../spool/spool-fixtures';
 
 /** Batch `seq` of one agent: `gpus` flush + horizon windows ending at T0 + seq × 10 s. */
 function flushAt(seq: number, gpus = 2): Batch {
   return makeBatch(seq, new Date(T0.getTime() + seq * 10_000), gpus, true);
+}
+
+/** Batch `seq` of a p5: 8 GPU flush windows and its 32 EFA devices' 64 entries. */
+function p5At(seq: number): Batch {
+  const batch = flushAt(seq, 8);
+  const end = batch.windows[0]?.end ?? batch.sent_at;
+  const start = batch.windows[0]?.start ?? batch.sent_at;
+  const efa: EfaWindow[] = Array.from({ length: 64 }, (_, i) => ({
+    start,
+    end,
+    device: `rdmap${79 + (i >> 1)}s0`,
+    port: i % 2,
+    deltas: { tx_pkts: 1_664_737 },
+  }));
+  return { ...batch, efa };
 }
 
 describe('mergeBatches', () => {
@@ -92,5 +114,25 @@ describe('mergeableCount', () => {
     },
   ])('allows $count of $name in one request', ({ batches, count }) => {
     expect(mergeableCount(batches())).toBe(count);
+  });
+
+  it.each([
+    { limit: MAX_EFA_PORTS_PER_BATCH, count: 63 }, // 512 windows bind first: 8 × 63 flush + 8 horizon
+    { limit: 384, count: 6 },
+    { limit: LEGACY_MAX_EFA_PORTS_PER_BATCH, count: 1 },
+  ])('merges $count p5 flushes (64 EFA entries each) within $limit EFA entries', ({ limit, count }) => {
+    // Prepare
+    const batches = Array.from({ length: 70 }, (_, s) => p5At(s));
+
+    // Act
+    const n = mergeableCount(batches, limit);
+
+    // Assess: the merged batch is valid against the contract
+    expect(n).toBe(count);
+    const merged = mergeBatches(batches.slice(0, n));
+    expect(merged.efa).toHaveLength(64 * count);
+    expect(() =>
+      parseBatch(JSON.parse(JSON.stringify(merged)), new Date(T0.getTime() + 3600_000)),
+    ).not.toThrow();
   });
 });
