@@ -15,6 +15,8 @@ interface PortTrouble {
   /** Sum of the trouble counters, for ranking the port that stands out. */
   readonly score: number;
   readonly reasons: readonly string[];
+  /** Windows of the batch in which this device/port was in trouble (a merged batch has several). */
+  windows: number;
 }
 
 /**
@@ -23,7 +25,8 @@ interface PortTrouble {
  * grew by ≥ `efaRxDropsAtLeast`, when `retrans_pkts / tx_pkts ≥ efaRetransRatioAtLeast`, or when any of
  * `retrans_timeout_events`, `impaired_remote_conn_events`, `unresponsive_remote_events` grew. Counters a
  * driver does not have are absent and judge nothing. The summary names the device/port that stands out
- * (the most trouble). Judged when the batch has EFA windows. Warning, notify only; never resolved (a
+ * (the most trouble, in its worst window); a port in trouble in several windows of a merged batch counts
+ * once. Judged when the batch has EFA windows. Warning, notify only; never resolved (a
  * quiet 10 s window says little), re-sent after the cooldown while drops recur.
  */
 export const efaDropsRule: WindowRule<'efa_drops'> = {
@@ -35,7 +38,9 @@ export const efaDropsRule: WindowRule<'efa_drops'> = {
     const ports = input.batch.efa ?? [];
     if (ports.length === 0) return NOT_JUDGED;
     const t = ctx.thresholds;
-    const troubled: PortTrouble[] = [];
+    // One entry per device/port: its worst window. A merged batch (a minute of 10 s windows) carries
+    // each port once per window, and a port in trouble in six windows is one port in trouble.
+    const byPort = new Map<string, PortTrouble>();
     for (const port of ports) {
       const d = port.deltas;
       const reasons: string[] = [];
@@ -58,8 +63,14 @@ export const efaDropsRule: WindowRule<'efa_drops'> = {
           score += n;
         }
       }
-      if (reasons.length > 0) troubled.push({ port, score, reasons });
+      if (reasons.length === 0) continue;
+      const key = `${port.device}/${port.port}`;
+      const seen = byPort.get(key);
+      if (seen === undefined) byPort.set(key, { port, score, reasons, windows: 1 });
+      else if (score > seen.score) byPort.set(key, { port, score, reasons, windows: seen.windows + 1 });
+      else seen.windows += 1;
     }
+    const troubled = [...byPort.values()];
     if (troubled.length === 0) return { judged: true, findings: [] };
     troubled.sort((a, b) => b.score - a.score);
     const worst = troubled[0] as PortTrouble;
@@ -76,7 +87,12 @@ export const efaDropsRule: WindowRule<'efa_drops'> = {
             'Fabric trouble slows every collective of a multi-node job: check the security group allows all traffic within itself, run the EFA test (fi_pingpong) between the nodes, and have the node replaced if one port keeps dropping.',
           evidence: {
             worst_port: name(worst.port),
-            ports_in_trouble: troubled.map((p) => `${name(p.port)}: ${p.reasons.join(', ')}`).join('; '),
+            ports_in_trouble: troubled
+              .map(
+                (p) =>
+                  `${name(p.port)}: ${p.reasons.join(', ')}${p.windows > 1 ? ` (worst of ${p.windows} windows)` : ''}`,
+              )
+              .join('; '),
             window_start: worst.port.start,
             window_end: worst.port.end,
           },

@@ -560,6 +560,33 @@ describe('window rules', () => {
     expect(finding?.evidence.worst_port).toBe('rdmap48s27 port 1');
   });
 
+  it('counts a port in trouble in several windows of a merged batch once, naming its worst window', () => {
+    // Prepare: a minute of a p5's windows merged; one port drops in all six, another in one
+    const at = (w: number) => ({
+      start: new Date(Date.parse('2026-03-10T10:00:00Z') + w * 10_000).toISOString(),
+      end: new Date(Date.parse('2026-03-10T10:00:10Z') + w * 10_000).toISOString(),
+    });
+    const efa = [0, 1, 2, 3, 4, 5].flatMap((w) => [
+      { ...efaPort({ rx_drops: w === 2 ? 4000 : 200 }, 'rdmap48s27'), ...at(w) },
+      { ...efaPort({ rx_drops: w === 4 ? 150 : 0 }, 'rdmap16s27'), ...at(w) },
+    ]);
+    const input = inputFor(horizonBatch(fleet(1, COMPUTE_BOUND), { efa }));
+
+    // Act
+    const [finding] = evaluateWindowRules(input, DEFAULT_RULE_CONTEXT, NOW).findings;
+
+    // Assess
+    expect(finding?.summary).toMatch(
+      /: EFA rdmap48s27 port 1 stands out: rx_drops \+4000 \(2 ports in trouble\)/,
+    );
+    expect(finding?.evidence).toMatchObject({
+      worst_port: 'rdmap48s27 port 1',
+      ports_in_trouble:
+        'rdmap48s27 port 1: rx_drops +4000 (worst of 6 windows); rdmap16s27 port 1: rx_drops +150',
+      window_start: at(2).start,
+    });
+  });
+
   it('follows an overridden threshold', () => {
     // Prepare
     const ctx = {
