@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REJECTED_DIR } from '../../../agent/spool/constants';
 import { LEGACY_MAX_EFA_PORTS_PER_BATCH, MAX_EFA_PORTS_PER_WINDOW } from '../../../lambdas/contract';
+import { SILENT_LOG } from '../../../lambdas/handlers/log';
+import { startLocalPipeline } from '../../../lambdas/local/local-pipeline';
 import { type BatchApi, type ReceivedRequest, startBatchApi } from '../fixtures/batch-api';
 import { runP5Agent } from '../fixtures/p5-agent';
 
@@ -15,7 +17,7 @@ import { runP5Agent } from '../fixtures/p5-agent';
  */
 
 const T0 = Date.parse('2026-11-21T10:00:00.000Z');
-const MINUTES = 5;
+const MINUTES = 3;
 const FLUSHES_PER_MINUTE = 6;
 const GPUS = 8;
 
@@ -79,6 +81,28 @@ describe('a p5.48xlarge agent', () => {
     const json = mean(requests, (r) => r.jsonBytes);
     console.info(`p5 agent: ${requests.length / MINUTES} request/min, ${gzip} B gzip, ${json} B JSON each`);
     expect(gzip).toBeLessThan(64 * 1024);
+  });
+
+  it('has its one request a minute accepted and stored whole by the ingest handler (the local pipeline, DuckDB)', async () => {
+    // Prepare: the real handler judges times by the wall clock, so the run ends a minute ago
+    const fromMs = Math.floor(Date.now() / 60_000) * 60_000 - 3 * 60_000;
+    const pipeline = await startLocalPipeline({
+      outDir: join(dir, 'pipeline'),
+      log: SILENT_LOG,
+      write: () => {},
+    });
+    try {
+      // Act
+      await runP5Agent({ endpoint: pipeline.url, spoolDir: join(dir, 'pipeline-spool'), fromMs, minutes: 2 });
+
+      // Assess: every flush window and EFA entry of the two minutes is in the store
+      const gpuRows = await pipeline.store.readAll('gpu_windows');
+      const efaRows = await pipeline.store.readAll('efa_windows');
+      expect(gpuRows).toHaveLength(2 * FLUSHES_PER_MINUTE * GPUS);
+      expect(efaRows).toHaveLength(2 * FLUSHES_PER_MINUTE * MAX_EFA_PORTS_PER_WINDOW);
+    } finally {
+      await pipeline.close();
+    }
   });
 
   it('against a stack that takes 64 EFA entries, resends a refused minute within 64, delivering every window once and quarantining nothing', async () => {
