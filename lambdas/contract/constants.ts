@@ -111,7 +111,8 @@ export const MAX_EFA_PORTS_PER_BATCH = MAX_EFA_PORTS_PER_WINDOW * MAX_EFA_WINDOW
  * The `efa[]` limit of APIs deployed before {@link MAX_EFA_PORTS_PER_BATCH} was sized per window: 64
  * entries per batch, one p5 window. Every batch the agent's batcher builds stays within it (one flush
  * of the largest host), so only merged requests exceed it; an agent that gets `400` at path `efa` for
- * a merged request from such an API merges within this limit for the rest of its run.
+ * a merged request from such an API sends the same batches again merged within this limit, and keeps
+ * to it for an hour of sends (`SpoolingSender`, docs/deploy.md "Upgrading").
  */
 export const LEGACY_MAX_EFA_PORTS_PER_BATCH = 64;
 
