@@ -1,10 +1,11 @@
-import { assertCurColumns, type CurCoverage } from '../domain/cur-columns';
+import { assertCurColumns, CUR_PRICE_SOURCE, type CurCoverage } from '../domain/cur-columns';
+import type { CurPricedFleetReads, CurTeamWasteQuery, FleetTeamRow, TeamPricing } from '../domain/fleet';
 import { StoreQueryError } from '../domain/port-errors';
 import type { WasteGroupQuery, WasteGroupRow, WasteQuery } from '../domain/ports';
 import type { WasteReportRow } from '../domain/types';
 import { latestRowsSql } from './athena-sql';
 import type { TextResult } from './athena-store';
-import { curRatesSql, curSpanSql, repricedWindowsSql } from './cur-sql';
+import { curRatesSql, curSpanSql, latestCurRatesSql, repricedWindowsSql } from './cur-sql';
 import { compareWasteGroups, wasteGroupRowFrom, wasteGroupSql } from './store-reads';
 import {
   compareWasteRows,
@@ -74,7 +75,7 @@ function isoOf(text: string | undefined): string | undefined {
  * The report reads (`queryWaste`, `queryWasteBy`) priced from a CUR, and what the CUR covered.
  * Use as the report's `ReportStore` when the deployment names a CUR table.
  */
-export class AthenaCurReads {
+export class AthenaCurReads implements CurPricedFleetReads {
   readonly #query: (sql: string) => Promise<TextResult>;
   readonly #gpuTable: string;
   readonly #curTable: string;
@@ -147,6 +148,41 @@ GROUP BY instance_id, gpu_index`;
   }
 
   /**
+   * The fleet evaluator's team waste at CUR rates (see `CurPricedFleetReads`), in one Athena query:
+   * the de-duplicated `gpu_windows` of the span, each instance's newest CUR rate of `curFrom ≤ hour <
+   * to` (`latestCurRatesSql`: only the CUR columns named, only those days' row groups, only the
+   * instances of the span), the windows repriced (`repricedWindowsSql`, `latest`) and summed per team
+   * with how they were priced.
+   *
+   * @param query - the span and the CUR hours searched
+   * @returns one row per team, most wasted first
+   * @throws {StoreQueryError} when the span or the CUR hours are not a valid range, or Athena refuses the query
+   * @throws {StoreUnavailableError} when Athena cannot answer
+   */
+  async teamWasteAtCurRates(query: CurTeamWasteQuery): Promise<FleetTeamRow[]> {
+    const problem = wasteRangeProblem(query.from, query.to) ?? wasteRangeProblem(query.curFrom, query.to);
+    if (problem !== undefined) throw new StoreQueryError(problem);
+    const latest = latestRowsSql(this.#gpuTable, 'gpu_windows', query.from, query.to);
+    const rates = latestCurRatesSql(
+      this.#curTable,
+      { from: query.curFrom, to: query.to },
+      { sql: `SELECT DISTINCT instance_id FROM (${latest})` },
+    );
+    const windows = `(${repricedWindowsSql(`(${latest})`, rates, 'latest')})`;
+    const cur = `price_source LIKE '${CUR_PRICE_SOURCE}%'`;
+    const sql = wasteGroupSql(windows, 'team', [
+      `sum(CASE WHEN ${cur} THEN gpu_hours END) AS cur_gpu_hours`,
+      'min(cur_usage_hour) AS cur_usage_hour_from',
+      'max(cur_usage_hour) AS cur_usage_hour_to',
+      `count(DISTINCT CASE WHEN NOT ${cur} THEN price_source END) AS stored_price_sources`,
+      `max(CASE WHEN NOT ${cur} THEN price_source END) AS stored_price_source`,
+    ]);
+    return getters(await this.#query(sql))
+      .map((get): FleetTeamRow => ({ ...wasteGroupRowFrom(get), pricing: teamPricingFrom(get) }))
+      .sort(compareWasteGroups);
+  }
+
+  /**
    * How many instance-hours of `from ≤ time < to` the CUR priced, and the span of its instance-hours.
    *
    * @param range - the report range
@@ -172,4 +208,21 @@ FROM ${this.#windows(range.from, range.to)}`;
         : {}),
     };
   }
+}
+
+/** The pricing columns of one row of the team query (see `AthenaCurReads.teamWasteAtCurRates`). */
+function teamPricingFrom(get: (column: string) => string | undefined): TeamPricing {
+  const from = isoOf(get('cur_usage_hour_from'));
+  const to = isoOf(get('cur_usage_hour_to'));
+  const sources = Number(get('stored_price_sources') ?? 0);
+  const stored = get('stored_price_source');
+  return {
+    cur_gpu_hours: Number(get('cur_gpu_hours') ?? 0),
+    ...(from !== undefined && to !== undefined ? { cur_usage_hour_from: from, cur_usage_hour_to: to } : {}),
+    ...(sources > 1
+      ? { stored_price_source: 'mixed' }
+      : stored !== undefined
+        ? { stored_price_source: stored }
+        : {}),
+  };
 }
