@@ -2,10 +2,18 @@ import { assertCurColumns, CUR_PRICE_SOURCE, type CurCoverage } from '../domain/
 import type { CurPricedFleetReads, CurTeamWasteQuery, FleetTeamRow, TeamPricing } from '../domain/fleet';
 import { StoreQueryError } from '../domain/port-errors';
 import type { WasteGroupQuery, WasteGroupRow, WasteQuery } from '../domain/ports';
+import { ReportInputError } from '../domain/report-input-error';
 import type { WasteReportRow } from '../domain/types';
 import { latestRowsSql } from './athena-sql';
 import type { TextResult } from './athena-store';
-import { curRatesSql, curSpanSql, latestCurRatesSql, repricedWindowsSql } from './cur-sql';
+import {
+  billingPeriodFilterSql,
+  CUR_BILLING_PERIOD_COLUMN,
+  curRatesSql,
+  curSpanSql,
+  latestCurRatesSql,
+  repricedWindowsSql,
+} from './cur-sql';
 import { compareWasteGroups, wasteGroupRowFrom, wasteGroupSql } from './store-reads';
 import {
   compareWasteRows,
@@ -79,6 +87,8 @@ export class AthenaCurReads implements CurPricedFleetReads {
   readonly #query: (sql: string) => Promise<TextResult>;
   readonly #gpuTable: string;
   readonly #curTable: string;
+  /** The CUR table's columns, read once (a `LIMIT 0` query) by the fleet evaluator's read. */
+  #curColumns: Promise<readonly string[]> | undefined;
 
   /**
    * @param options - the query runner and the two tables
@@ -148,9 +158,11 @@ GROUP BY instance_id, gpu_index`;
   }
 
   /**
-   * The fleet evaluator's team waste at CUR rates (see `CurPricedFleetReads`), in one Athena query:
+   * The fleet evaluator's team waste at CUR rates (see `CurPricedFleetReads`), in one Athena query
+   * (and, the first time, a `LIMIT 0` query for the CUR table's columns, which scans no data):
    * the de-duplicated `gpu_windows` of the span, each instance's newest CUR rate of `curFrom ≤ hour <
    * to` (`latestCurRatesSql`: only the CUR columns named, only those days' row groups, only the
+   * billing-period partitions of those days when the table has `billing_period`, only the
    * instances of the span), the windows repriced (`repricedWindowsSql`, `latest`) and summed per team
    * with how they were priced.
    *
@@ -162,11 +174,14 @@ GROUP BY instance_id, gpu_index`;
   async teamWasteAtCurRates(query: CurTeamWasteQuery): Promise<FleetTeamRow[]> {
     const problem = wasteRangeProblem(query.from, query.to) ?? wasteRangeProblem(query.curFrom, query.to);
     if (problem !== undefined) throw new StoreQueryError(problem);
+    const hours = { from: query.curFrom, to: query.to };
+    const partitioned = (await this.#checkedCurColumns()).includes(CUR_BILLING_PERIOD_COLUMN);
     const latest = latestRowsSql(this.#gpuTable, 'gpu_windows', query.from, query.to);
     const rates = latestCurRatesSql(
       this.#curTable,
-      { from: query.curFrom, to: query.to },
+      hours,
       { sql: `SELECT DISTINCT instance_id FROM (${latest})` },
+      partitioned ? [billingPeriodFilterSql(hours)] : [],
     );
     const windows = `(${repricedWindowsSql(`(${latest})`, rates, 'latest')})`;
     const cur = `price_source LIKE '${CUR_PRICE_SOURCE}%'`;
@@ -180,6 +195,34 @@ GROUP BY instance_id, gpu_index`;
     return getters(await this.#query(sql))
       .map((get): FleetTeamRow => ({ ...wasteGroupRowFrom(get), pricing: teamPricingFrom(get) }))
       .sort(compareWasteGroups);
+  }
+
+  /**
+   * The CUR table's columns (lower case), read with a `LIMIT 0` query (no data scanned) the first
+   * time and kept (a failed read is tried again next time), and checked to hold every column the
+   * reads need.
+   *
+   * @throws {StoreQueryError} naming the first missing column
+   * @throws whatever the query runner throws
+   */
+  async #checkedCurColumns(): Promise<readonly string[]> {
+    this.#curColumns ??= this.#query(`SELECT * FROM ${this.#curTable} LIMIT 0`).then((r) =>
+      r.columns.map((c) => c.toLowerCase()),
+    );
+    let columns: readonly string[];
+    try {
+      columns = await this.#curColumns;
+    } catch (error) {
+      this.#curColumns = undefined;
+      throw error;
+    }
+    try {
+      assertCurColumns(columns, this.#curTable);
+    } catch (error) {
+      if (error instanceof ReportInputError) throw new StoreQueryError(error.message, { cause: error });
+      throw error;
+    }
+    return columns;
   }
 
   /**

@@ -32,12 +32,15 @@ const MONEY_COLUMNS = new Set([
  * @param range - `from` inclusive, `to` exclusive, on `line_item_usage_start_date`
  * @param instances - the instances to price: their ids (none: an empty result), or `{ sql }`, a
  *   query of one column of ids (Athena: the store's instances of the range)
+ * @param where - further conditions on the CUR, SQL, ANDed (a partition filter)
+ * @default where - none
  * @returns a query of `instance_id`, `usage_hour` (timestamp), `usd_per_hour`, `pricing_term`
  */
 export function curRatesSql(
   cur: string,
   range: { readonly from: Date; readonly to: Date },
   instances: readonly string[] | { readonly sql: string },
+  where: readonly string[] = [],
 ): string {
   const ids =
     'sql' in instances
@@ -57,7 +60,7 @@ WHERE line_item_resource_id IN (${ids})
   AND line_item_usage_start_date >= ${timestampLiteral(range.from)}
   AND line_item_usage_start_date < ${timestampLiteral(range.to)}
   AND line_item_line_item_type IN (${Object.keys(CUR_EFFECTIVE_COST).map(stringLiteral).join(', ')})
-  AND line_item_usage_type LIKE '%Usage:%'
+  AND line_item_usage_type LIKE '%Usage:%'${where.map((w) => `\n  AND ${w}`).join('')}
 GROUP BY line_item_resource_id, date_trunc('hour', line_item_usage_start_date)
 HAVING sum(line_item_usage_amount) > 0`;
 }
@@ -72,6 +75,8 @@ HAVING sum(line_item_usage_amount) > 0`;
  * @param range - the hours searched, `from` inclusive, `to` exclusive, on `line_item_usage_start_date`
  *   (bounded, so the scan reads only the row groups of those days)
  * @param instances - the instances to price (see {@link curRatesSql})
+ * @param where - further conditions on the CUR (see {@link curRatesSql})
+ * @default where - none
  * @returns a query of one row per instance: `instance_id`, `usage_hour` (the newest hour, timestamp),
  *   `usd_per_hour` and `pricing_term` of that hour
  */
@@ -79,10 +84,11 @@ export function latestCurRatesSql(
   cur: string,
   range: { readonly from: Date; readonly to: Date },
   instances: readonly string[] | { readonly sql: string },
+  where: readonly string[] = [],
 ): string {
   return `SELECT instance_id, max(usage_hour) AS usage_hour,
   max_by(usd_per_hour, usage_hour) AS usd_per_hour, max_by(pricing_term, usage_hour) AS pricing_term
-FROM (${curRatesSql(cur, range, instances)})
+FROM (${curRatesSql(cur, range, instances, where)})
 GROUP BY instance_id`;
 }
 
@@ -147,4 +153,35 @@ export function repricedWindowsSql(
 FROM ${windows} AS w
 LEFT JOIN (${rates}) AS r
   ON ${on}`;
+}
+
+/**
+ * The partition column of a CUR 2.0 export's Glue table when AWS's Athena integration (or a crawler
+ * over the export's folders) made it: Data Exports writes each billing period under
+ * `data/BILLING_PERIOD=YYYY-MM/` (AWS Data Exports user guide, "Understanding export delivery"), so
+ * the table is partitioned by `billing_period`, text `YYYY-MM`.
+ */
+export const CUR_BILLING_PERIOD_COLUMN = 'billing_period';
+
+/**
+ * A filter on {@link CUR_BILLING_PERIOD_COLUMN} keeping only the billing periods (UTC calendar months)
+ * a range of hours falls in, so Athena reads only those partitions' files.
+ *
+ * @param range - `from` inclusive, `to` exclusive
+ * @returns `billing_period IN ('2026-02', '2026-03')`
+ */
+export function billingPeriodFilterSql(range: { readonly from: Date; readonly to: Date }): string {
+  const months: string[] = [];
+  const last = new Date(range.to.getTime() - 1);
+  let year = range.from.getUTCFullYear();
+  let month = range.from.getUTCMonth();
+  while (year < last.getUTCFullYear() || (year === last.getUTCFullYear() && month <= last.getUTCMonth())) {
+    months.push(`'${year}-${String(month + 1).padStart(2, '0')}'`);
+    month += 1;
+    if (month === 12) {
+      month = 0;
+      year += 1;
+    }
+  }
+  return `${CUR_BILLING_PERIOD_COLUMN} IN (${months.join(', ')})`;
 }

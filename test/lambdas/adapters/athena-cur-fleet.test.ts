@@ -14,6 +14,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AthenaCurReads, curTableRef } from '../../../lambdas/adapters/athena-cur-reads';
 import { AthenaStore } from '../../../lambdas/adapters/athena-store';
+import { billingPeriodFilterSql } from '../../../lambdas/adapters/cur-sql';
 import { FLEET_CUR_LOOKBACK_S, StoreQueryError, teamPriceEvidence } from '../../../lambdas/domain';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { gpuRow, ledger, P5_PRICE_USD_PER_HOUR } from '../rows';
@@ -177,6 +178,12 @@ describe('AthenaCurReads.teamWasteAtCurRates (fleet evaluator)', () => {
     );
     await db.run("ATTACH ':memory:' AS cur");
     await db.run(`CREATE VIEW cur.cur_export AS SELECT * FROM read_parquet('${cur}')`);
+    await db.run(
+      `CREATE VIEW cur.cur_partitioned AS SELECT *, strftime(line_item_usage_start_date, '%Y-%m') AS billing_period FROM read_parquet('${cur}')`,
+    );
+    await db.run(
+      `CREATE VIEW cur.no_pricing_term AS SELECT * EXCLUDE (pricing_term) FROM read_parquet('${cur}')`,
+    );
 
     athenaMock.on(StartQueryExecutionCommand).callsFake(async (input) => {
       const id = randomUUID();
@@ -242,13 +249,18 @@ describe('AthenaCurReads.teamWasteAtCurRates (fleet evaluator)', () => {
     return new AthenaCurReads({ query: (sql) => store.query(sql), curTable });
   }
 
-  it('prices each instance of the span at its newest billed hour, in one query', async () => {
+  it('prices each instance of the span at its newest billed hour, in one query a run (and one LIMIT 0 at first)', async () => {
     // Prepare
+    const cur = reads();
     const before = sent.length;
     // Act
-    const rows = await reads().teamWasteAtCurRates(SPAN);
+    await cur.teamWasteAtCurRates(SPAN);
+    const first = sent.length - before;
+    const rows = await cur.teamWasteAtCurRates(SPAN);
     // Assess: A's two GPUs at the Savings Plan's $34.68/h (21:00, not the on-demand 20:00), C at spot $20/h
-    expect(sent.length - before).toBe(1);
+    expect(first).toBe(2);
+    expect(sent.at(-3)).toMatch(/LIMIT 0$/);
+    expect(sent.length - before).toBe(3);
     const vision = rows.find((r) => r.group === 'vision');
     const cost = (34.68 / 8) * SIXTH * 2 + (20 / 8) * SIXTH;
     expect(vision?.gpu_hours).toBeCloseTo(3 * SIXTH, 9);
@@ -287,6 +299,48 @@ describe('AthenaCurReads.teamWasteAtCurRates (fleet evaluator)', () => {
     expect(sql).toContain(`line_item_usage_start_date < TIMESTAMP '2026-03-11 06:00:00.000'`);
     expect(sql).toContain('line_item_resource_id IN (SELECT DISTINCT instance_id FROM');
     expect(sql).not.toContain('product_product_name');
+  });
+
+  it('reads only the billing periods of the look-back when the table is partitioned by billing_period', async () => {
+    // Act
+    const rows = await reads(curTableRef('cur', 'cur_partitioned')).teamWasteAtCurRates(SPAN);
+    // Assess
+    expect(sent.at(-1)).toContain("AND billing_period IN ('2026-03')");
+    expect(rows.find((r) => r.group === 'vision')?.cost_usd).toBeCloseTo(
+      (34.68 / 8) * SIXTH * 2 + (20 / 8) * SIXTH,
+      9,
+    );
+  });
+
+  it.each([
+    [
+      { from: new Date('2026-03-08T06:00:00Z'), to: new Date('2026-03-11T06:00:00Z') },
+      "billing_period IN ('2026-03')",
+    ],
+    [
+      { from: new Date('2025-12-30T00:00:00Z'), to: new Date('2026-01-02T00:00:00Z') },
+      "billing_period IN ('2025-12', '2026-01')",
+    ],
+    [
+      { from: new Date('2026-02-27T00:00:00Z'), to: new Date('2026-03-01T00:00:00Z') },
+      "billing_period IN ('2026-02')",
+    ],
+  ])('keeps the billing periods (UTC months) of %o', (range, filter) => {
+    // Act / Assess
+    expect(billingPeriodFilterSql(range)).toBe(filter);
+  });
+
+  it('refuses a CUR table without a needed column, naming it, before reading any data', async () => {
+    // Prepare
+    const before = sent.length;
+    // Act
+    const run = reads(curTableRef('cur', 'no_pricing_term')).teamWasteAtCurRates(SPAN);
+    // Assess
+    await expect(run).rejects.toThrow(StoreQueryError);
+    await expect(reads(curTableRef('cur', 'no_pricing_term')).teamWasteAtCurRates(SPAN)).rejects.toThrow(
+      /pricing_term/,
+    );
+    expect(sent.slice(before).every((q) => q.endsWith('LIMIT 0'))).toBe(true);
   });
 
   it('refuses a look-back that does not end after it starts, before asking Athena', async () => {
