@@ -1,5 +1,5 @@
-import { assertCurColumns, CUR_PRICE_SOURCE, type CurCoverage } from '../domain/cur-columns';
-import type { CurPricedFleetReads, CurTeamWasteQuery, FleetTeamRow, TeamPricing } from '../domain/fleet';
+import { assertCurColumns, type CurCoverage } from '../domain/cur-columns';
+import type { CurPricedFleetReads, CurTeamWasteQuery, FleetTeamRow } from '../domain/fleet';
 import { StoreQueryError } from '../domain/port-errors';
 import type { WasteGroupQuery, WasteGroupRow, WasteQuery } from '../domain/ports';
 import { ReportInputError } from '../domain/report-input-error';
@@ -11,9 +11,9 @@ import {
   CUR_BILLING_PERIOD_COLUMN,
   curRatesSql,
   curSpanSql,
-  latestCurRatesSql,
   repricedWindowsSql,
 } from './cur-sql';
+import { curTeamRowFrom, curTeamWasteSql } from './cur-team-waste';
 import { compareWasteGroups, wasteGroupRowFrom, wasteGroupSql } from './store-reads';
 import {
   compareWasteRows,
@@ -177,23 +177,14 @@ GROUP BY instance_id, gpu_index`;
     const hours = { from: query.curFrom, to: query.to };
     const partitioned = (await this.#checkedCurColumns()).includes(CUR_BILLING_PERIOD_COLUMN);
     const latest = latestRowsSql(this.#gpuTable, 'gpu_windows', query.from, query.to);
-    const rates = latestCurRatesSql(
+    const sql = curTeamWasteSql(
+      `(${latest})`,
       this.#curTable,
       hours,
-      { sql: `SELECT DISTINCT instance_id FROM (${latest})` },
       partitioned ? [billingPeriodFilterSql(hours)] : [],
     );
-    const windows = `(${repricedWindowsSql(`(${latest})`, rates, 'latest')})`;
-    const cur = `price_source LIKE '${CUR_PRICE_SOURCE}%'`;
-    const sql = wasteGroupSql(windows, 'team', [
-      `sum(CASE WHEN ${cur} THEN gpu_hours END) AS cur_gpu_hours`,
-      'min(cur_usage_hour) AS cur_usage_hour_from',
-      'max(cur_usage_hour) AS cur_usage_hour_to',
-      `count(DISTINCT CASE WHEN NOT ${cur} THEN price_source END) AS stored_price_sources`,
-      `max(CASE WHEN NOT ${cur} THEN price_source END) AS stored_price_source`,
-    ]);
     return getters(await this.#query(sql))
-      .map((get): FleetTeamRow => ({ ...wasteGroupRowFrom(get), pricing: teamPricingFrom(get) }))
+      .map(curTeamRowFrom)
       .sort(compareWasteGroups);
   }
 
@@ -251,21 +242,4 @@ FROM ${this.#windows(range.from, range.to)}`;
         : {}),
     };
   }
-}
-
-/** The pricing columns of one row of the team query (see `AthenaCurReads.teamWasteAtCurRates`). */
-function teamPricingFrom(get: (column: string) => string | undefined): TeamPricing {
-  const from = isoOf(get('cur_usage_hour_from'));
-  const to = isoOf(get('cur_usage_hour_to'));
-  const sources = Number(get('stored_price_sources') ?? 0);
-  const stored = get('stored_price_source');
-  return {
-    cur_gpu_hours: Number(get('cur_gpu_hours') ?? 0),
-    ...(from !== undefined && to !== undefined ? { cur_usage_hour_from: from, cur_usage_hour_to: to } : {}),
-    ...(sources > 1
-      ? { stored_price_source: 'mixed' }
-      : stored !== undefined
-        ? { stored_price_source: stored }
-        : {}),
-  };
 }
