@@ -62,9 +62,10 @@ export function teamPriceClause(row: FleetTeamRow): string {
   const e = teamPriceEvidence(row);
   if (row.pricing === undefined) return '';
   const hour = e.cur_usage_hour ?? e.cur_usage_hours;
-  if (e.price_source === CUR_PRICE_SOURCE) return `, at the CUR's effective rates (billed hour ${hour})`;
+  const billed = hour === undefined ? '' : ` (billed hour ${hour})`;
+  if (e.price_source === CUR_PRICE_SOURCE) return `, at the CUR's effective rates${billed}`;
   if (row.pricing.cur_gpu_hours > 0) {
-    return `, ${Math.round(Number(e.cur_gpu_hours_share) * 100)} % of GPU-hours at the CUR's effective rates (billed hour ${hour}), the rest at ${row.pricing.stored_price_source} prices`;
+    return `, ${Math.round(Number(e.cur_gpu_hours_share) * 100)} % of GPU-hours at the CUR's effective rates${billed}, the rest at ${row.pricing.stored_price_source} prices`;
   }
   return `, at ${e.price_source} prices (the CUR has no recent hour of these instances)`;
 }
