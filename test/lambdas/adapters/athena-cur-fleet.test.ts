@@ -15,8 +15,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AthenaCurReads, curTableRef } from '../../../lambdas/adapters/athena-cur-reads';
 import { AthenaStore } from '../../../lambdas/adapters/athena-store';
 import { billingPeriodFilterSql } from '../../../lambdas/adapters/cur-sql';
-import { FLEET_CUR_LOOKBACK_S, StoreQueryError, teamPriceEvidence } from '../../../lambdas/domain';
+import { evaluateFleet } from '../../../lambdas/app/evaluate-fleet';
+import {
+  DEFAULT_RULE_CONTEXT,
+  FLEET_CUR_LOOKBACK_S,
+  StoreQueryError,
+  teamPriceEvidence,
+} from '../../../lambdas/domain';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
+import { MemoryStateStore } from '../../chaos/memory-state-store';
+import { running } from '../domain/fleet/fleet-fixtures';
+import { RecordingAlertSink, recordingLog } from '../handlers/fakes';
 import { gpuRow, ledger, P5_PRICE_USD_PER_HOUR } from '../rows';
 import { FAKE_STREAMS } from './athena-fake';
 import { expectValidAwsInputs } from './aws-model';
@@ -238,16 +247,48 @@ describe('AthenaCurReads.teamWasteAtCurRates (fleet evaluator)', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  function reads(curTable = curTableRef('cur', 'cur_export')): AthenaCurReads {
-    const store = new AthenaStore({
+  function athenaStore(): AthenaStore {
+    return new AthenaStore({
       firehose: new FirehoseClient({ region: 'us-east-1' }),
       athena: new AthenaClient({ region: 'us-east-1' }),
       streams: FAKE_STREAMS,
       workGroup: 'gpu-sentinel',
       sleep: async () => {},
     });
+  }
+
+  function reads(curTable = curTableRef('cur', 'cur_export')): AthenaCurReads {
+    const store = athenaStore();
     return new AthenaCurReads({ query: (sql) => store.query(sql), curTable });
   }
+
+  it('keeps the evaluator at three Athena queries a run with the CUR (a fourth, LIMIT 0, on the first run only)', async () => {
+    // Prepare: four nodes of one job, so the straggler query runs too
+    const store = athenaStore();
+    const cur = new AthenaCurReads({
+      query: (sql) => store.query(sql),
+      curTable: curTableRef('cur', 'cur_export'),
+    });
+    const listed = [A, B, C, D].map((id) => running(id, { tags: { team: 'vision', job: 'train-42' } }));
+    const deps = {
+      store,
+      cur,
+      state: new MemoryStateStore(),
+      alerts: new RecordingAlertSink(),
+      instances: { listRunning: async () => listed },
+      log: recordingLog(),
+      rules: DEFAULT_RULE_CONTEXT,
+    };
+    const before = sent.length;
+    // Act
+    await evaluateFleet(deps, NOW);
+    const first = sent.length - before;
+    await evaluateFleet(deps, new Date(NOW.getTime() + 300_000));
+    // Assess
+    expect(first).toBe(4);
+    expect(sent.length - before - first).toBe(3);
+    expect(deps.log.lines.filter((l) => l.level === 'error')).toEqual([]);
+  });
 
   it('prices each instance of the span at its newest billed hour, in one query a run (and one LIMIT 0 at first)', async () => {
     // Prepare
