@@ -18,7 +18,7 @@ export interface ContextSource {
  * `ingestReservedConcurrency` (an integer ≥ 0), `priceOverridesUsdPerHour`, `priceRates` and
  * `alertEmails` (JSON), `agentRoleArns`, `metricsTeams` and `fleetRegions` (comma-separated or a
  * JSON list), `ingest5xxRateThreshold`, `wasteRatePercentThreshold`; `spotPriceHistory` (`true|false`);
- * and the CUR 2.0 export the reports price from, `curDatabase`, `curTable` and `curBucket` (the
+ * and the CUR 2.0 export the reports and the fleet evaluator price from, `curDatabase`, `curTable` and `curBucket` (the
  * stack's `cur` prop, see {@link curFromContext}). Values are only converted
  * here (CLI context values arrive as strings); the stack validates them and fails synth with the
  * bad value. The stack is environment-agnostic unless `CDK_DEFAULT_ACCOUNT` and
@@ -75,10 +75,10 @@ const GLUE_NAME = /^[a-z0-9_]{1,255}$/;
 const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 
 /**
- * The CUR 2.0 export (AWS Data Exports) the report Lambda prices instance-hours from: context
- * `curDatabase` and `curTable` (the Glue database and table the export's crawler or CloudFormation
- * template creates) and `curBucket` (the S3 bucket the export writes to, which Athena reads with
- * the report Lambda's role). All three, or none.
+ * The CUR 2.0 export (AWS Data Exports) the report Lambda prices instance-hours from, and the fleet
+ * evaluator its team waste: context `curDatabase` and `curTable` (the Glue database and table the
+ * export's crawler or CloudFormation template creates) and `curBucket` (the S3 bucket the export
+ * writes to, which Athena reads with each of the two Lambdas' roles). All three, or none.
  *
  * @param read - the context readers
  * @returns the stack's `cur` prop, `undefined` when none of the keys is set

@@ -101,6 +101,10 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
       'with a real GPU: the EC2 instance type to price the run at (default local.gpu, unpriced)',
     )
     .option(
+      '--cur <path>',
+      'AWS Cost and Usage Report 2.0 (Parquet or CSV, gzip ok; a file or folder): the fleet evaluator prices team waste at each instance’s newest billed rate',
+    )
+    .option(
       '--fleet-interval-s <seconds>',
       'how often the fleet evaluator (agent_silent, straggler per job, waste_rate per team) runs during the run, s; it runs once more at the end',
       positiveNumber('--fleet-interval-s'),

@@ -16,8 +16,8 @@ import {
   REPORT_SERVICE_NAME,
   REPORT_TIMEOUT_SECONDS,
 } from './constants';
+import { type CurExport, grantCurRead, validateCurExport } from './cur-read-grant';
 import { LAMBDA_BUNDLING_TARGET, LAMBDA_EXTERNAL_MODULES } from './lambda-bundling';
-import { PropsValidationError } from './props-validation-error';
 import { scheduleInvokeRole } from './schedule-invoke-role';
 import { SentinelFunction } from './sentinel-function';
 import { stackKey } from './stack-key';
@@ -41,19 +41,10 @@ export const REPORT_BUNDLING = {
 
 /**
  * A Cost and Usage Report 2.0 export (AWS Data Exports) whose Glue table the reports price
- * instance-hours from, through Athena (docs/finance.md, "Reconciling with the bill").
+ * instance-hours from, through Athena (docs/finance.md, "Reconciling with the bill"); the same
+ * export the fleet evaluator prices team waste from (`CurExport`).
  */
-export interface FinanceReportsCur {
-  /** Glue database of the export's table: lower-case letters, digits and `_`. */
-  readonly database: string;
-  /** Glue table of the export: lower-case letters, digits and `_`. */
-  readonly table: string;
-  /** S3 bucket the export writes to; Athena reads its objects with the report Lambda's role. */
-  readonly bucketName: string;
-}
-
-/** Glue names: lower-case letters, digits and `_`, 1–255 characters (Athena: "Name tables, databases and columns"). */
-const GLUE_NAME = /^[a-z0-9_]{1,255}$/;
+export type FinanceReportsCur = CurExport;
 
 /** Props of {@link FinanceReports}. */
 export interface FinanceReportsProps {
@@ -133,7 +124,7 @@ export class FinanceReports extends Construct {
 
   constructor(scope: Construct, id: string, props: FinanceReportsProps) {
     super(scope, id);
-    validateCur(props);
+    validateCurExport(props.cur, props.store.kind);
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     this.key = stackKey(this);
     this.bucket = this.createBucket(this.key, removalPolicy);
@@ -161,13 +152,6 @@ export class FinanceReports extends Construct {
     this.function = this.reportFunction.function;
     this.role = this.reportFunction.role;
     this.acknowledgeWildcards(props.store);
-    if (props.cur !== undefined) {
-      Validations.of(this.role).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::${props.cur.bucketName}/*]`,
-        reason:
-          'Athena reads the Cost and Usage Report export with the report Lambda role: every object of the export bucket, read-only.',
-      });
-    }
     this.schedules = this.createSchedules();
   }
 
@@ -209,34 +193,7 @@ export class FinanceReports extends Construct {
       new iam.PolicyStatement({ actions: ['kms:GenerateDataKey'], resources: [this.key.keyArn] }),
     );
     props.topics.grantPublishReports(grantee);
-    if (props.cur !== undefined) this.grantCurRead(grantee, props.cur);
-  }
-
-  /** Athena's reads of the CUR table with the Lambda's role: its Glue table and the export's objects. */
-  private grantCurRead(grantee: iam.IGrantable, cur: FinanceReportsCur): void {
-    const stack = Stack.of(this);
-    const glue = (resource: string, resourceName?: string) =>
-      stack.formatArn({ service: 'glue', resource, ...(resourceName !== undefined ? { resourceName } : {}) });
-    grantee.grantPrincipal.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        actions: ['glue:GetDatabase', 'glue:GetTable', 'glue:GetPartitions'],
-        resources: [
-          glue('catalog'),
-          glue('database', cur.database),
-          glue('table', `${cur.database}/${cur.table}`),
-        ],
-      }),
-    );
-    const bucket = s3.Bucket.fromBucketName(this, 'CurBucket', cur.bucketName);
-    grantee.grantPrincipal.addToPrincipalPolicy(
-      new iam.PolicyStatement({
-        actions: ['s3:ListBucket', 's3:GetBucketLocation'],
-        resources: [bucket.bucketArn],
-      }),
-    );
-    grantee.grantPrincipal.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: [bucket.arnForObjects('*')] }),
-    );
+    if (props.cur !== undefined) grantCurRead(this, grantee, props.cur);
   }
 
   /** Tells cdk-nag why the role has `*` and `reports/*` resources. */
@@ -272,30 +229,5 @@ export class FinanceReports extends Construct {
       week: schedule('week', 'WeekSchedule'),
       month: schedule('month', 'MonthSchedule'),
     };
-  }
-}
-
-/** Refuses, at synth, a CUR on a store Athena does not read, or a name that is not a Glue name. */
-function validateCur(props: FinanceReportsProps): void {
-  const cur = props.cur;
-  if (cur === undefined) return;
-  if (props.store.kind !== 'athena') {
-    throw new PropsValidationError(
-      'cur',
-      'the athena store (the CUR is read through Athena)',
-      props.store.kind,
-    );
-  }
-  for (const key of ['database', 'table'] as const) {
-    if (!GLUE_NAME.test(cur[key])) {
-      throw new PropsValidationError(
-        `cur.${key}`,
-        'a Glue name of lower-case letters, digits and _',
-        cur[key],
-      );
-    }
-  }
-  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(cur.bucketName)) {
-    throw new PropsValidationError('cur.bucketName', 'an S3 bucket name', cur.bucketName);
   }
 }

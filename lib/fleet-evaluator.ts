@@ -10,6 +10,7 @@ import { METRICS_NAMESPACE } from '../lambdas/domain/cloudwatch-metrics';
 import type { LambdaEnvironment } from '../lambdas/domain/lambda-environment';
 import type { AlertTopics } from './alert-topics';
 import { FLEET_MEMORY_MIB, FLEET_RATE_MINUTES, FLEET_SERVICE_NAME, FLEET_TIMEOUT_SECONDS } from './constants';
+import { type CurExport, grantCurRead, validateCurExport } from './cur-read-grant';
 import { PropsValidationError } from './props-validation-error';
 import type { RemediationState } from './remediation-state';
 import { scheduleInvokeRole } from './schedule-invoke-role';
@@ -48,6 +49,14 @@ export interface FleetEvaluatorProps {
    */
   readonly metricsTeams?: readonly string[];
   /**
+   * A CUR 2.0 export to price the team waste from (Athena store only, checked at synth): each
+   * instance at the effective rate of its newest billed hour in the export. Sets `CUR_DATABASE` and
+   * `CUR_TABLE`, and lets the function read that table (`glue:GetDatabase`, `GetTable`,
+   * `GetPartitions`) and the export's bucket (`s3:GetObject`, `ListBucket`, `GetBucketLocation`).
+   * @default - none (the prices stored with the ledger)
+   */
+  readonly cur?: CurExport;
+  /**
    * How long the function's logs are kept.
    * @default logs.RetentionDays.ONE_MONTH
    */
@@ -74,7 +83,8 @@ export interface FleetEvaluatorProps {
  * A {@link SentinelFunction} of 512 MiB and 240 s (under the 5-minute schedule). Its role, written
  * by hand: `logs:CreateLogStream`/`PutLogEvents` on its log group; the store's read grant; `sns:Publish` on the alert topics with their key; DynamoDB read/write on the
  * state table; `ec2:DescribeInstances` on `*` (no resource-level permission);
- * `cloudwatch:PutMetricData` on `*` only when `cloudwatch:namespace` is `GpuSentinel`; X-Ray when `tracing` is on. The
+ * `cloudwatch:PutMetricData` on `*` only when `cloudwatch:namespace` is `GpuSentinel`; with `cur`, Glue
+ * and S3 reads of the CUR export's table and bucket (`grantCurRead`); X-Ray when `tracing` is on. The
  * schedule's role (trusting `scheduler.amazonaws.com` from this account only) may only invoke it.
  *
  * Construct IDs are a contract: `LogGroup`, `ServiceRole`, `Function`, `ScheduleRole`, `Schedule`.
@@ -89,9 +99,10 @@ export class FleetEvaluator extends SentinelFunction {
   /**
    * @throws {PropsValidationError} when `regions` is empty or names something that is not a region
    *   code, a rule threshold is unknown or out of its range, or `metricsTeams` is too long or has a
-   *   bad name
+   *   bad name, or `cur` is given without the Athena store or with a bad name
    */
   constructor(scope: Construct, id: string, props: FleetEvaluatorProps) {
+    validateCurExport(props.cur, props.store.kind);
     super(scope, id, {
       entry: props.entry,
       depsLockFilePath: props.depsLockFilePath,
@@ -112,6 +123,7 @@ export class FleetEvaluator extends SentinelFunction {
       logRemovalPolicy: props.logRemovalPolicy,
       tracing: props.tracing,
     });
+    if (props.cur !== undefined) grantCurRead(this, this, props.cur);
     this.schedule = this.createSchedule();
     Validations.of(this.role).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
@@ -175,6 +187,7 @@ function fleetEnvironment(props: FleetEvaluatorProps): LambdaEnvironment<'fleetE
     FLEET_REGIONS: validateRegions(props.regions).join(','),
     RULE_THRESHOLDS: JSON.stringify(validateRuleThresholds(props.ruleThresholds ?? {})),
     ...(metricsTeams.length === 0 ? {} : { METRICS_TEAMS: metricsTeams.join(',') }),
+    ...(props.cur === undefined ? {} : { CUR_DATABASE: props.cur.database, CUR_TABLE: props.cur.table }),
   };
 }
 

@@ -106,7 +106,8 @@ export interface GpuSentinelStackProps extends StackProps {
   /**
    * A CUR 2.0 export (AWS Data Exports) the finance reports price instance-hours from, through
    * Athena (`FinanceReportsProps.cur`: `{ database, table, bucketName }`, Glue names and the
-   * export's S3 bucket; Athena store only, checked at synth).
+   * export's S3 bucket; Athena store only, checked at synth), and the fleet evaluator its team waste
+   * (`FleetEvaluatorProps.cur`: each instance at its newest billed hour's effective rate).
    * @default - none (the prices stored with the ledger)
    */
   readonly cur?: FinanceReportsCur;
@@ -389,6 +390,7 @@ export class GpuSentinelStack extends Stack {
       regions: props.fleetRegions,
       ruleThresholds: props.ruleThresholds,
       metricsTeams: props.metricsTeams,
+      cur: props.cur,
       logRetention,
       tracing: props.tracing,
     });

@@ -56,6 +56,11 @@ export interface LocalCommandOptions {
   readonly rules?: string;
   /** How often the fleet evaluator runs during the run, s > 0; it runs once more at the end. @default 60 */
   readonly fleetIntervalS?: number;
+  /**
+   * A Cost and Usage Report 2.0 file or export folder (`--cur`): the fleet evaluator prices team
+   * waste at each instance's newest billed rate in it. @default none (the prices stored at ingest)
+   */
+  readonly cur?: string;
   /** The wall clock: what "now" is for the replay, the simulated fleet and the report's span. @default systemClock */
   readonly clock?: Clock;
 }
@@ -107,6 +112,7 @@ export async function runLocalCommand(
     write,
     fleetIntervalMs: (opts.fleetIntervalS ?? DEFAULT_FLEET_INTERVAL_S) * 1000,
     clock,
+    ...(opts.cur !== undefined ? { curPath: resolve(opts.cur) } : {}),
   });
   const sender = new HttpSender({ endpoint: pipeline.url, auth: 'none' });
   let failures = 0;

@@ -1,10 +1,19 @@
 import { assertCurColumns, type CurCoverage } from '../domain/cur-columns';
+import type { CurPricedFleetReads, CurTeamWasteQuery, FleetTeamRow } from '../domain/fleet';
 import { StoreQueryError } from '../domain/port-errors';
 import type { WasteGroupQuery, WasteGroupRow, WasteQuery } from '../domain/ports';
+import { ReportInputError } from '../domain/report-input-error';
 import type { WasteReportRow } from '../domain/types';
 import { latestRowsSql } from './athena-sql';
 import type { TextResult } from './athena-store';
-import { curRatesSql, curSpanSql, repricedWindowsSql } from './cur-sql';
+import {
+  billingPeriodFilterSql,
+  CUR_BILLING_PERIOD_COLUMN,
+  curRatesSql,
+  curSpanSql,
+  repricedWindowsSql,
+} from './cur-sql';
+import { curTeamRowFrom, curTeamWasteSql } from './cur-team-waste';
 import { compareWasteGroups, wasteGroupRowFrom, wasteGroupSql } from './store-reads';
 import {
   compareWasteRows,
@@ -74,10 +83,12 @@ function isoOf(text: string | undefined): string | undefined {
  * The report reads (`queryWaste`, `queryWasteBy`) priced from a CUR, and what the CUR covered.
  * Use as the report's `ReportStore` when the deployment names a CUR table.
  */
-export class AthenaCurReads {
+export class AthenaCurReads implements CurPricedFleetReads {
   readonly #query: (sql: string) => Promise<TextResult>;
   readonly #gpuTable: string;
   readonly #curTable: string;
+  /** The CUR table's columns, read once (a `LIMIT 0` query) by the fleet evaluator's read. */
+  #curColumns: Promise<readonly string[]> | undefined;
 
   /**
    * @param options - the query runner and the two tables
@@ -144,6 +155,65 @@ GROUP BY instance_id, gpu_index`;
     if (problem !== undefined) throw new StoreQueryError(problem);
     const result = await this.#query(wasteGroupSql(this.#windows(query.from, query.to), query.by));
     return getters(result).map(wasteGroupRowFrom).sort(compareWasteGroups);
+  }
+
+  /**
+   * The fleet evaluator's team waste at CUR rates (see `CurPricedFleetReads`), in one Athena query
+   * (and, the first time, a `LIMIT 0` query for the CUR table's columns, which scans no data):
+   * the de-duplicated `gpu_windows` of the span, each instance's newest CUR rate of `curFrom ≤ hour <
+   * to` (`latestCurRatesSql`: only the CUR columns named, only those days' row groups, only the
+   * billing-period partitions of those days when the table has `billing_period`, only the
+   * instances of the span), the windows repriced (`repricedWindowsSql`, `latest`) and summed per team
+   * with how they were priced.
+   *
+   * @param query - the span and the CUR hours searched
+   * @returns one row per team, most wasted first
+   * @throws {StoreQueryError} when the span or the CUR hours are not a valid range, or Athena refuses the query
+   * @throws {StoreUnavailableError} when Athena cannot answer
+   */
+  async teamWasteAtCurRates(query: CurTeamWasteQuery): Promise<FleetTeamRow[]> {
+    const problem = wasteRangeProblem(query.from, query.to) ?? wasteRangeProblem(query.curFrom, query.to);
+    if (problem !== undefined) throw new StoreQueryError(problem);
+    const hours = { from: query.curFrom, to: query.to };
+    const partitioned = (await this.#checkedCurColumns()).includes(CUR_BILLING_PERIOD_COLUMN);
+    const latest = latestRowsSql(this.#gpuTable, 'gpu_windows', query.from, query.to);
+    const sql = curTeamWasteSql(
+      `(${latest})`,
+      this.#curTable,
+      hours,
+      partitioned ? [billingPeriodFilterSql(hours)] : [],
+    );
+    return getters(await this.#query(sql))
+      .map(curTeamRowFrom)
+      .sort(compareWasteGroups);
+  }
+
+  /**
+   * The CUR table's columns (lower case), read with a `LIMIT 0` query (no data scanned) the first
+   * time and kept (a failed read is tried again next time), and checked to hold every column the
+   * reads need.
+   *
+   * @throws {StoreQueryError} naming the first missing column
+   * @throws whatever the query runner throws
+   */
+  async #checkedCurColumns(): Promise<readonly string[]> {
+    this.#curColumns ??= this.#query(`SELECT * FROM ${this.#curTable} LIMIT 0`).then((r) =>
+      r.columns.map((c) => c.toLowerCase()),
+    );
+    let columns: readonly string[];
+    try {
+      columns = await this.#curColumns;
+    } catch (error) {
+      this.#curColumns = undefined;
+      throw error;
+    }
+    try {
+      assertCurColumns(columns, this.#curTable);
+    } catch (error) {
+      if (error instanceof ReportInputError) throw new StoreQueryError(error.message, { cause: error });
+      throw error;
+    }
+    return columns;
   }
 
   /**

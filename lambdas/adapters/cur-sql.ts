@@ -32,12 +32,15 @@ const MONEY_COLUMNS = new Set([
  * @param range - `from` inclusive, `to` exclusive, on `line_item_usage_start_date`
  * @param instances - the instances to price: their ids (none: an empty result), or `{ sql }`, a
  *   query of one column of ids (Athena: the store's instances of the range)
+ * @param where - further conditions on the CUR, SQL, ANDed (a partition filter)
+ * @default where - none
  * @returns a query of `instance_id`, `usage_hour` (timestamp), `usd_per_hour`, `pricing_term`
  */
 export function curRatesSql(
   cur: string,
   range: { readonly from: Date; readonly to: Date },
   instances: readonly string[] | { readonly sql: string },
+  where: readonly string[] = [],
 ): string {
   const ids =
     'sql' in instances
@@ -57,9 +60,36 @@ WHERE line_item_resource_id IN (${ids})
   AND line_item_usage_start_date >= ${timestampLiteral(range.from)}
   AND line_item_usage_start_date < ${timestampLiteral(range.to)}
   AND line_item_line_item_type IN (${Object.keys(CUR_EFFECTIVE_COST).map(stringLiteral).join(', ')})
-  AND line_item_usage_type LIKE '%Usage:%'
+  AND line_item_usage_type LIKE '%Usage:%'${where.map((w) => `\n  AND ${w}`).join('')}
 GROUP BY line_item_resource_id, date_trunc('hour', line_item_usage_start_date)
 HAVING sum(line_item_usage_amount) > 0`;
+}
+
+/**
+ * The newest effective price of each instance in a CUR: of the instance-hours {@link curRatesSql}
+ * finds in `range`, the latest one per instance. What the fleet evaluator prices the last hour at:
+ * a CUR 2.0 export is refreshed at least once a day, so the hours being judged are not in it yet,
+ * and the instance's most recent billed hour is the best estimate of what they cost.
+ *
+ * @param cur - the CUR relation (see {@link curRatesSql})
+ * @param range - the hours searched, `from` inclusive, `to` exclusive, on `line_item_usage_start_date`
+ *   (bounded, so the scan reads only the row groups of those days)
+ * @param instances - the instances to price (see {@link curRatesSql})
+ * @param where - further conditions on the CUR (see {@link curRatesSql})
+ * @default where - none
+ * @returns a query of one row per instance: `instance_id`, `usage_hour` (the newest hour, timestamp),
+ *   `usd_per_hour` and `pricing_term` of that hour
+ */
+export function latestCurRatesSql(
+  cur: string,
+  range: { readonly from: Date; readonly to: Date },
+  instances: readonly string[] | { readonly sql: string },
+  where: readonly string[] = [],
+): string {
+  return `SELECT instance_id, max(usage_hour) AS usage_hour,
+  max_by(usd_per_hour, usage_hour) AS usd_per_hour, max_by(pricing_term, usage_hour) AS pricing_term
+FROM (${curRatesSql(cur, range, instances, where)})
+GROUP BY instance_id`;
 }
 
 /**
@@ -83,11 +113,21 @@ WHERE line_item_line_item_type IN (${Object.keys(CUR_EFFECTIVE_COST).map(stringL
  * does (idle, held-idle and broken: the whole cost; underused and none: cost × (1 − efficiency));
  * every other window is as stored. Same columns, same order as `gpu_windows`.
  *
+ * With `match` `latest` the rates are one per instance ({@link latestCurRatesSql}) and price every
+ * window of the instance, whatever its hour; the query then has one more column, `cur_usage_hour`,
+ * the CUR hour whose rate priced the window (NULL for a window left at its stored price).
+ *
  * @param windows - a relation of `gpu_windows` rows (a table or a de-duplicated subquery)
  * @param rates - a relation of `instance_id`, `usage_hour`, `usd_per_hour`, `pricing_term` ({@link curRatesSql})
- * @returns a query over the same columns as `gpu_windows`
+ * @param match - `hour`: a rate prices the windows of its own hour; `latest`: all the instance's windows
+ * @default match - 'hour'
+ * @returns a query over the same columns as `gpu_windows` (and `cur_usage_hour` with `latest`)
  */
-export function repricedWindowsSql(windows: string, rates: string): string {
+export function repricedWindowsSql(
+  windows: string,
+  rates: string,
+  match: 'hour' | 'latest' = 'hour',
+): string {
   const cost = 'r.usd_per_hour / w.gpu_count * w.gpu_hours';
   const money: Record<string, string> = {
     price_usd_per_hour: 'r.usd_per_hour',
@@ -104,8 +144,44 @@ export function repricedWindowsSql(windows: string, rates: string): string {
       ? `CASE WHEN r.usd_per_hour IS NULL THEN w."${c}" ELSE ${money[c]} END AS "${c}"`
       : `w."${c}"`,
   );
+  if (match === 'latest') columns.push('r.usage_hour AS cur_usage_hour');
+  const on =
+    match === 'latest'
+      ? 'r.instance_id = w.instance_id'
+      : `r.instance_id = w.instance_id AND r.usage_hour = date_trunc('hour', w."start")`;
   return `SELECT ${columns.join(',\n  ')}
 FROM ${windows} AS w
 LEFT JOIN (${rates}) AS r
-  ON r.instance_id = w.instance_id AND r.usage_hour = date_trunc('hour', w."start")`;
+  ON ${on}`;
+}
+
+/**
+ * The partition column of a CUR 2.0 export's Glue table when AWS's Athena integration (or a crawler
+ * over the export's folders) made it: Data Exports writes each billing period under
+ * `data/BILLING_PERIOD=YYYY-MM/` (AWS Data Exports user guide, "Understanding export delivery"), so
+ * the table is partitioned by `billing_period`, text `YYYY-MM`.
+ */
+export const CUR_BILLING_PERIOD_COLUMN = 'billing_period';
+
+/**
+ * A filter on {@link CUR_BILLING_PERIOD_COLUMN} keeping only the billing periods (UTC calendar months)
+ * a range of hours falls in, so Athena reads only those partitions' files.
+ *
+ * @param range - `from` inclusive, `to` exclusive
+ * @returns `billing_period IN ('2026-02', '2026-03')`
+ */
+export function billingPeriodFilterSql(range: { readonly from: Date; readonly to: Date }): string {
+  const months: string[] = [];
+  const last = new Date(range.to.getTime() - 1);
+  let year = range.from.getUTCFullYear();
+  let month = range.from.getUTCMonth();
+  while (year < last.getUTCFullYear() || (year === last.getUTCFullYear() && month <= last.getUTCMonth())) {
+    months.push(`'${year}-${String(month + 1).padStart(2, '0')}'`);
+    month += 1;
+    if (month === 12) {
+      month = 0;
+      year += 1;
+    }
+  }
+  return `${CUR_BILLING_PERIOD_COLUMN} IN (${months.join(', ')})`;
 }

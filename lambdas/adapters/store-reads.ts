@@ -110,15 +110,17 @@ export function wasteGroupColumn(by: WasteGroup): string {
 /**
  * @param source - a relation of `gpu_windows` rows already limited to the range (a table or a subquery)
  * @param by - the grouping
+ * @param extra - more aggregate columns, each `expression AS name` (the fleet evaluator's CUR pricing)
+ * @default extra - none
  * @returns the query: `group_key`, the ledger sums, the unpriced GPU-hours and the per-diagnosis
- *   waste per group
+ *   waste per group (and the `extra` columns)
  */
-export function wasteGroupSql(source: string, by: WasteGroup): string {
+export function wasteGroupSql(source: string, by: WasteGroup, extra: readonly string[] = []): string {
   const column = GROUP_COLUMNS[by];
   return `SELECT ${column} AS group_key,
   ${LEDGER_SUMS_SQL},
   sum(CASE WHEN price_source = '${UNPRICED_SOURCE}' THEN gpu_hours END) AS unpriced_gpu_hours,
-  ${WASTE_BY_DIAGNOSIS_SQL}
+  ${[WASTE_BY_DIAGNOSIS_SQL, ...extra].join(',\n  ')}
 FROM ${source} AS w
 GROUP BY ${column}`;
 }

@@ -1,11 +1,14 @@
 import {
   type Alert,
   type AlertSink,
+  type CurPricedFleetReads,
   evaluateFleetRules,
+  FLEET_CUR_LOOKBACK_S,
   FLEET_FIRING_SCOPE,
   FLEET_LAST_SEEN_LOOKBACK_S,
   FleetListingError,
   type FleetMetricSink,
+  type FleetTeamRow,
   fleetFiringRecord,
   fleetMetrics,
   fleetResolvedAlert,
@@ -16,6 +19,8 @@ import {
   type RunningInstance,
   type RunningInstances,
   type StateStore,
+  StoreQueryError,
+  StoreUnavailableError,
   stragglerCandidates,
   type TelemetryStore,
   toFleetAlert,
@@ -33,6 +38,12 @@ export interface FleetEvaluatorDeps {
   readonly alerts: AlertSink;
   /** The running GPU instances (EC2 per region; the hosts that reported, locally). */
   readonly instances: RunningInstances;
+  /**
+   * The team waste priced from the deployment's Cost and Usage Report 2.0 (Athena, `CUR_DATABASE`/
+   * `CUR_TABLE`); it replaces the store's team read, so a run makes as many queries with it as without.
+   * @default undefined (the prices stored with the ledger)
+   */
+  readonly cur?: CurPricedFleetReads;
   /** Where the fleet metrics go (CloudWatch). @default undefined (not published; local mode) */
   readonly metrics?: FleetMetricSink;
   /** Teams with their own CloudWatch `Team` value (`METRICS_TEAMS`, as ingest). @default none */
@@ -61,7 +72,8 @@ export interface FleetEvaluation {
  * One fleet evaluation (docs/design.md §6): list the running GPU instances, then three store reads
  * whatever the fleet's size — when each instance last sent, the straggler means per instance and job
  * over the straggler span (kept for the members of jobs with enough running nodes,
- * `stragglerCandidates`; not read when there are none) and the team waste — run the pure
+ * `stragglerCandidates`; not read when there are none) and the team waste (priced from the CUR
+ * when `deps.cur` is given, see {@link teamWaste}) — run the pure
  * fleet rules, then the same alert
  * lifecycle as ingest (publish-then-record with cooldown; firing records under the fleet scope;
  * resolve messages when a judging rule no longer finds the condition) and publish the fleet metrics.
@@ -106,7 +118,11 @@ export async function evaluateFleet(deps: FleetEvaluatorDeps, now: Date): Promis
     candidates.size === 0
       ? []
       : (await deps.store.nodeJobMeans({ from: spanFrom, to })).filter((m) => candidates.has(m.instance_id));
-  const teams = await deps.store.queryWasteBy({ by: 'team', from: ago(t.fleetWasteSpanS), to });
+  const teams = await teamWaste(deps, {
+    from: ago(t.fleetWasteSpanS),
+    to,
+    curFrom: ago(FLEET_CUR_LOOKBACK_S),
+  });
   const input = { ...(instances === undefined ? {} : { instances }), lastSeen, nodeMeans, teams };
   const { findings, judged } = evaluateFleetRules(input, deps.rules, now);
 
@@ -152,4 +168,30 @@ export async function evaluateFleet(deps: FleetEvaluatorDeps, now: Date): Promis
     sent,
     judged: [...judged],
   };
+}
+
+/**
+ * The team waste of the span: from the CUR when the deployment has one (each instance at its newest
+ * billed hour's effective rate since `curFrom`), else the store's team sums at the stored prices.
+ * When the CUR cannot be read (a permission, the table or Athena missing), the error is logged and
+ * the store's sums stand in, so `waste_rate` still judges (its evidence then says `price_source`
+ * `ingest`); that run makes one more query.
+ *
+ * @throws whatever the store throws
+ */
+async function teamWaste(
+  deps: FleetEvaluatorDeps,
+  span: { readonly from: Date; readonly to: Date; readonly curFrom: Date },
+): Promise<readonly FleetTeamRow[]> {
+  if (deps.cur !== undefined) {
+    try {
+      return await deps.cur.teamWasteAtCurRates(span);
+    } catch (error) {
+      if (!(error instanceof StoreQueryError || error instanceof StoreUnavailableError)) throw error;
+      deps.log.error('the CUR could not be read; team waste priced at the stored prices', {
+        error: error.message,
+      });
+    }
+  }
+  return deps.store.queryWasteBy({ by: 'team', from: span.from, to: span.to });
 }

@@ -62,6 +62,15 @@ export const REMEDIATION_LEASE_S = 900;
  */
 export const FLEET_LAST_SEEN_LOOKBACK_S = 3600;
 
+/**
+ * How far back the fleet evaluator looks in a Cost and Usage Report 2.0 for each instance's newest
+ * billed hour, s: 3 days. Data Exports refreshes a CUR 2.0 export at least once a day (AWS Data
+ * Exports user guide, "Export refreshing"), so the newest hours lag up to a day; 3 days outlast a
+ * missed refresh, and bound the CUR bytes Athena reads (the filter on `line_item_usage_start_date`
+ * skips the Parquet row groups of other days).
+ */
+export const FLEET_CUR_LOOKBACK_S = 3 * 86_400;
+
 /** Default re-send interval of a still-firing alert, s: once an hour. Source: docs/design.md §6 (sent again after a cooldown). */
 export const DEFAULT_ALERT_COOLDOWN_S = 3600;
 

@@ -88,6 +88,17 @@ const JUDGING_VARIABLES = {
 } as const satisfies VariableTable;
 
 /**
+ * A Cost and Usage Report 2.0 export's Glue table, read through Athena (Athena store only): the
+ * report prices each instance-hour from it, the fleet evaluator each instance's newest billed hour.
+ */
+const CUR_VARIABLES = {
+  /** Glue database of a Cost and Usage Report 2.0 export (Athena store only; with `CUR_TABLE`); default: no CUR, stored prices. */
+  CUR_DATABASE: 'optional',
+  /** Glue table of that CUR 2.0 export (with `CUR_DATABASE`). */
+  CUR_TABLE: 'optional',
+} as const satisfies VariableTable;
+
+/**
  * Each function's own variables (besides the store's and {@link COMMON_VARIABLES}), by function:
  * `ingest` (lambdas/handlers/ingest.ts), `fleetEvaluator` (lambdas/handlers/fleet-evaluator.ts),
  * `report` (lambdas/handlers/report.ts).
@@ -123,6 +134,7 @@ export const LAMBDA_VARIABLES = {
     FLEET_REGIONS: 'optional',
     /** The function's own region (set by Lambda): the default of `FLEET_REGIONS`. */
     AWS_REGION: 'reserved',
+    ...CUR_VARIABLES,
   },
   report: {
     /** The reports bucket the CSV and HTML files go to (under `reports/`). */
@@ -131,10 +143,7 @@ export const LAMBDA_VARIABLES = {
     REPORTS_KEY_ARN: 'required',
     /** ARN of the `reports` topic the totals message goes to. */
     TOPIC_REPORTS_ARN: 'required',
-    /** Glue database of a Cost and Usage Report 2.0 export (Athena store only; with `CUR_TABLE`); default: no CUR, stored prices. */
-    CUR_DATABASE: 'optional',
-    /** Glue table of that CUR 2.0 export (with `CUR_DATABASE`). */
-    CUR_TABLE: 'optional',
+    ...CUR_VARIABLES,
   },
 } as const satisfies Readonly<Record<string, VariableTable>>;
 

@@ -11,6 +11,7 @@ import { RegionalClients } from '../adapters/regional-clients';
 import { SnsAlertSink } from '../adapters/sns-alert-sink';
 import { evaluateFleet, type FleetEvaluation } from '../app/evaluate-fleet';
 import { DEFAULT_RULE_CONTEXT, parseMetricsTeams, parseRuleThresholds } from '../domain';
+import { curReadsFromEnvironment } from './cur-from-environment';
 import { readFunctionVariables, requiredEnv as required } from './environment';
 import { powertoolsLog } from './log';
 import { storeFromEnvironment } from './store-from-environment';
@@ -23,7 +24,9 @@ import { storeFromEnvironment } from './store-from-environment';
  * Environment (`LAMBDA_VARIABLES.fleetEvaluator` in lambdas/domain/lambda-environment.ts): the store's (`STORE` and its settings, see `storeFromEnvironment`), `STATE_TABLE`,
  * `TOPIC_CRITICAL_ARN`, `TOPIC_WARNING_ARN`, `TOPIC_INFO_ARN`, `FLEET_REGIONS` (comma-separated
  * regions whose running GPU instances are listed; default the Lambda's `AWS_REGION`),
- * `RULE_THRESHOLDS` (JSON over the thresholds table, optional).
+ * `RULE_THRESHOLDS` (JSON over the thresholds table, optional), `CUR_DATABASE` and `CUR_TABLE`
+ * (optional, Athena store only: the Glue table of a Cost and Usage Report 2.0 export the team waste
+ * is priced from, each instance at its newest billed hour's effective rate).
  */
 
 /**
@@ -32,6 +35,8 @@ import { storeFromEnvironment } from './store-from-environment';
  * @returns a function of the clock's `now` that runs one evaluation
  * @throws {IngestConfigError} naming the missing variable
  * @throws {RuleThresholdsError} when `RULE_THRESHOLDS` is malformed
+ * @throws {IngestConfigError} when only one of `CUR_DATABASE`/`CUR_TABLE` is set, or they are set without the Athena store
+ * @throws {StoreQueryError} when `CUR_DATABASE` or `CUR_TABLE` is not a Glue name
  */
 export function fleetEvaluatorFromEnvironment(
   env: NodeJS.ProcessEnv = process.env,
@@ -42,8 +47,10 @@ export function fleetEvaluatorFromEnvironment(
     .split(',')
     .map((r) => r.trim())
     .filter((r) => r !== '');
+  const cur = curReadsFromEnvironment(vars, env);
   const deps = {
     store: storeFromEnvironment(env),
+    ...(cur !== undefined ? { cur } : {}),
     state: new DynamoDbStateStore({
       client: new DynamoDBClient({}),
       tableName: vars.STATE_TABLE,

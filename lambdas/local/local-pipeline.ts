@@ -15,6 +15,7 @@ import type { WasteReportRow } from '../domain/types';
 import { createIngestHandler } from '../handlers/ingest-handler';
 import { ConsoleAlertSink } from './console-alert-sink';
 import { DryRunRemediator } from './dry-run-remediator';
+import { DuckDbCurFleetReads } from './duckdb-cur-fleet';
 import { DuckDbStore } from './duckdb-store';
 import { JsonlDecisionSink } from './jsonl-decision-sink';
 import { startLocalApi } from './local-api-server';
@@ -48,6 +49,12 @@ export interface LocalPipelineOptions {
   readonly fleetIntervalMs?: number;
   /** The fleet evaluator's clock. @default systemClock */
   readonly clock?: () => Date;
+  /**
+   * A Cost and Usage Report 2.0 file or export folder (`gpu-sentinel local --cur`): the fleet
+   * evaluator prices team waste from it, as it does in AWS (`DuckDbCurFleetReads`).
+   * @default undefined (the prices stored at ingest)
+   */
+  readonly curPath?: string;
 }
 
 /** A running local pipeline: loopback API in front of the ingest handler, DuckDB store, console/JSONL sinks. */
@@ -112,6 +119,9 @@ export async function startLocalPipeline(options: LocalPipelineOptions): Promise
     state: store,
     alerts,
     instances: new LocalRunningInstances(store),
+    ...(options.curPath !== undefined
+      ? { cur: new DuckDbCurFleetReads(store.session, options.curPath) }
+      : {}),
     log: options.log,
     rules: options.rules ?? DEFAULT_RULE_CONTEXT,
   };

@@ -2,7 +2,9 @@ import type { CfnResource } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
 import { FinanceReports, type FinanceReportsCur } from '../../lib/finance-reports';
+import { FleetEvaluator } from '../../lib/fleet-evaluator';
 import {
+  DEFAULT_FLEET_ENTRY,
   DEFAULT_REPORT_ENTRY,
   DEPS_LOCK_FILE_PATH,
   type GpuSentinelStack,
@@ -65,7 +67,35 @@ describe('FinanceReports with a CUR 2.0 export', () => {
     const fleetEnv =
       template.findResources('AWS::Lambda::Function')[id(stack.fleet.function)]?.Properties.Environment
         .Variables;
-    expect(fleetEnv).not.toHaveProperty('CUR_DATABASE');
+    expect(fleetEnv).toMatchObject({ STORE: 'athena', CUR_DATABASE: 'cur', CUR_TABLE: 'gpu_fleet' });
+  });
+
+  it('lets the fleet evaluator read the CUR table and the export bucket only, read-only', () => {
+    // Prepare
+    const stack = buildStack({ cur: CUR });
+    // Act
+    const template = Template.fromStack(stack);
+    // Assess
+    const statements = roleStatements(
+      template,
+      stack.getLogicalId(stack.fleet.role.node.defaultChild as CfnResource),
+    );
+    const text = JSON.stringify(statements);
+    const glue = statements.find((s) => JSON.stringify(s).includes(':table/cur/gpu_fleet'));
+    expect(glue === undefined ? [] : actionsOf(glue).sort()).toEqual([
+      'glue:GetDatabase',
+      'glue:GetPartitions',
+      'glue:GetTable',
+    ]);
+    expect(JSON.stringify(glue)).toContain(':table/cur/gpu_fleet');
+    expect(JSON.stringify(glue)).toContain(':database/cur');
+    const curS3 = statements.filter((s) => JSON.stringify(s).includes('acme-cur-exports'));
+    expect(curS3.flatMap((s) => actionsOf(s)).sort()).toEqual([
+      's3:GetBucketLocation',
+      's3:GetObject',
+      's3:ListBucket',
+    ]);
+    expect(text).toContain(':s3:::acme-cur-exports/*');
   });
 
   it('leaves the stack’s reports on the stored prices when no CUR is given', () => {
@@ -78,6 +108,12 @@ describe('FinanceReports with a CUR 2.0 export', () => {
     expect(
       template.findResources('AWS::Lambda::Function')[id]?.Properties.Environment.Variables,
     ).not.toHaveProperty('CUR_DATABASE');
+    const fleetId = stack.getLogicalId(stack.fleet.function.node.defaultChild as CfnResource);
+    expect(
+      template.findResources('AWS::Lambda::Function')[fleetId]?.Properties.Environment.Variables,
+    ).not.toHaveProperty('CUR_DATABASE');
+    const fleetRole = stack.getLogicalId(stack.fleet.role.node.defaultChild as CfnResource);
+    expect(JSON.stringify(roleStatements(template, fleetRole))).not.toMatch(/:table\/cur\/|:database\/cur"/);
   });
 
   it.each([
@@ -100,5 +136,22 @@ describe('FinanceReports with a CUR 2.0 export', () => {
     // Assess
     expect(error).toBeInstanceOf(PropsValidationError);
     expect((error as PropsValidationError).prop).toBe(prop);
+  });
+
+  it('fails at synth for a fleet evaluator with a CUR on the Timestream store, naming the prop', () => {
+    // Prepare
+    const stack = buildStack({ store: 'timestream' });
+    // Act / Assess
+    expect(
+      () =>
+        new FleetEvaluator(stack, 'CurFleet', {
+          entry: DEFAULT_FLEET_ENTRY,
+          depsLockFilePath: DEPS_LOCK_FILE_PATH,
+          store: stack.store,
+          topics: stack.topics,
+          state: stack.state,
+          cur: CUR,
+        }),
+    ).toThrow(PropsValidationError);
   });
 });

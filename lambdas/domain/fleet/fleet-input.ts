@@ -45,6 +45,36 @@ export interface FleetInput {
    * running nodes (`stragglerCandidates`). Instances that sent nothing in the span are absent.
    */
   readonly nodeMeans: readonly NodeJobMeans[];
-  /** The ledger summed per team over the last `fleetWasteSpanS` (`queryWasteBy` by `team`). */
-  readonly teams: readonly WasteGroupRow[];
+  /**
+   * The ledger summed per team over the last `fleetWasteSpanS` (`queryWasteBy` by `team`), or, when
+   * the deployment has a CUR, the same repriced at each instance's newest CUR rate (with `pricing`).
+   */
+  readonly teams: readonly FleetTeamRow[];
 }
+
+/**
+ * How a team's dollars of the waste span were priced when the deployment has a Cost and Usage
+ * Report 2.0 (`CurPricedFleetReads`): each instance's windows at the effective cost of its newest
+ * instance-hour in the CUR, the others at the price stored with them at ingest.
+ */
+export interface TeamPricing {
+  /** GPU-hours of the team's windows priced at a CUR rate, ≥ 0, ≤ the row's `gpu_hours`. */
+  readonly cur_gpu_hours: number;
+  /**
+   * The oldest and newest CUR hour (`line_item_usage_start_date` truncated to the hour, ISO 8601 UTC)
+   * whose rates priced them; absent when the CUR priced none.
+   */
+  readonly cur_usage_hour_from?: string;
+  readonly cur_usage_hour_to?: string;
+  /**
+   * The `price_source` stored at ingest of the other GPU-hours (`builtin:…` list price, `spot`,
+   * `savings_plan`, `override`, …), or `mixed` when they have several; absent when the CUR priced all.
+   */
+  readonly stored_price_source?: string;
+}
+
+/** A team's ledger sums over the waste span, and how they were priced when a CUR priced them. */
+export type FleetTeamRow = WasteGroupRow & {
+  /** Present when the row was priced from a CUR; absent: the prices stored at ingest. */
+  readonly pricing?: TeamPricing;
+};

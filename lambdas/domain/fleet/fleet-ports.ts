@@ -1,4 +1,4 @@
-import type { RunningInstance } from './fleet-input';
+import type { FleetTeamRow, RunningInstance } from './fleet-input';
 import type { FleetMetricDatum } from './fleet-metrics';
 
 /**
@@ -25,4 +25,34 @@ export interface FleetMetricSink {
    * @throws when they cannot be published (the evaluator logs it; alerts are already out)
    */
   publish(data: readonly FleetMetricDatum[], at: Date): Promise<void>;
+}
+
+/** What {@link CurPricedFleetReads.teamWasteAtCurRates} reads. */
+export interface CurTeamWasteQuery {
+  /** Start of the waste span (inclusive), on the windows' `time`. */
+  readonly from: Date;
+  /** End of the waste span (exclusive); also the end of the CUR hours searched. */
+  readonly to: Date;
+  /** Start of the CUR hours searched for each instance's newest rate (inclusive): `to` − `FLEET_CUR_LOOKBACK_S`. */
+  readonly curFrom: Date;
+}
+
+/**
+ * The fleet evaluator's team waste priced from the deployment's Cost and Usage Report 2.0 (Athena:
+ * the CUR's Glue table, `CUR_DATABASE`/`CUR_TABLE`), in one query whatever the fleet's size.
+ */
+export interface CurPricedFleetReads {
+  /**
+   * The ledger summed per `team` tag over `from ≤ time < to`, as `queryWasteBy` by `team` does, but
+   * with each instance's windows priced at the effective cost of its newest instance-hour in the CUR
+   * between `curFrom` and `to` (Savings Plan, reservation, on-demand, spot or Capacity Block, per
+   * `CUR_EFFECTIVE_COST`), the waste recomputed as the ledger does; an instance the CUR has no hour
+   * of keeps its stored price. Each row says how it was priced (`pricing`).
+   *
+   * @param query - the span and the CUR hours searched
+   * @returns one row per team (the untagged spend as a row without `group`)
+   * @throws {StoreQueryError} when the query is refused (a bad range, the CUR table or a column missing)
+   * @throws {StoreUnavailableError} when Athena cannot answer (throttled, unreachable, timed out)
+   */
+  teamWasteAtCurRates(query: CurTeamWasteQuery): Promise<FleetTeamRow[]>;
 }

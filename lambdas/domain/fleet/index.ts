@@ -8,4 +8,5 @@ export * from './fleet-ports';
 export * from './fleet-rule';
 export * from './gpu-families';
 export * from './job-straggler';
+export * from './team-price-source';
 export * from './team-waste-rate';

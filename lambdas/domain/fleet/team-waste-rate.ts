@@ -3,6 +3,7 @@ import { SECONDS_PER_HOUR, TEAM_TAG } from '../constants';
 import { percent } from '../rules/window-finding';
 import type { FleetFinding, FleetRule } from './fleet-rule';
 import { TEAM_SUBJECT_PREFIX } from './fleet-rule';
+import { teamPriceClause, teamPriceEvidence } from './team-price-source';
 
 /**
  * Rule `waste_rate` per team (docs/design.md §6; the ingest `waste_rate` judges one instance's
@@ -12,6 +13,8 @@ import { TEAM_SUBJECT_PREFIX } from './fleet-rule';
  * over the span, so one small GPU does not page. Windows without a team tag are judged as the team
  * `untagged`; unpriced windows cost 0 and so count for nothing. One alert per team
  * (`waste_rate:team:<name>`), warning, to the team and finance; it resolves when the share drops.
+ * The dollars are the ledger's stored prices, or, where the deployment has a Cost and Usage Report,
+ * each instance's newest billed effective rate; the alert says which (`teamPriceEvidence`).
  */
 export const teamWasteRateRule: FleetRule<'waste_rate'> = {
   id: 'waste_rate',
@@ -41,7 +44,7 @@ export const teamWasteRateRule: FleetRule<'waste_rate'> = {
           instance_id: `${TEAM_SUBJECT_PREFIX}${team}`,
           instance_type: 'fleet',
           at: now.toISOString(),
-          summary: `team ${team} wasted ${percent(share)} of $${costPerHour.toFixed(2)}/h of GPUs over the last ${Math.round(t.fleetWasteSpanS / 60)} min`,
+          summary: `team ${team} wasted ${percent(share)} of $${costPerHour.toFixed(2)}/h of GPUs over the last ${Math.round(t.fleetWasteSpanS / 60)} min${teamPriceClause(row)}`,
           remedy:
             'Most of this team’s GPU spend buys nothing: act on its instances’ efficiency alerts (each names a fix), stop idle instances, right-size to fewer or smaller GPUs. `gpu-sentinel report --by instance` lists the wasters.',
           evidence: {
@@ -51,6 +54,7 @@ export const teamWasteRateRule: FleetRule<'waste_rate'> = {
             wasted_usd_per_hour: Number((row.wasted_usd / hours).toFixed(2)),
             gpu_hours: Number(row.gpu_hours.toFixed(2)),
             ...(causes === '' ? {} : { top_causes: causes }),
+            ...teamPriceEvidence(row),
             span_s: t.fleetWasteSpanS,
             waste_share_at_least: t.fleetWasteRateAtLeast,
             min_cost_usd_per_hour: t.fleetWasteMinCostUsdPerHour,

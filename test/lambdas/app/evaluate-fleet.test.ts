@@ -2,14 +2,19 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { UnpublishedAlertsError } from '../../../lambdas/app/errors';
 import { evaluateFleet, type FleetEvaluatorDeps } from '../../../lambdas/app/evaluate-fleet';
 import {
+  type CurPricedFleetReads,
+  type CurTeamWasteQuery,
   DEFAULT_RULE_CONTEXT,
+  FLEET_CUR_LOOKBACK_S,
   FLEET_FIRING_SCOPE,
   FleetListingError,
   type FleetMetricDatum,
   type FleetMetricSink,
+  type FleetTeamRow,
   meansByNodeAndJob,
   type RunningInstance,
   type RunningInstances,
+  StoreUnavailableError,
 } from '../../../lambdas/domain';
 import type { LastSeen, StoredGpuWindow, TelemetryStore, WasteGroupRow } from '../../../lambdas/domain/ports';
 import { MemoryStateStore } from '../../chaos/memory-state-store';
@@ -33,6 +38,19 @@ class FleetReadsStore implements Pick<TelemetryStore, 'lastSeen' | 'nodeJobMeans
   }
   async queryWasteBy() {
     this.reads.push('queryWasteBy');
+    return this.teams;
+  }
+}
+
+/** CUR-priced team reads that answer from a field, recording each query (one Athena query each). */
+class FakeCurReads implements CurPricedFleetReads {
+  teams: FleetTeamRow[] | Error = [];
+  readonly queries: CurTeamWasteQuery[] = [];
+  constructor(private readonly reads: string[]) {}
+  async teamWasteAtCurRates(query: CurTeamWasteQuery) {
+    this.reads.push('teamWasteAtCurRates');
+    this.queries.push(query);
+    if (this.teams instanceof Error) throw this.teams;
     return this.teams;
   }
 }
@@ -207,6 +225,69 @@ describe('evaluateFleet', () => {
     // Assess
     expect(store.reads.sort()).toEqual(['lastSeen', 'nodeJobMeans', 'queryWasteBy']);
     expect(result.sent.map((a) => a.id)).toEqual(['straggler:i-0007#job:job-7']);
+  });
+
+  it('with a CUR, reads the team waste from it instead of the store: still three reads per run, 100 instances', async () => {
+    // Prepare
+    const cur = new FakeCurReads(store.reads);
+    cur.teams = [
+      {
+        ...teamRow('vision', 100, 80),
+        pricing: {
+          cur_gpu_hours: 100 / 6.88,
+          cur_usage_hour_from: '2026-03-10T21:00:00.000Z',
+          cur_usage_hour_to: '2026-03-10T21:00:00.000Z',
+        },
+      },
+    ];
+    instances.list = Array.from({ length: 100 }, (_, k) =>
+      running(`i-0${String(k).padStart(3, '0')}`, { tags: { team: 'vision', job: `job-${k % 10}` } }),
+    );
+    store.seen = instances.list.map((i) => ({
+      instance_id: i.instance_id,
+      instance_type: 'p5.48xlarge',
+      last_seen: ago(30),
+    }));
+    for (const i of instances.list)
+      store.windows.set(i.instance_id, nodeWindows(i.instance_id, i.tags.job ?? '', { sm_active: 0.86 }));
+    // Act
+    const result = await evaluateFleet({ ...deps, cur }, NOW);
+    // Assess
+    expect(store.reads.sort()).toEqual(['lastSeen', 'nodeJobMeans', 'teamWasteAtCurRates']);
+    expect(cur.queries).toEqual([
+      {
+        from: new Date(NOW.getTime() - 3600_000),
+        to: new Date(NOW.getTime() + 1),
+        curFrom: new Date(NOW.getTime() - FLEET_CUR_LOOKBACK_S * 1000),
+      },
+    ]);
+    const waste = result.sent.find((a) => a.id === 'waste_rate:team:vision');
+    expect(waste?.body).toContain('price_source: cur');
+    expect(waste?.body).toContain('2026-03-10T21:00:00.000Z');
+  });
+
+  it('falls back to the stored prices, and logs it, when the CUR cannot be read', async () => {
+    // Prepare
+    const cur = new FakeCurReads(store.reads);
+    cur.teams = new StoreUnavailableError('StartQueryExecution', 'expected Athena to answer; retry later');
+    store.teams = [teamRow('vision', 100, 80)];
+    // Act
+    const result = await evaluateFleet({ ...deps, cur }, NOW);
+    // Assess
+    expect(store.reads.sort()).toEqual(['lastSeen', 'queryWasteBy', 'teamWasteAtCurRates']);
+    expect(result.sent.map((a) => a.id)).toEqual(['waste_rate:team:vision']);
+    expect(result.sent[0]?.body).toContain('price_source: ingest');
+    expect(log.lines.some((l) => l.level === 'error' && l.message.includes('CUR could not be read'))).toBe(
+      true,
+    );
+  });
+
+  it('does not swallow an unexpected CUR failure (a bug is not a missing CUR)', async () => {
+    // Prepare
+    const cur = new FakeCurReads(store.reads);
+    cur.teams = new TypeError('boom');
+    // Act / Assess
+    await expect(evaluateFleet({ ...deps, cur }, NOW)).rejects.toThrow(TypeError);
   });
 
   it('does not ask for straggler means when no job has enough running nodes', async () => {

@@ -48,4 +48,41 @@ describe('fleet evaluator Lambda entry', () => {
       fleetEvaluatorFromEnvironment({ ...ENV, RULE_THRESHOLDS: '{"agentSilentAfterS": 5}' }),
     ).toThrow(RuleThresholdsError);
   });
+
+  const ATHENA_ENV = {
+    ...ENV,
+    STORE: 'athena',
+    FIREHOSE_GPU_STREAM: 'gpu-sentinel-gpu',
+    FIREHOSE_EFA_STREAM: 'gpu-sentinel-efa',
+    FIREHOSE_EVENTS_STREAM: 'gpu-sentinel-events',
+    ATHENA_DATABASE: 'gpu_sentinel',
+    ATHENA_WORKGROUP: 'gpu-sentinel',
+  };
+
+  it('builds the evaluator with the CUR table of CUR_DATABASE and CUR_TABLE on the Athena store', () => {
+    // Prepare / Act / Assess
+    expect(
+      typeof fleetEvaluatorFromEnvironment({ ...ATHENA_ENV, CUR_DATABASE: 'cur', CUR_TABLE: 'cur_export' }),
+    ).toBe('function');
+  });
+
+  it.each([
+    ['only CUR_DATABASE', { ...ATHENA_ENV, CUR_DATABASE: 'cur' }, /CUR_DATABASE and CUR_TABLE together/],
+    [
+      'a CUR on the Timestream store',
+      { ...ENV, CUR_DATABASE: 'cur', CUR_TABLE: 'cur_export' },
+      /STORE=athena/,
+    ],
+  ])('refuses %s at cold start', (_label, env, message) => {
+    // Act / Assess
+    expect(() => fleetEvaluatorFromEnvironment(env)).toThrow(IngestConfigError);
+    expect(() => fleetEvaluatorFromEnvironment(env)).toThrow(message);
+  });
+
+  it('refuses a CUR table name that is not a Glue name, naming the setting', () => {
+    // Act / Assess
+    expect(() =>
+      fleetEvaluatorFromEnvironment({ ...ATHENA_ENV, CUR_DATABASE: 'cur', CUR_TABLE: 'cur"; DROP' }),
+    ).toThrow(/curTable/);
+  });
 });
