@@ -36,7 +36,29 @@ export interface DcgmGpuReading {
    * activity weighted by their share of the GPU's compute slices (see {@link migComputeShare}).
    */
   readonly mig_instances?: readonly DcgmMigInstance[];
+  /**
+   * Cumulative throttle-time counters, µs, where the scrape has them: `DCGM_FI_DEV_POWER_VIOLATION`
+   * (240) and `DCGM_FI_DEV_THERMAL_VIOLATION` (241) ("Throttling duration due to power / thermal
+   * constraints (in us)"). They are sample fields, not window metrics: the window turns their
+   * growth over its wall time into `power_throttle_ratio` / `thermal_throttle_ratio`. Absent when
+   * the scrape has neither; a negative or non-integer value is reported in `malformed` and left out.
+   */
+  readonly violation_us?: DcgmViolationCounters;
 }
+
+/** The throttle-time counters of one GPU in one scrape, µs since the driver loaded. */
+export interface DcgmViolationCounters {
+  /** `DCGM_FI_DEV_POWER_VIOLATION`: time held down by the power cap, µs. */
+  readonly power_violation_us_total?: number;
+  /** `DCGM_FI_DEV_THERMAL_VIOLATION`: time held down for heat, µs. */
+  readonly thermal_violation_us_total?: number;
+}
+
+/** DCGM violation counter → the sample field it fills (see {@link DcgmGpuReading.violation_us}). */
+const VIOLATION_FIELDS: Readonly<Record<string, keyof DcgmViolationCounters>> = {
+  DCGM_FI_DEV_POWER_VIOLATION: 'power_violation_us_total',
+  DCGM_FI_DEV_THERMAL_VIOLATION: 'thermal_violation_us_total',
+};
 
 /** One MIG GPU instance (a slice) as dcgm-exporter reports it. */
 export interface DcgmMigInstance {
@@ -158,6 +180,7 @@ const COMBINED = new Set([
   'DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL',
   'DCGM_FI_DEV_CLOCKS_EVENT_REASONS',
   'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS',
+  ...Object.keys(VIOLATION_FIELDS),
 ]);
 
 /** Labels that identify the GPU or the exporter, not the workload. */
@@ -354,6 +377,7 @@ function toReading(
         'count',
       );
   }
+  const violation = violationCounters(acc, malformed);
   const instances = migInstances(acc);
   const gr = v(GR_ENGINE_ACTIVE);
   if (metrics.gpu_util === undefined && gr) set('gpu_util', gr.value, gr.line, GR_ENGINE_ACTIVE, 'ratio');
@@ -377,7 +401,30 @@ function toReading(
     ...(acc.identity.DCGM_FI_DRIVER_VERSION ? { driver_version: acc.identity.DCGM_FI_DRIVER_VERSION } : {}),
     labels: acc.labels,
     ...(instances.length > 0 ? { mig_instances: instances } : {}),
+    ...(violation !== undefined ? { violation_us: violation } : {}),
   };
+}
+
+/** The GPU's violation counters (safe integers ≥ 0), or `undefined` when the scrape has none. */
+function violationCounters(
+  acc: GpuAcc,
+  malformed: { line: number; reason: string }[],
+): DcgmViolationCounters | undefined {
+  const counters: Partial<Record<keyof DcgmViolationCounters, number>> = {};
+  let any = false;
+  for (const [field, key] of Object.entries(VIOLATION_FIELDS)) {
+    const reading = acc.values.get(field);
+    if (reading === undefined) continue;
+    if (Number.isSafeInteger(reading.value) && reading.value >= 0) {
+      counters[key] = reading.value;
+      any = true;
+    } else
+      malformed.push({
+        line: reading.line,
+        reason: `expected ${field} to be a whole number of µs >= 0, got ${reading.value}; field left absent`,
+      });
+  }
+  return any ? counters : undefined;
 }
 
 /** The MIG instances of a GPU, by instance id; a value outside 0..1 (GR) or < 0 (FB) is left absent. */
