@@ -46,6 +46,11 @@ export function isThermalThrottle(reasons: number): boolean {
   );
 }
 
+/** Whether a clocks-event reasons bitmask (low 32 bits) has the HW power brake (0x80), which no power-violation counter covers. */
+function isPowerBrake(reasons: number): boolean {
+  return (reasons & HW_POWER_BRAKE_SLOWDOWN) !== 0;
+}
+
 /** Whether a clocks-event reasons bitmask (low 32 bits) says power throttling (see {@link POWER_THROTTLE_REASONS_MASK}). */
 export function isPowerThrottle(reasons: number): boolean {
   return (reasons & POWER_THROTTLE_REASONS_MASK) !== 0;
@@ -108,7 +113,10 @@ const GROWTH_MAX_BYTES_PER_S = 1e12;
  *   positive span, the sum of its non-negative steps / (t_last − t_first) / 10^6 (the share of the
  *   wall time the clocks were held down; clamped to 1 within 5 %, absent beyond); otherwise the
  *   share of the samples having the bitmask that {@link isThermalThrottle} /
- *   {@link isPowerThrottle} accept (HW slowdown with HW power brake is power, not heat);
+ *   {@link isPowerThrottle} accept (HW slowdown with HW power brake is power, not heat). NVML's
+ *   power counter (`NVML_PERF_POLICY_POWER`) covers the SW power cap only: where the bitmask is
+ *   read too, `power_throttle_ratio` is the larger of the counter's share and the share of samples
+ *   with the HW power brake 0x80 (time throttled for at least one of the two);
  * - OR: `retired_pages_pending`, `remapped_rows_pending`, `remapped_rows_failure`;
  * - maximum: `compute_processes`;
  * - `processes` (beside the metrics): union by pid with each pid's largest memory, largest
@@ -226,9 +234,12 @@ const METRIC_RULES: { readonly [K in GpuMetricName]: (x: MetricInputs) => GpuMet
   thermal_throttle_ratio: (x) =>
     violationShare(x.at, x.f.thermal_violation_us_total) ??
     shareMatching(x.f.clocks_event_reasons, isThermalThrottle),
-  power_throttle_ratio: (x) =>
-    violationShare(x.at, x.f.power_violation_us_total) ??
-    shareMatching(x.f.clocks_event_reasons, isPowerThrottle),
+  power_throttle_ratio: (x) => {
+    const capped = violationShare(x.at, x.f.power_violation_us_total);
+    if (capped === undefined) return shareMatching(x.f.clocks_event_reasons, isPowerThrottle);
+    const braked = shareMatching(x.f.clocks_event_reasons, isPowerBrake);
+    return braked === undefined ? capped : Math.max(capped, braked);
+  },
 
   ecc_sbe_volatile: (x) => lastOf(x.f.ecc_sbe_volatile),
   ecc_sbe_volatile_delta: (x) => monotonicDelta(x.at, x.f.ecc_sbe_volatile)?.delta,

@@ -77,6 +77,7 @@ export const LEDGER_MEASURE_TYPES: { readonly [K in keyof Required<LedgerEntry>]
   underused_usd: 'DOUBLE',
   broken_usd: 'DOUBLE',
   wasted_usd: 'DOUBLE',
+  throttled_usd: 'DOUBLE',
   diagnosis: 'VARCHAR',
 };
 

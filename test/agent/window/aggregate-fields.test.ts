@@ -50,6 +50,15 @@ describe('aggregateWindow of the clock, PCIe, NVLink, profiling and health field
       want: { thermal_throttle_ratio: 0.375 },
     },
     {
+      case: 'the HW power brake share when larger than the SW power-cap counter (which does not cover it)',
+      samples: [
+        at(0, { power_violation_us_total: 0, clocks_event_reasons: 0x88 }),
+        at(2, { clocks_event_reasons: 0x88 }),
+        at(4, { power_violation_us_total: 400_000, clocks_event_reasons: 0x1 }),
+      ],
+      want: { clocks_event_reasons: 0x89, thermal_throttle_ratio: 0, power_throttle_ratio: 2 / 3 },
+    },
+    {
       case: 'a violation share just above 1 (clock jitter) clamped to 1',
       samples: [at(0, { power_violation_us_total: 0 }), at(10, { power_violation_us_total: 10_200_000 })],
       want: { power_throttle_ratio: 1 },
