@@ -135,7 +135,8 @@ export function simulatedFleetScenarios(): Scenario[] {
 
 /**
  * The bundled real kernel-log captures as scenarios: the Xid 48 → 63 → 94 host must raise
- * `xid_fatal` and may be replaced; the host with only application faults (Xid 13, 43) raises an
+ * `xid_fatal` and may be remediated (a lone double-bit ECC error reboots it, as NVIDIA's Xid catalog
+ * resets first); the host with only application faults (Xid 13, 43) raises an
  * informational `xid_app` notice (an application fault, not a hardware one) and is never replaced;
  * the EKS p5 scrape (no process count, GPU 0 held by a vLLM pod) raises `idle_billed` for GPUs 1–7
  * only — the pod's GPU is held idle, not idle.
