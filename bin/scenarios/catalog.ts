@@ -50,6 +50,7 @@ export const FLEET_LABELS: Readonly<Record<string, ScenarioLabels>> = {
   'tensor-idle': { expect: ['tensor_idle'], diagnosis: 'tensor_idle' },
   'memory-bound': { expect: ['memory_bound'], diagnosis: 'memory_bound' },
   'thermal-throttle': { expect: ['thermal_throttle'], diagnosis: 'throttled' },
+  'power-throttle': { expect: ['power_throttle'], diagnosis: 'throttled' },
   'memory-leak': { expect: ['memory_pressure'], diagnosis: 'compute_bound' },
   'power-sawtooth': { expect: ['power_sawtooth'], allow: ['waste_rate'] },
   straggler: { expect: ['straggler'], diagnosis: 'compute_bound', diagnosis_gpus: [0, 1, 2, 3, 4, 6, 7] },
