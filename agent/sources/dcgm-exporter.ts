@@ -10,6 +10,7 @@ import { normalizePciBusId } from '../../lambdas/contract/pci-bus-id';
 import type { GpuIdentity, GpuMetrics } from '../../lambdas/contract/schema';
 import { DcgmScrapeError } from '../errors';
 import { nodeFetch } from '../send/node-fetch';
+import { DCGM_VIOLATION_FIELD_NAMES, type DcgmViolationCounters, violationCounters } from './dcgm-violation';
 
 /**
  * dcgm-exporter source: parses the Prometheus text exposition of NVIDIA dcgm-exporter
@@ -37,28 +38,17 @@ export interface DcgmGpuReading {
    */
   readonly mig_instances?: readonly DcgmMigInstance[];
   /**
-   * Cumulative throttle-time counters, µs, where the scrape has them: `DCGM_FI_DEV_POWER_VIOLATION`
-   * (240) and `DCGM_FI_DEV_THERMAL_VIOLATION` (241) ("Throttling duration due to power / thermal
-   * constraints (in us)"). They are sample fields, not window metrics: the window turns their
-   * growth over its wall time into `power_throttle_ratio` / `thermal_throttle_ratio`. Absent when
-   * the scrape has neither; a negative or non-integer value is reported in `malformed` and left out.
+   * Cumulative throttle-time counters where the scrape has them, converted to whole µs:
+   * `DCGM_FI_DEV_POWER_VIOLATION` (240) and `DCGM_FI_DEV_THERMAL_VIOLATION` (241). DCGM reports them
+   * in **ns** (NVML's `nvmlDeviceGetViolationStatus` time; DCGM's field-id documentation and
+   * `dcgm_fields.h`), although older dcgm-exporter counter files print "(in us)" in their HELP text
+   * (corrected in NVIDIA/dcgm-exporter pull request 589). They are sample fields, not window
+   * metrics: the window turns their growth over its wall time into `power_throttle_ratio` /
+   * `thermal_throttle_ratio`. Absent when the scrape has neither; a negative value is reported in
+   * `malformed` and left out.
    */
   readonly violation_us?: DcgmViolationCounters;
 }
-
-/** The throttle-time counters of one GPU in one scrape, µs since the driver loaded. */
-export interface DcgmViolationCounters {
-  /** `DCGM_FI_DEV_POWER_VIOLATION`: time held down by the power cap, µs. */
-  readonly power_violation_us_total?: number;
-  /** `DCGM_FI_DEV_THERMAL_VIOLATION`: time held down for heat, µs. */
-  readonly thermal_violation_us_total?: number;
-}
-
-/** DCGM violation counter → the sample field it fills (see {@link DcgmGpuReading.violation_us}). */
-const VIOLATION_FIELDS: Readonly<Record<string, keyof DcgmViolationCounters>> = {
-  DCGM_FI_DEV_POWER_VIOLATION: 'power_violation_us_total',
-  DCGM_FI_DEV_THERMAL_VIOLATION: 'thermal_violation_us_total',
-};
 
 /** One MIG GPU instance (a slice) as dcgm-exporter reports it. */
 export interface DcgmMigInstance {
@@ -75,6 +65,9 @@ export interface DcgmMigInstance {
   /** The instance's other labels (`pod`, `namespace`, `container`: the pod holding the slice). */
   readonly labels: Record<string, string>;
 }
+
+/** The violation counters' type, from `dcgm-violation.ts`. */
+export type { DcgmViolationCounters };
 
 /** MIG compute slices and shares, from the contract's MIG rules (one home for agent and pipeline). */
 export { migComputeShare, migComputeSlices };
@@ -180,7 +173,7 @@ const COMBINED = new Set([
   'DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL',
   'DCGM_FI_DEV_CLOCKS_EVENT_REASONS',
   'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS',
-  ...Object.keys(VIOLATION_FIELDS),
+  ...DCGM_VIOLATION_FIELD_NAMES,
 ]);
 
 /** Labels that identify the GPU or the exporter, not the workload. */
@@ -377,7 +370,7 @@ function toReading(
         'count',
       );
   }
-  const violation = violationCounters(acc, malformed);
+  const violation = violationCounters(acc.values, malformed);
   const instances = migInstances(acc);
   const gr = v(GR_ENGINE_ACTIVE);
   if (metrics.gpu_util === undefined && gr) set('gpu_util', gr.value, gr.line, GR_ENGINE_ACTIVE, 'ratio');
@@ -403,28 +396,6 @@ function toReading(
     ...(instances.length > 0 ? { mig_instances: instances } : {}),
     ...(violation !== undefined ? { violation_us: violation } : {}),
   };
-}
-
-/** The GPU's violation counters (safe integers ≥ 0), or `undefined` when the scrape has none. */
-function violationCounters(
-  acc: GpuAcc,
-  malformed: { line: number; reason: string }[],
-): DcgmViolationCounters | undefined {
-  const counters: Partial<Record<keyof DcgmViolationCounters, number>> = {};
-  let any = false;
-  for (const [field, key] of Object.entries(VIOLATION_FIELDS)) {
-    const reading = acc.values.get(field);
-    if (reading === undefined) continue;
-    if (Number.isSafeInteger(reading.value) && reading.value >= 0) {
-      counters[key] = reading.value;
-      any = true;
-    } else
-      malformed.push({
-        line: reading.line,
-        reason: `expected ${field} to be a whole number of µs >= 0, got ${reading.value}; field left absent`,
-      });
-  }
-  return any ? counters : undefined;
 }
 
 /** The MIG instances of a GPU, by instance id; a value outside 0..1 (GR) or < 0 (FB) is left absent. */

@@ -73,7 +73,7 @@ export interface DcgmProfilingStats {
  *   no `DCGM_FI_PROF_*` ratio (15 s doubling to 10 min: {@link DCGM_REPROBE_INITIAL_MS},
  *   {@link DCGM_REPROBE_MAX_MS}). The clock is the `now` of each sample: no timer of its own.
  *   While it is scraped at every poll (profiling from here, no GPM) the thermal throttle-time
- *   counter `DCGM_FI_DEV_THERMAL_VIOLATION` (µs) is overlaid too, so the window measures
+ *   counter `DCGM_FI_DEV_THERMAL_VIOLATION` (ns, as whole µs) is overlaid too, so the window measures
  *   `thermal_throttle_ratio` from it. `DCGM_FI_DEV_POWER_VIOLATION` is not: NVML's own
  *   `nvmlDeviceGetViolationStatus(POWER)` is the same counter, read at the window's edges, and a
  *   scrape a poll old mixed into it would count the same µs twice.

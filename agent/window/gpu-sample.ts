@@ -53,11 +53,11 @@ export interface GpuSample {
   /**
    * Time the clocks were held down by the power cap, µs, cumulative since driver load
    * (`nvmlDeviceGetViolationStatus(NVML_PERF_POLICY_POWER = 0).violationTime` ns / 1000, floored;
-   * `DCGM_FI_DEV_POWER_VIOLATION` µs). Take deltas: Δ / Δ wall time is `power_throttle_ratio`.
+   * `DCGM_FI_DEV_POWER_VIOLATION` ns / 1000). Take deltas: Δ / Δ wall time is `power_throttle_ratio`.
    */
   readonly power_violation_us_total?: number;
   /**
-   * Time the clocks were held down for heat, µs, cumulative (`DCGM_FI_DEV_THERMAL_VIOLATION`). The NVML
+   * Time the clocks were held down for heat, µs, cumulative (`DCGM_FI_DEV_THERMAL_VIOLATION` ns / 1000). The NVML
    * source leaves it absent: its `thermal_throttle_ratio` comes from the clocks-event reasons.
    */
   readonly thermal_violation_us_total?: number;

@@ -13,8 +13,9 @@ const REAL = readFileSync(
 );
 
 /**
- * The real scrape plus violation counters with the real capture's labels, under dcgm-exporter's own
- * HELP/TYPE lines for fields 240/241 ("Throttling duration due to … constraints (in us)", counters).
+ * The real scrape plus violation counters with the real capture's labels, under the HELP/TYPE lines
+ * older dcgm-exporter counter files print for fields 240/241 ("… (in us)"). The values are ns all the
+ * same (DCGM's field-id documentation; NVIDIA/dcgm-exporter pull request 589 corrected the HELP text).
  */
 function withViolations(power: (gpu: number) => number | string, thermal?: (gpu: number) => number): string {
   const labels = REAL.split('\n')
@@ -36,12 +37,12 @@ function withViolations(power: (gpu: number) => number | string, thermal?: (gpu:
 }
 
 describe('parseDcgmExporterText violation counters', () => {
-  it('reads DCGM_FI_DEV_POWER/THERMAL_VIOLATION as µs counters beside the metrics, never as metrics', () => {
-    // Act
+  it('reads DCGM_FI_DEV_POWER/THERMAL_VIOLATION ns as whole µs counters beside the metrics, never as metrics', () => {
+    // Act: GPU g throttled g s for power and 5·g µs + 999 ns for heat
     const parse = parseDcgmExporterText(
       withViolations(
-        (g) => 1_000_000 * g,
-        (g) => 5 * g,
+        (g) => 1e9 * g,
+        (g) => 5000 * g + 999,
       ),
     );
     // Assess
@@ -62,16 +63,15 @@ describe('parseDcgmExporterText violation counters', () => {
     for (const gpu of parse.gpus) expect(gpu).not.toHaveProperty('violation_us');
   });
 
-  it('reports a negative or fractional counter as malformed and leaves it out', () => {
+  it('reports a negative counter as malformed and leaves it out; a large one in exponent form is read', () => {
     // Act
-    const parse = parseDcgmExporterText(withViolations((g) => (g === 0 ? -5 : g === 1 ? '1.5' : 10)));
+    const parse = parseDcgmExporterText(withViolations((g) => (g === 0 ? -5 : g === 1 ? '1.2e+16' : 10_500)));
     // Assess
     expect(parse.gpus[0]).not.toHaveProperty('violation_us');
-    expect(parse.gpus[1]).not.toHaveProperty('violation_us');
+    expect(parse.gpus[1]?.violation_us).toEqual({ power_violation_us_total: 1.2e13 });
     expect(parse.gpus[2]?.violation_us).toEqual({ power_violation_us_total: 10 });
     expect(parse.malformed.map((m) => m.reason)).toEqual([
-      expect.stringContaining('DCGM_FI_DEV_POWER_VIOLATION to be a whole number of µs >= 0, got -5'),
-      expect.stringContaining('got 1.5'),
+      expect.stringContaining('DCGM_FI_DEV_POWER_VIOLATION to be a count of ns >= 0, got -5'),
     ]);
   });
 });
@@ -124,7 +124,7 @@ describe('DcgmProfilingSource violation overlay', () => {
     body = profilingLines(
       withViolations(
         () => 7,
-        (g) => 100 + g,
+        (g) => 1000 * (100 + g),
       ),
     );
     const dcgm = new DcgmProfilingSource({ url });
@@ -141,7 +141,7 @@ describe('DcgmProfilingSource violation overlay', () => {
     body = profilingLines(
       withViolations(
         () => 7,
-        (g) => 100 + g,
+        (g) => 1000 * (100 + g),
       ),
     );
     const dcgm = new DcgmProfilingSource({ url, gpmActive: () => true });
