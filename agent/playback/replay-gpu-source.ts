@@ -64,7 +64,8 @@ export interface ReplayGpuSourceOptions {
  * `k % scrapes.length`'s instant values (the scrape is the GPUs' steady state over that window).
  * NVLink has no instant rate in a `GpuSample`, only byte counters: the scrape's NVLink rate is
  * integrated into a counter from the first reading, so the window's rate is the scrape's. Energy is
- * absent (a scrape's one energy reading gives no delta), so power is the mean of `power_w`.
+ * absent (a scrape's one energy reading gives no delta), so power is the mean of `power_w`; so are
+ * the throttle-time counters (`violation_us`), so throttle ratios come from the clocks-event reasons.
  */
 export class ReplayGpuSource implements AgentSource {
   /** Source name in logs. */

@@ -2,7 +2,7 @@
  * Workload behaviours of a simulated GPU: what one GPU's counters look like, second by second,
  * under each labelled condition of the efficiency tree (docs/design.md §6: healthy compute bound, idle, held idle,
  * fake load, input bound, CPU bound, low occupancy, tensor idle, memory bound, thermal throttling,
- * a memory leak, a power sawtooth, an in-node straggler). Pure and deterministic: time and the
+ * power-cap throttling, a memory leak, a power sawtooth, an in-node straggler). Pure and deterministic: time and the
  * random stream are arguments.
  */
 
@@ -10,7 +10,7 @@ import { DIAGNOSES, type Diagnosis } from '../../lambdas/contract';
 
 /**
  * The diagnoses a GPU's own workload reaches: every one of the contract's {@link DIAGNOSES} but
- * `throttled` (heat, shown by the `thermal_throttle` behaviour), `unknown` (a GPU model without
+ * `throttled` (heat or the power cap, shown by the `thermal_throttle` and `power_throttle` behaviours), `unknown` (a GPU model without
  * profiling counters, not a workload) and `awaiting_diagnosis` (a GPU's first minutes, not a workload).
  */
 export type WorkloadDiagnosis = Exclude<Diagnosis, 'throttled' | 'unknown' | 'awaiting_diagnosis'>;
@@ -26,6 +26,7 @@ const NOT_A_WORKLOAD: ReadonlySet<Diagnosis> = new Set(['throttled', 'unknown', 
 export const BEHAVIOURS = [
   ...DIAGNOSES.filter((d): d is WorkloadDiagnosis => !NOT_A_WORKLOAD.has(d)),
   'thermal_throttle',
+  'power_throttle',
   'memory_leak',
   'power_sawtooth',
   'straggler',
@@ -66,6 +67,12 @@ export interface WorkPoint {
   readonly extra_heat_c?: number;
   /** Share of nominal power drawn, multiplier on the load-driven power (a straggler draws less). @default 1 */
   readonly power_scale?: number;
+  /**
+   * The power cap holds the clocks down: the source draws the full power limit and sets the SW
+   * power cap clock-event bit (0x4), as a GPU whose limit was lowered below what its work needs.
+   * @default false
+   */
+  readonly power_capped?: boolean;
 }
 
 /** What a behaviour needs to compute one instant. */
@@ -226,6 +233,8 @@ export const BEHAVIOUR_WORK: Readonly<Record<Behaviour, (input: BehaviourInput) 
    * and below the 90 °C critical line); the source sets the thermal clock-event bits.
    */
   thermal_throttle: ({ random }) => ({ ...noisy(HEALTHY, random), extra_heat_c: 18 }),
+  /** Healthy work held at the power limit: the SW power cap clock-event bit in every sample, lower clocks. */
+  power_throttle: ({ random }) => ({ ...noisy(HEALTHY, random), power_capped: true }),
   /** Healthy work whose memory grows 16 MiB/s from 60 % of the board (≈ 97 % after 32 min). */
   memory_leak: ({ t_s, random }) => ({
     ...noisy(HEALTHY, random),

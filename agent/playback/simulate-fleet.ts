@@ -206,6 +206,14 @@ export const DEFAULT_SIMULATED_FLEET: readonly SimulatedHostSpec[] = [
       ],
     },
     {
+      name: 'power-throttle',
+      label: 'healthy training held at the power limit: SW power cap clock slowdown in every sample',
+      instance_id: simulatedInstanceId(18),
+      instance_type: 'p5.4xlarge',
+      model: 'h100',
+      gpus: ['power_throttle'],
+    },
+    {
       name: 'a100-no-profiling',
       label: '8× A100 busy (GPU util 100 %), no GPM and no DCGM: SM activity unmeasured',
       instance_id: simulatedInstanceId(15),

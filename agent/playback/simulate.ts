@@ -73,7 +73,9 @@ const LOAD_HEAT_C = 44;
 const THROTTLE_FROM_C = 85;
 /** Clock-event bits of a thermally throttled GPU: SW thermal slowdown 0x20 | HW thermal slowdown 0x40 (`nvmlClocksEventReason*`). */
 const THERMAL_SLOWDOWN_BITS = 0x20 | 0x40;
-/** Share of its clock a thermally throttled GPU keeps. */
+/** Clock-event bit of a GPU held at its power limit: SW power cap 0x4 (`nvmlClocksEventReasonSwPowerCap`). */
+const SW_POWER_CAP_BIT = 0x4;
+/** Share of its clock a thermally throttled (or power-capped) GPU keeps. */
 const THROTTLED_CLOCK_SHARE = 0.72;
 
 /** One GPU's cumulative counters (mJ, bytes) and the time they were advanced to (ms). */
@@ -227,11 +229,13 @@ export class SimulatedGpuSource implements AgentSource {
       const c = this.#counters[index] as CounterState;
       const w = BEHAVIOUR_WORK[behaviour]({ t_s, random });
       const load = 0.8 * w.sm_active + 0.1 * w.dram_active + 0.1 * w.gpu_util;
-      const power_w = Math.min(
-        m.power_limit_w,
-        (m.idle_power_w + (m.power_limit_w - m.idle_power_w) * load * (w.power_scale ?? 1)) *
-          (1 + 0.02 * (2 * random() - 1)),
-      );
+      const power_w = w.power_capped
+        ? m.power_limit_w * (1 - 0.01 * random())
+        : Math.min(
+            m.power_limit_w,
+            (m.idle_power_w + (m.power_limit_w - m.idle_power_w) * load * (w.power_scale ?? 1)) *
+              (1 + 0.02 * (2 * random() - 1)),
+          );
       const gpu_temp_c = BASE_TEMP_C + (LOAD_HEAT_C * power_w) / m.power_limit_w + (w.extra_heat_c ?? 0);
       const throttled = gpu_temp_c >= THROTTLE_FROM_C;
       const dtS = Math.max(0, (nowMs - c.atMs) / 1000);
@@ -252,9 +256,12 @@ export class SimulatedGpuSource implements AgentSource {
         power_w: Math.round(power_w * 1000) / 1000,
         power_limit_w: m.power_limit_w,
         energy_mj_total: Math.round(c.energy_mj),
-        sm_clock_mhz: Math.round(m.max_sm_clock_mhz * (throttled ? THROTTLED_CLOCK_SHARE : 1)),
+        sm_clock_mhz: Math.round(
+          m.max_sm_clock_mhz * (throttled || w.power_capped ? THROTTLED_CLOCK_SHARE : 1),
+        ),
         mem_clock_mhz: m.mem_clock_mhz,
-        clocks_event_reasons: throttled ? THERMAL_SLOWDOWN_BITS : 0,
+        clocks_event_reasons:
+          (throttled ? THERMAL_SLOWDOWN_BITS : 0) | (w.power_capped ? SW_POWER_CAP_BIT : 0),
         ecc_sbe_volatile: this.#counter(index, 'ecc_sbe_volatile', t_s),
         ecc_dbe_volatile: 0,
         ecc_sbe_aggregate: this.#counter(index, 'ecc_sbe_volatile', t_s, false),

@@ -10,6 +10,7 @@ import { normalizePciBusId } from '../../lambdas/contract/pci-bus-id';
 import type { GpuIdentity, GpuMetrics } from '../../lambdas/contract/schema';
 import { DcgmScrapeError } from '../errors';
 import { nodeFetch } from '../send/node-fetch';
+import { DCGM_VIOLATION_FIELD_NAMES, type DcgmViolationCounters, violationCounters } from './dcgm-violation';
 
 /**
  * dcgm-exporter source: parses the Prometheus text exposition of NVIDIA dcgm-exporter
@@ -36,6 +37,17 @@ export interface DcgmGpuReading {
    * activity weighted by their share of the GPU's compute slices (see {@link migComputeShare}).
    */
   readonly mig_instances?: readonly DcgmMigInstance[];
+  /**
+   * Cumulative throttle-time counters where the scrape has them, converted to whole µs:
+   * `DCGM_FI_DEV_POWER_VIOLATION` (240) and `DCGM_FI_DEV_THERMAL_VIOLATION` (241). DCGM reports them
+   * in **ns** (NVML's `nvmlDeviceGetViolationStatus` time; DCGM's field-id documentation and
+   * `dcgm_fields.h`), although older dcgm-exporter counter files print "(in us)" in their HELP text
+   * (corrected in NVIDIA/dcgm-exporter pull request 589). They are sample fields, not window
+   * metrics: the window turns their growth over its wall time into `power_throttle_ratio` /
+   * `thermal_throttle_ratio`. Absent when the scrape has neither; a negative value is reported in
+   * `malformed` and left out.
+   */
+  readonly violation_us?: DcgmViolationCounters;
 }
 
 /** One MIG GPU instance (a slice) as dcgm-exporter reports it. */
@@ -53,6 +65,9 @@ export interface DcgmMigInstance {
   /** The instance's other labels (`pod`, `namespace`, `container`: the pod holding the slice). */
   readonly labels: Record<string, string>;
 }
+
+/** The violation counters' type, from `dcgm-violation.ts`. */
+export type { DcgmViolationCounters };
 
 /** MIG compute slices and shares, from the contract's MIG rules (one home for agent and pipeline). */
 export { migComputeShare, migComputeSlices };
@@ -158,6 +173,7 @@ const COMBINED = new Set([
   'DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL',
   'DCGM_FI_DEV_CLOCKS_EVENT_REASONS',
   'DCGM_FI_DEV_CLOCK_THROTTLE_REASONS',
+  ...DCGM_VIOLATION_FIELD_NAMES,
 ]);
 
 /** Labels that identify the GPU or the exporter, not the workload. */
@@ -354,6 +370,7 @@ function toReading(
         'count',
       );
   }
+  const violation = violationCounters(acc.values, malformed);
   const instances = migInstances(acc);
   const gr = v(GR_ENGINE_ACTIVE);
   if (metrics.gpu_util === undefined && gr) set('gpu_util', gr.value, gr.line, GR_ENGINE_ACTIVE, 'ratio');
@@ -377,6 +394,7 @@ function toReading(
     ...(acc.identity.DCGM_FI_DRIVER_VERSION ? { driver_version: acc.identity.DCGM_FI_DRIVER_VERSION } : {}),
     labels: acc.labels,
     ...(instances.length > 0 ? { mig_instances: instances } : {}),
+    ...(violation !== undefined ? { violation_us: violation } : {}),
   };
 }
 

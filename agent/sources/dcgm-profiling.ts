@@ -9,7 +9,7 @@ import {
   DCGM_REPROBE_INITIAL_MS,
   DCGM_REPROBE_MAX_MS,
 } from './constants';
-import { type DcgmExporterParse, scrapeDcgmExporter } from './dcgm-exporter';
+import { type DcgmExporterParse, type DcgmViolationCounters, scrapeDcgmExporter } from './dcgm-exporter';
 import { migSliceReadings } from './dcgm-mig';
 import { workloadsFromDcgm } from './dcgm-workload';
 import type { AgentSource, SampleSink, SourceContext, SourceSupport } from './source';
@@ -72,6 +72,11 @@ export interface DcgmProfilingStats {
  *   is read only for pod labels, and on an exponential back-off while it does not answer or gives
  *   no `DCGM_FI_PROF_*` ratio (15 s doubling to 10 min: {@link DCGM_REPROBE_INITIAL_MS},
  *   {@link DCGM_REPROBE_MAX_MS}). The clock is the `now` of each sample: no timer of its own.
+ *   While it is scraped at every poll (profiling from here, no GPM) the thermal throttle-time
+ *   counter `DCGM_FI_DEV_THERMAL_VIOLATION` (ns, as whole µs) is overlaid too, so the window measures
+ *   `thermal_throttle_ratio` from it. `DCGM_FI_DEV_POWER_VIOLATION` is not: NVML's own
+ *   `nvmlDeviceGetViolationStatus(POWER)` is the same counter, read at the window's edges, and a
+ *   scrape a poll old mixed into it would count the same µs twice.
  * - every change of the profiling source (`none` → `dcgm` when an exporter that came up late answers
  *   with ratios; `dcgm` → `none` after {@link DCGM_LOSS_AFTER_MISSES} scrapes in a row without
  *   them) is emitted as a `profiling_source_changed` event whose detail says from, to and why.
@@ -111,6 +116,9 @@ export class DcgmProfilingSource implements AgentSource {
   private backoffMs: number;
   private inFlight: Promise<void> | undefined;
   private ratios: ReadonlyMap<number, DcgmProfilingReading> = new Map();
+  /** The thermal throttle-time counter of the last scrape, by GPU index (`DCGM_FI_DEV_THERMAL_VIOLATION`, µs). */
+  private violations: ReadonlyMap<number, Pick<DcgmViolationCounters, 'thermal_violation_us_total'>> =
+    new Map();
   /** Pod per GPU UUID (label `UUID`) and per index (label `gpu`), from the last scrape. */
   private workloads: { byUuid: ReadonlyMap<string, K8sWorkload>; byIndex: ReadonlyMap<number, K8sWorkload> } =
     NO_WORKLOADS;
@@ -182,6 +190,10 @@ export class DcgmProfilingSource implements AgentSource {
     const nowMs = now.getTime();
     if (this.inFlight === undefined && this.due(nowMs)) void this.scrape(nowMs, true);
     for (const [index, reading] of this.ratios) into.overlay(index, reading);
+    // Cumulative counters only while the exporter is scraped at every poll: a counter repeated from
+    // a scrape minutes old would read as no growth, i.e. as "never throttled".
+    if (this.profiling && !this.gpm)
+      for (const [index, counters] of this.violations) into.overlay(index, counters);
   }
 
   /**
@@ -276,6 +288,12 @@ export class DcgmProfilingSource implements AgentSource {
   private settle(parse: DcgmExporterParse | undefined, nowMs: number, announce: boolean): void {
     this.answering = parse !== undefined;
     this.ratios = ratiosOf(parse);
+    this.violations = new Map(
+      (parse?.gpus ?? []).flatMap((g) => {
+        const thermal = g.violation_us?.thermal_violation_us_total;
+        return thermal === undefined ? [] : [[g.gpu.index, { thermal_violation_us_total: thermal }] as const];
+      }),
+    );
     this.workloads = parse === undefined ? NO_WORKLOADS : this.workloadsOf(parse);
     this.slices = slicesOf(parse);
     const hasRatios = this.ratios.size > 0;

@@ -1,7 +1,7 @@
 import type { GpuSample } from './gpu-sample';
 import { COLUMN_CHECK_CODES, COLUMN_FIELDS, type ColumnField, FIELD_CHECK_CODE } from './sample-columns';
 
-/** Number of scalar columns of a reading (the fields of {@link COLUMN_FIELDS}, 35). */
+/** Number of scalar columns of a reading (the fields of {@link COLUMN_FIELDS}, 37). */
 export const COLUMN_COUNT = COLUMN_FIELDS.length;
 
 /** Column of each scalar `GpuSample` field in a {@link GpuRow} and in `SampleColumns` (the order of `COLUMN_CHECKS`). */

@@ -50,6 +50,17 @@ export interface GpuSample {
   readonly mem_temp_c?: number;
   /** Clocks-event (throttle) reasons bitmask at this instant (`nvmlDeviceGetCurrentClocksEventReasons`, fallback `…ThrottleReasons`). */
   readonly clocks_event_reasons?: number;
+  /**
+   * Time the clocks were held down by the power cap, µs, cumulative since driver load
+   * (`nvmlDeviceGetViolationStatus(NVML_PERF_POLICY_POWER = 0).violationTime` ns / 1000, floored;
+   * `DCGM_FI_DEV_POWER_VIOLATION` ns / 1000). Take deltas: Δ / Δ wall time is `power_throttle_ratio`.
+   */
+  readonly power_violation_us_total?: number;
+  /**
+   * Time the clocks were held down for heat, µs, cumulative (`DCGM_FI_DEV_THERMAL_VIOLATION` ns / 1000). The NVML
+   * source leaves it absent: its `thermal_throttle_ratio` comes from the clocks-event reasons.
+   */
+  readonly thermal_violation_us_total?: number;
   /** PCIe bytes transmitted, cumulative, may wrap (field 197 `NVML_FI_DEV_PCIE_COUNT_TX_BYTES`). Take deltas. */
   readonly pcie_tx_bytes_total?: number;
   /** PCIe bytes received, cumulative, may wrap (field 198 `NVML_FI_DEV_PCIE_COUNT_RX_BYTES`). Take deltas. */

@@ -2,4 +2,9 @@ export * from './aggregate';
 export * from './errors';
 export * from './gpu-sample';
 export * from './horizon';
-export { THERMAL_THROTTLE_REASONS_MASK } from './window-from-columns';
+export {
+  isPowerThrottle,
+  isThermalThrottle,
+  POWER_THROTTLE_REASONS_MASK,
+  THERMAL_THROTTLE_REASONS_MASK,
+} from './window-from-columns';

@@ -51,6 +51,7 @@ const GPU_WIDE_METRICS = [
   'mem_clock_mhz',
   'clocks_event_reasons',
   'thermal_throttle_ratio',
+  'power_throttle_ratio',
   'pcie_tx_bytes_per_s',
   'pcie_rx_bytes_per_s',
   'max_pcie_rx_bytes_per_s',

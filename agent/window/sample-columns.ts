@@ -59,6 +59,8 @@ export const COLUMN_CHECKS = {
   sm_clock_mhz: 'mhz',
   mem_clock_mhz: 'mhz',
   clocks_event_reasons: 'count',
+  power_violation_us_total: 'count',
+  thermal_violation_us_total: 'count',
   ecc_sbe_volatile: 'count',
   ecc_dbe_volatile: 'count',
   ecc_sbe_aggregate: 'count',
@@ -71,7 +73,7 @@ export const COLUMN_CHECKS = {
   compute_processes: 'processCount',
 } as const satisfies Record<ColumnField, FieldCheck>;
 
-/** The scalar fields in column order (35 fields). */
+/** The scalar fields in column order (37 fields). */
 export const COLUMN_FIELDS = Object.keys(COLUMN_CHECKS) as readonly ColumnField[];
 
 /**

@@ -107,19 +107,18 @@ export function bitwiseOr(values: Float64Array): number | undefined {
 }
 
 /**
- * Share of the present bitmasks that have at least one bit of `mask` set: count with
- * `value & mask ≠ 0` / count present, 0..1. `mask` must fit in 32 bits.
+ * Share of the present bitmasks whose low 32 bits pass `test`: count passing / count present, 0..1.
  *
  * @returns the share, or `undefined` when none is present
  */
-export function shareWithAnyBit(values: Float64Array, mask: number): number | undefined {
+export function shareMatching(values: Float64Array, test: (low32: number) => boolean): number | undefined {
   let count = 0;
   let hits = 0;
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!;
     if (Number.isNaN(value)) continue;
     count++;
-    if (((value % TWO_POW_32) & mask) !== 0) hits++;
+    if (test(value % TWO_POW_32)) hits++;
   }
   return count === 0 ? undefined : hits / count;
 }

@@ -14,15 +14,56 @@ import {
   meanOf,
   minOf,
   monotonicDelta,
-  shareWithAnyBit,
+  shareMatching,
 } from './statistics';
 
 /**
  * Clocks-event reason bits that count as thermal throttling: HW slowdown 0x8 (thermal or power
  * brake), SW thermal slowdown 0x20, HW thermal slowdown 0x40
- * (`nvmlClocksEventReasonHwSlowdown | …SwThermalSlowdown | …HwThermalSlowdown`).
+ * (`nvmlClocksEventReasonHwSlowdown | …SwThermalSlowdown | …HwThermalSlowdown`). HW slowdown counts
+ * only when HW power brake 0x80 is not set with it: then the slowdown is the power brake's (a real
+ * p5 capture shows `HW Slowdown: Active`, `HW Power Brake Slowdown: Active`,
+ * `HW Thermal Slowdown: Not Active`), which is power throttling, not heat.
  */
 export const THERMAL_THROTTLE_REASONS_MASK = 0x8 | 0x20 | 0x40;
+
+const HW_SLOWDOWN = 0x8;
+const SW_OR_HW_THERMAL_SLOWDOWN = 0x20 | 0x40;
+const HW_POWER_BRAKE_SLOWDOWN = 0x80;
+
+/**
+ * Clocks-event reason bits that count as power throttling when no violation counter is read: SW power
+ * cap 0x4 (clocks cut to stay under the power limit) and HW power brake 0x80 (external power-brake
+ * signal) (`nvmlClocksEventReasonSwPowerCap | …HwPowerBrakeSlowdown`).
+ */
+export const POWER_THROTTLE_REASONS_MASK = 0x4 | 0x80;
+
+/** Whether a clocks-event reasons bitmask (low 32 bits) says thermal throttling (see {@link THERMAL_THROTTLE_REASONS_MASK}). */
+export function isThermalThrottle(reasons: number): boolean {
+  return (
+    (reasons & SW_OR_HW_THERMAL_SLOWDOWN) !== 0 ||
+    ((reasons & HW_SLOWDOWN) !== 0 && (reasons & HW_POWER_BRAKE_SLOWDOWN) === 0)
+  );
+}
+
+/** Whether a clocks-event reasons bitmask (low 32 bits) has the HW power brake (0x80), which no power-violation counter covers. */
+function isPowerBrake(reasons: number): boolean {
+  return (reasons & HW_POWER_BRAKE_SLOWDOWN) !== 0;
+}
+
+/** Whether a clocks-event reasons bitmask (low 32 bits) says power throttling (see {@link POWER_THROTTLE_REASONS_MASK}). */
+export function isPowerThrottle(reasons: number): boolean {
+  return (reasons & POWER_THROTTLE_REASONS_MASK) !== 0;
+}
+
+/**
+ * A violation share above 1 by at most this much is clamped to 1 (the counter and the sample clock
+ * are read a few ms apart); anything larger is a broken reading and is left out.
+ */
+const VIOLATION_SHARE_TOLERANCE = 0.05;
+
+/** µs of violation per second of wall time, as a share of the time: Δµs / (Δs × 10^6). */
+const US_PER_S = 1e6;
 
 /** Contract bounds the aggregates are checked against before they go out. */
 const POWER_MAX_W = METRIC_RANGES.watts.max;
@@ -66,8 +107,16 @@ const GROWTH_MAX_BYTES_PER_S = 1e12;
  * - growth of a counter (`ecc_sbe_volatile_delta`, `pcie_replay_delta`,
  *   `nvlink_crc_errors_delta`): last − first present value (`monotonicDelta`), absent with < 2
  *   present values or when the counter went backwards (a driver reload or reset is never growth);
- * - `clocks_event_reasons`: OR of the bitmasks; `thermal_throttle_ratio`: share of the samples
- *   having the bitmask in which any of {@link THERMAL_THROTTLE_REASONS_MASK} is set;
+ * - `clocks_event_reasons`: OR of the bitmasks;
+ * - `thermal_throttle_ratio`, `power_throttle_ratio`: from the cumulative violation counter
+ *   (`thermal_violation_us_total`, `power_violation_us_total`) when ≥ 2 samples have it over a
+ *   positive span, the sum of its non-negative steps / (t_last − t_first) / 10^6 (the share of the
+ *   wall time the clocks were held down; clamped to 1 within 5 %, absent beyond); otherwise the
+ *   share of the samples having the bitmask that {@link isThermalThrottle} /
+ *   {@link isPowerThrottle} accept (HW slowdown with HW power brake is power, not heat). NVML's
+ *   power counter (`NVML_PERF_POLICY_POWER`) covers the SW power cap only: where the bitmask is
+ *   read too, `power_throttle_ratio` is the larger of the counter's share and the share of samples
+ *   with the HW power brake 0x80 (time throttled for at least one of the two);
  * - OR: `retired_pages_pending`, `remapped_rows_pending`, `remapped_rows_failure`;
  * - maximum: `compute_processes`;
  * - `processes` (beside the metrics): union by pid with each pid's largest memory, largest
@@ -182,7 +231,15 @@ const METRIC_RULES: { readonly [K in GpuMetricName]: (x: MetricInputs) => GpuMet
   sm_clock_mhz: (x) => meanOf(x.f.sm_clock_mhz),
   mem_clock_mhz: (x) => meanOf(x.f.mem_clock_mhz),
   clocks_event_reasons: (x) => bitwiseOr(x.f.clocks_event_reasons),
-  thermal_throttle_ratio: (x) => shareWithAnyBit(x.f.clocks_event_reasons, THERMAL_THROTTLE_REASONS_MASK),
+  thermal_throttle_ratio: (x) =>
+    violationShare(x.at, x.f.thermal_violation_us_total) ??
+    shareMatching(x.f.clocks_event_reasons, isThermalThrottle),
+  power_throttle_ratio: (x) => {
+    const capped = violationShare(x.at, x.f.power_violation_us_total);
+    if (capped === undefined) return shareMatching(x.f.clocks_event_reasons, isPowerThrottle);
+    const braked = shareMatching(x.f.clocks_event_reasons, isPowerBrake);
+    return braked === undefined ? capped : Math.max(capped, braked);
+  },
 
   ecc_sbe_volatile: (x) => lastOf(x.f.ecc_sbe_volatile),
   ecc_sbe_volatile_delta: (x) => monotonicDelta(x.at, x.f.ecc_sbe_volatile)?.delta,
@@ -206,6 +263,17 @@ const METRIC_RULE_LIST = GPU_METRIC_NAMES.map(
 
 function clampRatio(value: number | undefined): number | undefined {
   return value === undefined ? undefined : Math.min(1, value);
+}
+
+/**
+ * Share of the wall time a cumulative violation counter (µs) grew by: `counterRate` / 10^6, clamped
+ * to 1 within {@link VIOLATION_SHARE_TOLERANCE}; `undefined` without a rate or beyond the tolerance.
+ */
+function violationShare(atMs: Float64Array, violationUs: Float64Array): number | undefined {
+  const rate = counterRate(atMs, violationUs);
+  if (rate === undefined) return undefined;
+  const share = rate / US_PER_S;
+  return share <= 1 + VIOLATION_SHARE_TOLERANCE ? Math.min(1, share) : undefined;
 }
 
 function atMost(value: number | undefined, max: number): number | undefined {

@@ -50,6 +50,7 @@ export const FLEET_LABELS: Readonly<Record<string, ScenarioLabels>> = {
   'tensor-idle': { expect: ['tensor_idle'], diagnosis: 'tensor_idle' },
   'memory-bound': { expect: ['memory_bound'], diagnosis: 'memory_bound' },
   'thermal-throttle': { expect: ['thermal_throttle'], diagnosis: 'throttled' },
+  'power-throttle': { expect: ['power_throttle'], diagnosis: 'throttled' },
   'memory-leak': { expect: ['memory_pressure'], diagnosis: 'compute_bound' },
   'power-sawtooth': { expect: ['power_sawtooth'], allow: ['waste_rate'] },
   straggler: { expect: ['straggler'], diagnosis: 'compute_bound', diagnosis_gpus: [0, 1, 2, 3, 4, 6, 7] },
@@ -135,7 +136,8 @@ export function simulatedFleetScenarios(): Scenario[] {
 
 /**
  * The bundled real kernel-log captures as scenarios: the Xid 48 → 63 → 94 host must raise
- * `xid_fatal` and may be replaced; the host with only application faults (Xid 13, 43) raises an
+ * `xid_fatal` and may be remediated (a lone double-bit ECC error reboots it, as NVIDIA's Xid catalog
+ * resets first); the host with only application faults (Xid 13, 43) raises an
  * informational `xid_app` notice (an application fault, not a hardware one) and is never replaced;
  * the EKS p5 scrape (no process count, GPU 0 held by a vLLM pod) raises `idle_billed` for GPUs 1–7
  * only — the pod's GPU is held idle, not idle.

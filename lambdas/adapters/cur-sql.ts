@@ -19,6 +19,7 @@ const MONEY_COLUMNS = new Set([
   'underused_usd',
   'broken_usd',
   'wasted_usd',
+  'throttled_usd',
 ]);
 
 /**
@@ -110,7 +111,8 @@ WHERE line_item_line_item_type IN (${Object.keys(CUR_EFFECTIVE_COST).map(stringL
  * GPU windows repriced from CUR rates: a window whose instance and start hour has a rate gets
  * `price_usd_per_hour` = the rate, `price_source` = `cur` (`cur:spot` for a Spot hour), `cost_usd` = rate / `gpu_count` ×
  * `gpu_hours`, and its waste recomputed from its stored class and efficiency exactly as the ledger
- * does (idle, held-idle and broken: the whole cost; underused and none: cost × (1 − efficiency));
+ * does (idle, held-idle and broken: the whole cost; underused and none: cost × (1 − efficiency)),
+ * and its throttled dollars as the ledger does ((cost − wasted) × the larger throttle ratio);
  * every other window is as stored. Same columns, same order as `gpu_windows`.
  *
  * With `match` `latest` the rates are one per instance ({@link latestCurRatesSql}) and price every
@@ -138,6 +140,7 @@ export function repricedWindowsSql(
     broken_usd: `CASE WHEN w.waste_class = 'broken' THEN ${cost} ELSE 0 END`,
     underused_usd: `CASE WHEN w.waste_class IN ('underused', 'none') THEN ${cost} * (1 - w.efficiency) ELSE 0 END`,
     wasted_usd: `CASE WHEN w.waste_class IN ('idle', 'held_idle', 'broken') THEN ${cost} WHEN w.waste_class IN ('underused', 'none') THEN ${cost} * (1 - w.efficiency) ELSE 0 END`,
+    throttled_usd: `CASE WHEN w.waste_class IN ('underused', 'none') THEN ${cost} * w.efficiency WHEN w.waste_class = 'unknown' THEN ${cost} ELSE 0 END * greatest(coalesce(w.thermal_throttle_ratio, 0), coalesce(w.power_throttle_ratio, 0))`,
   };
   const columns = GPU_WINDOW_COLUMNS.map((c) =>
     MONEY_COLUMNS.has(c)

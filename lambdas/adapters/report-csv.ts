@@ -27,6 +27,8 @@ const GROUP_MONEY_COLUMNS = [
   'underused_usd',
   'broken_usd',
   'unpriced',
+  // Added later, at the end, so a reader of the earlier columns by position still reads them.
+  'throttled_usd',
 ] as const;
 
 /**
@@ -48,7 +50,8 @@ export function reportCsvColumns(by: ReportGrouping): readonly string[] {
 /**
  * Columns of the line-item CSV, in order: the period, the day, the tags, the instance (and GPU for
  * the `gpu` grain), its place and purchase option, the price and its source, GPU-hours, idle
- * GPU-hours, cost and wasted USD, each waste class, then one `wasted_<diagnosis>_usd` per cause.
+ * GPU-hours, cost and wasted USD, each waste class, the USD lost to throttling (`throttled_usd`, not
+ * part of `wasted_usd`), then one `wasted_<diagnosis>_usd` per cause.
  *
  * @param grain - `instance` (one row per instance and day) or `gpu` (per GPU and day)
  * @returns the header
@@ -78,6 +81,7 @@ export function lineItemCsvColumns(grain: LineItemGrain): readonly string[] {
     'held_idle_usd',
     'underused_usd',
     'broken_usd',
+    'throttled_usd',
     ...DIAGNOSES.map(diagnosisColumn),
   ];
 }
@@ -112,6 +116,7 @@ function groupRow(report: WasteReport, g: ReportGroup, column: string): Record<s
     underused_usd: usdCents(g.by_class.underused),
     broken_usd: usdCents(g.by_class.broken),
     unpriced: g.unpriced === undefined ? '' : String(g.unpriced),
+    throttled_usd: usdCents(g.throttled_usd),
   };
 }
 
@@ -145,6 +150,7 @@ function lineItemRow(report: WasteReport, i: ReportLineItem): Record<string, str
     held_idle_usd: micro(i.held_idle_usd),
     underused_usd: micro(i.underused_usd),
     broken_usd: micro(i.broken_usd),
+    throttled_usd: micro(i.throttled_usd),
   };
   for (const d of DIAGNOSES) cells[diagnosisColumn(d)] = micro(i.wasted_by_diagnosis_usd[d] ?? 0);
   return cells;
@@ -219,12 +225,14 @@ const WASTE_BASE_COLUMNS = [
   'az',
   'lifecycle',
   'idle_gpu_hours',
+  'throttled_usd',
 ] as const;
 
 /**
  * Column order of the per-GPU line items (`waste.csv`): one row per instance and GPU; after the
  * fixed columns one `wasted_<diagnosis>_usd` column per diagnosis (why the dollars were wasted; 0
- * when none).
+ * when none). `throttled_usd` is the dollars lost to thermal or power throttling: beside the waste,
+ * never in `wasted_usd` (the ledger's (cost − wasted) × throttle ratio, so wasted + throttled ≤ cost).
  */
 export const WASTE_CSV_COLUMNS: readonly string[] = [
   ...WASTE_BASE_COLUMNS,
@@ -265,6 +273,7 @@ export function wasteCsv(rows: readonly WasteReportRow[]): string {
         held_idle_usd: r.held_idle_usd.toFixed(6),
         underused_usd: r.underused_usd.toFixed(6),
         broken_usd: r.broken_usd.toFixed(6),
+        throttled_usd: r.throttled_usd.toFixed(6),
         efficiency: r.efficiency === undefined ? '' : r.efficiency.toFixed(4),
         efficiency_source: r.efficiency_source,
         processes_unknown: String(r.processes_unknown),

@@ -43,13 +43,14 @@ function groupTable(title: string, groups: readonly ReportGroup[]): string {
         `<td>${usd(g.wasted_usd)}</td><td>${pct(g.wasted_usd, g.cost_usd)}</td>` +
         `<td>${usd(g.by_class.idle)}</td><td>${usd(g.by_class.held_idle)}</td>` +
         `<td>${usd(g.by_class.underused)}</td><td>${usd(g.by_class.broken)}</td>` +
+        `<td>${usd(g.throttled_usd)}</td>` +
         `<td>${g.efficiency === undefined ? '–' : `${(100 * g.efficiency).toFixed(1)} %`}</td></tr>`,
     )
     .join('\n');
   return `<table><caption>${escapeHtml(title)}</caption>
-<thead><tr><th scope="col">Group</th><th scope="col">GPUs</th><th scope="col">GPU-hours</th><th scope="col">Cost</th><th scope="col">Wasted</th><th scope="col">Wasted %</th><th scope="col">Idle</th><th scope="col">Held idle</th><th scope="col">Underused</th><th scope="col">Broken</th><th scope="col">Efficiency</th></tr></thead>
+<thead><tr><th scope="col">Group</th><th scope="col">GPUs</th><th scope="col">GPU-hours</th><th scope="col">Cost</th><th scope="col">Wasted</th><th scope="col">Wasted %</th><th scope="col">Idle</th><th scope="col">Held idle</th><th scope="col">Underused</th><th scope="col">Broken</th><th scope="col" title="Lost to thermal or power throttling: not part of Wasted">Throttled</th><th scope="col">Efficiency</th></tr></thead>
 <tbody>
-${rows || '<tr><td colspan="11">No GPU windows in this period.</td></tr>'}
+${rows || '<tr><td colspan="12">No GPU windows in this period.</td></tr>'}
 </tbody></table>`;
 }
 
@@ -199,6 +200,7 @@ td.text, th.text { text-align: left; }
 <div>Cost<b>${usd(t.cost_usd)}</b></div>
 <div>Wasted<b>${usd(t.wasted_usd)}</b></div>
 <div>Wasted share<b>${pct(t.wasted_usd, t.cost_usd)}</b></div>
+<div>Lost to throttling<b>${usd(t.throttled_usd)}</b></div>
 </section>
 ${changeLine(report)}
 <p>${t.instances} instances, ${t.gpus} GPUs, ${t.idle_gpu_hours.toFixed(1)} GPU-hours idle (priced or not). Wasted by class: idle ${usd(t.by_class.idle)}, held idle ${usd(t.by_class.held_idle)}, underused ${usd(t.by_class.underused)}, broken ${usd(t.by_class.broken)}.</p>

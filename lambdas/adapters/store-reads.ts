@@ -37,7 +37,7 @@ export function limitProblem(limit: number | undefined): string | undefined {
 /** The ledger's money and GPU-hours summed, one column each, named as the ledger fields. */
 export const LEDGER_SUMS_SQL = `sum(gpu_hours) AS gpu_hours, sum(cost_usd) AS cost_usd, sum(idle_usd) AS idle_usd,
   sum(held_idle_usd) AS held_idle_usd, sum(underused_usd) AS underused_usd,
-  sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd`;
+  sum(broken_usd) AS broken_usd, sum(wasted_usd) AS wasted_usd, sum(throttled_usd) AS throttled_usd`;
 
 /**
  * @param get - a result row with the {@link LEDGER_SUMS_SQL} columns
@@ -53,6 +53,7 @@ export function ledgerSumsFrom(get: ColumnGetter): LedgerSums {
     underused_usd: num('underused_usd'),
     broken_usd: num('broken_usd'),
     wasted_usd: num('wasted_usd'),
+    throttled_usd: num('throttled_usd'),
   };
 }
 

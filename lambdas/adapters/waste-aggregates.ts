@@ -54,6 +54,7 @@ export function toWasteReportRow(a: WasteAggregate): WasteReportRow {
     underused_usd: a.underused_usd,
     broken_usd: a.broken_usd,
     wasted_usd: a.wasted_usd,
+    throttled_usd: a.throttled_usd,
     ...(measured ? { efficiency: a.efficiency_weighted / a.efficiency_hours } : {}),
     efficiency_source,
     price_usd_per_hour: a.price_usd_per_hour,

@@ -181,6 +181,7 @@ export const GPU_METRIC_NAMES = [
   'mem_clock_mhz',
   'clocks_event_reasons',
   'thermal_throttle_ratio',
+  'power_throttle_ratio',
   'ecc_sbe_volatile',
   'ecc_sbe_volatile_delta',
   'ecc_dbe_volatile',

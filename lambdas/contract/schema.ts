@@ -188,6 +188,15 @@ export const GpuMetricsSchema = z
     clocks_event_reasons: count.optional(),
     /** Fraction of samples, 0..1, whose clocks-event reasons had a thermal slowdown bit (SW 0x20, HW 0x40) or HW slowdown (0x8). */
     thermal_throttle_ratio: ratio.optional(),
+    /**
+     * Share of the window, 0..1, in which the clocks were held down by the power cap. Measured, in this
+     * order: Δ cumulative power-violation time / Δ wall time between the first and last samples having the
+     * counter (`nvmlDeviceGetViolationStatus(NVML_PERF_POLICY_POWER)` ns: the SW power cap), or the share of
+     * samples with the HW power brake (0x80) if larger; without the counter the fraction of samples whose
+     * clocks-event reasons had SW power cap (0x4) or HW power brake (0x80). Absent when the GPU reports
+     * neither (NVML NOT_SUPPORTED): never invented. Additive, contract v1.
+     */
+    power_throttle_ratio: ratio.optional(),
     /** Volatile corrected (single-bit) ECC errors since driver load (`nvmlDeviceGetTotalEccErrors(CORRECTED, VOLATILE)`; DCGM 310). */
     ecc_sbe_volatile: count.optional(),
     /**

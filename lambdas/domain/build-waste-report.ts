@@ -98,6 +98,12 @@ export interface ReportMoney {
   readonly wasted_usd: number;
   /** Wasted USD by class. */
   readonly by_class: Readonly<Record<ReportWasteClass, number>>;
+  /**
+   * Lost to thermal or power throttling, USD: Σ of the ledger's `throttled_usd` ((cost − wasted) ×
+   * the larger throttle ratio of each window). Not waste and not in `wasted_usd`: wasted +
+   * throttled ≤ cost, no dollar in both (docs/detection.md §3).
+   */
+  readonly throttled_usd: number;
 }
 
 /** One group of the report (a team, a job, a namespace, a pod, an instance type, an instance, or a diagnosis). */
@@ -200,6 +206,7 @@ interface Acc {
   held_idle: number;
   underused: number;
   broken: number;
+  throttled: number;
   eff_weighted: number;
   eff_hours: number;
   price_sources: Set<string>;
@@ -213,6 +220,7 @@ const emptyAcc = (): Acc => ({
   held_idle: 0,
   underused: 0,
   broken: 0,
+  throttled: 0,
   eff_weighted: 0,
   eff_hours: 0,
   price_sources: new Set(),
@@ -226,6 +234,7 @@ function add(acc: Acc, r: WasteReportRow, gpus: number): void {
   acc.held_idle += r.held_idle_usd;
   acc.underused += r.underused_usd;
   acc.broken += r.broken_usd;
+  acc.throttled += r.throttled_usd;
   if (r.efficiency !== undefined) {
     acc.eff_weighted += r.efficiency * r.gpu_hours;
     acc.eff_hours += r.gpu_hours;
@@ -240,6 +249,7 @@ function money(acc: Acc): ReportMoney {
     cost_usd: acc.cost_usd,
     wasted_usd: by_class.idle + by_class.held_idle + by_class.underused + by_class.broken,
     by_class,
+    throttled_usd: acc.throttled,
   };
 }
 
@@ -314,6 +324,7 @@ function fromStore(rows: readonly WasteGroupRow[] | undefined, by: ReportGroupin
           underused: sums.underused_usd,
           broken: sums.broken_usd,
         },
+        throttled_usd: sums.throttled_usd,
         unpriced: (r.unpriced_gpu_hours ?? 0) > 0,
       };
     })
@@ -415,6 +426,12 @@ function methodOf(
     caveats.push('Where compute process counts were unknown, idle GPUs are counted as idle (not held-idle).');
   }
   if (cur !== undefined) caveats.push(curCoverageNote(cur));
+  const throttled = rows.reduce((sum, r) => sum + r.throttled_usd, 0);
+  if (throttled >= 0.005) {
+    caveats.push(
+      `$${throttled.toFixed(2)} was lost to thermal or power throttling (clocks held down below what is billed): shown apart as throttled, not in the wasted total; wasted + throttled never exceeds the cost.`,
+    );
+  }
   if (unpriced.length > 0) {
     caveats.push(
       `${unpriced.length} instance(s) are unpriced (no list price for their type and region, or a spot host without a spot price): costed at $0, listed below. Set price rates to price them.`,
@@ -485,6 +502,7 @@ export function buildWasteReport(
       cost_usd: g.cost_usd,
       wasted_usd: g.wasted_usd,
       by_class: g.by_class,
+      throttled_usd: g.throttled_usd,
       price_usd_per_hour: first.price_usd_per_hour,
       price_source: first.price_source,
       ...(cause !== undefined && g.wasted_usd > 0 ? { cause, fix: explainCause(cause).fix } : {}),

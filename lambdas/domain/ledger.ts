@@ -46,6 +46,11 @@ export interface LedgerOptions {
  *   `underused`, or `none` when efficiency ≥ {@link FULLY_USED_EFFICIENCY_AT_LEAST} (the small
  *   remainder is still counted in `underused_usd`, so the sum over classes stays the formula).
  * - `wasted_usd` = idle + held_idle + underused + broken, so 0 ≤ wasted_usd ≤ cost_usd.
+ * - `throttled_usd` = (cost_usd − wasted_usd) × max(`thermal_throttle_ratio`, `power_throttle_ratio`)
+ *   (absent ratios count 0): the dollars of the time the clocks were held down by heat or the power
+ *   cap, lost rather than wasted. The max is the share of time throttled for at least one reason (a
+ *   lower bound: the two can overlap, and their union is unknown); it is taken only on the dollars
+ *   not already counted as waste, so wasted_usd + throttled_usd ≤ cost_usd and no dollar is both.
  *
  * @param window - a validated GPU window (flush; a horizon window would double-count the money)
  * @param price - the instance price (see `priceFor`)
@@ -115,6 +120,8 @@ export function computeLedger(window: GpuWindow, price: InstancePrice, opts?: Le
     waste_class = efficiency >= FULLY_USED_EFFICIENCY_AT_LEAST ? 'none' : 'underused';
     underused_usd = cost_usd * (1 - efficiency);
   }
+  const wasted_usd = idle_usd + held_idle_usd + underused_usd + broken_usd;
+  const throttleShare = Math.max(m.thermal_throttle_ratio ?? 0, m.power_throttle_ratio ?? 0);
   const base = {
     window_s,
     gpu_hours,
@@ -129,7 +136,8 @@ export function computeLedger(window: GpuWindow, price: InstancePrice, opts?: Le
     held_idle_usd,
     underused_usd,
     broken_usd,
-    wasted_usd: idle_usd + held_idle_usd + underused_usd + broken_usd,
+    wasted_usd,
+    throttled_usd: Math.max(0, cost_usd - wasted_usd) * throttleShare,
   };
   const withDiagnosis = opts?.diagnosis === undefined ? base : { ...base, diagnosis: opts.diagnosis };
   return efficiency === undefined ? withDiagnosis : { ...withDiagnosis, efficiency };

@@ -44,6 +44,7 @@ export const GPU_METRIC_TYPES: { readonly [K in keyof Required<GpuMetrics>]: Mea
   mem_clock_mhz: 'DOUBLE',
   clocks_event_reasons: 'BIGINT',
   thermal_throttle_ratio: 'DOUBLE',
+  power_throttle_ratio: 'DOUBLE',
   ecc_sbe_volatile: 'BIGINT',
   ecc_sbe_volatile_delta: 'BIGINT',
   ecc_dbe_volatile: 'BIGINT',
@@ -76,6 +77,7 @@ export const LEDGER_MEASURE_TYPES: { readonly [K in keyof Required<LedgerEntry>]
   underused_usd: 'DOUBLE',
   broken_usd: 'DOUBLE',
   wasted_usd: 'DOUBLE',
+  throttled_usd: 'DOUBLE',
   diagnosis: 'VARCHAR',
 };
 

@@ -64,6 +64,8 @@ export interface ReportLineItem {
   readonly held_idle_usd: number;
   readonly underused_usd: number;
   readonly broken_usd: number;
+  /** Lost to thermal or power throttling, USD; not part of `wasted_usd`. */
+  readonly throttled_usd: number;
   /** Wasted USD by the diagnosis stored with each window; only causes with waste > 0. */
   readonly wasted_by_diagnosis_usd: Readonly<Partial<Record<Diagnosis, number>>>;
 }
@@ -119,6 +121,7 @@ function itemOf(day: string, r: WasteReportRow, grain: LineItemGrain): ReportLin
     held_idle_usd: r.held_idle_usd,
     underused_usd: r.underused_usd,
     broken_usd: r.broken_usd,
+    throttled_usd: r.throttled_usd,
     wasted_by_diagnosis_usd: { ...r.wasted_by_diagnosis_usd },
   };
 }
@@ -141,6 +144,7 @@ function merged(a: ReportLineItem, b: ReportLineItem): ReportLineItem {
     held_idle_usd: a.held_idle_usd + b.held_idle_usd,
     underused_usd: a.underused_usd + b.underused_usd,
     broken_usd: a.broken_usd + b.broken_usd,
+    throttled_usd: a.throttled_usd + b.throttled_usd,
     wasted_by_diagnosis_usd: causes,
   };
 }

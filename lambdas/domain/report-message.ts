@@ -24,6 +24,9 @@ function totalsLines(report: WasteReport): string[] {
     `Cost: ${usdDisplay(t.cost_usd)}; wasted: ${usdDisplay(t.wasted_usd)} (${percentOf(t.wasted_usd, t.cost_usd)})`,
     `Wasted by class: idle ${usdDisplay(t.by_class.idle)}, held idle ${usdDisplay(t.by_class.held_idle)}, underused ${usdDisplay(t.by_class.underused)}, broken ${usdDisplay(t.by_class.broken)}`,
     `Idle GPU-hours (priced or not): ${t.idle_gpu_hours.toFixed(1)}`,
+    ...(t.throttled_usd >= 0.005
+      ? [`Lost to thermal or power throttling (not in wasted): ${usdDisplay(t.throttled_usd)}`]
+      : []),
     ...changeLines(report),
   ];
 }

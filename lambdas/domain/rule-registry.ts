@@ -15,6 +15,7 @@ import { memoryPressureRule } from './rules/memory-pressure';
 import { nvlinkCrcRateRule } from './rules/nvlink-crc-rate';
 import { pcieReplayRateRule } from './rules/pcie-replay-rate';
 import { powerSawtoothRule } from './rules/power-sawtooth';
+import { powerThrottleRule } from './rules/power-throttle';
 import { profilingUnavailableRule } from './rules/profiling-unavailable';
 import { rowRemapFailureRule } from './rules/row-remap-failure';
 import { spotInterruptionRule } from './rules/spot-interruption';
@@ -59,6 +60,7 @@ export const WINDOW_RULES = Object.freeze([
   stragglerRule,
   memoryPressureRule,
   thermalThrottleRule,
+  powerThrottleRule,
   pcieReplayRateRule,
   nvlinkCrcRateRule,
   eccSbeRateRule,

@@ -58,6 +58,13 @@ export interface LedgerEntry {
   /** idle + held_idle + underused + broken. */
   readonly wasted_usd: number;
   /**
+   * Lost to throttling, not wasted: (cost − wasted) × max(`thermal_throttle_ratio`,
+   * `power_throttle_ratio`), the dollars of the time the clocks were held down below what is billed,
+   * counted only on the part of the cost not already wasted, so wasted + throttled ≤ cost and the
+   * two never count the same dollar. 0 when neither ratio was measured. Never part of `wasted_usd`.
+   */
+  readonly throttled_usd: number;
+  /**
    * Why this GPU is (or is not) wasting money: the diagnosis of its horizon at ingest (see
    * {@link DIAGNOSES}); absent when the batch carried no horizon for the GPU.
    */
@@ -277,6 +284,8 @@ export interface LedgerSums {
   readonly underused_usd: number;
   readonly broken_usd: number;
   readonly wasted_usd: number;
+  /** Lost to thermal or power throttling (see `LedgerEntry.throttled_usd`); not part of `wasted_usd`. */
+  readonly throttled_usd: number;
 }
 
 /** One GPU's row of the waste report, summed over a time range. */

@@ -15,13 +15,16 @@ import { XID_CATALOG, type XidCatalogRow } from './xid-catalog';
  *   your hardware vendor" (140): only a fault that persists after a reset is hardware;
  * - `WORKFLOW_NVLINK_ERR` (74) → `reset`, `replace` when it repeats ("if this error is seen
  *   repeatedly and GPU reset or node reboot fails to clear the condition, contact your hardware vendor");
+ * - `WORKFLOW_XID_48` (48, double-bit ECC) → `reset`, `replace` when it comes back: the catalog's
+ *   workflow resets the GPU (a reset or reboot clears it; on A100/H100 the row remap the DBE
+ *   recorded applies at that reset), and only a DBE that persists, or a remap that fails (Xid 64,
+ *   the remapped-rows failure flag: their own rules replace), is an RMA case;
  * - `CONTACT_SUPPORT`, `CHECK_MECHANICALS`, `UPDATE_SWFW`, `WORKFLOW_NVLINK5_ERR` (Blackwell 144–150,
  *   whose action depends on sub-codes a human decodes), `XID_154`, and codes with no bucket →
  *   `notify` at `warning`;
  *
- * Deliberate deviations, each with its reason in the entry's `source`: 48 (DBE) and 64 (remap
- * failure) replace (docs/design.md §6: uncorrectable memory on a host we cannot field-diag; the
- * catalog's own investigatory action is RMA/field diag); 79 (fallen off the bus, `RESTART_BM`) replaces,
+ * Deliberate deviations, each with its reason in the entry's `source`: 64 (remap failure) replaces
+ * (an RMA candidate; the catalog's investigatory action is CONTACT_SUPPORT); 79 (fallen off the bus, `RESTART_BM`) replaces,
  * like the `gpu_lost` rule; 63 (row remap pending) notifies at `info` (the remap activates at the
  * next reset); 92 (high SBE rate) notifies at `warning` (it precedes DBEs); 94 (contained error) notifies
  * at `warning` (reset "when convenient"); 171/172 (detail of a 48) are ignored: the 48 acts.
@@ -115,6 +118,8 @@ const RESET_REMEDY =
   'Reset the GPU (a reboot of the instance resets every GPU); if it comes back after the reset, replace the instance.';
 const REPLACE_REMEDY =
   'Hardware fault: checkpoint and move the job; the instance is replaced (Auto Scaling) or quarantined for a human.';
+const DBE_REMEDY =
+  'Uncorrectable memory error: the job on this GPU is lost; reset the GPU (a reboot of the instance resets every GPU and applies the row remap the error recorded on A100/H100). If it comes back after the reset, or the remap fails (Xid 64, remapped-rows failure), replace the instance.';
 const NOTICE_REMEDY = "Look the code up in NVIDIA's Xid catalog; contact support if it persists.";
 
 /** Application-class codes the catalog says to ignore: the app faulted, the GPU is healthy. */
@@ -154,8 +159,9 @@ function fromCatalog(row: XidCatalogRow): XidPolicyEntry {
     case 'RESTART_VM':
     case 'WORKFLOW_NVLINK_ERR':
       return { ...base(row, 'reset', 'warning', 'hardware', RESET_REMEDY), ...RESET_ESCALATION };
-    case 'RESTART_BM':
     case 'WORKFLOW_XID_48':
+      return { ...base(row, 'reset', 'warning', 'hardware', DBE_REMEDY), ...RESET_ESCALATION };
+    case 'RESTART_BM':
       return base(row, 'replace', 'critical', 'hardware', REPLACE_REMEDY);
     case 'CHECK_UVM':
       return base(
@@ -180,10 +186,7 @@ function fromCatalog(row: XidCatalogRow): XidPolicyEntry {
 
 /** Codes whose entry deviates from the catalog's bucket, each with the reason (in `source`). */
 const DEVIATIONS: Readonly<Record<number, Partial<XidPolicyEntry>>> = {
-  48: {
-    meaning: 'double-bit ECC error',
-    source: `deviation: catalog WORKFLOW_XID_48 resets first; docs/design.md §6 replaces an uncorrectable memory error, as no field diag runs on EC2`,
-  },
+  48: { meaning: 'double-bit ECC error' },
   54: {
     remedy: 'Check the mechanicals (power cabling); open an AWS support case.',
   },

@@ -63,6 +63,10 @@ export const DUCKDB_SCHEMA_SQL: readonly string[] = [
   'ALTER TABLE gpu_windows ADD COLUMN IF NOT EXISTS gpu_instance_id INTEGER',
   'ALTER TABLE gpu_windows ADD COLUMN IF NOT EXISTS gpu_instance_profile VARCHAR',
   'ALTER TABLE gpu_windows ADD COLUMN IF NOT EXISTS gpu_instance_slot INTEGER DEFAULT -1',
+  // … and the power-throttle measure (NULL in old rows: not measured then).
+  'ALTER TABLE gpu_windows ADD COLUMN IF NOT EXISTS power_throttle_ratio DOUBLE',
+  // … and the dollars lost to throttling (0 in old rows: they were never priced).
+  'ALTER TABLE gpu_windows ADD COLUMN IF NOT EXISTS throttled_usd DOUBLE DEFAULT 0',
   telemetryTableDdl('efa_windows'),
   telemetryTableDdl('events'),
   `CREATE TABLE IF NOT EXISTS remediations (

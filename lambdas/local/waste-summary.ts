@@ -53,6 +53,9 @@ export function wasteSummary(rows: readonly WasteReportRow[]): string {
     `Waste report: ${rows.length} GPUs, ${hours.toFixed(2)} GPU-hours, cost $${cost.toFixed(2)}, wasted $${wasted.toFixed(2)} (${cost > 0 ? ((100 * wasted) / cost).toFixed(1) : '0.0'}%)`,
   ];
   if (causes.size > 0) out.push(`  wasted by cause: ${byCause(causes)}`);
+  const throttled = rows.reduce((s, r) => s + r.throttled_usd, 0);
+  if (throttled >= 0.005)
+    out.push(`  lost to thermal or power throttling (not in wasted): $${throttled.toFixed(2)}`);
   for (const [id, e] of [...byInstance.entries()].sort((a, b) => b[1].wasted - a[1].wasted)) {
     out.push(
       `  ${id} ${e.type}: ${e.gpus} GPUs, ${e.hours.toFixed(2)} GPU-h, cost $${e.cost.toFixed(2)}, wasted $${e.wasted.toFixed(2)} (efficiency from ${[...e.src].join('/')}; price ${e.price})${e.causes.size > 0 ? `; by cause: ${byCause(e.causes)}` : ''}`,

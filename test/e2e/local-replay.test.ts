@@ -92,21 +92,27 @@ describe('gpu-sentinel local, replaying the bundled real captures end to end', (
     }
   });
 
-  it('raises a critical xid_fatal alert for the GPU that logged Xid 48 → 63 → 94', () => {
+  it('raises an xid_fatal reset alert for the GPU that logged Xid 48 → 63 → 94 (the catalog resets a DBE first)', () => {
     const host = hostWith('dmesg-xid48-63-94');
     const fatal = alerts.filter(
-      (a) => a.instance_id === host.instance_id && a.rule === 'xid_fatal' && a.severity === 'critical',
+      (a) =>
+        a.instance_id === host.instance_id &&
+        a.rule === 'xid_fatal' &&
+        a.severity === 'warning' &&
+        (a.evidence as { xid?: number }).xid === 48,
     );
     expect(fatal.length).toBeGreaterThanOrEqual(1);
     expect(JSON.stringify(fatal[0]!.evidence)).toMatch(/48/);
   });
 
-  it('decides to replace the Xid 48 host (dry-run)', () => {
+  it('decides to reboot the Xid 48 host (dry-run), never to replace it on one DBE', () => {
     const host = hostWith('dmesg-xid48-63-94');
-    const replace = decisions.filter((d) => d.instance_id === host.instance_id && d.action === 'replace');
-    expect(replace).toHaveLength(1);
-    expect(replace[0]).toMatchObject({ rule: 'xid_fatal', severity: 'critical', dry_run: true });
-    expect(typeof replace[0]!.reason).toBe('string');
+    const mine = decisions.filter((d) => d.instance_id === host.instance_id);
+    const reboot = mine.filter((d) => d.action === 'reboot');
+    expect(reboot).toHaveLength(1);
+    expect(reboot[0]).toMatchObject({ rule: 'xid_fatal', dry_run: true });
+    expect(typeof reboot[0]!.reason).toBe('string');
+    expect(mine.filter((d) => d.action === 'replace')).toEqual([]);
   });
 
   it('never replaces the host whose GPU logged only application faults (629 Xid 13, 7 Xid 43)', () => {
@@ -184,6 +190,6 @@ describe('gpu-sentinel local, replaying the bundled real captures end to end', (
   it('prints the alerts and the waste report', () => {
     expect(stdout).toMatch(/xid_fatal/);
     expect(stdout).toMatch(/Waste report: \d+ GPUs/);
-    expect(stdout).toMatch(/REPLACE/);
+    expect(stdout).toMatch(/REBOOT/);
   });
 });

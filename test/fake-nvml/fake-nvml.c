@@ -33,6 +33,11 @@
  *   FAKE_NVML_CLOCKS_EVENT_REASONS
  *                             clocks-event reasons bitmask (default p5: 0x88 HwSlowdown |
  *                             HwPowerBrake as in the real capture; p4d: 0x1 GpuIdle)
+ *   FAKE_NVML_POWER_VIOLATION_PCT
+ *                             share of the time, percent 0..100, that nvmlDeviceGetViolationStatus
+ *                             (NVML_PERF_POLICY_POWER) counts as power-capped: violationTime grows
+ *                             by pct/100 ns per ns of monotonic time since init, from a base of
+ *                             pct/100 x 1 h (default 0: never capped); other policies: NOT_SUPPORTED
  *   FAKE_NVML_UNSUPPORTED_FIELDS
  *                             comma-separated field ids nvmlDeviceGetFieldValues answers
  *                             NOT_SUPPORTED for (per value)
@@ -291,6 +296,7 @@ static unsigned int processes = 0;
 static unsigned int processes_memory_na = 0;
 static unsigned long long clocks_event_reasons = 0;
 static char unsupported_fields[512];
+static unsigned int power_violation_pct = 0;
 static long long pcie_replay = -1;   /* -1: the preset's per-GPU value */
 static int retired_pending = -1;     /* -1: NOT_SUPPORTED */
 static unsigned int sm_active_pct = 0;
@@ -472,6 +478,8 @@ nvmlReturn_t nvmlInit_v2(void) {
   clocks_event_reasons = (reasons != NULL && *reasons != '\0') ? strtoull(reasons, NULL, 0)
                                                                 : active->clocks_event_reasons;
   env_str("FAKE_NVML_UNSUPPORTED_FIELDS", unsupported_fields, sizeof unsupported_fields);
+  power_violation_pct = (unsigned int)env_ull("FAKE_NVML_POWER_VIOLATION_PCT", 0);
+  if (power_violation_pct > 100) power_violation_pct = 100;
   const char *replay = getenv("FAKE_NVML_PCIE_REPLAY");
   pcie_replay = (replay != NULL && *replay != '\0') ? atoll(replay) : -1;
   const char *pending = getenv("FAKE_NVML_RETIRED_PAGES_PENDING");
@@ -730,6 +738,26 @@ nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsi
   ENTER_DEVICE("nvmlDeviceGetCurrentClocksThrottleReasons", device);
   if (reasons == NULL) return NVML_ERROR_INVALID_ARGUMENT;
   *reasons = clocks_event_reasons;
+  return NVML_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- violation time (power throttling) */
+
+/* nvmlViolationTime_t: referenceTime (CPU timestamp, us) @0, violationTime (ns) @8 (docs/nvml.md §3). */
+typedef struct {
+  unsigned long long referenceTime;
+  unsigned long long violationTime;
+} fake_violation_time;
+
+nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, unsigned int perfPolicyType,
+                                          fake_violation_time *violTime) {
+  ENTER_DEVICE("nvmlDeviceGetViolationStatus", device);
+  if (violTime == NULL) return NVML_ERROR_INVALID_ARGUMENT;
+  if (perfPolicyType != 0) return NVML_ERROR_NOT_SUPPORTED; /* only NVML_PERF_POLICY_POWER */
+  double elapsed_s = monotonic_s() - t0_s;
+  double share = (double)power_violation_pct / 100.0;
+  violTime->referenceTime = (unsigned long long)(monotonic_s() * 1e6);
+  violTime->violationTime = (unsigned long long)((3600.0 + elapsed_s) * share * 1e9);
   return NVML_SUCCESS;
 }
 

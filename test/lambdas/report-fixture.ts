@@ -25,6 +25,7 @@ export function gpuSums(
     underused_usd: 16.512,
     broken_usd: 0,
     wasted_usd: 16.512,
+    throttled_usd: 0,
     efficiency: 0.9,
     efficiency_source: 'sm_active',
     price_usd_per_hour: 55.04,
@@ -73,6 +74,7 @@ export function groupsOf(
         underused_usd: (s?.underused_usd ?? 0) + r.underused_usd,
         broken_usd: (s?.broken_usd ?? 0) + r.broken_usd,
         wasted_usd: (s?.wasted_usd ?? 0) + r.wasted_usd,
+        throttled_usd: (s?.throttled_usd ?? 0) + r.throttled_usd,
         wasted_by_diagnosis_usd: {},
         ...(r.price_source === 'unpriced' || s?.unpriced_gpu_hours !== undefined
           ? {

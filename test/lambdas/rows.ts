@@ -34,6 +34,7 @@ export function ledger(overrides: Partial<LedgerEntry> & { window_s?: number } =
     underused_usd,
     broken_usd: 0,
     wasted_usd: underused_usd,
+    throttled_usd: 0,
     ...overrides,
   };
 }

@@ -141,7 +141,12 @@ export function describeTelemetryStoreContract(
       it('sums the ledger of the windows in [from, to) per GPU, most wasted first', async () => {
         // Prepare
         const rows = [0, 10, 20, 30].flatMap((s, i) => [
-          gpuRow({ time: at(s + 10), gpu_index: 0, seq: i, ledger: ledger({ efficiency: 0.5 }) }),
+          gpuRow({
+            time: at(s + 10),
+            gpu_index: 0,
+            seq: i,
+            ledger: ledger({ efficiency: 0.5, throttled_usd: 0.001 * (i + 1) }),
+          }),
           gpuRow({ time: at(s + 10), gpu_index: 1, seq: i, ledger: ledger({ efficiency: 0.1 }) }),
         ]);
         await store.write(only(rows));
@@ -163,6 +168,7 @@ export function describeTelemetryStoreContract(
           expect(Math.abs(r.wasted_usd - sum(mine, (w) => w.ledger.wasted_usd))).toBeLessThan(1e-9);
           expect(Math.abs(r.underused_usd - sum(mine, (w) => w.ledger.underused_usd))).toBeLessThan(1e-9);
           expect(Math.abs(r.gpu_hours - sum(mine, (w) => w.ledger.gpu_hours))).toBeLessThan(1e-9);
+          expect(Math.abs(r.throttled_usd - sum(mine, (w) => w.ledger.throttled_usd))).toBeLessThan(1e-9);
           expect(r).toMatchObject({
             instance_id: 'i-0123456789abcdef0',
             instance_type: 'p5.48xlarge',

@@ -21,6 +21,7 @@ export const FAKE_NVML_ENV_KEYS = [
   'FAKE_NVML_PROCESS_MEMORY_UNAVAILABLE',
   'FAKE_NVML_CLOCKS_EVENT_REASONS',
   'FAKE_NVML_UNSUPPORTED_FIELDS',
+  'FAKE_NVML_POWER_VIOLATION_PCT',
   'FAKE_NVML_PCIE_REPLAY',
   'FAKE_NVML_RETIRED_PAGES_PENDING',
   'FAKE_NVML_SM_ACTIVE',
@@ -59,6 +60,8 @@ export interface FakeNvmlSettings {
   readonly PROCESS_MEMORY_UNAVAILABLE?: number;
   /** Clocks-event reasons bitmask. @default p5 0x88 (the real capture), p4d 0x1 */
   readonly CLOCKS_EVENT_REASONS?: number;
+  /** Share of time `nvmlDeviceGetViolationStatus(NVML_PERF_POLICY_POWER)` counts as power-capped, percent 0..100. @default 0 */
+  readonly POWER_VIOLATION_PCT?: number;
   /** Field ids `nvmlDeviceGetFieldValues` answers NOT_SUPPORTED for, per value. */
   readonly UNSUPPORTED_FIELDS?: readonly number[];
   /** PCIe replay counter on every GPU. @default the capture's per-GPU values (p5), 0 (p4d) */

@@ -93,6 +93,13 @@ export interface NvmlBinding extends NvmlMigBinding {
    * `nvmlDeviceGetCurrentClocksThrottleReasons` (same bits), into a `Uint32Array(2)`.
    */
   readonly clocksEventReasons?: (handle: bigint, out: Uint32Array) => number;
+  /**
+   * `nvmlDeviceGetViolationStatus(dev, nvmlPerfPolicyType_t perfPolicyType, nvmlViolationTime_t *)`:
+   * `out` is a `Uint32Array(4)` of the 16-byte struct (`referenceTime` u64 µs at words 0–1,
+   * `violationTime` u64 ns at words 2–3; docs/nvml.md §3). Deprecated in NVML 13 in favour of field
+   * values 74–81, still exported.
+   */
+  readonly violationStatus?: (handle: bigint, perfPolicyType: number, out: Uint32Array) => number;
   /** `nvmlDeviceGetFieldValues(dev, int count, nvmlFieldValue_t *values)`: `values` is a Buffer of `count` × 40 bytes. */
   readonly fieldValues?: (handle: bigint, count: number, values: Buffer) => number;
   /** `nvmlDeviceGetPcieReplayCounter(dev, uint *value)`. */
@@ -160,6 +167,7 @@ export type NvmlOptionalCall =
   | 'clockInfo'
   | 'remappedRows'
   | 'clocksEventReasons'
+  | 'violationStatus'
   | 'fieldValues'
   | 'pcieReplayCounter'
   | 'retiredPagesPending'
@@ -221,6 +229,7 @@ const OPTIONAL_CALLS: Readonly<Record<NvmlOptionalCall, readonly Candidate[]>> =
     { symbol: 'nvmlDeviceGetCurrentClocksEventReasons', params: [dev, u64p] },
     { symbol: 'nvmlDeviceGetCurrentClocksThrottleReasons', params: [dev, u64p] },
   ],
+  violationStatus: [{ symbol: 'nvmlDeviceGetViolationStatus', params: [dev, 'uint32', 'void *'] }],
   fieldValues: [{ symbol: 'nvmlDeviceGetFieldValues', params: [dev, 'int', 'void *'] }],
   pcieReplayCounter: [{ symbol: 'nvmlDeviceGetPcieReplayCounter', params: [dev, u32p] }],
   retiredPagesPending: [{ symbol: 'nvmlDeviceGetRetiredPagesPendingStatus', params: [dev, u32p] }],
@@ -324,6 +333,7 @@ export function loadNvmlBinding(libraryPath: string): NvmlBinding {
     clockInfo: optional('clockInfo'),
     remappedRows: optional('remappedRows'),
     clocksEventReasons: optional('clocksEventReasons'),
+    violationStatus: optional('violationStatus'),
     fieldValues: optional('fieldValues'),
     pcieReplayCounter: optional('pcieReplayCounter'),
     retiredPagesPending: optional('retiredPagesPending'),

@@ -12,6 +12,11 @@ const NVML_MEMORY_ERROR_CORRECTED = 0;
 const NVML_MEMORY_ERROR_UNCORRECTED = 1;
 const NVML_COUNTER_VOLATILE = 0;
 const NVML_COUNTER_AGGREGATE = 1;
+/** `nvmlPerfPolicyType_t` NVML_PERF_POLICY_POWER: time held down by the power cap (docs/nvml.md §3). */
+const NVML_PERF_POLICY_POWER = 0;
+/** 32-bit word of `nvmlViolationTime_t.violationTime` (u64 ns at byte offset 8). */
+const VIOLATION_TIME_WORD = 2;
+const NS_PER_US = 1000;
 const TWO_POW_32 = 4_294_967_296;
 
 /**
@@ -29,6 +34,8 @@ export class NvmlMetricBuffers {
   readonly mem = new Uint32Array(koffi.sizeof(nvmlMemoryV2) / 4);
   /** The four `unsigned int` out-parameters of `nvmlDeviceGetRemappedRows`. */
   readonly rows = [new Uint32Array(1), new Uint32Array(1), new Uint32Array(1), new Uint32Array(1)] as const;
+  /** `nvmlViolationTime_t` (`referenceTime`, `violationTime`: two u64, 16 bytes). */
+  readonly violation = new Uint32Array(4);
   /** Which memory struct the binding fills: 2 = `nvmlMemory_v2_t`, 1 = `nvmlMemory_t`. */
   readonly memoryVersion: 0 | 1 | 2;
   /** 32-bit word offsets of `total` and `used` in {@link mem}, from the asserted koffi layouts. */
@@ -63,7 +70,7 @@ export interface NvmlMetricRow {
    * `edge`: read only at a window's edges (its first poll and the last before it closes):
    * cumulative counters, whose window delta needs only those two readings, and slow-changing
    * state (power limit, ECC, remapped rows, retired pages, PCIe replays), which a flag or the last
-   * value reports. Skipping them inside a window saves 9 of the 14 calls per GPU on 8 of 10 polls.
+   * value reports. Skipping them inside a window saves 10 of the 15 calls per GPU on 8 of 10 polls.
    */
   readonly cadence: 'poll' | 'edge';
   /** What NOT_SUPPORTED means for this call on real hardware. */
@@ -227,6 +234,18 @@ export const NVML_METRIC_ROWS: readonly NvmlMetricRow[] = [
     invoke: (nvml, h, out) => nvml.clocksEventReasons?.(h, out.u64) ?? NOT_BOUND,
     store: (out, v) => {
       v[C.clocks_event_reasons] = word64(out.u64, 0);
+    },
+  },
+  {
+    id: 'powerViolation',
+    call: 'violationStatus',
+    fields: ['power_violation_us_total'],
+    cadence: 'edge',
+    notSupported:
+      'the driver keeps no power-cap violation time for this GPU (power_throttle_ratio falls back to the clocks-event reasons)',
+    invoke: (nvml, h, out) => nvml.violationStatus?.(h, NVML_PERF_POLICY_POWER, out.violation) ?? NOT_BOUND,
+    store: (out, v) => {
+      v[C.power_violation_us_total] = Math.floor(word64(out.violation, VIOLATION_TIME_WORD) / NS_PER_US);
     },
   },
   {

@@ -11,8 +11,9 @@ import type { Thresholds } from './thresholds';
  * 2. `sm_active < idleSmActiveBelow` → `held_idle` when `compute_processes > 0`, a Kubernetes pod
  *    holds the GPU (`heldByPod`), or — processes unknown — `fb_used_bytes` ≥ `heldFbUsedBytesAtLeast`;
  *    else `idle`.
- * 3. `thermal_throttle_ratio ≥ thermalThrottleRatioAtLeast` or `max_gpu_temp_c > thermalThrottleTempC`
- *    → `throttled` (the clocks, not the job, hold it back).
+ * 3. `thermal_throttle_ratio ≥ thermalThrottleRatioAtLeast`, `power_throttle_ratio ≥
+ *    powerThrottleRatioAtLeast` or `max_gpu_temp_c > thermalThrottleTempC` → `throttled` (the
+ *    clocks, held down by heat or the power cap, not the job, hold it back).
  * 4. `gpu_util ≥ fakeLoadGpuUtilAtLeast` and `sm_active < underutilizedSmActiveBelow` → `fake_load`.
  * 5. `dram_active ≥ memoryBoundDramActiveAtLeast` → `memory_bound` (whether SM is high or low).
  * 6. `sm_active < underutilizedSmActiveBelow`: PCIe RX high (`pcie_rx_bytes_per_s ≥
@@ -53,6 +54,7 @@ export function diagnoseHorizon(
   if (sm < t.idleSmActiveBelow) return noProcess ? 'idle' : 'held_idle';
   if (
     (m.thermal_throttle_ratio ?? 0) >= t.thermalThrottleRatioAtLeast ||
+    (m.power_throttle_ratio ?? 0) >= t.powerThrottleRatioAtLeast ||
     (m.max_gpu_temp_c ?? Number.NEGATIVE_INFINITY) > t.thermalThrottleTempC
   )
     return 'throttled';

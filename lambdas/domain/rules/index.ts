@@ -23,6 +23,7 @@ export * from './parse-rule-thresholds';
 export * from './pcie-replay-rate';
 export * from './point-rule';
 export * from './power-sawtooth';
+export * from './power-throttle';
 export * from './profiling-unavailable';
 export * from './row-remap-failure';
 export * from './rule';

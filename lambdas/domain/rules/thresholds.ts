@@ -177,6 +177,14 @@ export const THRESHOLD_TABLE = {
     max: 1,
     source: 'docs/design.md §6: thermal clock-event reasons in ≥ 20 % of the samples',
   },
+  powerThrottleRatioAtLeast: {
+    value: 0.2,
+    unit: 'fraction 0..1',
+    min: 0,
+    max: 1,
+    source:
+      'docs/design.md §6: the power cap held the clocks down in ≥ 20 % of the horizon (the thermal rule’s share, so both throttles are judged alike)',
+  },
   thermalThrottleTempC: {
     value: 85,
     unit: '°C',

@@ -8,7 +8,7 @@ const END = new Date(START.getTime() + 10_000);
 describe('aggregateWindow of the clock, PCIe, NVLink, profiling and health fields', () => {
   it.each<{ case: string; samples: GpuSample[]; want: Record<string, unknown> }>([
     {
-      case: 'the OR of the clock-event reasons and the share of thermal ones',
+      case: 'the OR of the clock-event reasons and the share of thermal and power ones',
       samples: [
         at(0, { clocks_event_reasons: 0x1 }),
         at(1, { clocks_event_reasons: 0x4 }),
@@ -16,14 +16,65 @@ describe('aggregateWindow of the clock, PCIe, NVLink, profiling and health field
         at(3, { clocks_event_reasons: 0x20 }),
         at(4, { clocks_event_reasons: 0x1 }),
       ],
-      want: { clocks_event_reasons: 0x25, thermal_throttle_ratio: 0.25 },
+      want: { clocks_event_reasons: 0x25, thermal_throttle_ratio: 0.25, power_throttle_ratio: 0.25 },
     },
     {
-      case: 'a thermal throttle ratio of 3 in 10',
+      case: 'a thermal throttle ratio of 3 in 10 and a power one of 1 in 10',
       samples: [0x8, 0x20, 0x40, 0x1, 0x1, 0x4, 0, 0, 0x1, 0].map((reasons, s) =>
         at(s, { clocks_event_reasons: reasons }),
       ),
-      want: { clocks_event_reasons: 0x6d, thermal_throttle_ratio: 0.3 },
+      want: { clocks_event_reasons: 0x6d, thermal_throttle_ratio: 0.3, power_throttle_ratio: 0.1 },
+    },
+    {
+      case: 'HW slowdown with the HW power brake (the real p5 capture, 0x88) as power, not heat',
+      samples: [0x88, 0x88, 0xc8, 0x1].map((reasons, s) => at(s, { clocks_event_reasons: reasons })),
+      want: { clocks_event_reasons: 0xc9, thermal_throttle_ratio: 0.25, power_throttle_ratio: 0.75 },
+    },
+    {
+      case: 'the power-cap share from the violation counter (Δµs / Δwall), over the bitmask',
+      samples: [
+        at(0, { power_violation_us_total: 5_000_000, clocks_event_reasons: 0x4 }),
+        at(2, { clocks_event_reasons: 0x4 }),
+        at(4, { power_violation_us_total: 6_000_000, clocks_event_reasons: 0x4 }),
+      ],
+      want: { clocks_event_reasons: 0x4, thermal_throttle_ratio: 0, power_throttle_ratio: 0.25 },
+    },
+    {
+      case: 'the thermal share from the DCGM thermal violation counter, counting only growth',
+      samples: [
+        at(0, { thermal_violation_us_total: 900_000_000 }),
+        at(1, { thermal_violation_us_total: 900_500_000 }),
+        at(2, { thermal_violation_us_total: 100 }),
+        at(4, { thermal_violation_us_total: 1_000_100 }),
+      ],
+      want: { thermal_throttle_ratio: 0.375 },
+    },
+    {
+      case: 'the HW power brake share when larger than the SW power-cap counter (which does not cover it)',
+      samples: [
+        at(0, { power_violation_us_total: 0, clocks_event_reasons: 0x88 }),
+        at(2, { clocks_event_reasons: 0x88 }),
+        at(4, { power_violation_us_total: 400_000, clocks_event_reasons: 0x1 }),
+      ],
+      want: { clocks_event_reasons: 0x89, thermal_throttle_ratio: 0, power_throttle_ratio: 2 / 3 },
+    },
+    {
+      case: 'a violation share just above 1 (clock jitter) clamped to 1',
+      samples: [at(0, { power_violation_us_total: 0 }), at(10, { power_violation_us_total: 10_200_000 })],
+      want: { power_throttle_ratio: 1 },
+    },
+    {
+      case: 'a violation share far above 1 left out, the bitmask used instead',
+      samples: [
+        at(0, { power_violation_us_total: 0, clocks_event_reasons: 0x1 }),
+        at(10, { power_violation_us_total: 50_000_000, clocks_event_reasons: 0x1 }),
+      ],
+      want: { clocks_event_reasons: 0x1, thermal_throttle_ratio: 0, power_throttle_ratio: 0 },
+    },
+    {
+      case: 'no throttle ratio from one counter reading and no bitmask (absent, never invented)',
+      samples: [at(0, { power_violation_us_total: 7 }), at(1, {})],
+      want: {},
     },
     {
       case: 'PCIe and NVLink rates from the counters over the first-to-last span',

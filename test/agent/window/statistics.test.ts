@@ -12,7 +12,7 @@ import {
   meanOf,
   minOf,
   monotonicDelta,
-  shareWithAnyBit,
+  shareMatching,
 } from '../../../agent/window/statistics';
 
 const _ = Number.NaN;
@@ -80,9 +80,10 @@ describe('window statistics', () => {
     { case: 'a mask bit among others', values: f(0x24, 0x1), want: 0.5 },
     { case: 'absent samples not counted', values: f(0x20, _, _, 0), want: 0.5 },
     { case: 'none present', values: f(_), want: undefined },
-  ])('shareWithAnyBit gives $want for $case', ({ values, want }) => {
+    { case: 'only the low 32 bits tested', values: f(2 ** 32 + 0x20, 2 ** 33), want: 0.5 },
+  ])('shareMatching gives $want for $case', ({ values, want }) => {
     // Prepare / Act / Assess
-    expect(shareWithAnyBit(values, 0x8 | 0x20 | 0x40)).toBe(want);
+    expect(shareMatching(values, (r) => (r & (0x8 | 0x20 | 0x40)) !== 0)).toBe(want);
   });
 
   it.each([

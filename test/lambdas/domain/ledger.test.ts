@@ -153,7 +153,50 @@ describe('computeLedger', () => {
     }
   });
 
-  it('keeps 0 <= wasted_usd <= cost_usd for any valid window and price', () => {
+  it.each<{ case: string; metrics: GpuMetrics; brokenSince?: string; want: number }>([
+    {
+      case: 'a working GPU power-capped 30 % of the window: (cost − wasted) × 0.3',
+      metrics: { sm_active: 0.8, compute_processes: 1, power_throttle_ratio: 0.3 },
+      want: COST_10S * 0.8 * 0.3,
+    },
+    {
+      case: 'thermal 10 % and power 25 %: the larger share (time throttled for at least one reason)',
+      metrics: {
+        sm_active: 1,
+        compute_processes: 1,
+        thermal_throttle_ratio: 0.1,
+        power_throttle_ratio: 0.25,
+      },
+      want: COST_10S * 0.25,
+    },
+    {
+      case: 'no efficiency measured (nothing wasted): the whole cost × the share',
+      metrics: { thermal_throttle_ratio: 0.5 },
+      want: COST_10S * 0.5,
+    },
+    {
+      case: 'an idle GPU (its whole cost already wasted): nothing more',
+      metrics: { sm_active: 0, compute_processes: 0, power_throttle_ratio: 1 },
+      want: 0,
+    },
+    {
+      case: 'a broken GPU: nothing more',
+      metrics: { sm_active: 0.9, compute_processes: 1, thermal_throttle_ratio: 1 },
+      brokenSince: '2026-03-10T09:00:00Z',
+      want: 0,
+    },
+    { case: 'no throttle ratio measured: 0, never invented', metrics: { sm_active: 0.5 }, want: 0 },
+  ])('prices throttled dollars apart from the waste: $case', ({ metrics, brokenSince, want }) => {
+    // Prepare / Act
+    const entry = computeLedger(win(metrics), P5, brokenSince === undefined ? {} : { brokenSince });
+    // Assess
+    expect(entry.throttled_usd).toBeCloseTo(want, 15);
+    expect(entry.wasted_usd).toBe(
+      entry.idle_usd + entry.held_idle_usd + entry.underused_usd + entry.broken_usd,
+    );
+  });
+
+  it('keeps 0 <= wasted_usd + throttled_usd <= cost_usd for any valid window and price', () => {
     // Prepare
     const ratio = fc.option(fc.double({ min: 0, max: 1, noNaN: true }), { nil: undefined });
     const arb = fc.record({
@@ -162,6 +205,8 @@ describe('computeLedger', () => {
       sm: ratio,
       util: ratio,
       procs: fc.option(fc.integer({ min: 0, max: 4096 }), { nil: undefined }),
+      thermal: ratio,
+      power: ratio,
       usd: fc.double({ min: 0, max: 1000, noNaN: true }),
       gpus: fc.integer({ min: 1, max: 64 }),
       brokenOffsetMs: fc.option(fc.integer({ min: -3_600_000, max: 3_600_000 }), { nil: undefined }),
@@ -173,6 +218,8 @@ describe('computeLedger', () => {
           ...(a.sm === undefined ? {} : { sm_active: a.sm }),
           ...(a.util === undefined ? {} : { gpu_util: a.util }),
           ...(a.procs === undefined ? {} : { compute_processes: a.procs }),
+          ...(a.thermal === undefined ? {} : { thermal_throttle_ratio: a.thermal }),
+          ...(a.power === undefined ? {} : { power_throttle_ratio: a.power }),
         };
         const start = new Date(a.startMs).toISOString();
         const end = new Date(a.startMs + a.lengthMs).toISOString();
@@ -189,7 +236,9 @@ describe('computeLedger', () => {
           price,
           brokenSince === undefined ? {} : { brokenSince },
         );
-        return e.wasted_usd >= 0 && e.wasted_usd <= e.cost_usd + 1e-12;
+        return (
+          e.wasted_usd >= 0 && e.throttled_usd >= 0 && e.wasted_usd + e.throttled_usd <= e.cost_usd + 1e-12
+        );
       }),
     );
   });

@@ -21,6 +21,7 @@ const PUBLISHED_RULE_IDS = [
   'idle_billed',
   'memory_pressure',
   'thermal_throttle',
+  'power_throttle',
   'straggler',
   'efa_drops',
   'waste_rate',

@@ -6,7 +6,8 @@ describe('DEFAULT_XID_POLICY', () => {
   it.each([
     ...[13, 31, 32, 68, 69, 8, 39, 40, 41, 70, 71, 72, 75, 76, 77].map((x) => [x, 'notify', 'info'] as const),
     ...[43, 45, 38, 137, 121].map((x) => [x, 'ignore', 'info'] as const),
-    ...[48, 64, 79].map((x) => [x, 'replace', 'critical'] as const),
+    ...[64, 79].map((x) => [x, 'replace', 'critical'] as const),
+    [48, 'reset', 'warning'] as const,
     [94, 'notify', 'warning'] as const,
     ...[46, 62, 74, 95, 109, 110, 119, 120, 136, 140, 143, 158].map((x) => [x, 'reset', 'warning'] as const),
     [63, 'notify', 'info'] as const,
@@ -23,7 +24,7 @@ describe('DEFAULT_XID_POLICY', () => {
 
   it('resets a reset-class Xid first and replaces when it comes back: 2 episodes within a day (74: an hour)', () => {
     // Prepare / Act / Assess
-    for (const xid of [119, 120, 109, 62, 46, 140]) {
+    for (const xid of [119, 120, 109, 62, 46, 140, 48]) {
       expect(xidPolicyFor(DEFAULT_XID_POLICY, xid).entry, `Xid ${xid}`).toMatchObject({
         action: 'reset',
         count: 1,
@@ -36,7 +37,12 @@ describe('DEFAULT_XID_POLICY', () => {
       replace_count: 2,
       replace_window_s: 3600,
     });
-    expect(xidPolicyFor(DEFAULT_XID_POLICY, 48).entry.replace_count).toBeUndefined();
+    expect(xidPolicyFor(DEFAULT_XID_POLICY, 48).entry).toMatchObject({
+      immediate: 'WORKFLOW_XID_48',
+      source: expect.stringMatching(/^NVIDIA Xid catalog/),
+      remedy: expect.stringContaining('Xid 64'),
+    });
+    expect(xidPolicyFor(DEFAULT_XID_POLICY, 79).entry.replace_count).toBeUndefined();
   });
 
   it('has every code of the catalog, with its buckets and where each entry comes from', () => {

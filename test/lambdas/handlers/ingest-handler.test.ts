@@ -260,9 +260,29 @@ describe('ingest handler', () => {
     expect(log.lines.some((l) => l.level === 'error' && l.data?.error === 'secret detail')).toBe(true);
   });
 
-  it('alerts, replaces and marks the GPU broken on Xid 48; a retry of the same batch changes nothing', async () => {
+  it('reboots on a lone Xid 48 (the catalog resets first) and marks nothing broken', async () => {
     // Prepare: the Xid comes from the kernel log with the PCI bus id of GPU 0's window
     const batch: Batch = validBatch({ events: [xid(48, ago(5))] });
+    // Act
+    const res = await createIngestHandler(deps)(event(batch));
+    // Assess
+    expect(res.statusCode).toBe(202);
+    expect(alerts.alerts.map((a) => a.finding)).toContainEqual(
+      expect.objectContaining({ rule: 'xid_fatal', action: 'reset', severity: 'warning', gpu_index: 0 }),
+    );
+    expect(remediator.rebooted).toEqual(['i-0a5e00000000000a1']);
+    expect(remediator.replaced).toEqual([]);
+    expect(decisions.decisions.map((d) => d.action)).toEqual(['reboot']);
+    const rows = await store.queryWaste({
+      from: new Date(NOW.getTime() - 60_000),
+      to: new Date(NOW.getTime() + 1000),
+    });
+    expect(rows.every((r) => r.broken_usd === 0)).toBe(true);
+  });
+
+  it('alerts, replaces and marks the GPU broken on Xid 64 (row remap failure); a retry of the same batch changes nothing', async () => {
+    // Prepare: the Xid comes from the kernel log with the PCI bus id of GPU 0's window
+    const batch: Batch = validBatch({ events: [xid(64, ago(5))] });
     const handler = createIngestHandler(deps);
     // Act
     const first = await handler(event(batch));
@@ -314,7 +334,7 @@ describe('ingest handler', () => {
 
   it('does not touch instances in dry-run: the decision is recorded, nothing executed', async () => {
     const res = await createIngestHandler({ ...deps, dryRun: true })(
-      event(validBatch({ events: [xid(48, ago(5))] })),
+      event(validBatch({ events: [xid(64, ago(5))] })),
     );
     expect(res.statusCode).toBe(202);
     expect(remediator.replaced).toEqual([]);

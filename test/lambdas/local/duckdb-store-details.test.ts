@@ -7,7 +7,7 @@ import { StoreQueryError, StoreUnavailableError } from '../../../lambdas/domain/
 import { GPU_WORKLOAD_COLUMNS } from '../../../lambdas/domain/store-columns';
 import type { EventRow } from '../../../lambdas/domain/types';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
-import { batchRows, efaRow, eventRow, gpuRow } from '../rows';
+import { batchRows, efaRow, eventRow, gpuRow, ledger } from '../rows';
 
 describe('DuckDbStore details', () => {
   let store: DuckDbStore;
@@ -285,5 +285,50 @@ describe('DuckDbStore on a file', () => {
 
     // Assess
     expect(groups.map((g) => g.group)).toEqual(['ml-train', undefined]);
+  });
+
+  it('gives a store file made before throttling was priced power_throttle_ratio and throttled_usd, old rows at 0', async () => {
+    // Prepare: a file as an older version wrote it (no power_throttle_ratio, no throttled_usd)
+    const path = join(dir, 'before-throttle.duckdb');
+    const made = await DuckDbStore.open(path);
+    await made.write({ gpu: [gpuRow({ gpu_index: 0 })], efa: [], events: [] });
+    await made.close();
+    const duck = await DuckDBInstance.create(path);
+    const raw = await duck.connect();
+    for (const c of ['power_throttle_ratio', 'throttled_usd'])
+      await raw.run(`ALTER TABLE gpu_windows DROP COLUMN ${c}`);
+    raw.closeSync();
+    duck.closeSync();
+
+    // Act
+    const reopened = await DuckDbStore.open(path);
+    await reopened.write({
+      gpu: [
+        gpuRow({
+          gpu_index: 1,
+          metrics: { ...gpuRow().metrics, power_throttle_ratio: 0.5 },
+          ledger: ledger({ throttled_usd: 0.25 }),
+        }),
+      ],
+      efa: [],
+      events: [],
+    });
+    const rows = await reopened.queryWaste({
+      from: new Date('2026-03-10T00:00:00Z'),
+      to: new Date('2026-03-11T00:00:00Z'),
+    });
+    const recent = await reopened.recentWindows({
+      instance_id: 'i-0123456789abcdef0',
+      from: new Date('2026-03-10T00:00:00Z'),
+      to: new Date('2026-03-11T00:00:00Z'),
+    });
+    await reopened.close();
+
+    // Assess
+    expect(rows.map((r) => [r.gpu_index, r.throttled_usd]).sort()).toEqual([
+      [0, 0],
+      [1, 0.25],
+    ]);
+    expect(recent.find((r) => r.gpu_index === 1)?.metrics.power_throttle_ratio).toBe(0.5);
   });
 });

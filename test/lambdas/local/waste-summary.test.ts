@@ -15,6 +15,7 @@ const row = (over: Partial<WasteReportRow>): WasteReportRow => ({
   underused_usd: 3.44,
   broken_usd: 0,
   wasted_usd: 3.44,
+  throttled_usd: 0,
   efficiency: 0.5,
   efficiency_source: 'sm_active',
   price_usd_per_hour: 55.04,

@@ -58,6 +58,7 @@ export function teamRow(team: string | undefined, cost_usd: number, wasted_usd: 
     underused_usd: 0,
     broken_usd: 0,
     wasted_usd,
+    throttled_usd: 0,
     wasted_by_diagnosis_usd: wasted_usd > 0 ? { idle: wasted_usd } : {},
   };
 }

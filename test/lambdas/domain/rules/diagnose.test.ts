@@ -21,6 +21,13 @@ describe('diagnoseHorizon', () => {
     ['unknown: no profiling, GPU util 98 %', noSm, 'none', 'unknown'],
     ['unknown: profiling none even when a value came', COMPUTE_BOUND, 'none', 'unknown'],
     ['throttled: 30 % of samples throttled', m({ thermal_throttle_ratio: 0.3 }), 'gpm', 'throttled'],
+    [
+      'throttled: the power cap held the clocks 30 % of the horizon',
+      m({ power_throttle_ratio: 0.3 }),
+      'gpm',
+      'throttled',
+    ],
+    ['not throttled: power-capped 10 %', m({ power_throttle_ratio: 0.1 }), 'gpm', 'compute_bound'],
     ['fake load: GPU util 100 %, SM 2 %', m({ gpu_util: 1, sm_active: 0.02 }), 'gpm', 'fake_load'],
     ['memory bound: SM high, DRAM 85 %', m({ dram_active: 0.85 }), 'gpm', 'memory_bound'],
     [

@@ -6,31 +6,43 @@ describe('ecc_dbe', () => {
   it.each([
     [
       'a flush window with ecc_dbe_volatile 2',
-      [flushWindow(3, { ecc_dbe_volatile: 2, ecc_dbe_aggregate: 5 })],
+      [flushWindow(3, { ecc_dbe_volatile: 2, ecc_dbe_aggregate: 5, remapped_rows_pending: true })],
       [],
-      { ecc_dbe_volatile: 2, ecc_dbe_aggregate: 5, dbe_events: 0 },
+      'reset',
+      { ecc_dbe_volatile: 2, ecc_dbe_aggregate: 5, dbe_events: 0, remapped_rows_failure: false },
     ],
     [
       'an ecc_dbe event',
       [],
       [{ at: '2026-03-10T10:00:04Z', kind: 'ecc_dbe', gpu_index: 3, source: 'nvml' }],
-      { dbe_events: 1 },
+      'reset',
+      { dbe_events: 1, remapped_rows_failure: false },
     ],
-  ])('fires critical replace on %s', (_name, windows, events, evidence) => {
-    // Prepare
-    const batch = makeBatch({ windows, events });
-    // Act
-    const findings = eccDbeRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings;
-    // Assess
-    expect(findings).toHaveLength(1);
-    expect(findings[0]).toMatchObject({
-      rule: 'ecc_dbe',
-      severity: 'critical',
-      action: 'replace',
-      gpu_index: 3,
-    });
-    expect(findings[0]?.evidence).toEqual(evidence);
-  });
+    [
+      'a DBE whose row remap failed (an RMA candidate)',
+      [flushWindow(3, { ecc_dbe_volatile: 1, remapped_rows_failure: true })],
+      [],
+      'replace',
+      { ecc_dbe_volatile: 1, dbe_events: 0, remapped_rows_failure: true },
+    ],
+  ])(
+    'fires critical on %s: reset first as the Xid catalog says, replace when the remap failed',
+    (_name, windows, events, action, evidence) => {
+      // Prepare
+      const batch = makeBatch({ windows, events });
+      // Act
+      const findings = eccDbeRule.evaluate(batch, DEFAULT_RULE_CONTEXT, NOW).findings;
+      // Assess
+      expect(findings).toHaveLength(1);
+      expect(findings[0]).toMatchObject({
+        rule: 'ecc_dbe',
+        severity: 'critical',
+        action,
+        gpu_index: 3,
+      });
+      expect(findings[0]?.evidence).toEqual(evidence);
+    },
+  );
 
   it('makes one finding per GPU when the window and an event both report it, at the earlier time', () => {
     // Prepare

@@ -35,6 +35,7 @@ export const COMPUTE_BOUND: GpuMetrics = {
   gpu_temp_c: 65,
   max_gpu_temp_c: 70,
   thermal_throttle_ratio: 0,
+  power_throttle_ratio: 0,
   power_w: 600,
   max_power_w: 650,
   min_power_w: 550,

@@ -241,6 +241,26 @@ const CASES: Case[] = [
     windows: oneOf8(COMPUTE_BOUND),
     expected: 'silent',
   },
+  // power_throttle
+  {
+    rule: 'power_throttle',
+    case: 'held down by the power cap 30 % of the horizon',
+    windows: oneOf8(with_({ power_throttle_ratio: 0.3, power_w: 700, power_limit_w: 700 })),
+    expected: 'fires',
+    gpus: '3',
+  },
+  {
+    rule: 'power_throttle',
+    case: 'capped 10 % of the horizon (below 20 %)',
+    windows: oneOf8(with_({ power_throttle_ratio: 0.1 })),
+    expected: 'silent',
+  },
+  {
+    rule: 'power_throttle',
+    case: 'power throttle ratio absent',
+    windows: fleet(2, without('power_throttle_ratio')),
+    expected: 'not judged',
+  },
   // health rates
   {
     rule: 'pcie_replay_rate',
@@ -438,6 +458,38 @@ describe('window rules', () => {
     expect(finding?.evidence.throttled_usd_per_hour).toBeCloseTo((55.04 / 8) * 0.3, 3);
     expect(finding?.summary).toContain('$2.06/h of GPU time throttled');
   });
+
+  it.each([
+    { case: 'the SW power cap', reasons: 0x4, severity: 'info', what: 'held down by the power cap' },
+    {
+      case: 'the HW power brake',
+      reasons: 0x88,
+      severity: 'warning',
+      what: 'cut by the hardware power brake',
+    },
+  ])(
+    'prices power throttling from $case: the GPU price share × the capped fraction',
+    ({ reasons, severity, what }) => {
+      // Prepare: one p5 GPU ($55.04 / 8 an hour) held down by power in 40 % of the horizon
+      const input = inputFor(
+        horizonBatch(
+          oneOf8(with_({ power_throttle_ratio: 0.4, clocks_event_reasons: reasons, power_limit_w: 500 })),
+        ),
+      );
+
+      // Act
+      const findings = evaluateWindowRules(input, DEFAULT_RULE_CONTEXT, NOW).findings;
+      const finding = findings.find((f) => f.rule === 'power_throttle');
+
+      // Assess: its own rule, named, not the thermal one
+      expect(finding?.severity).toBe(severity);
+      expect(finding?.summary).toContain(what);
+      expect(finding?.evidence.throttled_usd_per_hour).toBeCloseTo((55.04 / 8) * 0.4, 3);
+      expect(finding?.summary).toContain('$2.75/h of GPU time throttled');
+      expect(finding?.evidence.power_limit_w).toBe('GPU3 500 W');
+      expect(findings.some((f) => f.rule === 'thermal_throttle')).toBe(false);
+    },
+  );
 
   it('raises nothing on a healthy compute-bound host', () => {
     // Prepare

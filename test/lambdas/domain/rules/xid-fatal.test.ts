@@ -30,13 +30,13 @@ describe('xid_fatal on the real kernel log with Xid 48, 63 and 9 × 94', () => {
     expect(events.map((e) => e.xid)).toEqual([48, 63, 94, 94, 94, 94, 94, 94, 94, 94, 94]);
   });
 
-  it('gives one critical replace for 48, one info notify for 63 and one warning notify for 94 counting 9', () => {
+  it('gives one warning reset for 48 (the catalog resets first), one info notify for 63 and one warning notify for 94 counting 9', () => {
     // Prepare
     // Act
     const findings = evaluatePointRules(batch, DEFAULT_RULE_CONTEXT, now);
     // Assess
     expect(findings.map((f) => [f.rule, f.evidence.xid, f.severity, f.action, f.evidence.count])).toEqual([
-      ['xid_fatal', 48, 'critical', 'replace', 1],
+      ['xid_fatal', 48, 'warning', 'reset', 1],
       ['xid_fatal', 63, 'info', 'notify', 1],
       ['xid_fatal', 94, 'warning', 'notify', 9],
     ]);
@@ -197,6 +197,31 @@ describe('xid_fatal policy outcomes', () => {
       evidence: { count: 2, episodes: 2 },
     });
     expect(again?.summary).toContain('came back');
+  });
+
+  it('resets for a lone Xid 48 (the catalog: a GPU reset clears it), replaces when a DBE comes back, and a 64 beside it replaces', () => {
+    // Prepare
+    const lone = makeBatch({ events: [xid(48, '2026-03-10T10:00:01Z'), xid(63, '2026-03-10T10:00:01Z')] });
+    const back = makeBatch({ events: [xid(48, '2026-03-10T06:00:01Z'), xid(48, '2026-03-10T10:00:01Z')] });
+    const remapFailed = makeBatch({
+      events: [xid(48, '2026-03-10T10:00:01Z'), xid(64, '2026-03-10T10:00:02Z')],
+    });
+    // Act
+    const [first] = xidFatalRule.evaluate(lone, DEFAULT_RULE_CONTEXT, NOW).findings;
+    const [again] = xidFatalRule.evaluate(back, DEFAULT_RULE_CONTEXT, NOW).findings;
+    const both = xidFatalRule.evaluate(remapFailed, DEFAULT_RULE_CONTEXT, NOW).findings;
+    // Assess
+    expect(first).toMatchObject({ severity: 'warning', action: 'reset', evidence: { xid: 48, episodes: 1 } });
+    expect(first?.remedy).toContain('reset the GPU');
+    expect(again).toMatchObject({
+      severity: 'critical',
+      action: 'replace',
+      evidence: { xid: 48, episodes: 2 },
+    });
+    expect(both.map((f) => [f.evidence.xid, f.action])).toEqual([
+      [48, 'reset'],
+      [64, 'replace'],
+    ]);
   });
 
   it('never replaces for a lone Xid 120 at driver start; one back two hours later replaces', () => {
