@@ -65,7 +65,7 @@ interface Bin {
 
 /**
  * Packs windows, EFA windows and events into contract batches that respect every per-batch limit
- * (≤ 512 windows, ≤ 256 events, ≤ 64 EFA ports, serialized JSON ≤ 1 MiB), keeping all windows of
+ * (≤ 512 windows, ≤ 256 events, ≤ 384 EFA ports, serialized JSON ≤ 1 MiB), keeping all windows of
  * one window end together where they fit. Hands out a per-agent monotonic `seq`.
  *
  * @example

@@ -15,7 +15,7 @@ export const MAX_MERGED_BATCHES = 64;
 
 /**
  * How many of the leading `batches` fit one request: same host, and the merged batch within the
- * contract's per-batch counts (≤ 512 windows counting one horizon window per GPU, ≤ 64 EFA ports,
+ * contract's per-batch counts (≤ 512 windows counting one horizon window per GPU, ≤ 384 EFA ports,
  * ≤ 256 events). Bytes are the caller's bound (the spool reads at most 1 MiB of records).
  *
  * @param batches - spooled batches, oldest first

@@ -146,8 +146,8 @@ export class EfaSource {
    * delta is known); a device/port with no such counter is left out. A step too large for a safe
    * integer (a garbage value after a reset) leaves that counter absent, warned once.
    *
-   * A p5.48xlarge (32 EFA devices, 1 port each) gives exactly 64 entries (32 port + 32 device),
-   * the contract's `MAX_EFA_PORTS_PER_BATCH`; larger hosts need the batch builder to split.
+   * A p5.48xlarge (32 EFA devices, 1 port each) gives 64 entries (32 port + 32 device): six
+   * windows fit the contract's `MAX_EFA_PORTS_PER_BATCH` (384); the batch builder splits beyond.
    *
    * @param start - window start (contract `start`)
    * @param end - window end, after `start`

@@ -82,8 +82,14 @@ export const MAX_GPUS_PER_BATCH = 64;
 /** Most entries in `windows[]` (flush + horizon, all GPUs) in one batch. */
 export const MAX_WINDOWS_PER_BATCH = 512;
 
-/** Most entries in `efa[]` (device/port pairs) in one batch. A p5.48xlarge has 32 EFA devices. */
-export const MAX_EFA_PORTS_PER_BATCH = 64;
+/**
+ * Most entries in `efa[]` (device/port pairs) in one batch. A p5.48xlarge has 32 EFA devices, 64
+ * entries per flush window (each device's counters and its port's): 384 lets the agent merge a
+ * minute of six 10 s windows into one request, as it does on hosts with fewer devices (64 allowed
+ * one window per request on a p5: six times the API Gateway and Lambda requests). A merged p5
+ * request is ≈ 300 kB of JSON, far below `MAX_BODY_DECOMPRESSED_BYTES`.
+ */
+export const MAX_EFA_PORTS_PER_BATCH = 384;
 
 /** Most entries in `events[]` in one batch. */
 export const MAX_EVENTS_PER_BATCH = 256;

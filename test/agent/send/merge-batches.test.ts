@@ -8,6 +8,18 @@ function flushAt(seq: number, gpus = 2): Batch {
   return makeBatch(seq, new Date(T0.getTime() + seq * 10_000), gpus, true);
 }
 
+/** The 64 EFA entries of a p5.48xlarge flush `seq`: each of 32 devices' counters (port 0) and its port's (port 1). */
+function p5Efa(seq: number): NonNullable<Batch['efa']> {
+  const end = new Date(T0.getTime() + seq * 10_000);
+  return Array.from({ length: 64 }, (_, i) => ({
+    start: new Date(end.getTime() - 10_000).toISOString(),
+    end: end.toISOString(),
+    device: `rdmap${Math.floor(i / 2)}s0`,
+    port: i % 2,
+    deltas: { rx_bytes: 1_000_000 },
+  }));
+}
+
 describe('mergeBatches', () => {
   it('keeps every flush window and event in order, the newest horizon per GPU, and the newest envelope', () => {
     // Prepare
@@ -76,6 +88,11 @@ describe('mergeableCount', () => {
         ];
       },
       count: 2,
+    },
+    {
+      name: 'p5.48xlarge flushes, 64 EFA entries each (32 devices × device and port counters)',
+      batches: () => Array.from({ length: 8 }, (_, s) => ({ ...flushAt(s, 8), efa: p5Efa(s) })),
+      count: 6,
     },
     {
       name: 'events past 256',
