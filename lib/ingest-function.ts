@@ -156,8 +156,8 @@ export interface IngestFunctionProps {
    */
   readonly ruleThresholds?: Readonly<Record<string, number>>;
   /**
-   * Teams whose `team` tag becomes their own `Team` value on the CloudWatch metrics (`WastedUsd`,
-   * `SmActive` by Team); every other team is counted as `other`, no tag as `untagged`, so the
+   * Teams whose `team` tag becomes their own `Team` value on the CloudWatch metrics (`WastedUsd` by
+   * Team); every other team is counted as `other`, no tag as `untagged`, so the
    * number of custom metrics stays bounded whatever the agents send. At most 50 names of 1–64
    * `[A-Za-z0-9_.-:/@+]`, not `other` or `untagged`. Passed as `METRICS_TEAMS`.
    * @default - none (every tagged team is `other`)
