@@ -57,14 +57,25 @@ function object(columns: string): JsonRow {
   return `{${columns.slice(1)}}`;
 }
 
+/** Most times {@link epochText} remembers before it starts again (a batch repeats a few window times). */
+const EPOCH_MAX = 1024;
+const epochTexts = new Map<string, string>();
+
 /**
- * ISO 8601 → epoch milliseconds (UTC), as the SerDe reads a `TIMESTAMP` column from a JSON number.
+ * ISO 8601 → epoch milliseconds (UTC) as JSON text, as the SerDe reads a `TIMESTAMP` column from a
+ * JSON number; remembered, since every row of a batch repeats its window's start and end.
  * @throws {RangeError} for a time `Date.parse` cannot read (the contract has validated it before)
  */
-function epochMs(iso: string): number {
-  const ms = Date.parse(iso);
-  if (!Number.isFinite(ms)) throw new RangeError(`Invalid time value: ${iso}`);
-  return ms;
+function epochText(iso: string): string {
+  let text = epochTexts.get(iso);
+  if (text === undefined) {
+    const ms = Date.parse(iso);
+    if (!Number.isFinite(ms)) throw new RangeError(`Invalid time value: ${iso}`);
+    if (epochTexts.size >= EPOCH_MAX) epochTexts.clear();
+    text = String(ms);
+    epochTexts.set(iso, text);
+  }
+  return text;
 }
 
 /** Most strings {@link quoted} remembers before it starts again (a batch repeats a handful). */
@@ -123,7 +134,11 @@ function columnsOf(
   let text = '';
   for (let i = 0; i < names.length; i++) {
     const value = from[names[i] as string] as ColumnValue;
-    if (value !== undefined) text += (prefixes[i] as string) + valueText(value);
+    if (value === undefined) continue;
+    // Numbers, nearly every column, without the switch of `valueText`.
+    text +=
+      (prefixes[i] as string) +
+      (typeof value === 'number' ? (Number.isFinite(value) ? `${value}` : 'null') : valueText(value));
   }
   return text;
 }
@@ -142,8 +157,10 @@ export function isoMicros(iso: string): string {
  */
 export function gpuWindowJson(row: GpuWindowRow): JsonRow {
   return object(
-    identity(GPU.time, epochMs(row.time)) +
-      identity(GPU.start, epochMs(row.start)) +
+    GPU.time +
+      epochText(row.time) +
+      GPU.start +
+      epochText(row.start) +
       identity(GPU.instance_id, row.instance_id) +
       identity(GPU.instance_type, row.instance_type) +
       identity(GPU.region, row.region) +
@@ -177,8 +194,10 @@ export function gpuWindowJson(row: GpuWindowRow): JsonRow {
  */
 export function efaWindowJson(row: EfaWindowRow): JsonRow {
   return object(
-    column(EFA.time, epochMs(row.time)) +
-      column(EFA.start, epochMs(row.start)) +
+    EFA.time +
+      epochText(row.time) +
+      EFA.start +
+      epochText(row.start) +
       column(EFA.instance_id, row.instance_id) +
       column(EFA.instance_type, row.instance_type) +
       column(EFA.device, row.device) +
