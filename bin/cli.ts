@@ -21,6 +21,16 @@ function positiveNumber(name: string, integer = false): (value: string) => numbe
   };
 }
 
+/** A commander parser of an integer ≥ 0, refusing anything else naming the option. */
+function countOf(name: string): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!Number.isSafeInteger(n) || n < 0)
+      throw new InvalidArgumentError(`Expected \`${name}\` to be an integer ≥ 0, got \`${value}\``);
+    return n;
+  };
+}
+
 /** Where one CLI run writes and what environment it reads: the process's own, or a test's. */
 export interface CliIo {
   /** Results (text, JSON, CSV): stdout of the process. */
@@ -190,6 +200,11 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<number
       '--windows-per-batch <n>',
       'flush windows per batch (default 6)',
       positiveNumber('--windows-per-batch', true),
+    )
+    .option(
+      '--efa-devices-per-instance <n>',
+      `EFA devices per instance: 32 on p5/p5e, 16 on p5en, 4 on p4d, 0 without EFA (default ${DEFAULT_COST_MODEL_INPUT.efaDevicesPerInstance})`,
+      countOf('--efa-devices-per-instance'),
     )
     .option(
       '--retention-months <n>',

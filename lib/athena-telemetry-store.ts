@@ -7,6 +7,7 @@ import type * as kms from 'aws-cdk-lib/aws-kms';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
+import { firehoseJsonKeyMappings } from '../lambdas/domain/firehose-json-keys';
 import type { StoreEnvironment } from '../lambdas/domain/lambda-environment';
 import { TELEMETRY_TABLES, type TelemetryTable } from '../lambdas/domain/store-columns';
 import { glueTableInput, telemetryLifecycleRules } from './athena-store-layout';
@@ -85,7 +86,8 @@ export interface AthenaTelemetryStoreProps {
  *   column `datehour` projected as a date over Firehose's `yyyy/MM/dd/HH/` prefixes (no crawler,
  *   no `MSCK REPAIR`: Athena computes the partitions);
  * - three Firehose delivery streams (Direct PUT, SSE with the key) converting JSON to Parquet
- *   (OpenX JSON SerDe in, Snappy Parquet out, schema from the Glue table) into
+ *   (OpenX JSON SerDe in, each column read under its short JSON key, `firehose-json-keys.ts`;
+ *   Snappy Parquet out, schema from the Glue table) into
  *   `s3://bucket/<table>/yyyy/MM/dd/HH/`, buffering 128 MiB or `bufferIntervalSeconds`, errors to
  *   `firehose-errors/<table>/`, delivery logged to CloudWatch Logs;
  * - an Athena workgroup (engine v3) whose enforced configuration writes results SSE-KMS to
@@ -320,7 +322,12 @@ export class AthenaTelemetryStore extends Construct implements TelemetryStoreRes
           },
           dataFormatConversionConfiguration: {
             enabled: true,
-            inputFormatConfiguration: { deserializer: { openXJsonSerDe: {} } },
+            // The rows carry short JSON keys (fewer bytes billed); the SerDe reads each column under its key.
+            inputFormatConfiguration: {
+              deserializer: {
+                openXJsonSerDe: { columnToJsonKeyMappings: firehoseJsonKeyMappings(table) },
+              },
+            },
             outputFormatConfiguration: { serializer: { parquetSerDe: { compression: 'SNAPPY' } } },
             schemaConfiguration: {
               catalogId: Aws.ACCOUNT_ID,

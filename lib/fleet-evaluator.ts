@@ -44,7 +44,8 @@ export interface FleetEvaluatorProps {
   readonly ruleThresholds?: Readonly<Record<string, number>>;
   /**
    * Teams with their own CloudWatch `Team` value on the evaluator's waste metrics (`METRICS_TEAMS`),
-   * the same list as ingest's (`IngestFunctionProps.metricsTeams`); others are summed as `other`.
+   * the same list as ingest's (`IngestFunctionProps.metricsTeams`); other teams get no series of
+   * their own (the fleet-wide series count them).
    * @default - none
    */
   readonly metricsTeams?: readonly string[];

@@ -112,7 +112,7 @@ export class MonitoringDashboard extends Construct {
         left: SEVERITIES.map(
           (severity) =>
             new cloudwatch.MathExpression({
-              expression: `SUM(SEARCH('{${METRICS_NAMESPACE},${METRIC_DIMENSIONS.rule},${METRIC_DIMENSIONS.severity}} MetricName="${METRIC_NAMES.alerts}" ${METRIC_DIMENSIONS.severity}="${severity}"', 'Sum', ${MONITORING_PERIOD_S}))`,
+              expression: `SUM(SEARCH('{${METRICS_NAMESPACE},${METRIC_DIMENSIONS.severity}} MetricName="${METRIC_NAMES.alerts}" ${METRIC_DIMENSIONS.severity}="${severity}"', 'Sum', ${MONITORING_PERIOD_S}))`,
               label: severity,
               period: PERIOD,
             }),

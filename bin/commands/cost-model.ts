@@ -5,7 +5,9 @@ import {
   type CostModel,
   type CostModelInput,
   DEFAULT_COST_MODEL_INPUT,
+  EFA_ENTRIES_PER_DEVICE,
   pipelineCost,
+  windowsPerRequest,
 } from '../cost-model/pipeline-cost';
 import { SERVICE_PRICES } from '../cost-model/service-prices';
 import {
@@ -118,8 +120,8 @@ export function costModelJson(model: CostModel, bySize: readonly CostModel[] = [
 export function costModelText(model: CostModel, bySize: readonly CostModel[] = []): string {
   const { input } = model;
   const lines = [
-    `AWS cost per GPU-month: ${input.store} store, ${input.api.toUpperCase()} API, ${input.gpusPerInstance} GPUs per instance (${input.efaDevicesPerInstance} EFA devices), ` +
-      `${input.windowsPerBatch} windows of ${input.windowS} s per batch (${model.requestsPerGpuMonth.toFixed(0)} requests per GPU-month), ` +
+    `AWS cost per GPU-month: ${input.store} store, ${input.api.toUpperCase()} API, ${input.gpusPerInstance} GPUs per instance (${input.efaDevicesPerInstance} EFA devices: ${input.efaDevicesPerInstance * EFA_ENTRIES_PER_DEVICE} efa_windows rows per window), ` +
+      `${input.windowsPerBatch} windows of ${input.windowS} s per batch, ${windowsPerRequest(input)} per request (${model.requestsPerGpuMonth.toFixed(0)} requests per GPU-month), ` +
       `${input.retentionMonths} months kept, ${input.fleetGpus} GPUs (${(input.multiNodeInstanceShare * 100).toFixed(0)} % of instances in multi-node jobs)`,
     '',
     'Billed resources of the synthesized stack:',

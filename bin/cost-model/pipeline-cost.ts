@@ -2,10 +2,9 @@ import {
   FIREHOSE_BILLING_INCREMENT_BYTES,
   FIREHOSE_MAX_RECORD_BYTES,
 } from '../../lambdas/adapters/constants';
-import { METRIC_NAMES } from '../../lambdas/domain/cloudwatch-metrics';
-import { TELEMETRY_TABLES } from '../../lambdas/domain/store-columns';
+import { MAX_EFA_PORTS_PER_BATCH } from '../../lambdas/contract/constants';
 import { telemetryColdStorage } from '../../lib/athena-store-layout';
-import { DEFAULT_FIREHOSE_BUFFER_INTERVAL_S, INGEST_MEMORY_MIB } from '../../lib/constants';
+import { DEFAULT_COST_MODEL_INPUT } from './default-input';
 import { DEFAULT_STACK_RESOURCES } from './default-stack-resources';
 import { type PriceName, SERVICE_PRICES } from './service-prices';
 import type { StackResources } from './stack-resources';
@@ -42,13 +41,18 @@ export interface CostModelInput {
   readonly awsCallsPerBatch: number;
   /** Billed wait per AWS call, ms (an assumption: in-region round trip of DynamoDB and Firehose). */
   readonly awsCallMs: number;
-  /** `gpu_windows` row as Firehose JSON, bytes (measured: store-cost bench, every metric present). */
+  /** `gpu_windows` row as Firehose JSON, bytes (measured: {@link MEASURED}`.firehoseRowBytes`). */
   readonly firehoseRowBytes: number;
-  /** `gpu_windows` row in Parquet (Snappy), bytes (measured: store-cost bench, 5-minute file). */
+  /** `gpu_windows` row in Parquet (Snappy), bytes (measured: store-cost bench, a 5-minute file of 512 GPUs). */
   readonly parquetRowBytes: number;
-  /** EFA devices of an instance, each an `efa_windows` row per flush window (32 on a p5.48xlarge, 4 on a p4d; 0 without EFA). */
+  /**
+   * EFA devices of an instance (32 on a p5.48xlarge, 16 on a p5en, 4 on a p4d; 0 without EFA), each
+   * {@link EFA_ENTRIES_PER_DEVICE} `efa_windows` rows per flush window. They also bound how many
+   * flush windows the agent merges into one request: at most `MAX_EFA_PORTS_PER_BATCH` EFA entries
+   * per request ({@link windowsPerRequest}).
+   */
   readonly efaDevicesPerInstance: number;
-  /** `efa_windows` row as Firehose JSON, bytes (measured: store-cost bench). */
+  /** `efa_windows` row as Firehose JSON, bytes, the mean of a device's and a port's entry (measured: store-cost bench). */
   readonly efaRowBytes: number;
   /** `efa_windows` row in Parquet (Snappy), bytes (measured: store-cost bench). */
   readonly efaParquetRowBytes: number;
@@ -57,9 +61,10 @@ export interface CostModelInput {
   /** DynamoDB read request units per batch (one strongly consistent Query of ≤ 4 KB). */
   readonly dynamodbReadUnitsPerBatch: number;
   /**
-   * CloudWatch Logs bytes per batch: the EMF lines (≈ 1,200 B for a 60 s batch of 8 GPUs, measured on
-   * the bench fixture: docs/deploy.md, "What the metrics cost"), the Lambda's START/END/REPORT lines
-   * (≈ 300 B), its one log line (≈ 250 B) and the API access log line (≈ 450 B, its JSON fields).
+   * CloudWatch Logs bytes per batch: the handler's stdout, its two EMF lines and its one log line
+   * (1,557 B for the agent's 60 s batch of 8 GPUs, measured on 2026-11-28), the Lambda's
+   * START/END/REPORT lines (≈ 350 B) and the API access log line (≈ 480 B, its JSON fields with the
+   * caller's role ARN twice).
    */
   readonly logBytesPerBatch: number;
   /** Months of data kept (S3 lifecycle / Timestream magnetic retention): storage billed at steady state. */
@@ -105,66 +110,12 @@ export interface CostModelInput {
   readonly logRetentionMonths: number;
 }
 
-/** Measured on 2026-11-23 (BENCHMARKS.md), this repository's code. */
-export const MEASURED = {
-  /** `gpu_windows` Firehose JSON row, every metric present (store-cost bench). */
-  firehoseRowBytes: 2233,
-  /** Parquet per GPU row, 5-minute file of one instance (store-cost bench). */
-  parquetRowBytes: 356,
-  /** `efa_windows` Firehose JSON row (store-cost bench, docs/cost.md). */
-  efaRowBytes: 395,
-  /** Parquet per EFA row (store-cost bench, docs/cost.md). */
-  efaParquetRowBytes: 48,
-  /** Timestream metered record size, GPU window (store-cost bench). */
-  timestreamRecordBytes: 1430,
-  /** Ingest CPU per batch of 6 windows × 8 GPUs + 8 horizons, ms (ingest-throughput bench, 2 vCPU). */
-  lambdaCpuMsPerBatch: 6,
-} as const;
-
-/**
- * The default deployment: 60 s batches of 6 windows of 10 s, 8 GPUs per instance, the Athena
- * store (S3 kept 365 days, the stack's default), REST API, 512 GPUs (64 p5.48xlarge) sharing the
- * fixed costs, no team listed in `metricsTeams` (the stack's default). Custom metrics: the 18
- * names of `METRIC_NAMES`, a second `StatusClass` of `RejectedBatches`, the 4 with a `Team`
- * dimension for `other` and `untagged` (8), and ≈ 10 `Rule`×`Severity` pairs of alerts that
- * fire: 37 (each listed team adds 4). Every instance runs its own jobs
- * (`multiNodeInstanceShare` 0): a fleet of multi-node jobs adds the straggler query.
- */
-export const DEFAULT_COST_MODEL_INPUT: CostModelInput = {
-  store: 'athena',
-  api: 'rest',
-  gpusPerInstance: 8,
-  windowS: 10,
-  windowsPerBatch: 6,
-  lambdaMemoryMib: INGEST_MEMORY_MIB,
-  lambdaCpuMsPerBatch: MEASURED.lambdaCpuMsPerBatch,
-  awsCallsPerBatch: 2,
-  awsCallMs: 15,
-  firehoseRowBytes: MEASURED.firehoseRowBytes,
-  parquetRowBytes: MEASURED.parquetRowBytes,
-  efaDevicesPerInstance: 32,
-  efaRowBytes: MEASURED.efaRowBytes,
-  efaParquetRowBytes: MEASURED.efaParquetRowBytes,
-  timestreamRecordBytes: MEASURED.timestreamRecordBytes,
-  dynamodbReadUnitsPerBatch: 1,
-  logBytesPerBatch: 2200,
-  retentionMonths: 12,
-  fleetGpus: 512,
-  customMetrics: Object.keys(METRIC_NAMES).length + 1 + 4 * 2 + 10,
-  firehoseStreams: TELEMETRY_TABLES.length,
-  firehoseBufferS: DEFAULT_FIREHOSE_BUFFER_INTERVAL_S,
-  athenaScanBytesPerGpuMonth: 30 * 8e6,
-  publishesPerGpuMonth: 10,
-  multiNodeInstanceShare: 0,
-  athenaColumnShare: 1 / 3,
-  fleetQueryColumnShare: 0.1,
-  fleetQueryPartitionHours: 2,
-  athenaQueryS: 1.5,
-  reportQueriesPerRun: 4,
-  reportRunS: 60,
-  fleetLogBytesPerRun: 2000,
-  logRetentionMonths: 1,
-};
+export {
+  DEFAULT_COST_MODEL_INPUT,
+  DEFAULT_CUSTOM_METRICS,
+  MEASURED,
+  WORST_CASE_FIREHOSE_ROW_BYTES,
+} from './default-input';
 
 /** One line of the bill. */
 export interface CostItem {
@@ -182,6 +133,29 @@ export interface CostItem {
   readonly usdPerMonth: number;
   /** USD per GPU-month: `usdPerMonth` / `fleetGpus`. */
   readonly usdPerGpuMonth: number;
+}
+
+/**
+ * `efa_windows` rows of one EFA device per flush window: its device counters (`<dev>/hw_counters`,
+ * port 0) and its port's (`<dev>/ports/1/hw_counters`), split apart since EFA driver r1.14; the
+ * agent sends one entry for each (`agent/sources/efa.ts`: 64 entries on a p5.48xlarge).
+ */
+export const EFA_ENTRIES_PER_DEVICE = 2;
+
+/**
+ * Flush windows per request as the agent merges them (`agent/send/merge-batches.ts`): the batch
+ * interval's windows, but never more EFA entries than the contract takes in one batch
+ * (`MAX_EFA_PORTS_PER_BATCH`), at least one window per request.
+ *
+ * @param input - windows per batch and EFA devices per instance
+ * @returns windows per request, 1..`windowsPerBatch`
+ */
+export function windowsPerRequest(
+  input: Pick<CostModelInput, 'windowsPerBatch' | 'efaDevicesPerInstance'>,
+): number {
+  const efaPerWindow = input.efaDevicesPerInstance * EFA_ENTRIES_PER_DEVICE;
+  if (efaPerWindow === 0) return input.windowsPerBatch;
+  return Math.min(input.windowsPerBatch, Math.max(1, Math.floor(MAX_EFA_PORTS_PER_BATCH / efaPerWindow)));
 }
 
 /** The cost of one GPU-month. */
@@ -235,7 +209,8 @@ export function pipelineCost(
   validateInput(input);
   const gpus = input.fleetGpus;
   const windowsPerGpuMonth = SECONDS_PER_MONTH / input.windowS;
-  const requestsPerGpuMonth = windowsPerGpuMonth / input.windowsPerBatch / input.gpusPerInstance;
+  const perRequest = windowsPerRequest(input);
+  const requestsPerGpuMonth = windowsPerGpuMonth / perRequest / input.gpusPerInstance;
   const requests = requestsPerGpuMonth * gpus;
   const items: CostItem[] = [];
   const add = (
@@ -458,9 +433,13 @@ function addAthenaStore(
   requests: number,
   add: AddItem,
 ): void {
-  const efaRows = input.efaDevicesPerInstance * input.windowsPerBatch;
+  const perRequest = windowsPerRequest(input);
+  const efaRows = input.efaDevicesPerInstance * EFA_ENTRIES_PER_DEVICE * perRequest;
   const billedGb =
-    (requests * (firehoseBilledBytesPerBatch(input) + packedBilledBytes(efaRows, input.efaRowBytes))) / GB;
+    (requests *
+      (firehoseBilledBytesPerBatch({ ...input, windowsPerBatch: perRequest }) +
+        packedBilledBytes(efaRows, input.efaRowBytes))) /
+    GB;
   add(
     'Firehose',
     'firehoseIngestGb',
@@ -471,7 +450,7 @@ function addAthenaStore(
   add('Firehose', 'firehoseConversionGb', 'JSON → Parquet', billedGb, false);
   // Steady state: every month kept is billed each month; the stack moves files older than 30 days
   // to its cold storage class (gpu_windows files are over 128 KiB at fleet scale).
-  const efaPerGpu = input.efaDevicesPerInstance / input.gpusPerInstance;
+  const efaPerGpu = (input.efaDevicesPerInstance * EFA_ENTRIES_PER_DEVICE) / input.gpusPerInstance;
   const parquetGbPerMonth =
     (windowsPerGpuMonth * gpus * (input.parquetRowBytes + efaPerGpu * input.efaParquetRowBytes)) / GB;
   const cold = telemetryColdStorage(Math.floor(input.retentionMonths * DAYS_PER_MONTH));

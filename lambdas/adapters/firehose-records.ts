@@ -1,15 +1,25 @@
 import { epochMicros } from '../contract';
+import { firehoseJsonKey } from '../domain/firehose-json-keys';
 import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../domain/measure-types';
-import { gpuInstanceSlot } from '../domain/store-columns';
+import {
+  EFA_WINDOW_COLUMNS,
+  EVENT_COLUMNS,
+  GPU_WINDOW_KEY_COLUMNS,
+  gpuInstanceSlot,
+  type TelemetryTable,
+} from '../domain/store-columns';
 import type { EfaWindowRow, EventRow, GpuWindowRow } from '../domain/types';
 import { FIREHOSE_MAX_RECORD_BYTES } from './constants';
 
 /**
  * Rows as Amazon Data Firehose takes them for JSON → Parquet conversion: one flat JSON object per
- * row with the columns of `store-columns.ts` (absent values left out, which the OpenX JSON SerDe
- * reads as NULL), times as `yyyy-MM-ddTHH:mm:ss.SSSZ` in UTC (a format the OpenX JSON SerDe
- * parses; Firehose developer guide, "Convert input data format"), `efa_windows.deltas` as a JSON
- * object (a Parquet `map<string,bigint>`).
+ * row with the columns of `store-columns.ts` under their short keys (`firehose-json-keys.ts`, which
+ * the delivery streams' SerDe maps back to the column names; absent values left out, which the
+ * OpenX JSON SerDe reads as NULL), window times as epoch milliseconds (13 digits instead of the
+ * 26 characters of a quoted `yyyy-MM-ddTHH:mm:ss.SSSZ`, the same instant: the agent's times are
+ * in ms) and event times as `yyyy-MM-ddTHH:mm:ss.SSSSSSZ` (µs), both formats the OpenX JSON SerDe
+ * parses (Firehose developer guide, "Convert input data format": "Epoch milliseconds"),
+ * `efa_windows.deltas` as a JSON object (a Parquet `map<string,bigint>`).
  */
 
 /**
@@ -37,12 +47,9 @@ function valueText(value: Exclude<ColumnValue, undefined>): string {
   }
 }
 
-/**
- * `,"name":value` for a defined value, '' for `undefined`. Column names are this project's
- * snake_case identifiers (no escaping needed).
- */
-function column(name: string, value: ColumnValue): string {
-  return value === undefined ? '' : `,"${name}":${valueText(value)}`;
+/** `prefix` + value for a defined value (`prefix` = `,"key":`), '' for `undefined`. */
+function column(prefix: string, value: ColumnValue): string {
+  return value === undefined ? '' : prefix + valueText(value);
 }
 
 /** The columns' text as one JSON object (drops the leading comma). */
@@ -50,12 +57,25 @@ function object(columns: string): JsonRow {
   return `{${columns.slice(1)}}`;
 }
 
-/** Already `yyyy-MM-ddTHH:mm:ss.SSSZ`, as the agent sends times. */
-const ISO_MS_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+/** Most times {@link epochText} remembers before it starts again (a batch repeats a few window times). */
+const EPOCH_MAX = 1024;
+const epochTexts = new Map<string, string>();
 
-/** ISO 8601 → `yyyy-MM-ddTHH:mm:ss.SSSZ` (UTC, ms); a time already in that form is kept as is. */
-function isoMs(iso: string): string {
-  return ISO_MS_UTC.test(iso) ? iso : new Date(Date.parse(iso)).toISOString();
+/**
+ * ISO 8601 → epoch milliseconds (UTC) as JSON text, as the SerDe reads a `TIMESTAMP` column from a
+ * JSON number; remembered, since every row of a batch repeats its window's start and end.
+ * @throws {RangeError} for a time `Date.parse` cannot read (the contract has validated it before)
+ */
+function epochText(iso: string): string {
+  let text = epochTexts.get(iso);
+  if (text === undefined) {
+    const ms = Date.parse(iso);
+    if (!Number.isFinite(ms)) throw new RangeError(`Invalid time value: ${iso}`);
+    if (epochTexts.size >= EPOCH_MAX) epochTexts.clear();
+    text = String(ms);
+    epochTexts.set(iso, text);
+  }
+  return text;
 }
 
 /** Most strings {@link quoted} remembers before it starts again (a batch repeats a handful). */
@@ -64,7 +84,7 @@ const quotedText = new Map<string, string>();
 
 /**
  * `JSON.stringify` of a string, remembered: the rows of a batch repeat their instance, type,
- * region, zone, GPU names, team, job, batch id and window times, 48 rows × 16 columns a batch.
+ * region, zone, GPU names, team, job, and batch id, 48 rows × 14 columns a batch.
  */
 function quoted(value: string): string {
   let text = quotedText.get(value);
@@ -76,18 +96,34 @@ function quoted(value: string): string {
   return text;
 }
 
-/** {@link column} for a GPU row's identity columns, `prefix` = `,"name":`, strings {@link quoted}. */
+/** {@link column} for a GPU row's identity columns, `prefix` = `,"key":`, strings {@link quoted}. */
 function identity(prefix: string, value: string | number | undefined): string {
   if (value === undefined) return '';
   return prefix + (typeof value === 'string' ? quoted(value) : valueText(value));
 }
 
-/** `,"name":` of each name, to write columns without building their prefix per row. */
-function prefixesOf(names: readonly string[]): readonly string[] {
-  return names.map((name) => `,"${name}":`);
+/**
+ * `,"key":` of each column of `table`, its short JSON key ({@link firehoseJsonKey}), to write
+ * columns without building their prefix per row. Keys are lowercase letters and digits, column
+ * names snake_case identifiers: no escaping needed.
+ */
+function prefixesOf(table: TelemetryTable, names: readonly string[]): readonly string[] {
+  return names.map((name) => `,"${firehoseJsonKey(table, name)}":`);
 }
-const METRIC_PREFIXES = prefixesOf(GPU_METRIC_NAMES);
-const LEDGER_PREFIXES = prefixesOf(LEDGER_FIELD_NAMES);
+const METRIC_PREFIXES = prefixesOf('gpu_windows', GPU_METRIC_NAMES);
+const LEDGER_PREFIXES = prefixesOf('gpu_windows', LEDGER_FIELD_NAMES);
+
+/** `,"key":` of each named column of `table`, by column name. */
+function prefixMap<const C extends string>(
+  table: TelemetryTable,
+  names: readonly C[],
+): { readonly [K in C]: string } {
+  const prefixes = prefixesOf(table, names);
+  return Object.fromEntries(names.map((n, i) => [n, prefixes[i]])) as { readonly [K in C]: string };
+}
+const GPU = prefixMap('gpu_windows', GPU_WINDOW_KEY_COLUMNS);
+const EFA = prefixMap('efa_windows', EFA_WINDOW_COLUMNS);
+const EVENT = prefixMap('events', EVENT_COLUMNS);
 
 /** The defined values of `names` in `from`, in that order, as column text (`prefixes[i]` is name i's). */
 function columnsOf(
@@ -98,7 +134,11 @@ function columnsOf(
   let text = '';
   for (let i = 0; i < names.length; i++) {
     const value = from[names[i] as string] as ColumnValue;
-    if (value !== undefined) text += (prefixes[i] as string) + valueText(value);
+    if (value === undefined) continue;
+    // Numbers, nearly every column, without the switch of `valueText`.
+    text +=
+      (prefixes[i] as string) +
+      (typeof value === 'number' ? (Number.isFinite(value) ? `${value}` : 'null') : valueText(value));
   }
   return text;
 }
@@ -117,25 +157,27 @@ export function isoMicros(iso: string): string {
  */
 export function gpuWindowJson(row: GpuWindowRow): JsonRow {
   return object(
-    identity(',"time":', isoMs(row.time)) +
-      identity(',"start":', isoMs(row.start)) +
-      identity(',"instance_id":', row.instance_id) +
-      identity(',"instance_type":', row.instance_type) +
-      identity(',"region":', row.region) +
-      identity(',"az":', row.az) +
-      identity(',"gpu_index":', row.gpu_index) +
-      identity(',"gpu_uuid":', row.gpu_uuid) +
-      identity(',"gpu_name":', row.gpu_name) +
-      identity(',"gpu_instance_id":', row.gpu_instance_id) +
-      identity(',"gpu_instance_profile":', row.gpu_instance_profile) +
-      identity(',"gpu_instance_slot":', gpuInstanceSlot(row)) +
-      identity(',"team":', row.team) +
-      identity(',"job":', row.job) +
-      identity(',"namespace":', row.namespace) +
-      identity(',"pod":', row.pod) +
-      identity(',"container":', row.container) +
-      identity(',"batch_id":', row.batch_id) +
-      identity(',"seq":', row.seq) +
+    GPU.time +
+      epochText(row.time) +
+      GPU.start +
+      epochText(row.start) +
+      identity(GPU.instance_id, row.instance_id) +
+      identity(GPU.instance_type, row.instance_type) +
+      identity(GPU.region, row.region) +
+      identity(GPU.az, row.az) +
+      identity(GPU.gpu_index, row.gpu_index) +
+      identity(GPU.gpu_uuid, row.gpu_uuid) +
+      identity(GPU.gpu_name, row.gpu_name) +
+      identity(GPU.gpu_instance_id, row.gpu_instance_id) +
+      identity(GPU.gpu_instance_profile, row.gpu_instance_profile) +
+      identity(GPU.gpu_instance_slot, gpuInstanceSlot(row)) +
+      identity(GPU.team, row.team) +
+      identity(GPU.job, row.job) +
+      identity(GPU.namespace, row.namespace) +
+      identity(GPU.pod, row.pod) +
+      identity(GPU.container, row.container) +
+      identity(GPU.batch_id, row.batch_id) +
+      identity(GPU.seq, row.seq) +
       // Metrics then ledger fields, in their lists' order.
       columnsOf(row.metrics as Readonly<Record<string, unknown>>, GPU_METRIC_NAMES, METRIC_PREFIXES) +
       columnsOf(
@@ -152,14 +194,16 @@ export function gpuWindowJson(row: GpuWindowRow): JsonRow {
  */
 export function efaWindowJson(row: EfaWindowRow): JsonRow {
   return object(
-    column('time', isoMs(row.time)) +
-      column('start', isoMs(row.start)) +
-      column('instance_id', row.instance_id) +
-      column('instance_type', row.instance_type) +
-      column('device', row.device) +
-      column('port', row.port) +
-      column('seq', row.seq) +
-      column('deltas', row.deltas),
+    EFA.time +
+      epochText(row.time) +
+      EFA.start +
+      epochText(row.start) +
+      column(EFA.instance_id, row.instance_id) +
+      column(EFA.instance_type, row.instance_type) +
+      column(EFA.device, row.device) +
+      column(EFA.port, row.port) +
+      column(EFA.seq, row.seq) +
+      column(EFA.deltas, row.deltas),
   );
 }
 
@@ -169,20 +213,20 @@ export function efaWindowJson(row: EfaWindowRow): JsonRow {
  */
 export function eventJson(row: EventRow): JsonRow {
   return object(
-    column('time', isoMicros(row.time)) +
-      column('instance_id', row.instance_id) +
-      column('instance_type', row.instance_type) +
-      column('gpu_index', row.gpu_index) +
-      column('gpu_slot', row.gpu_index ?? -1) +
-      column('pci_bus_id', row.pci_bus_id) +
-      column('kind', row.kind) +
-      column('xid', row.xid) +
-      column('source', row.source) +
-      column('pid', row.pid) +
-      column('process_name', row.process_name) +
-      column('detail', row.detail) +
-      column('batch_id', row.batch_id) +
-      column('seq', row.seq),
+    column(EVENT.time, isoMicros(row.time)) +
+      column(EVENT.instance_id, row.instance_id) +
+      column(EVENT.instance_type, row.instance_type) +
+      column(EVENT.gpu_index, row.gpu_index) +
+      column(EVENT.gpu_slot, row.gpu_index ?? -1) +
+      column(EVENT.pci_bus_id, row.pci_bus_id) +
+      column(EVENT.kind, row.kind) +
+      column(EVENT.xid, row.xid) +
+      column(EVENT.source, row.source) +
+      column(EVENT.pid, row.pid) +
+      column(EVENT.process_name, row.process_name) +
+      column(EVENT.detail, row.detail) +
+      column(EVENT.batch_id, row.batch_id) +
+      column(EVENT.seq, row.seq),
   );
 }
 

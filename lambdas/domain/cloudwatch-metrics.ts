@@ -25,7 +25,7 @@ export const METRIC_NAMES = {
   /**
    * Ingest: `sm_active` of each GPU of the batch (time-weighted mean of its flush windows), one
    * value per GPU, 0..100 (Percent); the `Average` statistic is the fleet's mean per GPU.
-   * Dimensions: none, Team.
+   * Dimensions: none.
    */
   smActive: 'SmActive',
   /** Ingest: `sm_occupancy` per GPU, as {@link METRIC_NAMES.smActive}, 0..100 (Percent). */
@@ -45,7 +45,7 @@ export const METRIC_NAMES = {
    * agents' batch interval. Dimensions: none, Team.
    */
   wastedUsd: 'WastedUsd',
-  /** Ingest: alerts published (Count). Dimensions: Rule, Severity. */
+  /** Ingest: firing alerts published (Count). Dimensions: Severity. */
   alerts: 'Alerts',
   /** Ingest: seconds from the newest window's end to its arrival (Seconds). */
   agentLagS: 'AgentLag',
@@ -55,9 +55,9 @@ export const METRIC_NAMES = {
   silentAgents: 'SilentAgents',
   /** Fleet evaluator: on-demand USD per hour of the silent instances, unmonitored spend (None). */
   unmonitoredUsdPerHour: 'UnmonitoredUsdPerHour',
-  /** Fleet evaluator: fleet waste rate, wasted / cost over the evaluation span, 0..100 (Percent). Dimensions: none, Team. */
+  /** Fleet evaluator: fleet waste rate, wasted / cost over the evaluation span, 0..100 (Percent). Dimensions: none; Team for each team the deployment lists. */
   fleetWasteRate: 'FleetWasteRate',
-  /** Fleet evaluator: wasted USD per hour over the evaluation span (None). Dimensions: none, Team. */
+  /** Fleet evaluator: wasted USD per hour over the evaluation span (None). Dimensions: none; Team for each team the deployment lists. */
   fleetWastedUsdPerHour: 'FleetWastedUsdPerHour',
   /** Fleet evaluator: straggler nodes found (Count). */
   stragglers: 'Stragglers',
@@ -70,8 +70,6 @@ export type MetricName = (typeof METRIC_NAMES)[keyof typeof METRIC_NAMES];
 export const METRIC_DIMENSIONS = {
   /** The host's `team` tag (the ledger's team), `untagged` when absent. */
   team: 'Team',
-  /** Rule id of an alert (`xid`, `idle_gpu`, `agent_silent`, …). */
-  rule: 'Rule',
   /** Alert severity (`critical`, `warning`, `info`). */
   severity: 'Severity',
   /** Answer class of a batch the ingest handler did not accept: `4xx` (refused: invalid, too large, not the sender it claims) or `5xx` (retry later). */
@@ -86,9 +84,10 @@ export const OTHER_TEAM = 'other';
 
 /**
  * Most teams a deployment may list for their own `Team` dimension value on ingest metrics, teams.
- * With {@link OTHER_TEAM} and {@link UNTAGGED_TEAM}, at most 52 values, so at most 52 × 2 custom
- * metrics (`WastedUsd`, `SmActive` by Team) ≈ $31/month at $0.30 per metric-month. Source: this
- * project's choice.
+ * With {@link OTHER_TEAM} and {@link UNTAGGED_TEAM}, at most 52 values: at most 52 ingest series
+ * (`WastedUsd` by Team) and 2 × 50 of the fleet evaluator (`FleetWasteRate`, `FleetWastedUsdPerHour`
+ * of each listed team), ≈ $46/month at $0.30 per metric-month; each listed team adds 3 series.
+ * Source: this project's choice.
  */
 export const MAX_METRIC_TEAMS = 50;
 

@@ -145,6 +145,22 @@ const perBatch = [...canned.calls]
 console.log(
   `AWS calls per batch: ${perBatch.join(', ')}; log lines per batch: ${(logLines / batches).toFixed(2)}`,
 );
+// The rows the last batch sent to the gpu_windows stream, as Firehose bills them (the cost model's
+// `firehoseRowBytes`: UTF-8 bytes of one row, without its newline).
+const put = canned.lastRequest.get('firehose:PutRecordBatch');
+if (put !== undefined) {
+  const { DeliveryStreamName, Records } = JSON.parse(put.body) as {
+    DeliveryStreamName: string;
+    Records: { Data: string }[];
+  };
+  const rows = Records.flatMap((r) => Buffer.from(r.Data, 'base64').toString('utf8').split('\n')).filter(
+    (l) => l !== '',
+  );
+  const rowBytes = rows.reduce((n, l) => n + Buffer.byteLength(l), 0) / rows.length;
+  console.log(
+    `Firehose rows of the last batch (${DeliveryStreamName}): ${rows.length} in ${Records.length} record(s), ${rowBytes.toFixed(0)} B per row as JSON`,
+  );
+}
 const cost = pipelineCost({
   ...DEFAULT_COST_MODEL_INPUT,
   store: store === 'timestream' ? 'timestream' : 'athena',

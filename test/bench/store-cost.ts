@@ -9,7 +9,8 @@
  *   memory store for 24 h, magnetic store for the rest).
  *
  * A p5.48xlarge: 8 H100 (every metric present, values varying as a busy GPU's do) and 32 EFA
- * ports, one batch per 10 s. Prices are constants below with their sources.
+ * devices, 64 EFA entries per window (each device's counters and its port's), one batch per 10 s.
+ * Prices are constants below with their sources.
  *
  * Run: `npx tsx test/bench/store-cost.ts`
  */
@@ -27,15 +28,22 @@ import {
 } from '../../lambdas/adapters/timestream-records';
 import type { GpuMetrics } from '../../lambdas/contract';
 import { GPU_METRIC_NAMES, GPU_METRIC_TYPES } from '../../lambdas/domain/measure-types';
-import { TELEMETRY_TABLE_COLUMNS, type TelemetryTable } from '../../lambdas/domain/store-columns';
+import type { TelemetryTable } from '../../lambdas/domain/store-columns';
 import type { EfaWindowRow, GpuWindowRow } from '../../lambdas/domain/types';
-import { DUCKDB_TYPES } from '../lambdas/adapters/athena-fake';
+import {
+  DEVICE_COUNTERS,
+  P5_EFA_DEVICES,
+  PORT_COUNTERS_BASE,
+  PORT_COUNTERS_R2_17,
+} from '../fixtures/efa/make-sysfs';
+import { firehoseReadJsonSql } from '../lambdas/adapters/athena-fake';
 import { efaRow, gpuRow, ledger } from '../lambdas/rows';
 
 /** Windows per GPU per month (30 days of 10 s windows). */
 const WINDOWS_PER_MONTH = 30 * 24 * 360;
 const GPUS = 8;
-const EFA_PORTS = 32;
+/** EFA entries of one p5.48xlarge window: 32 devices × (device counters, port 1 counters). */
+const EFA_PORTS = 64;
 const GB = 1e9;
 const GIB = 1024 ** 3;
 
@@ -57,7 +65,7 @@ function rand(): number {
 }
 
 /** One busy GPU window with every metric present and realistic, varying values. */
-function busyGpu(windowIndex: number, gpu: number): GpuWindowRow {
+function busyGpu(windowIndex: number, gpu: number, instance = 0): GpuWindowRow {
   const metrics: Record<string, number | boolean> = {};
   for (const n of GPU_METRIC_NAMES) {
     const type = GPU_METRIC_TYPES[n];
@@ -67,7 +75,8 @@ function busyGpu(windowIndex: number, gpu: number): GpuWindowRow {
   return gpuRow({
     time,
     gpu_index: gpu,
-    gpu_uuid: `GPU-7f3c2a1e-0000-4000-8000-00000000000${gpu}`,
+    instance_id: `i-0123456789ab${instance.toString(16).padStart(5, '0')}`,
+    gpu_uuid: `GPU-7f3c2a1e-0000-4000-8000-${instance.toString(16).padStart(11, '0')}${gpu}`,
     seq: 1000 + windowIndex,
     batch_id: `0b7e6f7a-1f2b-4c3d-8e9f-${String(windowIndex).padStart(12, '0')}`,
     metrics: metrics as unknown as GpuMetrics,
@@ -75,25 +84,34 @@ function busyGpu(windowIndex: number, gpu: number): GpuWindowRow {
   });
 }
 
-function busyEfa(windowIndex: number, port: number): EfaWindowRow {
+/**
+ * EFA entry `entry` of a p5.48xlarge window, as the agent's EFA source sends it: 32 devices (the
+ * real p5's names) × the device counters (port 0, 12 counters) and the port counters (port 1, the
+ * 22 of driver r2.17), every counter with its delta, 0 included. Traffic as a busy 100 Gb/s port
+ * moves in 10 s (bytes up to 12.5 GB, packets and work requests up to 1.5 M); error counters 0.
+ */
+function busyEfa(windowIndex: number, entry: number): EfaWindowRow {
   const time = new Date(Date.parse('2026-03-10T00:00:10.000Z') + windowIndex * 10_000).toISOString();
-  const n = (): number => Math.floor(rand() * 5e9);
+  const port = entry % 2;
+  const deltas: Record<string, number> = {};
+  const names: readonly string[] =
+    port === 0 ? DEVICE_COUNTERS : [...PORT_COUNTERS_BASE, ...PORT_COUNTERS_R2_17];
+  for (const name of names) {
+    deltas[name] = name.endsWith('_bytes')
+      ? Math.floor(rand() * 12.5e9)
+      : /_(pkts|wrs)$/.test(name)
+        ? Math.floor(rand() * 1.5e6)
+        : /^(submitted|completed)_cmds$|^keep_alive_rcvd$/.test(name)
+          ? Math.floor(rand() * 20)
+          : 0;
+  }
   return efaRow({
     time,
     start: new Date(Date.parse(time) - 10_000).toISOString(),
-    device: `rdmap${16 + port}s27`,
+    device: P5_EFA_DEVICES[Math.floor(entry / 2) % P5_EFA_DEVICES.length] as string,
+    port,
     seq: 1000 + windowIndex,
-    deltas: {
-      rx_bytes: n(),
-      tx_bytes: n(),
-      rx_pkts: n(),
-      tx_pkts: n(),
-      rx_drops: 0,
-      retrans_pkts: Math.floor(rand() * 10),
-      retrans_timeout_events: 0,
-      impaired_remote_conn_events: 0,
-      unresponsive_remote_events: 0,
-    },
+    deltas,
   });
 }
 
@@ -102,18 +120,17 @@ const billed = (bytes: number): number =>
 
 async function parquetBytesPerRow(
   table: TelemetryTable,
-  jsonRows: readonly object[],
+  jsonRows: readonly string[],
   dir: string,
 ): Promise<number> {
   const duck = await DuckDBInstance.create(':memory:');
   const db = await duck.connect();
   const json = join(dir, `${table}.json`);
   const parquet = join(dir, `${table}.parquet`);
-  await writeFile(json, jsonRows.map((r) => JSON.stringify(r)).join('\n'));
-
-  const columns = `{${TELEMETRY_TABLE_COLUMNS[table].map(([n, t]) => `'${n}': '${DUCKDB_TYPES[t]}'`).join(', ')}}`;
+  // The rows as the Athena store sends them, read as the delivery stream's SerDe reads them.
+  await writeFile(json, jsonRows.join('\n'));
   await db.run(
-    `COPY (SELECT * FROM read_json('${json}', format = 'newline_delimited', columns = ${columns})) TO '${parquet}' (FORMAT PARQUET, COMPRESSION SNAPPY)`,
+    `COPY (${firehoseReadJsonSql(table, json)}) TO '${parquet}' (FORMAT PARQUET, COMPRESSION SNAPPY)`,
   );
   db.closeSync();
   duck.closeSync();
@@ -123,25 +140,33 @@ async function parquetBytesPerRow(
 async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'gs-cost-'));
   try {
-    // One batch: 8 GPU rows, 32 EFA rows.
+    // One batch: 8 GPU rows, 64 EFA rows.
     const gpuRows = Array.from({ length: GPUS }, (_, g) => busyGpu(0, g));
     const efaRows = Array.from({ length: EFA_PORTS }, (_, p) => busyEfa(0, p));
     const gpuJson = gpuRows.map(gpuWindowJson);
     const efaJson = efaRows.map(efaWindowJson);
-    const gpuRowBytes = gpuJson.reduce((n, r) => n + JSON.stringify(r).length + 1, 0) / GPUS;
-    const efaRowBytes = efaJson.reduce((n, r) => n + JSON.stringify(r).length + 1, 0) / EFA_PORTS;
+    // UTF-8 bytes of each row as sent (the row is already JSON text), without its newline.
+    const gpuRowBytes = gpuJson.reduce((n, r) => n + Buffer.byteLength(r), 0) / GPUS;
+    const efaRowBytes = efaJson.reduce((n, r) => n + Buffer.byteLength(r), 0) / EFA_PORTS;
     const packed = [...packRecords(gpuJson).records, ...packRecords(efaJson).records];
     const packedBilledPerBatch = packed.reduce((n, r) => n + billed(r.data.length), 0);
     const unpackedBilledPerBatch =
-      gpuJson.reduce((n, r) => n + billed(r.length + 1), 0) +
-      efaJson.reduce((n, r) => n + billed(r.length + 1), 0);
+      gpuJson.reduce((n, r) => n + billed(Buffer.byteLength(r) + 1), 0) +
+      efaJson.reduce((n, r) => n + billed(Buffer.byteLength(r) + 1), 0);
 
     // Parquet: one GPU-day of windows per file (8,640 rows), and a 5-minute file of one instance (240 rows).
-    const dayGpu = Array.from({ length: 8640 }, (_, w) => JSON.parse(gpuWindowJson(busyGpu(w, 0))) as object);
-    const dayEfa = Array.from({ length: 8640 }, (_, w) => JSON.parse(efaWindowJson(busyEfa(w, 0))) as object);
+    const dayGpu = Array.from({ length: 8640 }, (_, w) => gpuWindowJson(busyGpu(w, 0)));
+    const dayEfa = Array.from({ length: 2 * 8640 }, (_, i) =>
+      efaWindowJson(busyEfa(Math.floor(i / 2), i % 2)),
+    );
     const fiveMinGpu = Array.from({ length: 30 }, (_, w) =>
-      Array.from({ length: GPUS }, (_, g) => JSON.parse(gpuWindowJson(busyGpu(w, g))) as object),
+      Array.from({ length: GPUS }, (_, g) => gpuWindowJson(busyGpu(w, g))),
     ).flat();
+    // A 5-minute Firehose file at 512 GPUs holds every instance's rows: 64 instances × 8 GPUs × 30.
+    const fiveMinFleetGpu = Array.from({ length: 30 }, (_, w) =>
+      Array.from({ length: 64 * GPUS }, (_, i) => gpuWindowJson(busyGpu(w, i % GPUS, Math.floor(i / GPUS)))),
+    ).flat();
+    const parquetGpu5minFleet = await parquetBytesPerRow('gpu_windows', fiveMinFleetGpu, dir);
     const parquetGpuDay = await parquetBytesPerRow('gpu_windows', dayGpu, dir);
     const parquetEfaDay = await parquetBytesPerRow('efa_windows', dayEfa, dir);
     const parquetGpu5min = await parquetBytesPerRow('gpu_windows', fiveMinGpu, dir);
@@ -155,7 +180,11 @@ async function main(): Promise<void> {
     const s3GbPerMonthDay = (WINDOWS_PER_MONTH * (parquetGpuDay + (EFA_PORTS / GPUS) * parquetEfaDay)) / GB;
 
     const tsGpu = timestreamRecordBytes(gpuWindowRecord(gpuRows[0] as GpuWindowRow));
-    const tsEfa = timestreamRecordBytes(efaWindowRecord(efaRows[0] as EfaWindowRow));
+    // The mean of a device entry and a port entry.
+    const tsEfa =
+      (timestreamRecordBytes(efaWindowRecord(efaRows[0] as EfaWindowRow)) +
+        timestreamRecordBytes(efaWindowRecord(efaRows[1] as EfaWindowRow))) /
+      2;
     const tsUnitsPerWindow = Math.ceil(tsGpu / 1024) + (EFA_PORTS / GPUS) * Math.ceil(tsEfa / 1024);
     const tsBytesPerWindow = tsGpu + (EFA_PORTS / GPUS) * tsEfa;
     const tsWrites = ((WINDOWS_PER_MONTH * tsUnitsPerWindow) / 1e6) * PRICE.timestreamPerMillionWrites;
@@ -172,6 +201,7 @@ async function main(): Promise<void> {
       firehose_usd_per_gpu_month_packed: +(firehoseGbPacked * firehoseRate).toFixed(4),
       firehose_usd_per_gpu_month_one_row_per_record: +(firehoseGbUnpacked * firehoseRate).toFixed(4),
       parquet_bytes_per_gpu_row_5min_file: +parquetGpu5min.toFixed(1),
+      parquet_bytes_per_gpu_row_5min_file_512_gpus: +parquetGpu5minFleet.toFixed(1),
       parquet_bytes_per_gpu_row_day_file: +parquetGpuDay.toFixed(1),
       parquet_bytes_per_efa_row_day_file: +parquetEfaDay.toFixed(1),
       s3_gb_per_gpu_month_5min_files: +s3GbPerMonth5min.toFixed(4),

@@ -40,6 +40,15 @@ describe('runCli: the CLI in-process, as the executable runs it', () => {
     expect(run.stdout.replace(/\s+/g, ' ')).toContain(
       `custom metric series of the deployment (default ${DEFAULT_COST_MODEL_INPUT.customMetrics})`,
     );
-    expect(DEFAULT_COST_MODEL_INPUT.customMetrics).toBe(37);
+    expect(DEFAULT_COST_MODEL_INPUT.customMetrics).toBe(23);
+  });
+
+  it('refuses a negative --efa-devices-per-instance naming the option', async () => {
+    // Act
+    const run = await runCli(['cost-model', '--efa-devices-per-instance', '-1']);
+
+    // Assess
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain('Expected `--efa-devices-per-instance` to be an integer ≥ 0, got `-1`');
   });
 });

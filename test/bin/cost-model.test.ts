@@ -14,6 +14,8 @@ import {
   DEFAULT_COST_MODEL_INPUT,
   firehoseBilledBytesPerBatch,
   pipelineCost,
+  WORST_CASE_FIREHOSE_ROW_BYTES,
+  windowsPerRequest,
 } from '../../bin/cost-model/pipeline-cost';
 import { SERVICE_PRICES } from '../../bin/cost-model/service-prices';
 import {
@@ -21,6 +23,7 @@ import {
   type StackTemplate,
   UnknownResourceTypeError,
 } from '../../bin/cost-model/stack-resources';
+import { MAX_EFA_PORTS_PER_BATCH } from '../../lambdas/contract';
 import { buildStack, sharedStack } from '../lib/build-stack';
 
 type Model = ReturnType<typeof pipelineCost>;
@@ -116,14 +119,42 @@ describe('the pipeline cost model', () => {
     expect(model.items.map((i) => i.price)).not.toContain('xrayTraceRecorded'); // tracing off by default
   });
 
+  it('prices 512 GPUs without EFA or on p4d within the target, everything counted (p5 pays for 16× the EFA rows of a p4d)', () => {
+    // Act
+    const p5 = pipelineCost();
+    const p4d = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, efaDevicesPerInstance: 4 });
+    const none = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, efaDevicesPerInstance: 0 });
+    const worst = pipelineCost({
+      ...DEFAULT_COST_MODEL_INPUT,
+      efaDevicesPerInstance: 4,
+      firehoseRowBytes: WORST_CASE_FIREHOSE_ROW_BYTES,
+    });
+    // Assess
+    expect(p5.input.efaDevicesPerInstance).toBe(32);
+    expect(none.totalUsdPerGpuMonth).toBeLessThanOrEqual(TARGET_USD_PER_GPU_MONTH);
+    expect(p4d.totalUsdPerGpuMonth).toBeLessThanOrEqual(TARGET_USD_PER_GPU_MONTH);
+    expect(worst.totalUsdPerGpuMonth).toBeLessThanOrEqual(TARGET_USD_PER_GPU_MONTH);
+    expect(p5.totalUsdPerGpuMonth).toBeGreaterThan(p4d.totalUsdPerGpuMonth);
+  });
+
+  it('merges six p5 windows per request (64 EFA entries each, under the contract cap)', () => {
+    // Prepare / Act / Assess
+    expect(MAX_EFA_PORTS_PER_BATCH).toBeGreaterThanOrEqual(6 * 64);
+    expect(windowsPerRequest({ windowsPerBatch: 6, efaDevicesPerInstance: 32 })).toBe(6);
+    expect(windowsPerRequest({ windowsPerBatch: 6, efaDevicesPerInstance: 4 })).toBe(6);
+    expect(windowsPerRequest({ windowsPerBatch: 6, efaDevicesPerInstance: 0 })).toBe(6);
+    expect(windowsPerRequest({ windowsPerBatch: 6, efaDevicesPerInstance: 1000 })).toBe(1);
+    expect(pipelineCost().requestsPerGpuMonth).toBe(5475);
+  });
+
   it('bills one API Gateway REST request and one Lambda request per batch', () => {
     // Act
     const model = pipelineCost();
     // Assess
     expect(usdOf(model, 'apiGatewayRestRequest')).toBeCloseTo(5475 * 3.5e-6, 10);
-    // 512 MiB for 6 ms of CPU + 2 calls × 15 ms, per batch
+    // 512 MiB for 4.1 ms of CPU + 2 calls × 15 ms, per batch
     const ingestGbS = model.items.find((i) => i.what === 'ingest GB-seconds');
-    expect(ingestGbS?.usdPerGpuMonth).toBeCloseTo(5475 * 0.036 * 0.5 * 0.0000133334, 10);
+    expect(ingestGbS?.usdPerGpuMonth).toBeCloseTo(5475 * 0.0341 * 0.5 * 0.0000133334, 10);
   });
 
   it('bills X-Ray per request when the synthesized stack traces', () => {
@@ -156,24 +187,24 @@ describe('the pipeline cost model', () => {
     const some = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, multiNodeInstanceShare: 0.1 });
     const jobs = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, multiNodeInstanceShare: 1 });
     const big = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, multiNodeInstanceShare: 1, fleetGpus: 80_000 });
-    // Assess: 8,760 runs × queries × max(10 MB, 512 GPUs × 360 × 2 h × 356 B × 0.1)
-    const perQuery = Math.max(10e6, 512 * 360 * 2 * 356 * 0.1);
+    // Assess: 8,760 runs × queries × max(10 MB, 512 GPUs × 360 × 2 h × 226 B × 0.1)
+    const perQuery = Math.max(10e6, 512 * 360 * 2 * 226 * 0.1);
     expect(fleetQueries(alone)?.unitsPerMonth).toBeCloseTo((8760 * 2 * perQuery) / 1e12, 8);
     expect(fleetQueries(jobs)?.what).toContain('3 queries per run');
     expect(fleetQueries(jobs)?.unitsPerMonth).toBeCloseTo((8760 * 3 * perQuery) / 1e12, 8);
     expect(fleetQueries(some)?.unitsPerMonth).toBe(fleetQueries(jobs)?.unitsPerMonth);
-    // At 80,000 GPUs a query scans 2.05 GB: bytes grow with the fleet, queries do not.
-    expect(fleetQueries(big)?.unitsPerMonth).toBeCloseTo((8760 * 3 * 80_000 * 360 * 2 * 356 * 0.1) / 1e12, 8);
+    // At 80,000 GPUs a query scans 1.30 GB: bytes grow with the fleet, queries do not.
+    expect(fleetQueries(big)?.unitsPerMonth).toBeCloseTo((8760 * 3 * 80_000 * 360 * 2 * 226 * 0.1) / 1e12, 8);
     expect(jobs.totalUsdPerGpuMonth - alone.totalUsdPerGpuMonth).toBeGreaterThan(0);
     expect(jobs.totalUsdPerGpuMonth - alone.totalUsdPerGpuMonth).toBeLessThan(0.01);
   });
 
-  it('bills the efa_windows rows too: 32 EFA devices × 6 windows of 395 B, packed, per batch', () => {
+  it('bills the efa_windows rows too: 32 EFA devices × 2 entries × 6 windows of 495 B, packed, per batch', () => {
     // Act
     const withEfa = pipelineCost();
     const withoutEfa = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, efaDevicesPerInstance: 0 });
-    // Assess: 192 rows × 396 B = 76,032 B, one record, billed 76,800 B (15 × 5 KiB) per batch
-    const billedGbPerGpu = (5475 * 76_800) / 1e9;
+    // Assess: 384 rows × 496 B = 190,464 B, one record, billed 194,560 B (38 × 5 KiB) per batch
+    const billedGbPerGpu = (5475 * 194_560) / 1e9;
     expect(usdOf(withEfa, 'firehoseIngestGb') - usdOf(withoutEfa, 'firehoseIngestGb')).toBeCloseTo(
       billedGbPerGpu * 0.029,
       10,
@@ -188,7 +219,11 @@ describe('the pipeline cost model', () => {
     'scales requests inversely with windows per batch (%i windows: ×%f of the 6-window cost)',
     (windows, factor) => {
       // Act
-      const model = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, windowsPerBatch: windows });
+      const model = pipelineCost({
+        ...DEFAULT_COST_MODEL_INPUT,
+        efaDevicesPerInstance: 0,
+        windowsPerBatch: windows,
+      });
       // Assess
       expect(usdOf(model, 'apiGatewayRestRequest')).toBeCloseTo(5475 * 3.5e-6 * factor, 10);
     },
@@ -218,8 +253,8 @@ describe('the pipeline cost model', () => {
     (months, cold, usdPerGbMonth) => {
       // Act
       const model = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, retentionMonths: months });
-      // Assess: 262,800 windows × (356 B of GPU row + 4 EFA rows × 48 B) = 0.144 GB per GPU-month
-      const gbPerMonth = (262_800 * (356 + 4 * 48)) / 1e9;
+      // Assess: 262,800 windows × (226 B of GPU row + 8 EFA rows × 71 B) = 0.209 GB per GPU-month
+      const gbPerMonth = (262_800 * (226 + 8 * 71)) / 1e9;
       const standardMonths = 30 / (730 / 24);
       expect(usdOf(model, 's3StandardGbMonth')).toBeCloseTo(gbPerMonth * standardMonths * 0.023, 8);
       expect(usdOf(model, cold)).toBeCloseTo(gbPerMonth * (months - standardMonths) * usdPerGbMonth, 8);
@@ -233,16 +268,16 @@ describe('the pipeline cost model', () => {
     const prices = month.items.map((i) => i.price);
     for (const p of ['s3TransitionRequest', 's3StandardIaGbMonth', 's3GlacierIrGbMonth'] as const)
       expect(prices).not.toContain(p);
-    expect(usdOf(month, 's3StandardGbMonth')).toBeCloseTo(((262_800 * (356 + 4 * 48)) / 1e9) * 0.023, 8);
+    expect(usdOf(month, 's3StandardGbMonth')).toBeCloseTo(((262_800 * (226 + 8 * 71)) / 1e9) * 0.023, 8);
   });
 
-  it('prices the Timestream option: 2 write units per 1,430 B record, 24 h in memory, the rest magnetic', () => {
+  it('prices the Timestream option: 2 write units per 1,516 B record, 24 h in memory, the rest magnetic', () => {
     // Act
     const model = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, store: 'timestream' });
     // Assess
     expect(model.items.map((i) => i.service)).not.toContain('Firehose');
     expect(usdOf(model, 'timestreamWrite')).toBeCloseTo(262_800 * 2 * 0.5e-6, 10);
-    expect(usdOf(model, 'timestreamMemoryGbHour')).toBeCloseTo(((8640 * 1430) / 1e9) * 730 * 0.036, 8);
+    expect(usdOf(model, 'timestreamMemoryGbHour')).toBeCloseTo(((8640 * 1516) / 1e9) * 730 * 0.036, 8);
     expect(model.totalUsdPerGpuMonth).toBeGreaterThan(pipelineCost().totalUsdPerGpuMonth);
   });
 
@@ -262,7 +297,8 @@ describe('the pipeline cost model', () => {
       10,
     );
     expect(small.fixedUsdPerMonth).toBeCloseTo(large.fixedUsdPerMonth, 8);
-    expect(DEFAULT_COST_MODEL_INPUT.customMetrics).toBe(37); // 18 names, StatusClass, 4 × 2 Team series, 10 alert pairs
+    // 16 dimensionless names, 2 StatusClass, WastedUsd of other and untagged, 3 alert severities
+    expect(DEFAULT_COST_MODEL_INPUT.customMetrics).toBe(23);
   });
 
   it.each([
@@ -290,7 +326,7 @@ describe('gpu-sentinel cost-model', () => {
     // Assess
     expect(code).toBe(0);
     expect(out).toMatch(
-      /athena store, REST API, 8 GPUs per instance \(32 EFA devices\), 6 windows of 10 s per batch/,
+      /athena store, REST API, 8 GPUs per instance \(32 EFA devices: 64 efa_windows rows per window\), 6 windows of 10 s per batch, 6 per request/,
     );
     expect(out).toMatch(/^ +\d+ AWS::KMS::Key +monthly: key-month/m);
     expect(out).toMatch(/^ +\d+ AWS::CloudWatch::Alarm +monthly/m);

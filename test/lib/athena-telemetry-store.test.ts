@@ -3,6 +3,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type { IConstruct } from 'constructs';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { firehoseJsonKey, firehoseJsonKeyMappings } from '../../lambdas/domain/firehose-json-keys';
 import { TELEMETRY_TABLE_COLUMNS, TELEMETRY_TABLES } from '../../lambdas/domain/store-columns';
 import { AthenaTelemetryStore } from '../../lib/athena-telemetry-store';
 import type { GpuSentinelStack } from '../../lib/gpu-sentinel-stack';
@@ -256,7 +257,9 @@ describe('AthenaTelemetryStore (the default store)', () => {
           CloudWatchLoggingOptions: Match.objectLike({ Enabled: true }),
           DataFormatConversionConfiguration: {
             Enabled: true,
-            InputFormatConfiguration: { Deserializer: { OpenXJsonSerDe: {} } },
+            InputFormatConfiguration: {
+              Deserializer: { OpenXJsonSerDe: { ColumnToJsonKeyMappings: firehoseJsonKeyMappings(table) } },
+            },
             OutputFormatConfiguration: { Serializer: { ParquetSerDe: { Compression: 'SNAPPY' } } },
             SchemaConfiguration: Match.objectLike({
               DatabaseName: 'test_stack',
@@ -267,6 +270,34 @@ describe('AthenaTelemetryStore (the default store)', () => {
           },
         }),
       });
+    },
+  );
+
+  it.each(TELEMETRY_TABLES)(
+    'has the %s stream read every column of its Glue table under one JSON key of its own, the key the adapter writes',
+    (table) => {
+      // Prepare
+      const glueTable = Object.values(template.findResources('AWS::Glue::Table')).find(
+        (t) => t.Properties.TableInput.Name === table,
+      );
+      const stream = Object.values(template.findResources('AWS::KinesisFirehose::DeliveryStream')).find(
+        (s) => s.Properties.ExtendedS3DestinationConfiguration.Prefix === `${table}/`,
+      );
+      const mappings: Record<string, string> =
+        stream?.Properties.ExtendedS3DestinationConfiguration.DataFormatConversionConfiguration
+          .InputFormatConfiguration.Deserializer.OpenXJsonSerDe.ColumnToJsonKeyMappings ?? {};
+
+      // Act
+      const columns = (
+        (glueTable?.Properties.TableInput.StorageDescriptor.Columns ?? []) as { Name: string }[]
+      ).map((c) => c.Name);
+      const keys = columns.map((c) => mappings[c] ?? c);
+
+      // Assess
+      expect(columns.length).toBeGreaterThan(0);
+      expect(new Set(keys).size).toBe(columns.length);
+      expect(keys).toEqual(columns.map((c) => firehoseJsonKey(table, c)));
+      expect(Object.keys(mappings).every((c) => columns.includes(c))).toBe(true);
     },
   );
 

@@ -286,7 +286,7 @@ describe.each(['athena', 'timestream'] as const)('monitoring, store %s', (store)
     expect(widget('Alerts by severity')?.metrics).toEqual(
       ['critical', 'warning', 'info'].map((severity) => [
         {
-          expression: `SUM(SEARCH('{GpuSentinel,Rule,Severity} MetricName="Alerts" Severity="${severity}"', 'Sum', 300))`,
+          expression: `SUM(SEARCH('{GpuSentinel,Severity} MetricName="Alerts" Severity="${severity}"', 'Sum', 300))`,
           label: severity,
         },
       ]),

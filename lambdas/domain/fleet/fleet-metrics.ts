@@ -21,17 +21,18 @@ export interface FleetMetricDatum {
  * The fleet evaluator's CloudWatch metrics (names from `cloudwatch-metrics.ts`): `SilentAgents` and
  * `UnmonitoredUsdPerHour` (sum of the silent instances' on-demand prices; unpriced ones add 0),
  * `Stragglers`, and over the waste span `FleetWasteRate` (wasted / cost × 100) and
- * `FleetWastedUsdPerHour` fleet-wide and per `Team` (a team without cost has no waste rate: absent,
- * not 0). Every evaluation publishes the counts, 0 included, so an alarm sees a series without gaps.
- * `Team` values are bounded exactly as ingest bounds them ({@link teamDimensionValue}): a team on
- * the deployment's list (`METRICS_TEAMS`) keeps its name, every other team is summed into `other`,
- * spend without a tag is `untagged` — so the evaluator never creates more series than ingest does.
+ * `FleetWastedUsdPerHour` fleet-wide and per `Team` of each team on the deployment's list
+ * (`METRICS_TEAMS`; a team without cost has no waste rate: absent, not 0). Every evaluation
+ * publishes the counts, 0 included, so an alarm sees a series without gaps. Teams are named exactly
+ * as ingest names them ({@link teamDimensionValue}); the rest of the spend (`other`, `untagged`)
+ * has no series of its own here: the dashboard and alarms read the fleet-wide ones, and each
+ * series is billed by the month (ingest's `WastedUsd` by Team covers every team value).
  *
  * @param input - what the rules judged
  * @param findings - what they found
  * @param thresholds - for the waste span
  * @param metricTeams - the deployment's teams with their own `Team` value. @default none (all `other`/`untagged`)
- * @returns the data, fleet-wide series first, then per team value by name
+ * @returns the data, fleet-wide series first, then per listed team by name
  */
 export function fleetMetrics(
   input: FleetInput,
@@ -74,7 +75,7 @@ export function fleetMetrics(
     sum.wasted_usd += r.wasted_usd;
     byTeam.set(team, sum);
   }
-  const teams = [...byTeam].sort(([a], [b]) => (a < b ? -1 : 1));
+  const teams = [...byTeam].filter(([team]) => metricTeams.has(team)).sort(([a], [b]) => (a < b ? -1 : 1));
   return [
     { name: METRIC_NAMES.silentAgents, unit: 'Count', value: silent.length },
     { name: METRIC_NAMES.unmonitoredUsdPerHour, unit: 'None', value: unmonitored },

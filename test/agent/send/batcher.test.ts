@@ -8,6 +8,7 @@ import {
   type Host,
   LAMBDA_SYNC_MAX_PAYLOAD_BYTES,
   MAX_BODY_DECOMPRESSED_BYTES,
+  MAX_EFA_PORTS_PER_BATCH,
   MAX_EVENTS_PER_BATCH,
   MAX_WINDOWS_PER_BATCH,
   parseBatch,
@@ -91,7 +92,7 @@ describe('BatchBuilder', () => {
       'EFA ports over the count limit',
       {
         windows: [],
-        efa: Array.from({ length: 100 }, (_, i) => ({
+        efa: Array.from({ length: MAX_EFA_PORTS_PER_BATCH + 36 }, (_, i) => ({
           start: new Date(NOW.getTime() - 10_000).toISOString(),
           end: NOW.toISOString(),
           device: `rdmap${i}s0`,

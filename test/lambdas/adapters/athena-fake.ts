@@ -14,12 +14,14 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { mockClient } from 'aws-sdk-client-mock';
 import { datehourOf } from '../../../lambdas/adapters/athena-sql';
 import type { PerTable } from '../../../lambdas/adapters/athena-store';
+import { firehoseJsonKey } from '../../../lambdas/domain/firehose-json-keys';
 import {
   type StoreColumnType,
   TELEMETRY_TABLE_COLUMNS,
   TELEMETRY_TABLES,
   type TelemetryTable,
 } from '../../../lambdas/domain/store-columns';
+import { firehoseRowColumns } from './firehose-rows';
 
 /** Column type → the DuckDB type Firehose's Parquet column reads back as. */
 export const DUCKDB_TYPES: { readonly [T in StoreColumnType]: string } = {
@@ -31,6 +33,32 @@ export const DUCKDB_TYPES: { readonly [T in StoreColumnType]: string } = {
   BOOLEAN: 'BOOLEAN',
   MAP_VARCHAR_BIGINT: 'MAP(VARCHAR, BIGINT)',
 };
+
+/**
+ * The DuckDB query that reads a file of Firehose JSON rows of `table` as its delivery stream does:
+ * each column under its JSON key (the SerDe's `ColumnToJsonKeyMappings`), a TIMESTAMP from an ISO
+ * text or from a number of epoch milliseconds (as the OpenX JSON SerDe reads both).
+ *
+ * @param table - the rows' table
+ * @param jsonPath - a newline-delimited file of the rows the Athena store sends
+ * @returns `SELECT <every column, by name> FROM read_json(…)`
+ */
+export function firehoseReadJsonSql(table: TelemetryTable, jsonPath: string): string {
+  const columns = TELEMETRY_TABLE_COLUMNS[table]
+    .map(([n, t]) => `'${firehoseJsonKey(table, n)}': '${t === 'TIMESTAMP' ? 'VARCHAR' : DUCKDB_TYPES[t]}'`)
+    .join(', ');
+  const select = TELEMETRY_TABLE_COLUMNS[table]
+    .map(([n, t]) => {
+      const key = `"${firehoseJsonKey(table, n)}"`;
+      const value =
+        t === 'TIMESTAMP'
+          ? `CASE WHEN regexp_full_match(${key}, '[0-9]+') THEN epoch_ms(CAST(${key} AS BIGINT)) ELSE CAST(${key} AS TIMESTAMP) END`
+          : key;
+      return `${value} AS "${n}"`;
+    })
+    .join(', ');
+  return `SELECT ${select} FROM read_json('${jsonPath}', format = 'newline_delimited', columns = {${columns}})`;
+}
 
 /** The delivery stream names the fake knows, one per table. */
 export const FAKE_STREAMS: PerTable = {
@@ -85,10 +113,6 @@ export async function fakeAthenaStore(
   await db.run("SET TimeZone = 'UTC'");
   const queries: string[] = [];
   const files: string[] = [];
-  const columnsOf = (table: TelemetryTable): string =>
-    `{${TELEMETRY_TABLE_COLUMNS[table].map(([n, t]) => `'${n}': '${DUCKDB_TYPES[t]}'`).join(', ')}}`;
-  const selectOf = (table: TelemetryTable): string =>
-    TELEMETRY_TABLE_COLUMNS[table].map(([n]) => `"${n}"`).join(', ');
 
   // An empty file per table (partition 0000/00/00/00, never in range) gives read_parquet the schema.
   for (const table of TELEMETRY_TABLES) {
@@ -116,7 +140,7 @@ export async function fakeAthenaStore(
         ...text
           .split('\n')
           .filter((l) => l !== '')
-          .map((l) => Date.parse((JSON.parse(l) as { time: string }).time)),
+          .map((l) => new Date(firehoseRowColumns(table, l).time as string | number).getTime()),
       );
       const arrival = opts.arrival?.(new Date(latest)) ?? new Date(latest + 1000);
       const json = join(root, `${randomUUID()}.json`);
@@ -124,7 +148,7 @@ export async function fakeAthenaStore(
       const relative = join(table, datehourOf(arrival), `${randomUUID()}.parquet`);
       await mkdir(join(root, relative, '..'), { recursive: true });
       await db.run(
-        `COPY (SELECT ${selectOf(table)} FROM read_json('${json}', format = 'newline_delimited', columns = ${columnsOf(table)})) TO '${join(root, relative)}' (FORMAT PARQUET)`,
+        `COPY (${firehoseReadJsonSql(table, json)}) TO '${join(root, relative)}' (FORMAT PARQUET)`,
       );
       await rm(json);
       files.push(relative);

@@ -16,10 +16,12 @@ import { partitionFilter } from '../../../lambdas/adapters/athena-sql';
 import { AthenaStore } from '../../../lambdas/adapters/athena-store';
 import { eventJson, gpuWindowJson, packRecords } from '../../../lambdas/adapters/firehose-records';
 import { StoreQueryError, StoreUnavailableError } from '../../../lambdas/domain/port-errors';
+import type { TelemetryTable } from '../../../lambdas/domain/store-columns';
 import { batchRows, eventRow, gpuRow, ledger } from '../rows';
 import { describeTelemetryStoreContract } from '../store-conformance';
 import { FAKE_STREAMS, type FakeAthena, fakeAthenaStore } from './athena-fake';
 import { expectValidAwsInputs } from './aws-model';
+import { firehoseRowColumns } from './firehose-rows';
 
 describeTelemetryStoreContract(
   'AthenaStore (Firehose → Parquet → Athena SQL on DuckDB)',
@@ -38,12 +40,13 @@ describeTelemetryStoreContract(
 );
 
 const STREAMS = FAKE_STREAMS;
-const decode = (data: Uint8Array | undefined): unknown[] =>
+/** A record's rows as the delivery stream of `table` reads them (by column name). */
+const decode = (table: TelemetryTable, data: Uint8Array | undefined): unknown[] =>
   new TextDecoder()
     .decode(data)
     .split('\n')
     .filter((l) => l !== '')
-    .map((l) => JSON.parse(l) as unknown);
+    .map((l) => firehoseRowColumns(table, l));
 
 describe('AthenaStore.write', () => {
   const firehose = new FirehoseClient({ region: 'us-east-1' });
@@ -87,14 +90,14 @@ describe('AthenaStore.write', () => {
       ['gpu-sentinel-efa-windows', 1],
       ['gpu-sentinel-events', 1],
     ]);
-    expect(decode(calls[0]?.Records?.[0]?.Data)).toEqual([
-      JSON.parse(gpuWindowJson(rows.gpu[0]!)),
-      JSON.parse(gpuWindowJson(rows.gpu[1]!)),
+    expect(decode('gpu_windows', calls[0]?.Records?.[0]?.Data)).toEqual([
+      firehoseRowColumns('gpu_windows', gpuWindowJson(rows.gpu[0]!)),
+      firehoseRowColumns('gpu_windows', gpuWindowJson(rows.gpu[1]!)),
     ]);
-    expect(decode(calls[1]?.Records?.[0]?.Data)).toEqual([
+    expect(decode('efa_windows', calls[1]?.Records?.[0]?.Data)).toEqual([
       {
-        time: '2026-03-10T12:00:10.000Z',
-        start: '2026-03-10T12:00:00.000Z',
+        time: Date.parse('2026-03-10T12:00:10.000Z'),
+        start: Date.parse('2026-03-10T12:00:00.000Z'),
         instance_id: 'i-0123456789abcdef0',
         instance_type: 'p5.48xlarge',
         device: 'rdmap16s27',
@@ -103,7 +106,7 @@ describe('AthenaStore.write', () => {
         deltas: { rx_drops: 0, rx_pkts: 1200, tx_pkts: 1100 },
       },
     ]);
-    expect(decode(calls[2]?.Records?.[0]?.Data)).toEqual([
+    expect(decode('events', calls[2]?.Records?.[0]?.Data)).toEqual([
       {
         time: '2026-03-10T12:00:05.250000Z',
         instance_id: 'i-0123456789abcdef0',
@@ -130,6 +133,7 @@ describe('AthenaStore.write', () => {
 
     // Assess
     const [json] = decode(
+      'gpu_windows',
       mock.commandCalls(PutRecordBatchCommand)[0]?.args[0].input.Records?.[0]?.Data,
     ) as Array<Record<string, unknown>>;
     expect(Object.keys(json ?? {})).not.toContain('team');
@@ -146,12 +150,12 @@ describe('AthenaStore.write', () => {
 
   it('keeps every event time to the microsecond', () => {
     // Prepare / Act / Assess
-    expect(JSON.parse(eventJson(eventRow({ time: '2026-03-10T12:00:05.123456Z' }))).time).toBe(
-      '2026-03-10T12:00:05.123456Z',
-    );
-    expect(JSON.parse(eventJson(eventRow({ time: '2026-03-10T13:00:05+01:00' }))).time).toBe(
-      '2026-03-10T12:00:05.000000Z',
-    );
+    expect(
+      firehoseRowColumns('events', eventJson(eventRow({ time: '2026-03-10T12:00:05.123456Z' }))).time,
+    ).toBe('2026-03-10T12:00:05.123456Z');
+    expect(
+      firehoseRowColumns('events', eventJson(eventRow({ time: '2026-03-10T13:00:05+01:00' }))).time,
+    ).toBe('2026-03-10T12:00:05.000000Z');
   });
 
   it.each([
@@ -165,7 +169,7 @@ describe('AthenaStore.write', () => {
     // Act
     const text = eventJson(row);
     // Assess
-    expect(JSON.parse(text)).toMatchObject({ detail, process_name: detail });
+    expect(firehoseRowColumns('events', text)).toMatchObject({ detail, process_name: detail });
     expect(text).not.toContain('\n');
   });
 
@@ -198,7 +202,9 @@ describe('AthenaStore.write', () => {
     const sent = mock
       .commandCalls(PutRecordBatchCommand)
       .map((c) =>
-        (c.args[0].input.Records ?? []).map((r) => (decode(r.Data)[0] as { gpu_index: number }).gpu_index),
+        (c.args[0].input.Records ?? []).map(
+          (r) => (decode('gpu_windows', r.Data)[0] as { gpu_index: number }).gpu_index,
+        ),
       );
     expect(sent).toEqual([[0, 1, 2], [0, 2], [2]]);
     expect(sleeps).toEqual([100, 200]);

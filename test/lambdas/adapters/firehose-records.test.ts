@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { gpuWindowJson } from '../../../lambdas/adapters/firehose-records';
+import { firehoseJsonKey } from '../../../lambdas/domain/firehose-json-keys';
 import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../../../lambdas/domain/measure-types';
 import { gpuInstanceSlot } from '../../../lambdas/domain/store-columns';
 import type { GpuWindowRow } from '../../../lambdas/domain/types';
@@ -8,13 +9,14 @@ import { gpuRow, ledger } from '../rows';
 /**
  * The row as `JSON.stringify` writes the documented object: identity columns (the MIG slice's
  * included: `gpu_instance_slot` is −1 for a whole GPU), then metrics and
- * ledger fields in their lists' order, `undefined` left out, non-finite numbers `null`, times in ms.
+ * ledger fields in their lists' order, `undefined` left out, non-finite numbers `null`, times in epoch ms,
+ * each column under its Firehose JSON key.
  */
 function reference(row: GpuWindowRow): string {
-  const ms = (iso: string): string => new Date(Date.parse(iso)).toISOString();
+  const ms = (iso: string): number => Date.parse(iso);
   const metrics = row.metrics as Readonly<Record<string, unknown>>;
   const entry = row.ledger as unknown as Readonly<Record<string, unknown>>;
-  return JSON.stringify({
+  const columns: Record<string, unknown> = {
     time: ms(row.time),
     start: ms(row.start),
     instance_id: row.instance_id,
@@ -36,7 +38,10 @@ function reference(row: GpuWindowRow): string {
     seq: row.seq,
     ...Object.fromEntries(GPU_METRIC_NAMES.map((n) => [n, metrics[n]])),
     ...Object.fromEntries(LEDGER_FIELD_NAMES.map((n) => [n, entry[n]])),
-  });
+  };
+  return JSON.stringify(
+    Object.fromEntries(Object.entries(columns).map(([n, v]) => [firehoseJsonKey('gpu_windows', n), v])),
+  );
 }
 
 describe('gpuWindowJson', () => {

@@ -2,6 +2,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { efaWindowJson, eventJson, gpuWindowJson } from '../../../lambdas/adapters/firehose-records';
 import type { GpuMetrics } from '../../../lambdas/contract';
+import { firehoseJsonKeyMappings } from '../../../lambdas/domain/firehose-json-keys';
 import { GPU_METRIC_NAMES, GPU_METRIC_TYPES } from '../../../lambdas/domain/measure-types';
 import {
   TELEMETRY_REQUIRED_COLUMNS,
@@ -34,13 +35,14 @@ describe('one column list for every store', () => {
     ['efa_windows', () => efaWindowJson(efaRow())],
     ['events', () => eventJson(eventRow({ pid: 4242, process_name: 'python3' }))],
   ] as const)(
-    'writes to Firehose exactly the %s columns the Glue table declares (a key Glue lacks is dropped silently)',
+    'writes to Firehose exactly the %s columns the Glue table declares, under the keys its SerDe maps (a key Glue lacks is dropped silently)',
     (table, json) => {
       // Prepare
       const declared = TELEMETRY_TABLE_COLUMNS[table].map(([n]) => n);
+      const columnOfKey = new Map(Object.entries(firehoseJsonKeyMappings(table)).map(([c, k]) => [k, c]));
 
       // Act
-      const written = Object.keys(JSON.parse(json()) as object);
+      const written = Object.keys(JSON.parse(json()) as object).map((k) => columnOfKey.get(k) ?? k);
 
       // Assess
       expect(written).toEqual(declared);

@@ -299,7 +299,7 @@ describe('evaluateFleet', () => {
     expect(store.reads).not.toContain('nodeJobMeans');
   });
 
-  it('publishes the fleet metrics, counts at 0 included, per team with the Team dimension', async () => {
+  it('publishes the fleet metrics, counts at 0 included, and each listed team with the Team dimension', async () => {
     // Prepare
     instances.list = [running('i-0aaa')];
     store.teams = [teamRow('vision', 100, 25), teamRow(undefined, 50, 0)];
@@ -313,15 +313,13 @@ describe('evaluateFleet', () => {
         { name: 'Stragglers', unit: 'Count', value: 0 },
         { name: 'FleetWasteRate', unit: 'Percent', value: (100 * 25) / 150 },
         { name: 'FleetWastedUsdPerHour', unit: 'None', value: 25 },
-        { name: 'FleetWasteRate', unit: 'Percent', value: 0, dimensions: { Team: 'untagged' } },
-        { name: 'FleetWastedUsdPerHour', unit: 'None', value: 0, dimensions: { Team: 'untagged' } },
         { name: 'FleetWasteRate', unit: 'Percent', value: 25, dimensions: { Team: 'vision' } },
         { name: 'FleetWastedUsdPerHour', unit: 'None', value: 25, dimensions: { Team: 'vision' } },
       ],
     ]);
   });
 
-  it('sums the teams not on the METRICS_TEAMS list into one "other" series, as ingest does', async () => {
+  it('gives the teams not on the METRICS_TEAMS list no series of their own (the fleet-wide ones count them)', async () => {
     // Prepare
     instances.list = [];
     store.teams = [teamRow('vision', 100, 25), teamRow('llm', 60, 30), teamRow('audio', 40, 10)];
@@ -332,9 +330,10 @@ describe('evaluateFleet', () => {
     expect(byTeam).toEqual([
       { name: 'FleetWasteRate', unit: 'Percent', value: 50, dimensions: { Team: 'llm' } },
       { name: 'FleetWastedUsdPerHour', unit: 'None', value: 30, dimensions: { Team: 'llm' } },
-      { name: 'FleetWasteRate', unit: 'Percent', value: 25, dimensions: { Team: 'other' } },
-      { name: 'FleetWastedUsdPerHour', unit: 'None', value: 35, dimensions: { Team: 'other' } },
     ]);
+    expect(
+      metrics.published[0]?.find((d) => d.name === 'FleetWastedUsdPerHour' && !d.dimensions)?.value,
+    ).toBe(65);
   });
 
   it('logs a metrics failure and still stands by the alerts it sent', async () => {

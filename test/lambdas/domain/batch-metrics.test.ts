@@ -31,7 +31,7 @@ const BUSY: GpuMetrics = {
 };
 
 describe('acceptedBatchMetrics', () => {
-  it('gives the dimensionless series, the team series and one alert series per rule and severity', () => {
+  it('gives the dimensionless series, the team series and one alert series per severity (alerts of two rules summed)', () => {
     // Prepare: GPU 0 busy for two windows (sm_active 0.8 then 0.4, 10 s and 30 s), GPU 1 idle with no profiling.
     const batch = makeBatch({
       windows: [
@@ -88,18 +88,11 @@ describe('acceptedBatchMetrics', () => {
       },
       {
         dimensions: { Team: 'llm' },
-        metrics: [
-          { name: 'WastedUsd', unit: 'None', values: [wasted] },
-          { name: 'SmActive', unit: 'Percent', values: [smActiveGpu0] },
-        ],
+        metrics: [{ name: 'WastedUsd', unit: 'None', values: [wasted] }],
       },
       {
-        dimensions: { Rule: 'xid_fatal', Severity: 'critical' },
-        metrics: [{ name: 'Alerts', unit: 'Count', values: [2] }],
-      },
-      {
-        dimensions: { Rule: 'gpu_lost', Severity: 'critical' },
-        metrics: [{ name: 'Alerts', unit: 'Count', values: [1] }],
+        dimensions: { Severity: 'critical' },
+        metrics: [{ name: 'Alerts', unit: 'Count', values: [3] }],
       },
     ]);
     expect(wasted).toBeGreaterThan(0);
@@ -145,9 +138,9 @@ describe('acceptedBatchMetrics', () => {
       now: NOW,
     });
     // Assess
-    expect(groups.filter((g) => 'Rule' in g.dimensions)).toEqual([
+    expect(groups.filter((g) => 'Severity' in g.dimensions)).toEqual([
       {
-        dimensions: { Rule: 'idle_billed', Severity: 'warning' },
+        dimensions: { Severity: 'warning' },
         metrics: [{ name: 'Alerts', unit: 'Count', values: [1] }],
       },
     ]);
@@ -219,7 +212,7 @@ describe('per-GPU samples', () => {
     });
     // Assess
     expect(metric(groups, {}, 'SmActive')?.values).toHaveLength(MAX_GPUS_PER_BATCH);
-    expect(metric(groups, { Team: 'other' }, 'SmActive')?.values).toHaveLength(MAX_GPUS_PER_BATCH);
+    expect(metric(groups, { Team: 'other' }, 'SmActive')).toBeUndefined();
   });
 });
 

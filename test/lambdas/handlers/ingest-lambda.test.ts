@@ -31,6 +31,7 @@ import {
 } from '../adapters/aws-answers';
 import { expectValidAwsInputs } from '../adapters/aws-model';
 import { emfLines } from '../adapters/emf-lines';
+import { firehoseRowColumns } from '../adapters/firehose-rows';
 import { ago, validBatch } from '../contract/batches';
 import { batchEvent, INSTANCE_ID } from './proxy-event';
 
@@ -138,7 +139,7 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
         _aws: { CloudWatchMetrics: [{ Namespace: 'GpuSentinel', Dimensions: [['Team']] }] },
         Team: 'training',
       },
-      { Rule: 'xid_fatal', Severity: 'critical', Alerts: 1 },
+      { Severity: 'critical', Alerts: 1 },
     ]);
     const writes = timestream.commandCalls(WriteRecordsCommand).map((c) => c.args[0].input);
     expect(writes.map((w) => w.TableName).sort()).toEqual(['events', 'gpu_windows']);
@@ -293,7 +294,7 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
     const gpu = puts.find((p) => p.DeliveryStreamName === 'gs-gpu');
     const lines = new TextDecoder().decode(gpu?.Records?.[0]?.Data).trim().split('\n');
     expect(lines).toHaveLength(8);
-    expect(JSON.parse(lines[0] ?? '{}')).toMatchObject({
+    expect(firehoseRowColumns('gpu_windows', lines[0] ?? '{}')).toMatchObject({
       instance_id: 'i-0a5e00000000000a1',
       seq: 42,
       price_usd_per_hour: 40,

@@ -45,7 +45,7 @@ describe('ingest handler metrics (EMF)', () => {
     await store.close();
   });
 
-  it('writes the accepted batch as EMF lines: fleet series, team series, alerts by rule and severity', async () => {
+  it('writes the accepted batch as EMF lines: fleet series, team series, alerts by severity', async () => {
     // Prepare: 8 idle H100s (GPU util 0, no profiling source) of team `training` and one Xid 48 (double-bit ECC).
     const handler = createIngestHandler(deps);
     // Act
@@ -102,12 +102,11 @@ describe('ingest handler metrics (EMF)', () => {
           CloudWatchMetrics: [
             {
               Namespace: 'GpuSentinel',
-              Dimensions: [['Rule', 'Severity']],
+              Dimensions: [['Severity']],
               Metrics: [{ Name: 'Alerts', Unit: 'Count' }],
             },
           ],
         },
-        Rule: 'xid_fatal',
         // Xid 48 resets first (NVIDIA's catalog): a warning, not a critical replacement
         Severity: 'warning',
         Alerts: 1,

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { firehoseRowColumns } from '../adapters/firehose-rows';
 import { CANNED_CALLER, cannedEnvironment, cannedIngest } from './canned-ingest';
 import { multiWindowBatch } from './multi-window-batch';
 import { batchEvent, INSTANCE_ID } from './proxy-event';
@@ -26,7 +27,11 @@ describe('ingest Lambda on the wire (real SDK serialisation and signing, canned 
     expect(body.Records).toHaveLength(1);
     const rows = Buffer.from(body.Records[0]!.Data, 'base64').toString().trim().split('\n');
     expect(rows).toHaveLength(48);
-    expect(JSON.parse(rows[0]!)).toMatchObject({ instance_id: INSTANCE_ID, seq: 7, gpu_index: 0 });
+    expect(firehoseRowColumns('gpu_windows', rows[0]!)).toMatchObject({
+      instance_id: INSTANCE_ID,
+      seq: 7,
+      gpu_index: 0,
+    });
     const query = JSON.parse(aws.lastRequest.get('dynamodb:Query')!.body);
     expect(query).toMatchObject({ KeyConditionExpression: 'pk = :p', ConsistentRead: true });
   });
@@ -67,9 +72,9 @@ describe('ingest Lambda on the wire (real SDK serialisation and signing, canned 
       .toString()
       .trim()
       .split('\n')
-      .map((r) => JSON.parse(r));
+      .map((r) => firehoseRowColumns('gpu_windows', r));
     expect(rows.map((r) => [r.gpu_index, r.time])).toEqual(
-      batch.windows.filter((w) => w.kind === 'flush').map((w) => [w.gpu.index, w.end]),
+      batch.windows.filter((w) => w.kind === 'flush').map((w) => [w.gpu.index, Date.parse(w.end)]),
     );
   });
 });
