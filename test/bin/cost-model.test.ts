@@ -143,7 +143,7 @@ describe('the pipeline cost model', () => {
     expect(windowsPerRequest({ windowsPerBatch: 6, efaDevicesPerInstance: 32 })).toBe(6);
     expect(windowsPerRequest({ windowsPerBatch: 6, efaDevicesPerInstance: 4 })).toBe(6);
     expect(windowsPerRequest({ windowsPerBatch: 6, efaDevicesPerInstance: 0 })).toBe(6);
-    expect(windowsPerRequest({ windowsPerBatch: 6, efaDevicesPerInstance: 1000 })).toBe(1);
+    expect(windowsPerRequest({ windowsPerBatch: 6, efaDevicesPerInstance: 4000 })).toBe(1);
     expect(pipelineCost().requestsPerGpuMonth).toBe(5475);
   });
 
