@@ -1,4 +1,5 @@
 import { type CurCoverage, curCoverageNote } from './cur-columns';
+import { HELD_FB_USED_BYTES_AT_LEAST } from './gpu-holder';
 import { WASTE_GROUPS, type WasteGroupRow } from './ports';
 import { isUnpriced, onDemandPrice } from './pricing';
 import type { ReportPeriod } from './report-calendar';
@@ -423,7 +424,9 @@ function methodOf(
   }[efficiency_source];
   const caveats: string[] = [];
   if (rows.some((r) => r.processes_unknown)) {
-    caveats.push('Where compute process counts were unknown, idle GPUs are counted as idle (not held-idle).');
+    caveats.push(
+      `Where compute process counts were unknown (dcgm-exporter gives none), framebuffer used decided: an idle GPU with ≥ ${HELD_FB_USED_BYTES_AT_LEAST / 2 ** 20} MiB used counts as held-idle, less as idle.`,
+    );
   }
   if (cur !== undefined) caveats.push(curCoverageNote(cur));
   const throttled = rows.reduce((sum, r) => sum + r.throttled_usd, 0);

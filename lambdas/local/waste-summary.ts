@@ -1,3 +1,4 @@
+import { HELD_FB_USED_BYTES_AT_LEAST } from '../domain/gpu-holder';
 import type { Diagnosis, WasteReportRow } from '../domain/types';
 
 /**
@@ -68,7 +69,7 @@ export function wasteSummary(rows: readonly WasteReportRow[]): string {
   }
   if (rows.some((r) => r.processes_unknown)) {
     out.push(
-      '  note: where compute process counts were unknown, idle GPUs are counted as idle (not held-idle).',
+      `  note: where compute process counts were unknown, framebuffer used decided: an idle GPU with ≥ ${HELD_FB_USED_BYTES_AT_LEAST / 2 ** 20} MiB used is held-idle, less is idle.`,
     );
   }
   if (rows.some((r) => r.price_source === 'unpriced')) {

@@ -57,6 +57,27 @@ const INPUT = {
 };
 
 describe('buildWasteReport', () => {
+  it('says framebuffer decided idle vs held-idle where processes were unknown, and nothing where they were known', () => {
+    // Prepare: a scrape-only GPU (no process count) beside the agent's GPUs
+    const scraped = gpu({ instance_id: 'i-d', gpu_index: 0, processes_unknown: true });
+    const rows = [...ROWS, scraped];
+    // Act
+    const withScrape = buildWasteReport({
+      rows,
+      groups: groupsOf(rows, () => undefined),
+      days: [{ day: '2026-03-10', rows }],
+      period: PERIOD,
+      by: 'team',
+      generatedAt: NOW,
+    });
+    const agentOnly = buildWasteReport({ ...INPUT, period: PERIOD, by: 'team', generatedAt: NOW });
+    // Assess
+    expect(withScrape.method.caveats).toContainEqual(
+      'Where compute process counts were unknown (dcgm-exporter gives none), framebuffer used decided: an idle GPU with ≥ 256 MiB used counts as held-idle, less as idle.',
+    );
+    expect(agentOnly.method.caveats.join(' ')).not.toMatch(/framebuffer/);
+  });
+
   it('totals GPU-hours, cost and waste by class, and the wasted share', () => {
     // Prepare / Act
     const report = buildWasteReport({
