@@ -106,16 +106,19 @@ describe('FdWaiter', () => {
     if (waiter) waiters.push(waiter);
 
     // Act: 50 records, one every 10 ms
+    const t0 = performance.now();
     for (let i = 0; i < 50; i++) {
       writeSync(writer, `${i}\n`);
       await new Promise((r) => setTimeout(r, 10));
     }
     await until(() => got.join('').split('\n').length > 50, 5000);
+    const elapsedMs = performance.now() - t0;
 
-    // Assess: ≈ 0.5 s of records in about 6 wake-ups, not 50
+    // Assess: ≈ 0.5 s of records (longer on a loaded machine) in one wake-up per 100 ms, not 50
     expect(got.join('')).toBe(Array.from({ length: 50 }, (_, i) => `${i}\n`).join(''));
     expect(calls).toBeGreaterThanOrEqual(2);
-    expect(calls).toBeLessThanOrEqual(12);
+    expect(calls).toBeLessThanOrEqual(Math.ceil(elapsedMs / 100) + 1);
+    expect(calls).toBeLessThan(50);
   });
 
   it('stops at once while parked in poll(2), long before its timeout', async () => {
