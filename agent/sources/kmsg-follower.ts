@@ -5,6 +5,7 @@ import koffi from 'koffi';
 import type { GpuEvent } from '../../lambdas/contract';
 import { type KernelLogOptions, parseXidLine, toXidEvent } from './kmsg';
 import { GpuLostDetector, toGpuLostEvent } from './kmsg-gpu-lost';
+import { canWaitOn, FdWaiter } from './kmsg-wait';
 
 /**
  * Follows the kernel log live and reports NVRM Xid lines as contract events
@@ -29,6 +30,11 @@ export interface KmsgHandle {
   read(buffer: Buffer): number;
   /** Closes the file. */
   close(): void;
+  /**
+   * The open descriptor, for a background wait ({@link KmsgFollower.follow}); absent (an injected
+   * fake), the follower is read only by {@link KmsgFollower.pump}.
+   */
+  readonly fd?: number;
 }
 
 /** Options of {@link KmsgFollower}. */
@@ -72,20 +78,22 @@ const READ_BUFFER_BYTES = 16 * 1024;
 const DEFAULT_MAX_READS_PER_PUMP = 4096;
 
 /**
- * Reads the kernel log as records arrive, from the oldest buffered record on, **when asked**:
- * the owner calls {@link pump} on its own cadence (the agent: every poll, 1 s), and the follower
+ * Reads the kernel log as records arrive, from the oldest buffered record on. Each {@link pump}
  * reads what is buffered now with non-blocking `read()`s on the calling thread and returns when
- * nothing is left (EAGAIN on `/dev/kmsg`, EOF on a FIFO or regular file). No timer, no libuv pool
- * request, no promise per poll: an idle log costs one `read()` a second. Lines are split on newlines
- * (a FIFO may deliver several or half a record per read); kmsg continuation lines (starting with
- * a space) are skipped. Never throws while running: failures are warned once per kind.
+ * nothing is left (EAGAIN on `/dev/kmsg`, EOF on a FIFO or regular file). Who calls it:
+ * {@link follow}'s background wait, the moment the kernel logs a record (`/dev/kmsg` and FIFOs:
+ * no timer, no CPU while idle), else the owner on its own cadence (the agent: every 1 s poll).
+ * Lines are split on newlines (a FIFO may deliver several or half a record per read); kmsg
+ * continuation lines (starting with a space) are skipped. Never throws while running: failures
+ * are warned once per kind.
  *
  * @example
  * const follower = new KmsgFollower({ bootTime, onXid: (e) => { if (merger.add(e)) queue.push(e); } });
  * follower.start();
- * setInterval(() => follower.pump(), 1000);
+ * follower.pump(); // the history
+ * if (!follower.follow()) setInterval(() => follower.pump(), 1000);
  * // … at exit
- * follower.stop();
+ * await follower.stop();
  */
 export class KmsgFollower {
   private readonly path: string;
@@ -99,6 +107,7 @@ export class KmsgFollower {
   private pending = '';
   private readonly decoder = new StringDecoder('utf8');
   private readonly lostDetector: GpuLostDetector;
+  private waiter: FdWaiter | undefined;
 
   /** @throws {RangeError} when `maxReadsPerPump` is out of range or `bootTime` is invalid */
   constructor(opts: KmsgFollowerOptions) {
@@ -183,8 +192,36 @@ export class KmsgFollower {
     return reads;
   }
 
-  /** Closes the log. Idempotent; never throws. */
-  stop(): void {
+  /**
+   * Reads records **as they are logged**: a background `poll(2)` on the log's descriptor
+   * (agent/sources/kmsg-wait.ts: a libuv pool thread, no CPU while it waits) calls {@link pump}
+   * on the main thread the moment the kernel logs a record, so `onXid` sees an Xid within
+   * milliseconds instead of at the owner's next poll. Only for `/dev/kmsg` (a character device) and
+   * FIFOs: a regular file, an injected handle without `fd`, or a host where libc's `poll` cannot
+   * be bound keeps being read at {@link pump} alone. Idempotent; call after {@link start}.
+   * @returns true when the background wait runs (the owner's polls need not pump then)
+   */
+  follow(): boolean {
+    if (this.waiter !== undefined) return true;
+    const fd = this.handle?.fd;
+    if (fd === undefined || !canWaitOn(fd)) return false;
+    this.waiter = FdWaiter.start({ fd, onReady: () => this.pump() });
+    return this.waiter !== undefined;
+  }
+
+  /** True while the background wait of {@link follow} runs. */
+  get following(): boolean {
+    return this.waiter !== undefined;
+  }
+
+  /**
+   * Ends the background wait (its pool thread returns at once) and closes the log.
+   * Idempotent; never rejects.
+   * @returns when the wait's thread has returned (at once without {@link follow})
+   */
+  stop(): Promise<void> {
+    const waiter = this.waiter;
+    this.waiter = undefined;
     const handle = this.handle;
     this.handle = undefined;
     try {
@@ -192,6 +229,8 @@ export class KmsgFollower {
     } catch {
       // Already closed: nothing to free.
     }
+    // Closing the descriptor does not wake a poll(2) on another thread; the waiter's eventfd does.
+    return waiter?.stop() ?? Promise.resolve();
   }
 
   private consume(text: string): void {
@@ -264,10 +303,12 @@ function defaultOpen(path: string): KmsgHandle {
   const read = bindLibcRead();
   if (read === undefined)
     return {
+      fd,
       read: (buffer) => readSync(fd, buffer, 0, buffer.length, null),
       close: () => closeSync(fd),
     };
   return {
+    fd,
     read: (buffer) => {
       const n = read(fd, buffer, buffer.length);
       if (n >= 0) return n;

@@ -10,11 +10,13 @@ export interface KmsgSourceOptions extends Omit<KmsgFollowerOptions, 'bootTime' 
 
 /**
  * XIDs from the kernel log ({@link KmsgFollower}) as an {@link AgentSource}: the history at open,
- * then, at every poll (`sample`), the records logged since the last one, read without blocking on
- * the poll's own thread and tick (no timer or libuv request of its own); each Xid record, and each
- * line that says a GPU is gone (a `gpu_lost` event, agent/sources/kmsg-gpu-lost.ts), goes to
- * `context.emit`, so a kernel-log XID or lost GPU waits at most one poll interval. Unsupported when the boot time is unknown (no `btime` in
- * `/proc/stat`) or the log cannot be opened (no CAP_SYSLOG, no such file).
+ * then each record as the kernel logs it ({@link KmsgFollower.follow}: a background `poll(2)` on
+ * `/dev/kmsg`, no CPU while idle), or, where that wait cannot run (a regular file, no bindable
+ * libc), at every poll (`sample`). Each Xid record, and each line that says a GPU is gone (a
+ * `gpu_lost` event, agent/sources/kmsg-gpu-lost.ts), goes to `context.emit`, which flushes a
+ * critical one at once: a kernel-log XID or lost GPU reaches the send within milliseconds (at
+ * most one poll interval without the wait). Unsupported when the boot time is unknown (no `btime`
+ * in `/proc/stat`) or the log cannot be opened (no CAP_SYSLOG, no such file).
  */
 export class KmsgSource implements AgentSource {
   /** Source name in logs. */
@@ -45,25 +47,28 @@ export class KmsgSource implements AgentSource {
     if (this.#follower.start()) {
       // The history still buffered (XIDs logged before the agent started) comes first.
       this.#follower.pump();
-      return { supported: true };
+      const live = this.#follower.follow();
+      return { supported: true, detail: live ? 'read as records come' : 'read at each poll' };
     }
     this.#follower = undefined;
     return { supported: false, reason: `cannot open ${follower.path ?? '/dev/kmsg'}; kernel-log XIDs off` };
   }
 
   /**
-   * One poll: reads the records logged since the last poll (non-blocking, on the calling thread)
-   * and emits their Xid lines through the context's `emit`. Writes nothing into `into`.
+   * One poll: without the background wait, reads the records logged since the last poll
+   * (non-blocking, on the calling thread) and emits their Xid lines through the context's `emit`;
+   * with it, nothing (the wait already read them). Writes nothing into `into`.
    */
   sample(_into: SampleSink, _now: Date): void {
-    this.#follower?.pump();
+    const follower = this.#follower;
+    if (follower !== undefined && !follower.following) follower.pump();
   }
 
-  /** Closes the log. Idempotent. */
-  close(): void {
+  /** Ends the background wait and closes the log. Idempotent. @returns when the wait's thread returned */
+  async close(): Promise<void> {
     const follower = this.#follower;
     this.#follower = undefined;
-    follower?.stop();
+    await follower?.stop();
   }
 }
 

@@ -1,6 +1,12 @@
 import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { type DuckDBConnection, DuckDBInstance, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
+import {
+  type DuckDBConnection,
+  DuckDBInstance,
+  type DuckDBPreparedStatement,
+  type DuckDBType,
+  type DuckDBValue,
+} from '@duckdb/node-api';
 import { StoreUnavailableError } from '../domain/port-errors';
 import { DUCKDB_SCHEMA_SQL, GPU_WINDOWS_OLD_KEY_SQL, GPU_WINDOWS_REKEY_SQL } from './duckdb-schema';
 
@@ -17,14 +23,23 @@ function plain(value: unknown): unknown {
 }
 
 /**
+ * Most prepared statements a session keeps (the least recently used is freed past it): the local
+ * store runs a few dozen distinct statements, an upsert of n rows being one per n.
+ */
+const MAX_PREPARED_STATEMENTS = 128;
+
+/**
  * One open local store file and its one connection, shared by the local store's two ports
  * (`DuckDbTelemetryStore`, `DuckDbStateStore`): every operation runs after the earlier ones
  * settled ({@link DuckDbSession.serial}), so a read-then-write is atomic and one transaction runs
- * at a time.
+ * at a time. A statement with parameters is prepared once per session and re-bound at each run:
+ * DuckDB's `run(sql, values)` parses the text twice and plans it at every call, ≈ 20 % of a small
+ * upsert's CPU, and an ingest runs about twenty of them before a fault's alert (BENCHMARKS.md).
  */
 export class DuckDbSession {
   readonly #instance: DuckDBInstance;
   readonly #connection: DuckDBConnection;
+  readonly #prepared = new Map<string, DuckDBPreparedStatement>();
   #queue: Promise<unknown> = Promise.resolve();
   #closed = false;
 
@@ -105,7 +120,35 @@ export class DuckDbSession {
    * @throws the driver's error as it comes
    */
   async exec(sql: string, params: DuckDBValue[] = [], types?: DuckDBType[]): Promise<void> {
-    await this.#connection.run(sql, params, types);
+    if (params.length === 0) {
+      await this.#connection.run(sql);
+      return;
+    }
+    const prepared = await this.#prepare(sql);
+    prepared.bind(params, types);
+    await prepared.run();
+  }
+
+  /**
+   * The session's prepared statement for `sql`, prepared at its first use (inside {@link serial}).
+   * @throws the driver's error when `sql` does not prepare (nothing is kept then)
+   */
+  async #prepare(sql: string): Promise<DuckDBPreparedStatement> {
+    const kept = this.#prepared.get(sql);
+    if (kept !== undefined) {
+      // Most recently used last: the first entry is the one to free.
+      this.#prepared.delete(sql);
+      this.#prepared.set(sql, kept);
+      return kept;
+    }
+    const prepared = await this.#connection.prepare(sql);
+    if (this.#prepared.size >= MAX_PREPARED_STATEMENTS) {
+      const [oldestSql, oldest] = this.#prepared.entries().next().value as [string, DuckDBPreparedStatement];
+      this.#prepared.delete(oldestSql);
+      oldest.destroySync();
+    }
+    this.#prepared.set(sql, prepared);
+    return prepared;
   }
 
   /**
@@ -118,7 +161,7 @@ export class DuckDbSession {
    */
   async run(operation: string, sql: string, params: DuckDBValue[]): Promise<void> {
     try {
-      await this.#connection.run(sql, params);
+      await this.exec(sql, params);
     } catch (error) {
       throw new StoreUnavailableError(operation, 'expected DuckDB to answer, it failed; retry later', {
         cause: error,
@@ -136,7 +179,13 @@ export class DuckDbSession {
    * @throws the driver's error as it comes
    */
   async rows(sql: string, params: DuckDBValue[] = []): Promise<Record<string, unknown>[]> {
-    const reader = await this.#connection.runAndReadAll(sql, params);
+    let reader: Awaited<ReturnType<DuckDBConnection['runAndReadAll']>>;
+    if (params.length === 0) reader = await this.#connection.runAndReadAll(sql);
+    else {
+      const prepared = await this.#prepare(sql);
+      prepared.bind(params);
+      reader = await prepared.runAndReadAll();
+    }
     return reader
       .getRowObjectsJS()
       .map((r) => Object.fromEntries(Object.entries(r).map(([k, x]) => [k, plain(x)])));
@@ -172,6 +221,8 @@ export class DuckDbSession {
     if (this.#closed) return;
     this.#closed = true;
     await this.#queue;
+    for (const prepared of this.#prepared.values()) prepared.destroySync();
+    this.#prepared.clear();
     this.#connection.closeSync();
     this.#instance.closeSync();
   }

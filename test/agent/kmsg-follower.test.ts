@@ -33,8 +33,8 @@ beforeEach(() => {
   followers = [];
 });
 
-afterEach(() => {
-  for (const f of followers) f.stop();
+afterEach(async () => {
+  await Promise.all(followers.map((f) => f.stop()));
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -116,6 +116,50 @@ describe('KmsgFollower', () => {
       },
     ]);
     for (const e of events) expect(EventSchema.safeParse(e).error).toBeUndefined();
+  });
+
+  it('follows a FIFO as kmsg: reports a record the moment it is written, with no pump, and stops at once', async () => {
+    // Prepare: a FIFO with its writer kept open behaves as /dev/kmsg (EAGAIN when empty, poll(2) blocks)
+    const fifo = join(dir, 'kmsg');
+    execFileSync('mkfifo', [fifo]);
+    const events: GpuEvent[] = [];
+    const follower = follow(fifo, events);
+    follower.start();
+    const fd = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+
+    // Act
+    const following = follower.follow();
+    writeSync(fd, record(1, 3_600_123_456, XID79));
+    const writtenAt = performance.now();
+    while (events.length === 0 && performance.now() - writtenAt < 5000)
+      await new Promise((r) => setTimeout(r, 2));
+    const latencyMs = performance.now() - writtenAt;
+    const stoppedAt = performance.now();
+    await follower.stop();
+    const stopMs = performance.now() - stoppedAt;
+    closeSync(fd);
+
+    // Assess
+    expect([following, follower.following]).toEqual([true, false]);
+    expect(events.map((e) => [e.kind, e.xid, e.at])).toEqual([['xid', 79, '2026-11-21T10:00:00.123456Z']]);
+    // Not the owner's 1 s poll: the kernel wakes the wait (milliseconds; 500 ms leaves room for a loaded CI).
+    expect(latencyMs).toBeLessThan(500);
+    expect(stopMs).toBeLessThan(2000);
+  });
+
+  it('does not follow a regular file or an injected handle (they are read at each pump)', () => {
+    // Prepare
+    const file = join(dir, 'kern.log');
+    appendFileSync(file, `2024-11-15T12:05:00,000001+00:00 ${XID79}\n`);
+    const onFile = follow(file, []);
+    const injected = follow('/dev/kmsg', [], [], { open: () => ({ read: () => 0, close: () => {} }) });
+
+    // Act
+    onFile.start();
+    injected.start();
+
+    // Assess
+    expect([onFile.follow(), injected.follow(), onFile.following]).toEqual([false, false, false]);
   });
 
   it('reads the history of a file first, then lines appended to it', () => {

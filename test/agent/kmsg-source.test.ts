@@ -1,4 +1,14 @@
-import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  appendFileSync,
+  closeSync,
+  constants,
+  mkdtempSync,
+  openSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -24,8 +34,8 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'kmsg-source-'));
 });
 
-afterEach(() => {
-  source?.close();
+afterEach(async () => {
+  await source?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -55,7 +65,7 @@ describe('KmsgSource', () => {
     source.sample(NO_READINGS, new Date());
 
     // Assess
-    expect(support).toEqual({ supported: true });
+    expect(support).toEqual({ supported: true, detail: 'read at each poll' });
     // The Xid 79 line is an Xid and says the GPU is gone: an xid and a gpu_lost event.
     expect([atOpen, idlePoll]).toEqual([2, 2]);
     expect(events.map((e) => [e.kind, e.xid, e.source, e.at])).toEqual([
@@ -63,6 +73,33 @@ describe('KmsgSource', () => {
       ['gpu_lost', undefined, 'kmsg', '2026-11-23T17:00:00.000001Z'],
       ['xid', 94, 'kmsg', '2026-11-23T17:59:59.500000Z'],
     ]);
+  });
+
+  it('emits a record logged to a kmsg-like FIFO as it comes, without a poll, and polls then read nothing', async () => {
+    // Prepare
+    const log = join(dir, 'kmsg');
+    execFileSync('mkfifo', [log]);
+    const procStat = join(dir, 'stat');
+    writeFileSync(procStat, 'cpu  1 2 3\nbtime 1795238095\n');
+    const events: GpuEvent[] = [];
+    source = new KmsgSource({ path: log, procStatPath: procStat });
+    const support = source.open(context(events));
+    const writer = openSync(log, constants.O_WRONLY | constants.O_NONBLOCK);
+
+    // Act
+    writeSync(writer, `4,7,1000000,-;${XID94}\n`);
+    const t0 = performance.now();
+    while (events.length === 0 && performance.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 2));
+    source.sample(NO_READINGS, new Date());
+    await source.close();
+    closeSync(writer);
+
+    // Assess
+    expect(support).toEqual({ supported: true, detail: 'read as records come' });
+    expect(events.map((e) => [e.kind, e.xid, e.source, e.at])).toEqual([
+      ['xid', 94, 'kmsg', '2026-11-21T05:14:56.000000Z'],
+    ]);
+    expect(performance.now() - t0).toBeLessThan(2000);
   });
 
   it.each([
