@@ -120,6 +120,21 @@ describe('efaRowsOf', () => {
     ]);
   });
 
+  it('gives a batch retried merged with a newer window the same row starts, each ending later (the rule a query dedupes by)', () => {
+    // Prepare: the agent resends its spooled windows oldest first after a 5xx that came after the
+    // store write, now with one more window, and a gap in both
+    const first = efaRowsOf(makeBatch({ efa: p5Minute([0, 1, 3, 4]) }));
+    const retried = efaRowsOf(makeBatch({ efa: p5Minute([0, 1, 3, 4, 5]) }));
+
+    // Assess
+    const key = (r: (typeof first)[number]): string => `${r.device}/${r.port}/${r.start}`;
+    expect(retried.map(key)).toEqual(first.map(key));
+    const later = new Map(retried.map((r) => [key(r), r.time]));
+    for (const r of first)
+      expect(Date.parse(later.get(key(r)) ?? '')).toBeGreaterThanOrEqual(Date.parse(r.time));
+    expect(retried.filter((r) => r.time === '2026-03-10T10:01:00.000Z')).toHaveLength(64);
+  });
+
   it('is what storeRowsOf writes, and nothing without EFA entries', () => {
     // Prepare
     const price = priceFor('p5.48xlarge', 'us-east-1', undefined, 8);
