@@ -6,6 +6,7 @@ import {
   type CostModelInput,
   DEFAULT_COST_MODEL_INPUT,
   EFA_ENTRIES_PER_DEVICE,
+  efaRowsPerRequest,
   pipelineCost,
   windowsPerRequest,
 } from '../cost-model/pipeline-cost';
@@ -120,7 +121,7 @@ export function costModelJson(model: CostModel, bySize: readonly CostModel[] = [
 export function costModelText(model: CostModel, bySize: readonly CostModel[] = []): string {
   const { input } = model;
   const lines = [
-    `AWS cost per GPU-month: ${input.store} store, ${input.api.toUpperCase()} API, ${input.gpusPerInstance} GPUs per instance (${input.efaDevicesPerInstance} EFA devices: ${input.efaDevicesPerInstance * EFA_ENTRIES_PER_DEVICE} efa_windows rows per window), ` +
+    `AWS cost per GPU-month: ${input.store} store, ${input.api.toUpperCase()} API, ${input.gpusPerInstance} GPUs per instance (${input.efaDevicesPerInstance} EFA devices: ${input.efaDevicesPerInstance * EFA_ENTRIES_PER_DEVICE} EFA entries per window, ${efaRowsPerRequest(input)} efa_windows rows per request), ` +
       `${input.windowsPerBatch} windows of ${input.windowS} s per batch, ${windowsPerRequest(input)} per request (${model.requestsPerGpuMonth.toFixed(0)} requests per GPU-month), ` +
       `${input.retentionMonths} months kept, ${input.fleetGpus} GPUs (${(input.multiNodeInstanceShare * 100).toFixed(0)} % of instances in multi-node jobs)`,
     '',

@@ -20,10 +20,14 @@ export const MEASURED = {
   firehoseRowBytes: 1055,
   /** Parquet per GPU row, a 5-minute Firehose file of the default fleet (512 GPUs; store-cost bench: 382 B for one instance's). */
   parquetRowBytes: 226,
-  /** `efa_windows` Firehose JSON row, the mean of a p5 window's 64 entries: 12 device counters or 22 port counters (store-cost bench). */
-  efaRowBytes: 495,
-  /** Parquet per EFA row (store-cost bench, a day file of one device's two entries). */
-  efaParquetRowBytes: 71,
+  /**
+   * `efa_windows` Firehose JSON row as stored, the mean of a p5 request's 64 rows (12 device counters
+   * or 22 port counters, each the sum of the request's 6 windows: `efaRowsOf`; store-cost bench,
+   * `efa_minute_row_json_bytes`; a single window's row is 495 B).
+   */
+  efaRowBytes: 502,
+  /** Parquet per EFA row of 6 windows summed (store-cost bench, a day file of one device's two entries: `parquet_bytes_per_efa_minute_row_day_file`). */
+  efaParquetRowBytes: 73,
   /** Timestream metered record size, GPU window (store-cost bench). */
   timestreamRecordBytes: 1516,
   /** Ingest CPU per batch of 6 windows × 8 GPUs + 8 horizons, ms (ingest-throughput bench, 2 vCPU). */

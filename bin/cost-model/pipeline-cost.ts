@@ -47,14 +47,15 @@ export interface CostModelInput {
   readonly parquetRowBytes: number;
   /**
    * EFA devices of an instance (32 on a p5.48xlarge, 16 on a p5en, 4 on a p4d; 0 without EFA), each
-   * {@link EFA_ENTRIES_PER_DEVICE} `efa_windows` rows per flush window. They also bound how many
+   * {@link EFA_ENTRIES_PER_DEVICE} EFA entries per flush window and as many `efa_windows` rows per
+   * request ({@link efaRowsPerRequest}: the store sums a request's windows). They also bound how many
    * flush windows the agent merges into one request: at most `MAX_EFA_PORTS_PER_BATCH` EFA entries
    * per request ({@link windowsPerRequest}).
    */
   readonly efaDevicesPerInstance: number;
-  /** `efa_windows` row as Firehose JSON, bytes, the mean of a device's and a port's entry (measured: store-cost bench). */
+  /** `efa_windows` row as Firehose JSON, bytes, the mean of a request's rows, each its 6 windows summed (measured: store-cost bench). */
   readonly efaRowBytes: number;
-  /** `efa_windows` row in Parquet (Snappy), bytes (measured: store-cost bench). */
+  /** `efa_windows` row in Parquet (Snappy), bytes, a row of 6 windows summed (measured: store-cost bench). */
   readonly efaParquetRowBytes: number;
   /** Timestream record of a GPU window, metered bytes (measured: store-cost bench). */
   readonly timestreamRecordBytes: number;
@@ -156,6 +157,19 @@ export function windowsPerRequest(
   const efaPerWindow = input.efaDevicesPerInstance * EFA_ENTRIES_PER_DEVICE;
   if (efaPerWindow === 0) return input.windowsPerBatch;
   return Math.min(input.windowsPerBatch, Math.max(1, Math.floor(MAX_EFA_PORTS_PER_BATCH / efaPerWindow)));
+}
+
+/**
+ * `efa_windows` rows the ingest stores per request: one per EFA entry (device/port) and run of
+ * consecutive windows (`lambdas/domain/efa-rows.ts`), the agent's merged windows being consecutive:
+ * {@link EFA_ENTRIES_PER_DEVICE} × `efaDevicesPerInstance` (64 on a p5.48xlarge, whatever the
+ * windows per request), 0 without EFA.
+ *
+ * @param input - EFA devices per instance
+ * @returns rows per request, ≥ 0
+ */
+export function efaRowsPerRequest(input: Pick<CostModelInput, 'efaDevicesPerInstance'>): number {
+  return input.efaDevicesPerInstance * EFA_ENTRIES_PER_DEVICE;
 }
 
 /** The cost of one GPU-month. */
@@ -434,7 +448,7 @@ function addAthenaStore(
   add: AddItem,
 ): void {
   const perRequest = windowsPerRequest(input);
-  const efaRows = input.efaDevicesPerInstance * EFA_ENTRIES_PER_DEVICE * perRequest;
+  const efaRows = efaRowsPerRequest(input);
   const billedGb =
     (requests *
       (firehoseBilledBytesPerBatch({ ...input, windowsPerBatch: perRequest }) +
@@ -450,9 +464,11 @@ function addAthenaStore(
   add('Firehose', 'firehoseConversionGb', 'JSON → Parquet', billedGb, false);
   // Steady state: every month kept is billed each month; the stack moves files older than 30 days
   // to its cold storage class (gpu_windows files are over 128 KiB at fleet scale).
-  const efaPerGpu = (input.efaDevicesPerInstance * EFA_ENTRIES_PER_DEVICE) / input.gpusPerInstance;
+  // EFA rows as stored: per request, not per window (`efaRowsOf`).
+  const efaRowsPerGpuMonth = (requests / gpus) * efaRows;
   const parquetGbPerMonth =
-    (windowsPerGpuMonth * gpus * (input.parquetRowBytes + efaPerGpu * input.efaParquetRowBytes)) / GB;
+    (gpus * (windowsPerGpuMonth * input.parquetRowBytes + efaRowsPerGpuMonth * input.efaParquetRowBytes)) /
+    GB;
   const cold = telemetryColdStorage(Math.floor(input.retentionMonths * DAYS_PER_MONTH));
   const standardMonths = cold === undefined ? input.retentionMonths : cold.afterDays / DAYS_PER_MONTH;
   add('S3', 's3StandardGbMonth', 'telemetry, first 30 days', parquetGbPerMonth * standardMonths, false);

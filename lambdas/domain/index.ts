@@ -7,6 +7,7 @@ export * from './build-waste-report';
 export * from './cloudwatch-metrics';
 export * from './constants';
 export * from './cur-columns';
+export * from './efa-rows';
 export * from './enrich-host';
 export * from './errors';
 export * from './fleet';

@@ -1,5 +1,6 @@
 import type { Batch } from '../contract';
 import { brokenSinceFor } from './broken-marks';
+import { efaRowsOf } from './efa-rows';
 import { gpuOwnerOf } from './gpu-owner';
 import { computeLedger } from './ledger';
 import type { InstancePrice } from './pricing';
@@ -25,7 +26,8 @@ export interface StoreRowsInput {
 /**
  * The rows one batch writes to the store (docs/design.md §4): one `gpu_windows` row per flush window
  * with its waste ledger (docs/design.md §5; horizon windows are for the rules and never stored),
- * one `efa_windows` row per EFA window, one `events` row per event. Dimensions come from the
+ * one `efa_windows` row per EFA device/port and run of consecutive windows (`efaRowsOf`: a p5's minute
+ * is 64 rows, not 384), one `events` row per event. Dimensions come from the
  * (server-enriched) `host`: `team` from its tags; `job` and `pod` from its `job` tag, each window's
  * `k8s` (dcgm-exporter) or its processes' cgroup owners, in that order (`gpuOwnerOf`); every row carries the batch's `seq` (the store's record version, so a retried batch
  * overwrites itself).
@@ -66,16 +68,7 @@ export function storeRowsOf(batch: Batch, input: StoreRowsInput): StoreRows {
           diagnosis: input.diagnoses.get(windowSlotKey(w)),
         }),
       })),
-    efa: (batch.efa ?? []).map((e) => ({
-      time: e.end,
-      start: e.start,
-      instance_id: host.instance_id,
-      instance_type: host.instance_type,
-      device: e.device,
-      port: e.port,
-      seq: batch.seq,
-      deltas: e.deltas,
-    })),
+    efa: efaRowsOf(batch),
     events: (batch.events ?? []).map((e) => ({
       time: e.at,
       instance_id: host.instance_id,

@@ -108,16 +108,21 @@ export interface GpuWindowRow {
   readonly ledger: LedgerEntry;
 }
 
-/** One stored EFA window (table `efa_windows`). */
+/**
+ * One stored EFA row (table `efa_windows`): one device/port over a run of consecutive flush windows
+ * of one batch (`efaRowsOf`: a p5's 60 s request is one row per device/port, not six).
+ */
 export interface EfaWindowRow {
+  /** End of the row's last window, ISO 8601. */
   readonly time: string;
+  /** Start of the row's first window, ISO 8601. */
   readonly start: string;
   readonly instance_id: string;
   readonly instance_type: string;
   readonly device: string;
   readonly port: number;
   readonly seq: number;
-  /** Counter deltas over the window, by sysfs counter name. */
+  /** Counter deltas over [`start`, `time`) (each the sum of its windows' deltas), by sysfs counter name. */
   readonly deltas: Readonly<Record<string, number>>;
 }
 

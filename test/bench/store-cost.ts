@@ -26,7 +26,8 @@ import {
   gpuWindowRecord,
   timestreamRecordBytes,
 } from '../../lambdas/adapters/timestream-records';
-import type { GpuMetrics } from '../../lambdas/contract';
+import type { Batch, GpuMetrics } from '../../lambdas/contract';
+import { efaRowsOf } from '../../lambdas/domain/efa-rows';
 import { GPU_METRIC_NAMES, GPU_METRIC_TYPES } from '../../lambdas/domain/measure-types';
 import type { TelemetryTable } from '../../lambdas/domain/store-columns';
 import type { EfaWindowRow, GpuWindowRow } from '../../lambdas/domain/types';
@@ -115,6 +116,36 @@ function busyEfa(windowIndex: number, entry: number): EfaWindowRow {
   });
 }
 
+/** Windows the agent merges into one request (its 60 s send interval): the rows `efaRowsOf` sums. */
+const WINDOWS_PER_REQUEST = 6;
+
+/**
+ * The `efa_windows` rows the ingest stores for one 60 s request that begins at window `first`: each
+ * entry's {@link WINDOWS_PER_REQUEST} consecutive windows summed into one row (`efaRowsOf`), 64 rows.
+ */
+function minuteEfaRows(first: number, entries = EFA_PORTS): EfaWindowRow[] {
+  const windows = Array.from({ length: WINDOWS_PER_REQUEST }, (_, w) =>
+    Array.from({ length: entries }, (_, e) => busyEfa(first + w, e)),
+  ).flat();
+  const batch = {
+    schema: 'gpu-sentinel/v1',
+    batch_id: '0b7e6f7a-1f2b-4c3d-8e9f-000000000000',
+    seq: 1000 + first,
+    sent_at: windows[windows.length - 1]?.time ?? '',
+    host: { instance_id: 'i-0123456789abcdef0', instance_type: 'p5.48xlarge', region: 'us-east-1' },
+    agent: { version: '0.1.0', profiling_source: 'gpm' },
+    windows: [],
+    efa: windows.map((r) => ({
+      start: r.start,
+      end: r.time,
+      device: r.device,
+      port: r.port,
+      deltas: r.deltas,
+    })),
+  } satisfies Batch;
+  return efaRowsOf(batch);
+}
+
 const billed = (bytes: number): number =>
   Math.ceil(bytes / FIREHOSE_BILLING_INCREMENT_BYTES) * FIREHOSE_BILLING_INCREMENT_BYTES;
 
@@ -171,6 +202,20 @@ async function main(): Promise<void> {
     const parquetEfaDay = await parquetBytesPerRow('efa_windows', dayEfa, dir);
     const parquetGpu5min = await parquetBytesPerRow('gpu_windows', fiveMinGpu, dir);
 
+    // As stored: one row per entry and 60 s request (`efaRowsOf`), each delta the sum of 6 windows.
+    const minuteRows = minuteEfaRows(0);
+    const minuteJson = minuteRows.map(efaWindowJson);
+    const minuteRowBytes = minuteJson.reduce((n, r) => n + Buffer.byteLength(r), 0) / minuteRows.length;
+    const minutePackedBilled = packRecords(minuteJson).records.reduce((n, r) => n + billed(r.data.length), 0);
+    const dayEfaMinutes = Array.from({ length: 1440 }, (_, m) => minuteEfaRows(m * WINDOWS_PER_REQUEST, 2))
+      .flat()
+      .map(efaWindowJson);
+    const parquetEfaMinuteDay = await parquetBytesPerRow('efa_windows', dayEfaMinutes, dir);
+    const tsEfaMinute =
+      (timestreamRecordBytes(efaWindowRecord(minuteRows[0] as EfaWindowRow)) +
+        timestreamRecordBytes(efaWindowRecord(minuteRows[1] as EfaWindowRow))) /
+      2;
+
     // Per GPU-month.
     const batchesPerGpuMonth = WINDOWS_PER_MONTH / GPUS;
     const firehoseGbPacked = (packedBilledPerBatch * batchesPerGpuMonth) / GB;
@@ -195,6 +240,11 @@ async function main(): Promise<void> {
     const out = {
       gpu_row_json_bytes: Math.round(gpuRowBytes),
       efa_row_json_bytes: Math.round(efaRowBytes),
+      efa_minute_rows_per_request: minuteRows.length,
+      efa_minute_row_json_bytes: Math.round(minuteRowBytes),
+      efa_minute_rows_billed_bytes_per_request_packed: minutePackedBilled,
+      parquet_bytes_per_efa_minute_row_day_file: +parquetEfaMinuteDay.toFixed(1),
+      timestream_efa_minute_record_bytes: tsEfaMinute,
       firehose_records_per_batch_packed: packed.length,
       firehose_billed_bytes_per_batch_packed: packedBilledPerBatch,
       firehose_billed_bytes_per_batch_one_row_per_record: unpackedBilledPerBatch,

@@ -12,6 +12,7 @@ import { DEFAULT_STACK_RESOURCES } from '../../bin/cost-model/default-stack-reso
 import {
   CostModelInputError,
   DEFAULT_COST_MODEL_INPUT,
+  efaRowsPerRequest,
   firehoseBilledBytesPerBatch,
   pipelineCost,
   WORST_CASE_FIREHOSE_ROW_BYTES,
@@ -119,7 +120,7 @@ describe('the pipeline cost model', () => {
     expect(model.items.map((i) => i.price)).not.toContain('xrayTraceRecorded'); // tracing off by default
   });
 
-  it('prices 512 GPUs without EFA or on p4d within the target, everything counted (p5 pays for 16× the EFA rows of a p4d)', () => {
+  it('prices 512 GPUs on p5, p4d or without EFA within the target, everything counted (p5 pays for 8× the EFA rows of a p4d)', () => {
     // Act
     const p5 = pipelineCost();
     const p4d = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, efaDevicesPerInstance: 4 });
@@ -131,6 +132,7 @@ describe('the pipeline cost model', () => {
     });
     // Assess
     expect(p5.input.efaDevicesPerInstance).toBe(32);
+    expect(p5.totalUsdPerGpuMonth).toBeLessThanOrEqual(TARGET_USD_PER_GPU_MONTH);
     expect(none.totalUsdPerGpuMonth).toBeLessThanOrEqual(TARGET_USD_PER_GPU_MONTH);
     expect(p4d.totalUsdPerGpuMonth).toBeLessThanOrEqual(TARGET_USD_PER_GPU_MONTH);
     expect(worst.totalUsdPerGpuMonth).toBeLessThanOrEqual(TARGET_USD_PER_GPU_MONTH);
@@ -199,16 +201,29 @@ describe('the pipeline cost model', () => {
     expect(jobs.totalUsdPerGpuMonth - alone.totalUsdPerGpuMonth).toBeLessThan(0.01);
   });
 
-  it('bills the efa_windows rows too: 32 EFA devices × 2 entries × 6 windows of 495 B, packed, per batch', () => {
+  it('bills the efa_windows rows as stored: 32 EFA devices × 2 entries of 502 B per request (its 6 windows summed), packed', () => {
     // Act
     const withEfa = pipelineCost();
     const withoutEfa = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, efaDevicesPerInstance: 0 });
-    // Assess: 384 rows × 496 B = 190,464 B, one record, billed 194,560 B (38 × 5 KiB) per batch
-    const billedGbPerGpu = (5475 * 194_560) / 1e9;
+    // Assess: 64 rows × 503 B = 32,192 B, one record, billed 35,840 B (7 × 5 KiB) per request
+    expect(efaRowsPerRequest({ efaDevicesPerInstance: 32 })).toBe(64);
+    const billedGbPerGpu = (5475 * 35_840) / 1e9;
     expect(usdOf(withEfa, 'firehoseIngestGb') - usdOf(withoutEfa, 'firehoseIngestGb')).toBeCloseTo(
       billedGbPerGpu * 0.029,
       10,
     );
+  });
+
+  it('counts EFA rows per request, not per window: twice the windows per request, half the EFA rows', () => {
+    // Act
+    const efaGb = (windowsPerBatch: number): number => {
+      const at = (efaDevicesPerInstance: number) =>
+        pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, windowsPerBatch, efaDevicesPerInstance });
+      return usdOf(at(32), 's3StandardGbMonth') - usdOf(at(0), 's3StandardGbMonth');
+    };
+    // Assess
+    expect(efaGb(12)).toBeCloseTo(efaGb(6) / 2, 12);
+    expect(efaGb(6)).toBeGreaterThan(0);
   });
 
   it.each([
@@ -253,8 +268,8 @@ describe('the pipeline cost model', () => {
     (months, cold, usdPerGbMonth) => {
       // Act
       const model = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, retentionMonths: months });
-      // Assess: 262,800 windows × (226 B of GPU row + 8 EFA rows × 71 B) = 0.209 GB per GPU-month
-      const gbPerMonth = (262_800 * (226 + 8 * 71)) / 1e9;
+      // Assess: 262,800 windows × 226 B of GPU row + 5,475 requests × 64 EFA rows × 73 B = 0.085 GB per GPU-month
+      const gbPerMonth = (262_800 * 226 + 5475 * 64 * 73) / 1e9;
       const standardMonths = 30 / (730 / 24);
       expect(usdOf(model, 's3StandardGbMonth')).toBeCloseTo(gbPerMonth * standardMonths * 0.023, 8);
       expect(usdOf(model, cold)).toBeCloseTo(gbPerMonth * (months - standardMonths) * usdPerGbMonth, 8);
@@ -268,7 +283,10 @@ describe('the pipeline cost model', () => {
     const prices = month.items.map((i) => i.price);
     for (const p of ['s3TransitionRequest', 's3StandardIaGbMonth', 's3GlacierIrGbMonth'] as const)
       expect(prices).not.toContain(p);
-    expect(usdOf(month, 's3StandardGbMonth')).toBeCloseTo(((262_800 * (226 + 8 * 71)) / 1e9) * 0.023, 8);
+    expect(usdOf(month, 's3StandardGbMonth')).toBeCloseTo(
+      ((262_800 * 226 + 5475 * 64 * 73) / 1e9) * 0.023,
+      8,
+    );
   });
 
   it('prices the Timestream option: 2 write units per 1,516 B record, 24 h in memory, the rest magnetic', () => {
@@ -326,7 +344,7 @@ describe('gpu-sentinel cost-model', () => {
     // Assess
     expect(code).toBe(0);
     expect(out).toMatch(
-      /athena store, REST API, 8 GPUs per instance \(32 EFA devices: 64 efa_windows rows per window\), 6 windows of 10 s per batch, 6 per request/,
+      /athena store, REST API, 8 GPUs per instance \(32 EFA devices: 64 EFA entries per window, 64 efa_windows rows per request\), 6 windows of 10 s per batch, 6 per request/,
     );
     expect(out).toMatch(/^ +\d+ AWS::KMS::Key +monthly: key-month/m);
     expect(out).toMatch(/^ +\d+ AWS::CloudWatch::Alarm +monthly/m);

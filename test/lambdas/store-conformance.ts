@@ -1,15 +1,28 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Batch } from '../../lambdas/contract';
+import { efaRowsOf } from '../../lambdas/domain/efa-rows';
 import { meansByNodeAndJob } from '../../lambdas/domain/fleet/job-straggler';
 import { type TelemetryStore, WASTE_GROUPS, type WasteGroup } from '../../lambdas/domain/ports';
 import { STRAGGLER_METRICS } from '../../lambdas/domain/rules/straggler';
-import type { Diagnosis, GpuWindowRow, StoreRows } from '../../lambdas/domain/types';
-import { batchRows, gpuRow, ledger } from './rows';
+import type { Diagnosis, EfaWindowRow, GpuWindowRow, StoreRows } from '../../lambdas/domain/types';
+import { batchRows, efaRow, gpuRow, ledger } from './rows';
 
 /** What a conformance run needs: a fresh, empty store, and how to dispose of it. */
 export type MakeTelemetryStore = () => Promise<{ store: TelemetryStore; close?: () => Promise<void> }>;
 
 const T0 = Date.parse('2026-03-10T12:00:00.000Z');
 const at = (s: number): string => new Date(T0 + s * 1000).toISOString();
+/** A batch carrying `rows` as its contract `efa[]` entries (what `efaRowsOf` reads). */
+const batchOf = (rows: readonly EfaWindowRow[]): Batch => ({
+  schema: 'gpu-sentinel/v1',
+  batch_id: '6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b',
+  seq: 7,
+  sent_at: at(61),
+  host: { instance_id: 'i-0123456789abcdef0', instance_type: 'p5.48xlarge', region: 'us-east-1' },
+  agent: { version: '0.1.0', profiling_source: 'gpm' },
+  windows: [],
+  efa: rows.map((r) => ({ start: r.start, end: r.time, device: r.device, port: r.port, deltas: r.deltas })),
+});
 const only = (gpu: GpuWindowRow[]): StoreRows => ({ gpu, efa: [], events: [] });
 const sum = (rows: readonly GpuWindowRow[], f: (r: GpuWindowRow) => number): number =>
   rows.reduce((a, r) => a + f(r), 0);
@@ -51,6 +64,30 @@ export function describeTelemetryStoreContract(
 
       // Assess
       expect(result).toEqual({ written: 10, rejected: [] });
+    });
+
+    it("writes a batch's EFA rows as efaRowsOf builds them: one per device and port spanning the minute, deltas summed", async () => {
+      // Prepare: a p5 minute (6 windows × 32 devices × ports 0 and 1), the sums near 2^53
+      const efa = Array.from({ length: 6 }, (_, w) =>
+        Array.from({ length: 64 }, (_, e) =>
+          efaRow({
+            start: at(10 * w),
+            time: at(10 * (w + 1)),
+            device: `rdmap${16 + (e >> 1)}s27`,
+            port: e & 1,
+            deltas: { tx_bytes: Math.floor(Number.MAX_SAFE_INTEGER / 6), rx_drops: w },
+          }),
+        ),
+      ).flat();
+      const rows = efaRowsOf(batchOf(efa));
+
+      // Act
+      const result = await store.write({ gpu: [], efa: rows, events: [] });
+
+      // Assess
+      expect(rows).toHaveLength(64);
+      expect(rows[0]).toMatchObject({ start: at(0), time: at(60), deltas: { rx_drops: 15 } });
+      expect(result).toEqual({ written: 64, rejected: [] });
     });
 
     it('stores a retried batch (same seq) once', async () => {

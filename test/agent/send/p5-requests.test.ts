@@ -95,11 +95,15 @@ describe('a p5.48xlarge agent', () => {
       // Act
       await runP5Agent({ endpoint: pipeline.url, spoolDir: join(dir, 'pipeline-spool'), fromMs, minutes: 2 });
 
-      // Assess: every flush window and EFA entry of the two minutes is in the store
+      // Assess: every flush window is in the store, and every EFA entry of the two minutes in one
+      // row per device/port and request (its six windows summed, docs/design.md §4)
       const gpuRows = await pipeline.store.readAll('gpu_windows');
       const efaRows = await pipeline.store.readAll('efa_windows');
       expect(gpuRows).toHaveLength(2 * FLUSHES_PER_MINUTE * GPUS);
-      expect(efaRows).toHaveLength(2 * FLUSHES_PER_MINUTE * MAX_EFA_PORTS_PER_WINDOW);
+      expect(efaRows).toHaveLength(2 * MAX_EFA_PORTS_PER_WINDOW);
+      for (const r of efaRows) {
+        expect(Date.parse(String(r.time)) - Date.parse(String(r.start))).toBe(FLUSHES_PER_MINUTE * 10_000);
+      }
     } finally {
       await pipeline.close();
     }

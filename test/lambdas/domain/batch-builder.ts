@@ -44,6 +44,7 @@ export function makeBatch(
   parts: {
     windows?: Record<string, unknown>[];
     events?: Record<string, unknown>[];
+    efa?: Record<string, unknown>[];
     host?: Record<string, unknown>;
     sentAt?: string;
   },
@@ -59,6 +60,7 @@ export function makeBatch(
       agent: { version: '0.1.0', profiling_source: 'gpm' },
       windows: parts.windows ?? [],
       ...(parts.events === undefined ? {} : { events: parts.events }),
+      ...(parts.efa === undefined ? {} : { efa: parts.efa }),
     },
     now,
   );

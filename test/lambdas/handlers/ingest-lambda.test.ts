@@ -22,6 +22,7 @@ import { PublishCommand, SNSClient } from '@aws-sdk/client-sns';
 import { TimestreamWriteClient, WriteRecordsCommand } from '@aws-sdk/client-timestream-write';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Batch } from '../../../lambdas/contract';
 import { MetricsTeamsError, RuleThresholdsError } from '../../../lambdas/domain';
 import { handlerFromEnvironment, IngestConfigError } from '../../../lambdas/handlers/ingest';
 import {
@@ -300,6 +301,75 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
       price_usd_per_hour: 40,
     });
     expect(timestream.commandCalls(WriteRecordsCommand)).toHaveLength(0);
+    expectValidAwsInputs(firehose, 'firehose');
+    firehose.restore();
+  });
+
+  it("stores a p5's merged minute of EFA entries as one row per device and port, after efa_drops judged every 10 s window", async () => {
+    // Prepare: 6 windows × 32 devices × (port 1, port 0); in window 2 one port retransmits 5 % of
+    // what it sends, which the minute's sum (0.02 %) would hide
+    const firehose = mockClient(FirehoseClient);
+    firehose.on(PutRecordBatchCommand).callsFake((input: PutRecordBatchCommandInput) => ({
+      FailedPutCount: 0,
+      RequestResponses: (input.Records ?? []).map((_, i) => ({ RecordId: `r${i}` })),
+    }));
+    const env = {
+      ...process.env,
+      STORE: 'athena',
+      FIREHOSE_GPU_STREAM: 'gs-gpu',
+      FIREHOSE_EFA_STREAM: 'gs-efa',
+      FIREHOSE_EVENTS_STREAM: 'gs-events',
+      ATHENA_DATABASE: 'gpu_sentinel',
+      ATHENA_WORKGROUP: 'gpu_sentinel-GpuSentinel',
+    };
+    const now = new Date();
+    const devices = Array.from({ length: 32 }, (_, d) => `rdmap${d + 16}s27`);
+    const efa = [5, 4, 3, 2, 1, 0].flatMap(
+      (w): NonNullable<Batch['efa']> =>
+        devices.flatMap(
+          (device): NonNullable<Batch['efa']> => [
+            {
+              start: ago(10 * (w + 1), now),
+              end: ago(10 * w, now),
+              device,
+              port: 0,
+              deltas: { submitted_cmds: 3 },
+            },
+            {
+              start: ago(10 * (w + 1), now),
+              end: ago(10 * w, now),
+              device,
+              port: 1,
+              deltas: {
+                tx_pkts: w === 2 ? 100 : 100_000,
+                retrans_pkts: w === 2 && device === 'rdmap20s27' ? 5 : 0,
+              },
+            },
+          ],
+        ),
+    );
+    const event = batchEvent(validBatch({ efa }, 8, now));
+
+    // Act
+    const res = await handlerFromEnvironment(env)(event);
+
+    // Assess
+    expect(res.statusCode).toBe(202);
+    const rows = firehose
+      .commandCalls(PutRecordBatchCommand)
+      .map((c) => c.args[0].input)
+      .filter((p) => p.DeliveryStreamName === 'gs-efa')
+      .flatMap((p) => p.Records ?? [])
+      .flatMap((r) => new TextDecoder().decode(r.Data).trim().split('\n'))
+      .map((line) => firehoseRowColumns('efa_windows', line));
+    expect(rows).toHaveLength(64);
+    const port = rows.find((r) => r.device === 'rdmap20s27' && r.port === 1);
+    expect(port).toMatchObject({ deltas: { tx_pkts: 5 * 100_000 + 100, retrans_pkts: 5 } });
+    expect(rows.find((r) => r.device === 'rdmap47s27' && r.port === 0)).toMatchObject({
+      deltas: { submitted_cmds: 18 },
+    });
+    const published = sns.commandCalls(PublishCommand).map((c) => c.args[0].input.Message ?? '');
+    expect(published.some((m) => m.includes('efa_drops') && m.includes('rdmap20s27'))).toBe(true);
     expectValidAwsInputs(firehose, 'firehose');
     firehose.restore();
   });
