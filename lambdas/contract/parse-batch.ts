@@ -63,11 +63,25 @@ function toContractError(error: z.ZodError): ContractValidationError {
   return new ContractValidationError(path, message, { cause: error });
 }
 
+/**
+ * Every time of the batch within the past and future bounds of `nowMs`, every window within its
+ * kind's length. A batch repeats a handful of window times (48 flush windows of 8 GPUs share 6
+ * starts and 6 ends), so each distinct time is parsed once.
+ */
 function checkTimes(batch: Batch, nowMs: number): void {
   const oldest = nowMs - MAX_PAST_S * 1000;
   const newest = nowMs + MAX_FUTURE_S * 1000;
+  const parsed = new Map<string, number>();
+  const ms = (iso: string): number => {
+    let t = parsed.get(iso);
+    if (t === undefined) {
+      t = Date.parse(iso);
+      parsed.set(iso, t);
+    }
+    return t;
+  };
   const check = (path: string, iso: string): void => {
-    const t = Date.parse(iso);
+    const t = ms(iso);
     if (t < oldest)
       throw new ContractValidationError(path, `time ${iso} is more than ${MAX_PAST_S} s in the past`);
     if (t > newest)
@@ -77,7 +91,7 @@ function checkTimes(batch: Batch, nowMs: number): void {
   batch.windows.forEach((w, i) => {
     check(`windows[${i}].start`, w.start);
     check(`windows[${i}].end`, w.end);
-    const lengthS = (Date.parse(w.end) - Date.parse(w.start)) / 1000;
+    const lengthS = (ms(w.end) - ms(w.start)) / 1000;
     const max = w.kind === 'flush' ? MAX_FLUSH_WINDOW_S : MAX_HORIZON_WINDOW_S;
     if (lengthS > max) {
       throw new ContractValidationError(
@@ -97,6 +111,8 @@ function checkTimes(batch: Batch, nowMs: number): void {
 
 /** Per (kind, start, GPU index): whole-GPU windows, or distinct instances within the GPU's slices, never both. */
 function checkGpuInstances(batch: Batch): void {
+  // Whole-GPU windows alone are always legal (see below): nothing to group without a GPU instance.
+  if (!batch.windows.some((w) => w.gpu_instance_id !== undefined)) return;
   const groups = new Map<string, { whole: boolean; ids: Set<number>; slices: number }>();
   batch.windows.forEach((w, i) => {
     const key = `${w.kind}|${w.start}|${w.gpu.index}`;
