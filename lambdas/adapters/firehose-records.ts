@@ -120,6 +120,8 @@ function prefixMap<const C extends string>(
   return Object.fromEntries(names.map((n, i) => [n, prefixes[i]])) as { readonly [K in C]: string };
 }
 const GPU = prefixMap('gpu_windows', GPU_WINDOW_KEY_COLUMNS);
+/** `{"key":` of `time`, the first column of every `gpu_windows` row. */
+const GPU_OPEN = `{${GPU.time.slice(1)}`;
 const EFA = prefixMap('efa_windows', EFA_WINDOW_COLUMNS);
 const EVENT = prefixMap('events', EVENT_COLUMNS);
 
@@ -200,31 +202,33 @@ export function isoMicros(iso: string): string {
  * @returns its `gpu_windows` JSON row: identity, every present metric, every ledger field
  */
 export function gpuWindowJson(row: GpuWindowRow): JsonRow {
-  return object(
-    GPU.time +
-      epochText(row.time) +
-      GPU.start +
-      epochText(row.start) +
-      identity(GPU.instance_id, row.instance_id) +
-      identity(GPU.instance_type, row.instance_type) +
-      identity(GPU.region, row.region) +
-      identity(GPU.az, row.az) +
-      identity(GPU.gpu_index, row.gpu_index) +
-      identity(GPU.gpu_uuid, row.gpu_uuid) +
-      identity(GPU.gpu_name, row.gpu_name) +
-      identity(GPU.gpu_instance_id, row.gpu_instance_id) +
-      identity(GPU.gpu_instance_profile, row.gpu_instance_profile) +
-      identity(GPU.gpu_instance_slot, gpuInstanceSlot(row)) +
-      identity(GPU.team, row.team) +
-      identity(GPU.job, row.job) +
-      identity(GPU.namespace, row.namespace) +
-      identity(GPU.pod, row.pod) +
-      identity(GPU.container, row.container) +
-      identity(GPU.batch_id, row.batch_id) +
-      identity(GPU.seq, row.seq) +
-      // Metrics then ledger fields, in their lists' order.
-      metricColumns(row.metrics as Readonly<Record<string, unknown>>) +
-      ledgerColumns(row.ledger as unknown as Readonly<Record<string, unknown>>),
+  // `time` is always present: the row opens with it, written without {@link object}'s copy.
+  return (
+    GPU_OPEN +
+    epochText(row.time) +
+    GPU.start +
+    epochText(row.start) +
+    identity(GPU.instance_id, row.instance_id) +
+    identity(GPU.instance_type, row.instance_type) +
+    identity(GPU.region, row.region) +
+    identity(GPU.az, row.az) +
+    identity(GPU.gpu_index, row.gpu_index) +
+    identity(GPU.gpu_uuid, row.gpu_uuid) +
+    identity(GPU.gpu_name, row.gpu_name) +
+    identity(GPU.gpu_instance_id, row.gpu_instance_id) +
+    identity(GPU.gpu_instance_profile, row.gpu_instance_profile) +
+    identity(GPU.gpu_instance_slot, gpuInstanceSlot(row)) +
+    identity(GPU.team, row.team) +
+    identity(GPU.job, row.job) +
+    identity(GPU.namespace, row.namespace) +
+    identity(GPU.pod, row.pod) +
+    identity(GPU.container, row.container) +
+    identity(GPU.batch_id, row.batch_id) +
+    identity(GPU.seq, row.seq) +
+    // Metrics then ledger fields, in their lists' order.
+    metricColumns(row.metrics as Readonly<Record<string, unknown>>) +
+    ledgerColumns(row.ledger as unknown as Readonly<Record<string, unknown>>) +
+    '}'
   );
 }
 
