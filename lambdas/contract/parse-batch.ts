@@ -10,6 +10,7 @@ import {
 import { ContractValidationError, formatPath } from './errors';
 import { migComputeSlices, migProfileSlices } from './mig';
 import { type Batch, BatchSchema } from './schema';
+import { epochMs } from './timestamps';
 
 /**
  * Validates an already-decoded JSON value against wire contract v1, including the checks that need
@@ -63,11 +64,16 @@ function toContractError(error: z.ZodError): ContractValidationError {
   return new ContractValidationError(path, message, { cause: error });
 }
 
+/**
+ * Every time of the batch within the past and future bounds of `nowMs`, every window within its
+ * kind's length. A batch repeats a handful of window times (48 flush windows of 8 GPUs share 6
+ * starts and 6 ends): each is parsed once ({@link epochMs}).
+ */
 function checkTimes(batch: Batch, nowMs: number): void {
   const oldest = nowMs - MAX_PAST_S * 1000;
   const newest = nowMs + MAX_FUTURE_S * 1000;
   const check = (path: string, iso: string): void => {
-    const t = Date.parse(iso);
+    const t = epochMs(iso);
     if (t < oldest)
       throw new ContractValidationError(path, `time ${iso} is more than ${MAX_PAST_S} s in the past`);
     if (t > newest)
@@ -77,7 +83,7 @@ function checkTimes(batch: Batch, nowMs: number): void {
   batch.windows.forEach((w, i) => {
     check(`windows[${i}].start`, w.start);
     check(`windows[${i}].end`, w.end);
-    const lengthS = (Date.parse(w.end) - Date.parse(w.start)) / 1000;
+    const lengthS = (epochMs(w.end) - epochMs(w.start)) / 1000;
     const max = w.kind === 'flush' ? MAX_FLUSH_WINDOW_S : MAX_HORIZON_WINDOW_S;
     if (lengthS > max) {
       throw new ContractValidationError(
@@ -97,6 +103,8 @@ function checkTimes(batch: Batch, nowMs: number): void {
 
 /** Per (kind, start, GPU index): whole-GPU windows, or distinct instances within the GPU's slices, never both. */
 function checkGpuInstances(batch: Batch): void {
+  // Whole-GPU windows alone are always legal (see below): nothing to group without a GPU instance.
+  if (!batch.windows.some((w) => w.gpu_instance_id !== undefined)) return;
   const groups = new Map<string, { whole: boolean; ids: Set<number>; slices: number }>();
   batch.windows.forEach((w, i) => {
     const key = `${w.kind}|${w.start}|${w.gpu.index}`;

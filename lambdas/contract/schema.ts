@@ -34,6 +34,7 @@ import {
   SYSTEMD_UNIT_RULE,
 } from './field-rules';
 import { MAX_GPU_INSTANCE_ID, MIG_PROFILE_RULE } from './mig';
+import { epochMs } from './timestamps';
 
 /**
  * The wire contract v1 as zod schemas. Every wire and domain type derives from these
@@ -305,7 +306,7 @@ export const GpuWindowSchema = z
     gpu_instance_profile: matching(MIG_PROFILE_RULE).optional(),
   })
   .superRefine((w, ctx) => {
-    if (Date.parse(w.end) <= Date.parse(w.start)) {
+    if (epochMs(w.end) <= epochMs(w.start)) {
       ctx.addIssue({ code: 'custom', path: ['end'], message: 'expected end after start' });
     }
     if (w.gpu_instance_id !== undefined && w.gpu_instance_profile === undefined) {

@@ -36,3 +36,26 @@ export function epochMicros(iso: string): number {
   const subMs = Number(fraction.slice(3, 6).padEnd(3, '0'));
   return ms * 1000 + subMs;
 }
+
+/** Most times {@link epochMs} remembers before it starts again (a batch repeats a dozen window times). */
+const EPOCH_MS_MAX = 1024;
+const epochMsOf = new Map<string, number>();
+
+/**
+ * `Date.parse(iso)`, remembered: a batch's 56 windows share a dozen start and end times, which the
+ * contract checks, the ledger and the batch metrics each read (≈ 280 parses of 12 strings a batch,
+ * ≈ 0.4 µs each; a lookup is a tenth of that). The same answer as `Date.parse`, `NaN` included;
+ * at most {@link EPOCH_MS_MAX} strings are kept, then it starts again.
+ *
+ * @param iso - a time as the contract writes it (RFC 3339), or any string `Date.parse` reads
+ * @returns milliseconds since the epoch, or `NaN` when `Date.parse` cannot read it
+ */
+export function epochMs(iso: string): number {
+  let ms = epochMsOf.get(iso);
+  if (ms === undefined) {
+    ms = Date.parse(iso);
+    if (epochMsOf.size >= EPOCH_MS_MAX) epochMsOf.clear();
+    epochMsOf.set(iso, ms);
+  }
+  return ms;
+}

@@ -1,4 +1,4 @@
-import type { Batch, GpuMetrics } from '../contract';
+import { type Batch, epochMs, type GpuMetrics } from '../contract';
 import {
   MAX_METRIC_TEAMS,
   METRIC_DIMENSIONS,
@@ -107,7 +107,7 @@ export function acceptedBatchMetrics(input: AcceptedBatchInput): readonly Metric
   const perGpu = perGpuMeans(windows);
   const wastedUsd = windows.reduce((sum, w) => sum + w.ledger.wasted_usd, 0);
   const xid = (batch.events ?? []).filter((e) => e.kind === 'xid').length;
-  const newestEndMs = Math.max(...batch.windows.map((w) => Date.parse(w.end)));
+  const newestEndMs = Math.max(...batch.windows.map((w) => epochMs(w.end)));
   const fleet: MetricDatum[] = [
     { name: METRIC_NAMES.batches, unit: METRIC_UNITS.count, values: [1] },
     { name: METRIC_NAMES.flushWindows, unit: METRIC_UNITS.count, values: [windows.length] },

@@ -1,4 +1,4 @@
-import { type GpuWindow, migComputeShare, migComputeSlices } from '../contract';
+import { epochMs, type GpuWindow, migComputeShare, migComputeSlices } from '../contract';
 import {
   FULLY_USED_EFFICIENCY_AT_LEAST,
   IDLE_EFFICIENCY_BELOW,
@@ -62,8 +62,8 @@ export interface LedgerOptions {
  * computeLedger(window10s, priceFor('p5.48xlarge', 'us-east-1')).cost_usd; // 55.04 / 8 × 10 / 3600
  */
 export function computeLedger(window: GpuWindow, price: InstancePrice, opts?: LedgerOptions): LedgerEntry {
-  const endMs = Date.parse(window.end);
-  const window_s = (endMs - Date.parse(window.start)) / MS_PER_SECOND;
+  const endMs = epochMs(window.end);
+  const window_s = (endMs - epochMs(window.start)) / MS_PER_SECOND;
   if (!Number.isFinite(window_s) || window_s <= 0) {
     throw new LedgerInputError(
       'window.end',

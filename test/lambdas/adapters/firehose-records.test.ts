@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { gpuWindowJson } from '../../../lambdas/adapters/firehose-records';
 import { firehoseJsonKey } from '../../../lambdas/domain/firehose-json-keys';
 import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../../../lambdas/domain/measure-types';
@@ -82,5 +82,37 @@ describe('gpuWindowJson', () => {
       });
       expect(gpuWindowJson(row)).toBe(reference(row));
     }
+  });
+
+  describe('where the runtime refuses code generation (--disallow-code-generation-from-strings)', () => {
+    afterEach(() => {
+      vi.unstubAllGlobals();
+      vi.resetModules();
+    });
+
+    it('writes the same text with the plain loop', async () => {
+      let refused = 0;
+      vi.stubGlobal(
+        'Function',
+        new Proxy(Function, {
+          construct: () => {
+            refused++;
+            throw new EvalError('Code generation from strings disallowed for this context');
+          },
+        }),
+      );
+      vi.resetModules();
+      const fresh = await import('../../../lambdas/adapters/firehose-records');
+      expect(refused).toBeGreaterThan(0);
+      for (const row of [
+        gpuRow({ namespace: 'ml', pod: 'train-0', container: 'main' }),
+        gpuRow({
+          metrics: { gpu_util: Number.NaN, power_w: Number.POSITIVE_INFINITY, remapped_rows_pending: true },
+          ledger: ledger({ cost_usd: Number.NEGATIVE_INFINITY }),
+        }),
+      ]) {
+        expect(fresh.gpuWindowJson(row)).toBe(reference(row));
+      }
+    });
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { epochMicros, formatIsoMicros } from '../../../lambdas/contract';
+import { epochMicros, epochMs, formatIsoMicros } from '../../../lambdas/contract';
 
 describe('microsecond timestamps', () => {
   it.each([
@@ -31,5 +31,28 @@ describe('microsecond timestamps', () => {
   it('refuses what is not a time', () => {
     expect(() => epochMicros('yesterday')).toThrow(RangeError);
     expect(() => formatIsoMicros(Number.NaN)).toThrow(RangeError);
+  });
+});
+
+describe('epochMs', () => {
+  it.each([
+    '2026-03-10T12:00:10.000Z',
+    '2026-03-10T13:00:10+01:00',
+    '2024-11-15T12:02:03.470068Z',
+    'not a time',
+    '',
+  ])('answers %j as Date.parse does, the first time and again', (iso) => {
+    expect(epochMs(iso)).toStrictEqual(Date.parse(iso));
+    expect(epochMs(iso)).toStrictEqual(Date.parse(iso));
+  });
+
+  it('stays right past the times it remembers (thousands of distinct times)', () => {
+    const start = Date.parse('2026-03-10T12:00:00.000Z');
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 3000; i++) {
+        const iso = new Date(start + i * 10_000).toISOString();
+        expect(epochMs(iso)).toBe(start + i * 10_000);
+      }
+    }
   });
 });
