@@ -36,15 +36,33 @@ export const AGENT_SEA_FILE = 'gpu-sentinel-agent';
 /**
  * V8 flags baked into the executable (`execArgv` of the single-executable config), the ones the
  * systemd unit gives a host's Node.js: the old generation kept well under the unit's
- * `MemoryMax=128M`, one semi-space MiB, V8 working on the main thread only, and `gc()` for the
- * loop's full collection after a send (BENCHMARKS.md).
+ * `MemoryMax=128M`, one semi-space MiB, V8 working on the main thread only, `gc()` for the loop's
+ * full collection after a send, and no TurboFan (`--no-turbofan`; Maglev, V8's mid-tier
+ * optimizing compiler, still optimizes the hot code). TurboFan's own machine code and its late
+ * compile of the agent's hot functions peaked Node.js 24 about 4.5 MiB higher at 8 GPUs and 5 MiB at
+ * 64, for no CPU measured back (0.189 vs 0.179 % at 8 GPUs, 0.431 vs 0.452 % at 64, noise of a
+ * loaded VM). Turning Maglev off too (`--no-maglev`) or `--lite-mode` save 4 and 7 MiB more at
+ * 8 GPUs but cost 1.7× and 2.2× the CPU at 64 GPUs, over its budget (BENCHMARKS.md, 2026-11-28).
  */
 export const AGENT_SEA_EXEC_ARGV = [
   '--max-old-space-size=64',
   '--max-semi-space-size=1',
   '--single-threaded',
   '--expose-gc',
+  '--no-turbofan',
 ] as const;
+
+/**
+ * glibc's malloc settings for the agent's process, in `GLIBC_TUNABLES` (glibc ≥ 2.26; other C
+ * libraries ignore it), set by the systemd unit (`Environment=`) and the DaemonSet's image (`ENV`):
+ * one arena (V8 runs on the main thread only), free memory at the top of the heap returned at
+ * once (`trim_threshold=0`), and blocks of 64 KiB or more in their own mappings, unmapped when
+ * freed (`mmap_threshold=65536`), so what start-up frees (the parser's zones) leaves the process.
+ * Measured: 3.4 MiB less peak RSS at 8 GPUs, CPU within the noise (BENCHMARKS.md, 2026-11-28).
+ * An executable cannot carry environment variables, so a bare run of it does without them.
+ */
+export const AGENT_GLIBC_TUNABLES =
+  'glibc.malloc.arena_max=1:glibc.malloc.trim_threshold=0:glibc.malloc.mmap_threshold=65536';
 
 /**
  * The single executable's `postject` sentinel: the fuse string Node.js's binary carries, flipped

@@ -33,7 +33,7 @@ readonly SYSUSERS_FILE=/usr/lib/sysusers.d/gpu-sentinel-agent.conf
 readonly MIN_NODE_MAJOR=20
 # V8 flags for the ESM bundle's Node.js, the ones the single executable has built in
 # (AGENT_SEA_EXEC_ARGV, agent/packaging/build-agent-sea.ts; a test holds the two equal).
-readonly NODE_FLAGS='--max-old-space-size=64 --max-semi-space-size=1 --single-threaded --expose-gc'
+readonly NODE_FLAGS='--max-old-space-size=64 --max-semi-space-size=1 --single-threaded --expose-gc --no-turbofan'
 
 ROOT=/
 PREFIX=/opt/gpu-sentinel
@@ -116,7 +116,11 @@ else
   else
     say "node $NODE is not executable here; written into the unit as given (--root install)"
   fi
-  EXEC="$NODE $NODE_FLAGS $PREFIX/lib/gpu-sentinel-agent.mjs"
+  flags=$NODE_FLAGS
+  # --no-turbofan leaves the hot code to Maglev, which Node.js runs by default from 22 on; an older
+  # Node.js would be left with no optimizing compiler, so it keeps TurboFan.
+  if [[ -n ${major:-} && $major -lt 22 ]]; then flags=${NODE_FLAGS/ --no-turbofan/}; fi
+  EXEC="$NODE $flags $PREFIX/lib/gpu-sentinel-agent.mjs"
 fi
 
 # 1. Files: replace lib/ as a whole, so an upgrade leaves no stale module behind.

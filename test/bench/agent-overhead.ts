@@ -13,7 +13,11 @@ import {
   AGENT_BUNDLE_FILE,
   buildAgentBundle,
 } from '../../agent/packaging/build-agent-bundle';
-import { AGENT_SEA_EXEC_ARGV, AGENT_SEA_FILE } from '../../agent/packaging/build-agent-sea';
+import {
+  AGENT_GLIBC_TUNABLES,
+  AGENT_SEA_EXEC_ARGV,
+  AGENT_SEA_FILE,
+} from '../../agent/packaging/build-agent-sea';
 import { fakeNvmlPath } from '../setup/fake-nvml';
 import { setup as buildTestDoubles } from '../setup/global-setup';
 import { readTopFunctions } from './cpu-profile-top';
@@ -34,7 +38,8 @@ import { processCpuUs, statusKb, threadCpuUs } from './proc-stat';
  * it (the V8 flags of the unit and the single executable, `AGENT_SEA_EXEC_ARGV`), configured
  * by environment: the fake libnvidia-ml.so (p5 preset, `--gpus` H100s), `auth none` (with `--sigv4`:
  * `auth sigv4` with static example keys in the environment, each batch signed as on a host) to a loopback
- * HTTP sink in this process (batches counted there), `imds off` with identity overrides, a
+ * HTTP sink in this process (batches counted there), glibc's malloc settings of the unit
+ * (`GLIBC_TUNABLES`, `AGENT_GLIBC_TUNABLES`), `imds off` with identity overrides, a
  * temporary spool; the kernel log, EFA and dcgm-exporter keep their defaults, as on a GPU host
  * without EFA or dcgm-exporter. It is measured from outside: CPU from `/proc/<pid>/stat`
  * (utime + stime, whole run and steady after `--warmup-s`), per thread from
@@ -113,10 +118,12 @@ for (const [name, v, min] of [
 
 /**
  * The V8 flags the agent runs with as deployed: built into the single executable, and given to a
- * host's Node.js by install.sh (`AGENT_SEA_EXEC_ARGV`, one home for both).
+ * host's Node.js by install.sh (`AGENT_SEA_EXEC_ARGV`, one home for both), which leaves out
+ * `--no-turbofan` on a Node.js older than 22 (Maglev off there): so does this bench.
  */
 function unitNodeFlags(): string[] {
-  return [...AGENT_SEA_EXEC_ARGV];
+  const major = Number(process.versions.node.split('.')[0]);
+  return AGENT_SEA_EXEC_ARGV.filter((f) => major >= 22 || f !== '--no-turbofan');
 }
 
 /** The environment variable of an agent option, from the options table (one home for the names). */
@@ -170,6 +177,8 @@ function spawnAgent(
   mkdirSync(spoolDir);
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
+    // glibc's malloc settings, as the systemd unit and the DaemonSet's image set them.
+    GLIBC_TUNABLES: AGENT_GLIBC_TUNABLES,
     FAKE_NVML_PRESET: 'p5',
     FAKE_NVML_GPU_COUNT: String(gpus),
     [envName('endpoint')]: sink.url,
@@ -448,6 +457,7 @@ try {
     (seaExecutable
       ? `The agent: the single executable (\`${seaExecutable} agent\`, Node.js inside, its V8 flags built in: ${AGENT_SEA_EXEC_ARGV.join(' ')}); the profiled one is the bundle on this Node.js;`
       : `The agent: the shipped bundle (\`gpu-sentinel-agent.mjs agent\`, ${fmt(bundle.bundleBytes / MB)} MiB entry + ${bundle.chunks.length} chunks), run with the unit's Node flags: ${nodeFlags.join(' ') || 'none'};`) +
+      ` the unit's environment: GLIBC_TUNABLES=${AGENT_GLIBC_TUNABLES};` +
       ` NVML is the fake libnvidia-ml.so (test/fake-nvml, p5 preset: ${gpus}× H100); nvidia-smi is the stand-in test/bench/fixtures/nvidia-smi (no GPU here).`,
     'CPU % is of one core, from /proc/<pid>/stat (utime + stime, 10 ms resolution); peak RSS is VmHWM; both sides run at once, each in its own process.',
     '',

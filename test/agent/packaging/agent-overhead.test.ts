@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AGENT_GLIBC_TUNABLES } from '../../../agent/packaging/build-agent-sea';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 
@@ -44,9 +45,12 @@ describe('agent overhead benchmark (test/bench/agent-overhead.ts)', () => {
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
     expect(result.stdout).toContain('the shipped bundle (`gpu-sentinel-agent.mjs agent`');
+    // install.sh's flags for this Node.js: --no-turbofan from 22 on (Maglev on by default there).
+    const major = Number(process.versions.node.split('.')[0]);
     expect(result.stdout).toContain(
-      '--max-old-space-size=64 --max-semi-space-size=1 --single-threaded --expose-gc',
+      `run with the unit's Node flags: --max-old-space-size=64 --max-semi-space-size=1 --single-threaded --expose-gc${major >= 22 ? ' --no-turbofan' : ''};`,
     );
+    expect(result.stdout).toContain(`GLIBC_TUNABLES=${AGENT_GLIBC_TUNABLES}`);
     // Columns: label, CPU % whole run, steady CPU %, CPU s, peak RSS MiB, notes.
     const agent = row(result.stdout, '| gpu-sentinel agent');
     expect(agent).toBeDefined();

@@ -15,7 +15,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AGENT_SEA_EXEC_ARGV } from '../../../agent/packaging/build-agent-sea';
+import { AGENT_GLIBC_TUNABLES, AGENT_SEA_EXEC_ARGV } from '../../../agent/packaging/build-agent-sea';
 
 const PACKAGING = join(import.meta.dirname, '..', '..', '..', 'agent', 'packaging');
 const UNIT = 'etc/systemd/system/gpu-sentinel-agent.service';
@@ -23,6 +23,9 @@ const UNIT = 'etc/systemd/system/gpu-sentinel-agent.service';
 const ARCH = process.arch === 'arm64' ? 'arm64' : 'x64';
 const OTHER_ARCH = ARCH === 'x64' ? 'arm64' : 'x64';
 const SYSUSERS = 'usr/lib/sysusers.d/gpu-sentinel-agent.conf';
+/** The V8 flags install.sh gives a Node.js of this major: `--no-turbofan` only where Maglev is on by default (22+). */
+const flagsFor = (major: number): string =>
+  AGENT_SEA_EXEC_ARGV.filter((f) => major >= 22 || f !== '--no-turbofan').join(' ');
 
 let dir: string;
 let bundle: string;
@@ -133,7 +136,7 @@ describe('install.sh into a temporary root', () => {
   });
 
   it.each([
-    `ExecStart=${process.execPath} ${AGENT_SEA_EXEC_ARGV.join(' ')} /opt/gpu-sentinel/lib/gpu-sentinel-agent.mjs agent`,
+    `ExecStart=${process.execPath} ${flagsFor(Number(process.versions.node.split('.')[0]))} /opt/gpu-sentinel/lib/gpu-sentinel-agent.mjs agent`,
     'User=gpu-sentinel',
     'Restart=on-failure',
     'NoNewPrivileges=yes',
@@ -151,6 +154,7 @@ describe('install.sh into a temporary root', () => {
     'CapabilityBoundingSet=CAP_SYSLOG',
     'MemoryMax=128M',
     'CPUQuota=5%',
+    `Environment=GLIBC_TUNABLES=${AGENT_GLIBC_TUNABLES}`,
     'KillSignal=SIGTERM',
     'TimeoutStopSec=120s',
     'WantedBy=multi-user.target',
@@ -308,6 +312,33 @@ describe('install.sh options', () => {
       ' /usr/lib/gpu-sentinel/lib/gpu-sentinel-agent.mjs agent',
     );
   });
+
+  it.each([
+    { major: 20, without: true },
+    { major: 22, without: false },
+  ])(
+    "gives Node.js $major the single executable's V8 flags, without --no-turbofan: $without",
+    ({ major, without }) => {
+      // Prepare: a stand-in node answering only the version query install.sh makes
+      const root = mkdtempSync(join(dir, `node${major}-`));
+      const node = join(dir, `node${major}`);
+      writeFileSync(node, `#!/bin/sh\necho ${major}\n`, { mode: 0o755 });
+
+      // Act
+      const result = install(root, '--node', node);
+
+      // Assess
+      expect(result.stderr).toBe('');
+      expect(result.status).toBe(0);
+      const exec = readFileSync(join(root, UNIT), 'utf8')
+        .split('\n')
+        .find((l) => l.startsWith('ExecStart='));
+      expect(exec).toBe(
+        `ExecStart=${node} ${flagsFor(major)} /opt/gpu-sentinel/lib/gpu-sentinel-agent.mjs agent`,
+      );
+      expect(exec?.includes('--no-turbofan')).toBe(!without);
+    },
+  );
 
   it.each([
     'https://abc123.execute-api.us-east-1.amazonaws.com/prod?a=1&b=2',

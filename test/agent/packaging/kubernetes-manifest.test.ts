@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import * as z from 'zod';
 import { AGENT_CONFIG_OPTIONS } from '../../../agent/config';
-import { AGENT_SEA_FILE } from '../../../agent/packaging/build-agent-sea';
+import { AGENT_GLIBC_TUNABLES, AGENT_SEA_FILE } from '../../../agent/packaging/build-agent-sea';
 
 const PACKAGING = join(import.meta.dirname, '..', '..', '..', 'agent', 'packaging');
 const MANIFEST = join(PACKAGING, 'kubernetes', 'gpu-sentinel-agent.yaml');
@@ -150,5 +150,6 @@ describe('Kubernetes DaemonSet (agent/packaging/kubernetes/gpu-sentinel-agent.ya
     expect(entrypoint).toBe(`/opt/gpu-sentinel/lib/${AGENT_SEA_FILE}`);
     expect(dockerfile).toMatch(/^COPY node_modules \/opt\/gpu-sentinel\/lib\/node_modules$/m);
     expect(dockerfile).not.toMatch(/\bnode:|nodejs/);
+    expect(dockerfile).toMatch(new RegExp(`^ENV GLIBC_TUNABLES=${AGENT_GLIBC_TUNABLES}$`, 'm'));
   });
 });
