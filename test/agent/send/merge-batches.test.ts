@@ -30,7 +30,6 @@ function p5At(seq: number): Batch {
   return { ...batch, efa };
 }
 
-
 describe('mergeBatches', () => {
   it('keeps every flush window and event in order, the newest horizon per GPU, and the newest envelope', () => {
     // Prepare
