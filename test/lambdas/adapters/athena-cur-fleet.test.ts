@@ -1,13 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  AthenaClient,
-  GetQueryExecutionCommand,
-  GetQueryResultsCommand,
-  StartQueryExecutionCommand,
-} from '@aws-sdk/client-athena';
+import { AthenaClient } from '@aws-sdk/client-athena';
 import { FirehoseClient } from '@aws-sdk/client-firehose';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -28,6 +22,7 @@ import { running } from '../domain/fleet/fleet-fixtures';
 import { RecordingAlertSink, recordingLog } from '../handlers/fakes';
 import { gpuRow, ledger, P5_PRICE_USD_PER_HOUR } from '../rows';
 import { FAKE_STREAMS } from './athena-fake';
+import { answerAthenaFromDuckDb, attachStoreAsGlue } from './athena-on-duckdb';
 import { expectValidAwsInputs } from './aws-model';
 
 /**
@@ -130,8 +125,7 @@ describe('AthenaCurReads.teamWasteAtCurRates (fleet evaluator)', () => {
   let dir: string;
   let duck: DuckDBInstance;
   let db: DuckDBConnection;
-  const results = new Map<string, { columns: string[]; rows: (string | undefined)[][]; error?: string }>();
-  const sent: string[] = [];
+  let sent: string[] = [];
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gs-athena-cur-fleet-'));
@@ -168,12 +162,7 @@ describe('AthenaCurReads.teamWasteAtCurRates (fleet evaluator)', () => {
     await store.close();
     duck = await DuckDBInstance.create(':memory:');
     db = await duck.connect();
-    await db.run("SET TimeZone = 'UTC'");
-    await db.run(`ATTACH '${storePath}' AS store (READ_ONLY)`);
-    await db.run("ATTACH ':memory:' AS gpu_sentinel");
-    await db.run(
-      `CREATE TABLE gpu_sentinel.gpu_windows AS SELECT * REPLACE (CAST("time" AS TIMESTAMP) AS "time", CAST("start" AS TIMESTAMP) AS "start"), strftime("time", '%Y/%m/%d/%H') AS datehour FROM store.gpu_windows`,
-    );
+    await attachStoreAsGlue(db, storePath);
     const cur = join(dir, 'cur.parquet');
     const values = LINES.map(
       (l) =>
@@ -194,49 +183,7 @@ describe('AthenaCurReads.teamWasteAtCurRates (fleet evaluator)', () => {
       `CREATE VIEW cur.no_pricing_term AS SELECT * EXCLUDE (pricing_term) FROM read_parquet('${cur}')`,
     );
 
-    athenaMock.on(StartQueryExecutionCommand).callsFake(async (input) => {
-      const id = randomUUID();
-      sent.push(input.QueryString ?? '');
-      try {
-        const reader = await db.runAndReadAll(input.QueryString ?? '');
-        const text = (v: unknown) =>
-          v === null || v === undefined
-            ? undefined
-            : v instanceof Date
-              ? v.toISOString().slice(0, 23).replace('T', ' ')
-              : String(v);
-        results.set(id, { columns: reader.columnNames(), rows: reader.getRowsJS().map((r) => r.map(text)) });
-      } catch (error) {
-        results.set(id, { columns: [], rows: [], error: String(error) });
-      }
-      return { QueryExecutionId: id };
-    });
-    athenaMock.on(GetQueryExecutionCommand).callsFake(async (input) => {
-      const r = results.get(input.QueryExecutionId ?? '');
-      return {
-        QueryExecution: {
-          QueryExecutionId: input.QueryExecutionId,
-          Status:
-            r?.error === undefined
-              ? { State: 'SUCCEEDED' }
-              : {
-                  State: 'FAILED',
-                  StateChangeReason: r.error,
-                  AthenaError: { ErrorCategory: 2, Retryable: false },
-                },
-        },
-      };
-    });
-    athenaMock.on(GetQueryResultsCommand).callsFake(async (input) => {
-      const r = results.get(input.QueryExecutionId ?? '');
-      const rows = [r?.columns ?? [], ...(r?.rows ?? [])];
-      return {
-        ResultSet: {
-          ResultSetMetadata: { ColumnInfo: (r?.columns ?? []).map((Name) => ({ Name, Type: 'varchar' })) },
-          Rows: rows.map((row) => ({ Data: row.map((v) => (v === undefined ? {} : { VarCharValue: v })) })),
-        },
-      };
-    });
+    sent = answerAthenaFromDuckDb(athenaMock, db);
   });
 
   afterAll(async () => {

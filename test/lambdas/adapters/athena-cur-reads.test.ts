@@ -1,13 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  AthenaClient,
-  GetQueryExecutionCommand,
-  GetQueryResultsCommand,
-  StartQueryExecutionCommand,
-} from '@aws-sdk/client-athena';
+import { AthenaClient, StartQueryExecutionCommand } from '@aws-sdk/client-athena';
 import { FirehoseClient } from '@aws-sdk/client-firehose';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -18,6 +12,7 @@ import { ReportInputError } from '../../../lambdas/domain';
 import { DuckDbStore } from '../../../lambdas/local/duckdb-store';
 import { gpuRow, ledger } from '../rows';
 import { FAKE_STREAMS } from './athena-fake';
+import { answerAthenaFromDuckDb, attachStoreAsGlue } from './athena-on-duckdb';
 import { expectValidAwsInputs } from './aws-model';
 
 /**
@@ -37,7 +32,6 @@ describe('AthenaCurReads', () => {
   let dir: string;
   let duck: DuckDBInstance;
   let db: DuckDBConnection;
-  const results = new Map<string, { columns: string[]; rows: (string | undefined)[][]; error?: string }>();
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'gs-athena-cur-'));
@@ -55,12 +49,7 @@ describe('AthenaCurReads', () => {
     await store.close();
     duck = await DuckDBInstance.create(':memory:');
     db = await duck.connect();
-    await db.run("SET TimeZone = 'UTC'");
-    await db.run(`ATTACH '${storePath}' AS store (READ_ONLY)`);
-    await db.run("ATTACH ':memory:' AS gpu_sentinel");
-    await db.run(
-      `CREATE TABLE gpu_sentinel.gpu_windows AS SELECT * REPLACE (CAST("time" AS TIMESTAMP) AS "time", CAST("start" AS TIMESTAMP) AS "start"), strftime("time", '%Y/%m/%d/%H') AS datehour FROM store.gpu_windows`,
-    );
+    await attachStoreAsGlue(db, storePath);
     const cur = join(dir, 'cur.parquet');
     await db.run(
       `COPY (SELECT '${A}' AS line_item_resource_id, TIMESTAMP '2026-03-10 12:00:00' AS line_item_usage_start_date,
@@ -73,51 +62,7 @@ describe('AthenaCurReads', () => {
     await db.run(`CREATE VIEW cur.cur_export AS SELECT * FROM read_parquet('${cur}')`);
     await db.run(`CREATE VIEW cur.not_a_cur AS SELECT line_item_resource_id FROM read_parquet('${cur}')`);
 
-    athenaMock.on(StartQueryExecutionCommand).callsFake(async (input) => {
-      const id = randomUUID();
-      try {
-        const reader = await db.runAndReadAll(input.QueryString ?? '');
-        const text = (v: unknown) =>
-          v === null || v === undefined
-            ? undefined
-            : v instanceof Date
-              ? v.toISOString().slice(0, 23).replace('T', ' ')
-              : String(v);
-        results.set(id, {
-          columns: reader.columnNames(),
-          rows: reader.getRowsJS().map((r) => r.map(text)),
-        });
-      } catch (error) {
-        results.set(id, { columns: [], rows: [], error: String(error) });
-      }
-      return { QueryExecutionId: id };
-    });
-    athenaMock.on(GetQueryExecutionCommand).callsFake(async (input) => {
-      const r = results.get(input.QueryExecutionId ?? '');
-      return {
-        QueryExecution: {
-          QueryExecutionId: input.QueryExecutionId,
-          Status:
-            r?.error === undefined
-              ? { State: 'SUCCEEDED' }
-              : {
-                  State: 'FAILED',
-                  StateChangeReason: r.error,
-                  AthenaError: { ErrorCategory: 2, Retryable: false },
-                },
-        },
-      };
-    });
-    athenaMock.on(GetQueryResultsCommand).callsFake(async (input) => {
-      const r = results.get(input.QueryExecutionId ?? '');
-      const rows = [r?.columns ?? [], ...(r?.rows ?? [])];
-      return {
-        ResultSet: {
-          ResultSetMetadata: { ColumnInfo: (r?.columns ?? []).map((Name) => ({ Name, Type: 'varchar' })) },
-          Rows: rows.map((row) => ({ Data: row.map((v) => (v === undefined ? {} : { VarCharValue: v })) })),
-        },
-      };
-    });
+    answerAthenaFromDuckDb(athenaMock, db);
   });
 
   afterAll(async () => {
