@@ -1,14 +1,9 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_SIMULATED_FLEET, SIMULATED_INSTANCE_ID_PREFIX } from '../../agent/playback/simulate-fleet';
-import { fakeNvmlPath } from '../setup/fake-nvml';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { runLocalLive } from './local-live';
 
 function jsonl(text: string): Record<string, unknown>[] {
   return text
@@ -29,34 +24,11 @@ describe('gpu-sentinel local with an NVML library: the real agent runs under loc
     // Xid 79 delivered through the NVML event set on GPU 5
     out = await mkdtemp(join(tmpdir(), 'gpu-sentinel-live-'));
     // Act
-    const run = await promisify(execFile)(
-      process.execPath,
-      [
-        join(ROOT, 'bin/gpu-sentinel.mjs'),
-        'local',
-        '--out',
-        out,
-        '--nvml-lib',
-        fakeNvmlPath(),
-        '--duration-s',
-        '4',
-        '--instance-type',
-        'p5.48xlarge',
-      ],
-      {
-        cwd: ROOT,
-        env: {
-          ...process.env,
-          GPU_SENTINEL_LOG_LEVEL: 'error',
-          FAKE_NVML_PRESET: 'p5',
-          FAKE_NVML_UTIL_GPU: '100',
-          FAKE_NVML_SM_ACTIVE: '2',
-          FAKE_NVML_XID_EVENTS: '5:79',
-        },
-        maxBuffer: 16 * 1024 * 1024,
-      },
-    );
-    stdout = run.stdout;
+    stdout = await runLocalLive(out, {
+      FAKE_NVML_UTIL_GPU: '100',
+      FAKE_NVML_SM_ACTIVE: '2',
+      FAKE_NVML_XID_EVENTS: '5:79',
+    });
     waste = await readFile(join(out, 'waste.csv'), 'utf8');
     alerts = jsonl(await readFile(join(out, 'alerts.jsonl'), 'utf8'));
     decisions = jsonl(await readFile(join(out, 'remediation.jsonl'), 'utf8'));

@@ -1,14 +1,10 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fakeNvmlPath } from '../setup/fake-nvml';
+import { runLocalLive } from './local-live';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The live agent's host in local mode (the simulated fleet's hosts are `i-05e…`). */
 const LIVE = 'i-00000000000000000';
 
@@ -21,33 +17,7 @@ describe('gpu-sentinel local with an NVML library and an H100 in MIG mode: the a
     // 5 2g.20gb (30 %), 6 2g.20gb (idle); the other GPUs at SM active 40 %
     out = await mkdtemp(join(tmpdir(), 'gpu-sentinel-live-mig-'));
     // Act
-    await promisify(execFile)(
-      process.execPath,
-      [
-        join(ROOT, 'bin/gpu-sentinel.mjs'),
-        'local',
-        '--out',
-        out,
-        '--nvml-lib',
-        fakeNvmlPath(),
-        '--duration-s',
-        '4',
-        '--instance-type',
-        'p5.48xlarge',
-      ],
-      {
-        cwd: ROOT,
-        env: {
-          ...process.env,
-          GPU_SENTINEL_LOG_LEVEL: 'error',
-          FAKE_NVML_PRESET: 'p5',
-          FAKE_NVML_MIG_GPU: '3',
-          FAKE_NVML_UTIL_GPU: '50',
-          FAKE_NVML_SM_ACTIVE: '40',
-        },
-        maxBuffer: 16 * 1024 * 1024,
-      },
-    );
+    await runLocalLive(out, { FAKE_NVML_MIG_GPU: '3', FAKE_NVML_UTIL_GPU: '50', FAKE_NVML_SM_ACTIVE: '40' });
     const csv = await readFile(join(out, 'waste.csv'), 'utf8');
     rows = (parse(csv, { bom: true, columns: true }) as Record<string, string>[]).filter(
       (r) => r.instance_id === LIVE,
