@@ -66,6 +66,25 @@ const ENV = {
   AWS_REGION: 'us-east-1',
 };
 
+/** The ingest function's environment with the Athena store (its three Firehose streams). */
+const ATHENA_ENV = {
+  STORE: 'athena',
+  FIREHOSE_GPU_STREAM: 'gs-gpu',
+  FIREHOSE_EFA_STREAM: 'gs-efa',
+  FIREHOSE_EVENTS_STREAM: 'gs-events',
+  ATHENA_DATABASE: 'gpu_sentinel',
+  ATHENA_WORKGROUP: 'gpu_sentinel-GpuSentinel',
+};
+
+/** A Firehose client stub that accepts every record (`FailedPutCount: 0`); restore it after the test. */
+function acceptingFirehose() {
+  const firehose = mockClient(FirehoseClient);
+  firehose.on(PutRecordBatchCommand).callsFake((input: PutRecordBatchCommandInput) => ({
+    FailedPutCount: 0,
+    RequestResponses: (input.Records ?? []).map((_, i) => ({ RecordId: `r${i}` })),
+  }));
+  return firehose;
+}
 describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS)', () => {
   const timestream = mockClient(TimestreamWriteClient);
   const sns = mockClient(SNSClient);
@@ -268,20 +287,8 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
 
   it('writes the batch to the Firehose streams with STORE=athena, and never calls Timestream', async () => {
     // Prepare
-    const firehose = mockClient(FirehoseClient);
-    firehose.on(PutRecordBatchCommand).callsFake((input: PutRecordBatchCommandInput) => ({
-      FailedPutCount: 0,
-      RequestResponses: (input.Records ?? []).map((_, i) => ({ RecordId: `r${i}` })),
-    }));
-    const env = {
-      ...process.env,
-      STORE: 'athena',
-      FIREHOSE_GPU_STREAM: 'gs-gpu',
-      FIREHOSE_EFA_STREAM: 'gs-efa',
-      FIREHOSE_EVENTS_STREAM: 'gs-events',
-      ATHENA_DATABASE: 'gpu_sentinel',
-      ATHENA_WORKGROUP: 'gpu_sentinel-GpuSentinel',
-    };
+    const firehose = acceptingFirehose();
+    const env = { ...process.env, ...ATHENA_ENV };
     const batch = validBatch({}, 8, new Date());
     const event = batchEvent(batch);
 
@@ -308,20 +315,8 @@ describe('ingest Lambda wired from the environment (real SDK clients, mocked AWS
   it("stores a p5's merged minute of EFA entries as one row per device and port, after efa_drops judged every 10 s window", async () => {
     // Prepare: 6 windows × 32 devices × (port 1, port 0); in window 2 one port retransmits 5 % of
     // what it sends, which the minute's sum (0.02 %) would hide
-    const firehose = mockClient(FirehoseClient);
-    firehose.on(PutRecordBatchCommand).callsFake((input: PutRecordBatchCommandInput) => ({
-      FailedPutCount: 0,
-      RequestResponses: (input.Records ?? []).map((_, i) => ({ RecordId: `r${i}` })),
-    }));
-    const env = {
-      ...process.env,
-      STORE: 'athena',
-      FIREHOSE_GPU_STREAM: 'gs-gpu',
-      FIREHOSE_EFA_STREAM: 'gs-efa',
-      FIREHOSE_EVENTS_STREAM: 'gs-events',
-      ATHENA_DATABASE: 'gpu_sentinel',
-      ATHENA_WORKGROUP: 'gpu_sentinel-GpuSentinel',
-    };
+    const firehose = acceptingFirehose();
+    const env = { ...process.env, ...ATHENA_ENV };
     const now = new Date();
     const devices = Array.from({ length: 32 }, (_, d) => `rdmap${d + 16}s27`);
     const efa = [5, 4, 3, 2, 1, 0].flatMap(
