@@ -146,6 +146,26 @@ export class ReplayManifestError extends AgentError {
 }
 
 /**
+ * A line of a captured agent batches file (`parseCapturedBatches`, agent/playback/captured-batches.ts)
+ * is not JSON, not a batch the wire contract accepts, or not replayable; `line` is 1-based.
+ */
+export class CapturedBatchesError extends AgentError {
+  override readonly name = 'CapturedBatchesError';
+  /** The 1-based line of the file. */
+  readonly line: number;
+
+  /**
+   * @param line - the 1-based line
+   * @param message - what was expected and what came
+   * @param options - `cause`
+   */
+  constructor(line: number, message: string, options?: { cause?: unknown }) {
+    super(`line ${line}: ${message}`, options);
+    this.line = line;
+  }
+}
+
+/**
  * An option of a playback (`playBatches`) or of a simulated host is out of its documented range.
  * The message names the option, the expected range and the value given, e.g.
  * ``Expected `flushIntervalS` to be a number in 1..3600, got `0` (number)``.

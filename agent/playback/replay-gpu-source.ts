@@ -65,7 +65,11 @@ export interface ReplayGpuSourceOptions {
  * NVLink has no instant rate in a `GpuSample`, only byte counters: the scrape's NVLink rate is
  * integrated into a counter from the first reading, so the window's rate is the scrape's. Energy is
  * absent (a scrape's one energy reading gives no delta), so power is the mean of `power_w`; so are
- * the throttle-time counters (`violation_us`), so throttle ratios come from the clocks-event reasons.
+ * the throttle-time counters (`violation_us`), so throttle ratios come from the clocks-event reasons
+ * — except for a reading that has the ratios themselves (a flush window a real agent sent,
+ * `parseCapturedBatches`): those are integrated into the violation counters the same way, so the
+ * window's ratio is the reading's (a window throttled 19 % of the time is not replayed as 100 %
+ * because its OR of the clocks-event reasons has the power-cap bit).
  */
 export class ReplayGpuSource implements AgentSource {
   /** Source name in logs. */
@@ -73,6 +77,8 @@ export class ReplayGpuSource implements AgentSource {
   readonly #options: ReplayGpuSourceOptions;
   readonly #identities: readonly GpuIdentity[];
   readonly #nvlink = new Map<number, { tx: number; rx: number; atMs: number }>();
+  /** Per GPU index: the throttle-time counters integrated from readings that carry throttle ratios, µs. */
+  readonly #violation = new Map<number, { power: number; thermal: number; atMs: number }>();
   readonly #events: DueEvents;
   /** The scrape played at the last sample, and the pods its labels name by GPU index (computed once per scrape). */
   #scrape: readonly DcgmGpuReading[] | undefined;
@@ -161,6 +167,20 @@ export class ReplayGpuSource implements AgentSource {
       this.#nvlink.set(reading.gpu.index, next);
       if (tx !== undefined) sample.nvlink_tx_bytes_total = Math.round(next.tx);
       if (rx !== undefined) sample.nvlink_rx_bytes_total = Math.round(next.rx);
+    }
+    const power = reading.metrics.power_throttle_ratio;
+    const thermal = reading.metrics.thermal_throttle_ratio;
+    if (power !== undefined || thermal !== undefined) {
+      const prev = this.#violation.get(reading.gpu.index);
+      const dtUs = prev ? Math.max(0, (nowMs - prev.atMs) * 1000) : 0;
+      const next = {
+        power: (prev?.power ?? 0) + (power ?? 0) * dtUs,
+        thermal: (prev?.thermal ?? 0) + (thermal ?? 0) * dtUs,
+        atMs: nowMs,
+      };
+      this.#violation.set(reading.gpu.index, next);
+      if (power !== undefined) sample.power_violation_us_total = Math.round(next.power);
+      if (thermal !== undefined) sample.thermal_violation_us_total = Math.round(next.thermal);
     }
     return sample as unknown as GpuSample;
   }

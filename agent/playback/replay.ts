@@ -13,17 +13,19 @@ import {
   PROFILING_METRIC_NAMES,
   type ProfilingSource,
 } from '../../lambdas/contract';
-import { ReplayManifestError } from '../errors';
-import { type DcgmExporterParse, parseDcgmExporterText } from '../sources/dcgm-exporter';
+import { CapturedBatchesError, ReplayManifestError } from '../errors';
+import { type DcgmExporterParse, type DcgmGpuReading, parseDcgmExporterText } from '../sources/dcgm-exporter';
 import { type KernelLogParse, type KernelLogTime, parseKernelLog, toXidEvent } from '../sources/kmsg';
 import { findGpuLost, type GpuLostRecord, toGpuLostEvent } from '../sources/kmsg-gpu-lost';
+import { type CapturedAgentInfo, parseCapturedBatches } from './captured-batches';
 import { playBatches } from './playback';
 import { ReplayGpuSource } from './replay-gpu-source';
 
 /**
- * Replay source: turns recorded captures (dcgm-exporter scrapes, kernel logs) of real hosts into
- * the batches those hosts' agents would have sent over the last `duration_s`, for `gpu-sentinel
- * local` demos and end-to-end tests. Loading reads files; building is pure (`now` is passed in).
+ * Replay source: turns recorded captures (dcgm-exporter scrapes, kernel logs, batches a real agent
+ * sent) of real hosts into the batches those hosts' agents would have sent over the last
+ * `duration_s`, for `gpu-sentinel local` demos and end-to-end tests. Loading reads files; building
+ * is pure (`now` is passed in).
  */
 
 /** Longest replay span, s: 6 days, so every time stays inside the contract's 7-day past limit. */
@@ -53,6 +55,13 @@ export const ReplayManifestFileSchema = z.strictObject({
         dcgm_exporter: z.array(z.string().min(1)).optional(),
         /** Kernel logs (any dmesg/journalctl format), relative to the manifest. */
         kernel_logs: z.array(z.string().min(1)).optional(),
+        /**
+         * Batches a real agent sent (`batches.jsonl` of `test/fixtures/captured/…`: one
+         * `{received_ms, content_encoding, batch}` or bare batch a line), relative to the manifest;
+         * their flush windows are played in order, one per replay window, cycling. Not with
+         * `dcgm_exporter` on the same host (one source of GPU readings per host).
+         */
+        agent_batches: z.array(z.string().min(1)).optional(),
       }),
     )
     .min(1, 'expected at least one host'),
@@ -76,6 +85,15 @@ export interface ReplayHost {
     readonly parse: KernelLogParse;
     readonly lost: readonly GpuLostRecord[];
   }[];
+  /**
+   * Captured agent batches, in manifest order (absolute `file`): their flush windows as readings,
+   * one entry per window (`parseCapturedBatches`), and what that agent said about itself.
+   */
+  readonly captured: readonly {
+    readonly file: string;
+    readonly windows: readonly (readonly DcgmGpuReading[])[];
+    readonly agent: CapturedAgentInfo;
+  }[];
 }
 
 /** A loaded replay manifest. */
@@ -97,7 +115,9 @@ export interface ReplayManifest {
  * @param path - the manifest file
  * @returns the manifest with its captures parsed
  * @throws {ReplayManifestError} naming the field, when the manifest cannot be read, is not JSON,
- *   breaks the schema, or names a file that cannot be read or has no GPU readings
+ *   breaks the schema, names a file that cannot be read or has no GPU readings, names captured
+ *   agent batches that the contract refuses (the message names the line), or gives a host both
+ *   `dcgm_exporter` and `agent_batches`
  */
 export async function loadReplayManifest(path: string): Promise<ReplayManifest> {
   const file = resolve(path);
@@ -139,7 +159,13 @@ export async function loadReplayManifest(path: string): Promise<ReplayManifest> 
   };
   const hosts = await Promise.all(
     m.hosts.map(async (h, i): Promise<ReplayHost> => {
-      const { dcgm_exporter = [], kernel_logs = [], ...identity } = h;
+      const { dcgm_exporter = [], kernel_logs = [], agent_batches = [], ...identity } = h;
+      if (dcgm_exporter.length > 0 && agent_batches.length > 0)
+        throw new ReplayManifestError(
+          file,
+          `hosts[${i}].agent_batches`,
+          'expected one source of GPU readings per host, got both dcgm_exporter and agent_batches',
+        );
       const scrapes = await Promise.all(
         dcgm_exporter.map(async (rel, j) => {
           const field = `hosts[${i}].dcgm_exporter[${j}]`;
@@ -160,7 +186,19 @@ export async function loadReplayManifest(path: string): Promise<ReplayManifest> 
           return { file: f.file, parse: parseKernelLog(f.text), lost: findGpuLost(f.text) };
         }),
       );
-      return { host: stripUndefined(identity) as Host, scrapes, kernel_logs: logs };
+      const captured = await Promise.all(
+        agent_batches.map(async (rel, j) => {
+          const field = `hosts[${i}].agent_batches[${j}]`;
+          const f = await read(rel, field);
+          try {
+            return { file: f.file, ...parseCapturedBatches(f.text) };
+          } catch (cause) {
+            if (!(cause instanceof CapturedBatchesError)) throw cause;
+            throw new ReplayManifestError(file, field, `in ${f.file}, ${cause.message}`, { cause });
+          }
+        }),
+      );
+      return { host: stripUndefined(identity) as Host, scrapes, kernel_logs: logs, captured };
     }),
   );
   return { file, window_s: m.window_s, duration_s: m.duration_s, hosts };
@@ -190,7 +228,11 @@ export interface BuildReplayOptions {
  * with logs but no scrape sends event-only batches. `sent_at` is each batch's flush time; `seq`
  * counts from 0 per host (each host is its own agent).
  * `agent.profiling_source` is `dcgm` when any scrape gives a DCGM profiling ratio (`sm_active`,
- * `sm_occupancy`, `tensor_active`, `dram_active`, `fp*_active`), else `none`.
+ * `sm_occupancy`, `tensor_active`, `dram_active`, `fp*_active`), else `none`. Captured agent
+ * batches are played the same way, each captured flush window as one replay window (a 10 s window
+ * replayed as a 60 s one plays its load six times slower), its throttle ratios kept; the batches
+ * then carry the captured agent's `profiling_source` (`gpm` on a Hopper) and its driver, NVML and
+ * CUDA versions.
  *
  * @param manifest - from {@link loadReplayManifest}
  * @param opts - `now`, `agentVersion`, the agent's poll interval and horizon
@@ -207,7 +249,7 @@ export async function buildReplayBatches(
   const out: Batch[] = [];
   for (const rh of manifest.hosts) {
     const source = new ReplayGpuSource({
-      scrapes: rh.scrapes.map((s) => s.parse.gpus),
+      scrapes: [...rh.scrapes.map((s) => s.parse.gpus), ...rh.captured.flatMap((c) => c.windows)],
       startMs: firstStartMs,
       windowMs,
       events: rh.kernel_logs.flatMap((log) => rebase(log.parse, log.lost, nowMs)),
@@ -228,6 +270,8 @@ export async function buildReplayBatches(
 }
 
 function agentInfo(rh: ReplayHost, version: string): Omit<AgentInfo, 'stats'> {
+  const captured = rh.captured[0]?.agent;
+  if (captured !== undefined) return { version, ...captured };
   const readings = rh.scrapes.flatMap((s) => s.parse.gpus);
   const profiling: ProfilingSource = readings.some((r) =>
     PROFILING_METRIC_NAMES.some((m) => r.metrics[m] !== undefined),

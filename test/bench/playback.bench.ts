@@ -37,7 +37,7 @@ describe('playback through the agent loop', () => {
 
   bench('simulate one 8-GPU host, 20 min at 1 Hz, flush every 5 min', () => simulate(straggler));
 
-  bench('replay the bundled captures: 4 hosts, 1 h at 1 Hz, flush every 60 s', async () => {
+  bench('replay the bundled captures: 5 hosts, 1 h at 1 Hz, flush every 60 s', async () => {
     await buildReplayBatches(manifest, { now: TO, agentVersion: 'bench' });
   });
 });

@@ -16,6 +16,7 @@ interface ManifestHost {
   instance_type: string;
   dcgm_exporter?: string[];
   kernel_logs?: string[];
+  agent_batches?: string[];
 }
 
 function csvRows(text: string): Record<string, string>[] {
@@ -41,7 +42,9 @@ describe('gpu-sentinel local, replaying the bundled real captures end to end', (
 
   const hostWith = (file: string): ManifestHost => {
     const host = hosts.find((h) =>
-      [...(h.dcgm_exporter ?? []), ...(h.kernel_logs ?? [])].some((f) => f.includes(file)),
+      [...(h.dcgm_exporter ?? []), ...(h.kernel_logs ?? []), ...(h.agent_batches ?? [])].some((f) =>
+        f.includes(file),
+      ),
     );
     if (!host) throw new Error(`no host in the manifest replays ${file}`);
     return host;
@@ -90,6 +93,27 @@ describe('gpu-sentinel local, replaying the bundled real captures end to end', (
       expect(Number(r.wasted_usd)).toBeCloseTo(cost, 5);
       expect(r.efficiency_source).toBe('gpu_util');
     }
+  });
+
+  it('prices the real H200 our agent read through NVML by its GPM SM activity: part wasted, part throttled by the power cap', () => {
+    // Assess
+    const host = hostWith('captured/h200-driver-580.159.04');
+    const rows = waste.filter((r) => r.instance_id === host.instance_id);
+    expect(rows).toHaveLength(1);
+    const [r] = rows;
+    const cost = Number(r?.cost_usd);
+    expect(r?.instance_type).toBe('p5en.48xlarge');
+    expect(r?.efficiency_source).toBe('sm_active');
+    expect(Number(r?.gpu_hours)).toBeGreaterThan(0.9);
+    expect(cost).toBeGreaterThan(0);
+    // Idle, held and tiny-kernel windows are waste; the tensor and copy phases are not.
+    expect(Number(r?.wasted_usd)).toBeGreaterThan(0.3 * cost);
+    expect(Number(r?.wasted_usd)).toBeLessThan(0.9 * cost);
+    expect(Number(r?.held_idle_usd)).toBeGreaterThan(0);
+    expect(Number(r?.throttled_usd)).toBeGreaterThan(0);
+    expect(stdout).toMatch(
+      new RegExp(`${host.instance_id} p5en\\.48xlarge: 1 GPUs.*efficiency from sm_active`),
+    );
   });
 
   it('raises an xid_fatal reset alert for the GPU that logged Xid 48 → 63 → 94 (the catalog resets a DBE first)', () => {

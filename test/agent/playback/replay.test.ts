@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +9,9 @@ import { type Batch, parseBatch } from '../../../lambdas/contract';
 
 const DEMO = fileURLToPath(new URL('../../fixtures/replay/real-captures.json', import.meta.url));
 const REAL = fileURLToPath(new URL('../../fixtures/real/', import.meta.url));
+const H200 = fileURLToPath(
+  new URL('../../fixtures/captured/h200-driver-580.159.04/batches.jsonl', import.meta.url),
+);
 const NOW = new Date('2026-03-10T12:00:00Z');
 
 const of = (batches: Batch[], id: string) => batches.filter((b) => b.host.instance_id === id);
@@ -122,6 +125,51 @@ describe('buildReplayBatches on the bundled real-captures manifest', () => {
     expect(of(batches, 'i-0a5e00000000000a1').some((b) => (b.events ?? []).length > 0)).toBe(false);
   });
 
+  it('replays the real H200 the agent read through NVML: its GPM ratios, throttle ratios and versions, one captured window per replay window', () => {
+    // Prepare / Act (beforeAll): the captured flush windows, in order
+    const captured = readFileSync(H200, 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .flatMap((l) => (JSON.parse(l) as { batch: Batch }).batch.windows.filter((w) => w.kind === 'flush'));
+    const h200 = of(batches, 'i-0c4e2000000000001');
+
+    // Assess: 60 one-minute windows cycle through the 20 captured ones
+    expect(captured).toHaveLength(20);
+    expect(h200).toHaveLength(60);
+    expect(h200[0]?.agent).toEqual({
+      version: '0.1.0-test',
+      profiling_source: 'gpm',
+      driver_version: '580.159.04',
+      nvml_version: '13.580.159.04',
+      cuda_version: '13.0',
+      stats: { samples: 60, spooled: 0, dropped: 0, nvml_errors: 0 },
+    });
+    h200.forEach((b, k) => {
+      const [flush, horizon] = b.windows;
+      const source = captured[k % captured.length]?.metrics;
+      expect(flush?.gpu).toEqual(captured[0]?.gpu);
+      expect(horizon?.kind).toBe('horizon');
+      for (const metric of [
+        'sm_active',
+        'tensor_active',
+        'dram_active',
+        'gpu_util',
+        'power_w',
+        'fb_used_bytes',
+      ] as const)
+        expect(flush?.metrics[metric], `${metric} of window ${k}`).toBeCloseTo(
+          source?.[metric] ?? Number.NaN,
+          6,
+        );
+      // The ratio itself, not the OR of the clocks-event reasons (the idle→tensor window: 0.19, not 1).
+      expect(flush?.metrics.power_throttle_ratio, `power_throttle_ratio of window ${k}`).toBeCloseTo(
+        source?.power_throttle_ratio ?? Number.NaN,
+        5,
+      );
+      expect(flush?.metrics.compute_processes).toBe(source?.compute_processes);
+    });
+  });
+
   it('sends all 636 XIDs of the 13/43 host once, those before the span at the first poll', () => {
     // Prepare / Act (beforeAll)
     const b2 = of(batches, 'i-0a5e00000000000b2');
@@ -230,9 +278,20 @@ describe('loadReplayManifest', () => {
       'hosts[0].dcgm_exporter[0]',
     ],
     ['a missing kernel log', { hosts: [{ ...host, kernel_logs: ['nope.log'] }] }, 'hosts[0].kernel_logs[0]'],
+    [
+      'captured agent batches the contract refuses',
+      { hosts: [{ ...host, agent_batches: ['bad.jsonl'] }] },
+      'hosts[0].agent_batches[0]',
+    ],
+    [
+      'a host with both dcgm-exporter scrapes and agent batches',
+      { hosts: [{ ...host, dcgm_exporter: ['empty.prom'], agent_batches: [H200] }] },
+      'hosts[0].agent_batches',
+    ],
   ])('throws ReplayManifestError naming the field for %s', async (_case, content, field) => {
     // Prepare
     write('empty.prom', '# nothing\n');
+    write('bad.jsonl', '{"received_ms": 1795834154420, "batch": {"schema": "gpu-sentinel/v1"}}\n');
     const path = content === null ? join(dir, 'absent.json') : write('bad.json', content);
 
     // Act
