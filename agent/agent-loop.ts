@@ -192,7 +192,9 @@ export class AgentLoop {
   private closingEdges = new WindowEdges();
   /**
    * Whether the open window's first poll must read the edges: no closing edge of the window before
-   * is kept for some GPU (the agent just started, or a gap: a failed or early close, a lost GPU).
+   * is kept for a GPU that answered in it (the agent just started, or a gap: a failed or early
+   * close, a GPU silent at the close). A GPU silent for the whole window does not count: a lost GPU
+   * would otherwise make every other GPU read its edges twice a window for as long as it is lost.
    */
   private needsOpeningEdge = true;
   private draining: Promise<void> | undefined;
@@ -302,7 +304,9 @@ export class AgentLoop {
   /**
    * At a flush: the closing edges become the next window's opening edges when the poll that closed
    * the window read them; otherwise (an early close, a flush by hand) none is kept. The next
-   * window's first poll reads the edges when a GPU known or seen lacks one.
+   * window's first poll reads the edges when one of `gpus` (those that answered in the window just
+   * closed) lacks one. A GPU that comes back after a window without an answer opens its first
+   * window back without an edge: that window's deltas are absent for it, never taken across the gap.
    */
   private turnEdges(gpus: Iterable<number>): void {
     const opening = this.openingEdges;
@@ -360,8 +364,12 @@ export class AgentLoop {
       windows = this.migSlices.split(windows, start, end);
       efa = this.options.sources.window(start, end);
     }
-    for (const ring of this.samples.values()) ring.clear();
-    this.turnEdges([...identities.keys(), ...this.samples.keys()]);
+    const answered: number[] = [];
+    for (const [index, ring] of this.samples) {
+      if (ring.length > 0) answered.push(index);
+      ring.clear();
+    }
+    this.turnEdges(answered);
     this.pollsInWindow = 0;
     this.lastPollClosesWindow = false;
     this.events = [];

@@ -219,6 +219,12 @@ describe('AgentLoop window edges', () => {
       asked: [1, 10, 11, 20, 30],
       deltaFrom: [undefined, undefined, 20],
     },
+    {
+      gap: 'GPU 1 was silent for a whole window: the others do not read their edges twice for it',
+      knobs: { gpu1SilentAt: [11, 12, 13, 14, 15, 16, 17, 18, 19, 20] },
+      asked: [1, 10, 20, 30],
+      deltaFrom: [1, undefined],
+    },
   ])(
     'reads the opening edge at the next first poll after a gap ($gap), and takes no delta across it',
     async ({ knobs, asked, deltaFrom }) => {
