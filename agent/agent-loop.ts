@@ -15,6 +15,7 @@ import { GpuRow, rowFromSample } from './window/gpu-row';
 import type { GpuSample } from './window/gpu-sample';
 import { MigSliceTracker } from './window/mig-slices';
 import { ColumnScratch, SampleRing } from './window/sample-ring';
+import { WindowEdges } from './window/window-edges';
 import { windowFromColumns } from './window/window-from-columns';
 
 /** Builds contract batches (seq, batch_id, sent_at, limits). */
@@ -121,9 +122,10 @@ export interface ProcessOwnersLike {
 
 /**
  * Most samples one GPU's open window keeps (its ring grows by doubling up to this): the longest
- * flush window (`MAX_FLUSH_WINDOW_S`, 1 h) at the fastest poll (100 ms), plus one.
+ * flush window (`MAX_FLUSH_WINDOW_S`, 1 h) at the fastest poll (100 ms), plus one, plus the opening
+ * edge kept from the window before (`WindowEdges`).
  */
-const MAX_SAMPLES_PER_WINDOW = 10 * MAX_FLUSH_WINDOW_S + 1;
+const MAX_SAMPLES_PER_WINDOW = 10 * MAX_FLUSH_WINDOW_S + 2;
 
 /**
  * Default send interval, s: six 10 s windows per request. API Gateway REST bills per request
@@ -181,6 +183,20 @@ export class AgentLoop {
   private pollsInWindow = 0;
   /** Whether the last poll was the open window's last (its time reached the flush interval). */
   private lastPollClosesWindow = false;
+  /**
+   * The closing edge of the window before, per GPU: the open window's opening edge, put at the head
+   * of each GPU's ring when its first reading of the window arrives.
+   */
+  private openingEdges = new WindowEdges();
+  /** The edges read at the open window's closing poll (when it has come and every call answered). */
+  private closingEdges = new WindowEdges();
+  /**
+   * Whether the open window's first poll must read the edges: no closing edge of the window before
+   * is kept for a GPU that answered in it (the agent just started, or a gap: a failed or early
+   * close, a GPU silent at the close). A GPU silent for the whole window does not count: a lost GPU
+   * would otherwise make every other GPU read its edges twice a window for as long as it is lost.
+   */
+  private needsOpeningEdge = true;
   private draining: Promise<void> | undefined;
   /** When delivery was last started, ms since the epoch. */
   private lastSendMs: number;
@@ -239,15 +255,23 @@ export class AgentLoop {
    */
   poll(): boolean {
     const now = this.now();
-    // A window's edges (its first poll and the one that closes it) read everything; the polls in
-    // between may skip edge-only counters (their window delta needs only the edges).
-    this.lastPollClosesWindow = now.getTime() - this.windowStart.getTime() >= this.flushMs;
-    const reading = this.options.sources.sample(now, this.pollsInWindow === 0 || this.lastPollClosesWindow);
+    // The poll that closes a window reads everything: its closing edge, which is also the next
+    // window's opening edge (windows are contiguous). The polls inside a window skip the edge-only
+    // columns (cumulative counters and slow state: `EDGE_FIELDS`); a window's first poll reads them
+    // only when the window before left no closing edge to open this one with.
+    const closes = now.getTime() - this.windowStart.getTime() >= this.flushMs;
+    this.lastPollClosesWindow = closes;
+    const reading = this.options.sources.sample(
+      now,
+      closes || (this.pollsInWindow === 0 && this.needsOpeningEdge),
+    );
     this.pollsInWindow += 1;
     this.stats.samples += 1;
     this.stats.nvml_errors += reading.errors.length;
-    for (const s of reading.gpus) this.addRow(rowFromSample(s, this.scratchRow));
-    if (reading.rows !== undefined) for (const row of reading.rows) this.addRow(row);
+    for (const s of reading.gpus) this.addRow(rowFromSample(s, this.scratchRow), closes);
+    if (reading.rows !== undefined) for (const row of reading.rows) this.addRow(row, closes);
+    // A closing poll with a failed call keeps no edge: the next window reads its own opening edge.
+    if (closes && reading.errors.length > 0) this.closingEdges.clear();
     // A MIG GPU's slices, for one window per slice at the flush (none on a host without MIG).
     for (const index of this.samples.keys()) {
       const slices = this.options.sources.migSlices({ index });
@@ -257,15 +281,45 @@ export class AgentLoop {
     return this.urgent;
   }
 
-  /** Copies one reading into its GPU's open-window ring and the horizon. */
-  private addRow(row: GpuRow): void {
+  /**
+   * Copies one reading into its GPU's open-window ring (after the window's opening edge, when one
+   * is kept and this is the GPU's first reading of the window) and the horizon; a closing reading's
+   * edge columns are kept for the next window.
+   */
+  private addRow(row: GpuRow, closing: boolean): void {
     let ring = this.samples.get(row.gpuIndex);
     if (!ring) {
       ring = new SampleRing(MAX_SAMPLES_PER_WINDOW);
       this.samples.set(row.gpuIndex, ring);
     }
+    if (ring.length === 0) {
+      const opening = this.openingEdges.opening(row.gpuIndex);
+      if (opening !== undefined) ring.pushRow(opening);
+    }
     ring.pushRow(row);
     this.options.horizon?.addRow(row);
+    if (closing) this.closingEdges.keep(row);
+  }
+
+  /**
+   * At a flush: the closing edges become the next window's opening edges when the poll that closed
+   * the window read them; otherwise (an early close, a flush by hand) none is kept. The next
+   * window's first poll reads the edges when one of `gpus` (those that answered in the window just
+   * closed) lacks one. A GPU that comes back after a window without an answer opens its first
+   * window back without an edge: that window's deltas are absent for it, never taken across the gap.
+   */
+  private turnEdges(gpus: Iterable<number>): void {
+    const opening = this.openingEdges;
+    opening.clear();
+    if (this.lastPollClosesWindow) {
+      this.openingEdges = this.closingEdges;
+      this.closingEdges = opening;
+    } else {
+      this.closingEdges.clear();
+    }
+    let missing = this.openingEdges.size === 0;
+    for (const index of gpus) if (!this.openingEdges.has(index)) missing = true;
+    this.needsOpeningEdge = missing;
   }
 
   /**
@@ -310,7 +364,12 @@ export class AgentLoop {
       windows = this.migSlices.split(windows, start, end);
       efa = this.options.sources.window(start, end);
     }
-    for (const ring of this.samples.values()) ring.clear();
+    const answered: number[] = [];
+    for (const [index, ring] of this.samples) {
+      if (ring.length > 0) answered.push(index);
+      ring.clear();
+    }
+    this.turnEdges(answered);
     this.pollsInWindow = 0;
     this.lastPollClosesWindow = false;
     this.events = [];

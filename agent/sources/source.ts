@@ -100,9 +100,11 @@ export interface AgentSource {
   open(context: SourceContext): Promise<SourceSupport> | SourceSupport;
   /**
    * One poll: write readings, events and errors into `into`. `now` is the poll time from the clock.
-   * `full` is true at a flush window's edges (its first poll and the last before it closes) and
-   * false on the polls between: a source may skip there what only a window's edges need
-   * (cumulative counters, slow-changing state). Absent means true.
+   * `full` is true at a flush window's edges and false on the polls between: a source may skip
+   * there the columns only a window's edges need (`EDGE_FIELDS`, agent/window/window-edges.ts:
+   * cumulative counters, slow-changing state). The edge is the poll that closes a window, whose
+   * reading the loop also keeps as the next window's opening edge; a window's first poll is full
+   * only when no such reading is kept (the agent's first window, or after a gap). Absent means true.
    */
   sample?(into: SampleSink, now: Date, full?: boolean): void;
   /** Window close: write this window's values into `into`; `end` is after `start`. */

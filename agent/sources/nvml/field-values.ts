@@ -31,6 +31,22 @@ export const NVML_FIELD_SCOPE_ALL_LINKS = 0xffff_ffff;
 /** Every field id the source asks for, in request order. */
 export const NVML_SAMPLED_FIELDS: readonly NvmlFieldId[] = Object.values(NVML_FIELD);
 
+/**
+ * The field ids read only at a window's edges (`full` polls), each a cumulative counter the window
+ * turns into a delta or a mean rate between its edge readings, never per poll: NVLink CRC totals
+ * (`nvlink_crc_errors`, last value and delta), NVLink payload totals (`nvlink_*_bytes_per_s`,
+ * `counterRate`), PCIe TX bytes (`pcie_tx_bytes_per_s`, `counterRate`). The others are read at every
+ * poll: the HBM temperature is an instant the window averages, and the PCIe RX counter gives
+ * `max_pcie_rx_bytes_per_s`, the highest step between consecutive polls.
+ */
+export const NVML_EDGE_FIELDS: readonly NvmlFieldId[] = [
+  NVML_FIELD.NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL,
+  NVML_FIELD.NVLINK_CRC_DATA_ERROR_COUNT_TOTAL,
+  NVML_FIELD.NVLINK_THROUGHPUT_DATA_TX,
+  NVML_FIELD.NVLINK_THROUGHPUT_DATA_RX,
+  NVML_FIELD.PCIE_COUNT_TX_BYTES,
+];
+
 const STRIDE = koffi.sizeof(nvmlFieldValue);
 const OFFSET_FIELD_ID = koffi.offsetof(nvmlFieldValue, 'fieldId');
 const OFFSET_SCOPE_ID = koffi.offsetof(nvmlFieldValue, 'scopeId');
@@ -43,25 +59,46 @@ const NOT_ANSWERED = 999;
 
 /**
  * One GPU's reusable `nvmlFieldValue_t[]` request: a Buffer holding one 40-byte entry per field id,
- * decoded in place (no koffi object per call). A field the driver lacks is dropped with `drop()`
- * and never requested again.
+ * decoded in place (no koffi object per call). A full request (a window's edge) asks for every field
+ * still requested; a poll inside a window asks only for those not in the edge set. A field the
+ * driver lacks is dropped with `drop()` and never requested again.
  */
 export class NvmlFieldValueRequest {
-  #fieldIds: NvmlFieldId[];
+  /** Every field still requested, in request order. */
+  #all: NvmlFieldId[];
+  /** Those of {@link #all} read at every poll (not in the edge set). */
+  #poll: NvmlFieldId[];
+  /** The set the last {@link prepare} wrote: {@link #all} or {@link #poll}. */
+  #active: NvmlFieldId[];
   /** The request/answer array passed to `nvmlDeviceGetFieldValues`; `count` entries of 40 bytes. */
   readonly buffer: Buffer;
 
   /**
    * @param fieldIds - the fields to request @default NVML_SAMPLED_FIELDS
+   * @param edgeFieldIds - those of `fieldIds` requested only by a full request @default NVML_EDGE_FIELDS
    */
-  constructor(fieldIds: readonly NvmlFieldId[] = NVML_SAMPLED_FIELDS) {
-    this.#fieldIds = [...fieldIds];
+  constructor(
+    fieldIds: readonly NvmlFieldId[] = NVML_SAMPLED_FIELDS,
+    edgeFieldIds: readonly NvmlFieldId[] = NVML_EDGE_FIELDS,
+  ) {
+    const edge = new Set(edgeFieldIds);
+    this.#all = [...fieldIds];
+    this.#poll = this.#all.filter((id) => !edge.has(id));
+    this.#active = this.#all;
     this.buffer = Buffer.alloc(STRIDE * fieldIds.length);
   }
 
-  /** Fields still requested. */
+  /** Fields the last {@link prepare} wrote (every field still requested before the first). */
   get count(): number {
-    return this.#fieldIds.length;
+    return this.#active.length;
+  }
+
+  /**
+   * Fields a request would ask for.
+   * @param full - true: a window's edge (every field still requested); false: a poll inside a window
+   */
+  countFor(full: boolean): number {
+    return full ? this.#all.length : this.#poll.length;
   }
 
   /**
@@ -69,20 +106,26 @@ export class NvmlFieldValueRequest {
    * @param i - 0..count-1
    */
   fieldIdAt(i: number): NvmlFieldId {
-    return this.#fieldIds[i] as NvmlFieldId;
+    return this.#active[i] as NvmlFieldId;
   }
 
-  /** True while `fieldId` is still requested. */
+  /** True while `fieldId` is still requested (at the edges or at every poll). */
   has(fieldId: NvmlFieldId): boolean {
-    return this.#fieldIds.includes(fieldId);
+    return this.#all.includes(fieldId);
   }
 
-  /** Writes `fieldId`/`scopeId` of every entry and clears its answer; call before each NVML call. */
-  prepare(): void {
+  /**
+   * Writes `fieldId`/`scopeId` of every entry of the request and clears its answer; call before
+   * each NVML call.
+   * @param full - true: every field still requested; false: the poll fields only. @default true
+   */
+  prepare(full = true): void {
     const b = this.buffer;
-    for (let i = 0; i < this.#fieldIds.length; i++) {
+    const ids = full ? this.#all : this.#poll;
+    this.#active = ids;
+    for (let i = 0; i < ids.length; i++) {
       const at = i * STRIDE;
-      const id = this.#fieldIds[i] as number;
+      const id = ids[i] as number;
       b.writeUInt32LE(id, at + OFFSET_FIELD_ID);
       const allLinks =
         id === NVML_FIELD.NVLINK_THROUGHPUT_DATA_TX || id === NVML_FIELD.NVLINK_THROUGHPUT_DATA_RX;
@@ -128,6 +171,8 @@ export class NvmlFieldValueRequest {
    * first `count` entries are passed.
    */
   drop(fieldIds: readonly number[]): void {
-    this.#fieldIds = this.#fieldIds.filter((id) => !fieldIds.includes(id));
+    this.#all = this.#all.filter((id) => !fieldIds.includes(id));
+    this.#poll = this.#poll.filter((id) => !fieldIds.includes(id));
+    this.#active = this.#all;
   }
 }

@@ -26,8 +26,10 @@ const CRC_FIELDS = new Set<number>([
 ]);
 
 /**
- * One `nvmlDeviceGetFieldValues` call per GPU for every field still requested (HBM temperature,
- * PCIe byte counters, NVLink throughput and CRC errors). A per-value NOT_SUPPORTED or
+ * One `nvmlDeviceGetFieldValues` call per GPU and poll: at a window's edge (`full`) for every field
+ * still requested (HBM temperature, PCIe byte counters, NVLink throughput and CRC errors), inside a
+ * window only for the fields read at every poll (HBM temperature, PCIe RX bytes: `NVML_EDGE_FIELDS`
+ * says why). A per-value NOT_SUPPORTED or
  * INVALID_ARGUMENT drops that field for good (logged once); other per-value codes are judged like
  * a call. A negative or non-finite value is left out.
  */
@@ -45,13 +47,14 @@ export class NvmlFieldReader {
 
   /**
    * Reads the fields into `values` (a `GpuRow`'s columns).
+   * @param full - true at a window's edge (every field), false inside a window (the poll fields). @default true
    * @returns false when the call or a value failed
    */
-  read(gpu: NvmlGpuState, handle: bigint, values: Float64Array, at: Date): boolean {
+  read(gpu: NvmlGpuState, handle: bigint, values: Float64Array, at: Date, full = true): boolean {
     const fn = this.#nvml.fieldValues;
     const request = gpu.fields;
     if (fn === undefined) return false;
-    request.prepare();
+    request.prepare(full);
     const code = fn(handle, request.count, request.buffer);
     const call = this.#nvml.symbols.fieldValues ?? '';
     if (!this.#recorder.judge(gpu, NVML_CALL_SLOTS.fieldValues, call, code, at)) return false;

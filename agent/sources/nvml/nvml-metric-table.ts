@@ -67,10 +67,12 @@ export interface NvmlMetricRow {
   readonly fields: readonly (keyof GpuSample)[];
   /**
    * `poll`: read at every poll (instant readings the window averages or takes extremes of);
-   * `edge`: read only at a window's edges (its first poll and the last before it closes):
-   * cumulative counters, whose window delta needs only those two readings, and slow-changing
-   * state (power limit, ECC, remapped rows, retired pages, PCIe replays), which a flag or the last
-   * value reports. Skipping them inside a window saves 10 of the 15 calls per GPU on 8 of 10 polls.
+   * `edge`: read only at a window's edges (`full` polls: the poll that closes a window, whose
+   * reading also opens the next one, and a window's first poll after a gap): cumulative counters,
+   * whose window delta needs only the two edge readings, and slow-changing state (power limit, ECC,
+   * remapped rows, retired pages, PCIe replays), which a flag or the last value reports. An edge
+   * row fills only `EDGE_FIELDS` (agent/window/window-edges.ts). At the default 1 s poll and 10 s
+   * window each edge row is called once per window instead of 10 times (10 of the table's 17 rows).
    */
   readonly cadence: 'poll' | 'edge';
   /** What NOT_SUPPORTED means for this call on real hardware. */

@@ -152,8 +152,9 @@ export class NvmlSource {
    * its `GpuRow`, owned by the source and overwritten at the next call (copy what must live on).
    *
    * @param now - the sample time, from the injected clock
-   * @param full - false on a poll inside a window: the table's `edge` rows (cumulative counters,
-   *   slow-changing state) are skipped and stay absent in this reading. @default true
+   * @param full - false on a poll inside a window: the table's `edge` rows and the edge field ids
+   *   (`NVML_EDGE_FIELDS`: cumulative counters, slow-changing state) are skipped and stay absent in
+   *   this reading. @default true
    * @returns `{ at, rows, events, errors }`; `rows` is valid until the next call
    * @throws {NvmlClosedError} when called after `close()`
    */
@@ -278,8 +279,12 @@ export class NvmlSource {
     if (nvml.computeProcesses !== undefined && off[NVML_CALL_SLOTS.processes] === 0) {
       if (!this.#processes.read(gpu, handle, row, at) && gpu.lost) return undefined;
     }
-    if (nvml.fieldValues !== undefined && off[NVML_CALL_SLOTS.fieldValues] === 0 && gpu.fields.count > 0) {
-      if (!this.#fields.read(gpu, handle, values, at) && gpu.lost) return undefined;
+    if (
+      nvml.fieldValues !== undefined &&
+      off[NVML_CALL_SLOTS.fieldValues] === 0 &&
+      gpu.fields.countFor(full) > 0
+    ) {
+      if (!this.#fields.read(gpu, handle, values, at, full) && gpu.lost) return undefined;
     }
     if (gpu.gpm !== undefined && off[NVML_CALL_SLOTS.gpm] === 0) {
       if (!this.#gpm.read(gpu, gpu.gpm, handle, values, atMs, at) && gpu.lost) return undefined;

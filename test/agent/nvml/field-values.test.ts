@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { NVML_FIELD, NvmlSource } from '../../../agent/sources/nvml';
+import { sampleFromRow } from '../../../agent/window/gpu-row';
 import {
   type FakeNvmlVariant,
   fakeNvmlCallCount,
@@ -89,6 +90,55 @@ describe('NvmlSource field values', () => {
     const gpu = source.sample(AT).gpus[3];
     // Assess
     expect(gpu?.nvlink_crc_errors).toBe(1);
+  });
+
+  it('asks inside a window only for HBM temperature and PCIe RX bytes, for every field at its edge', () => {
+    // Prepare
+    setFakeNvmlEnv({ PRESET: 'p5' });
+    source = NvmlSource.open({ libraryPath: fakeNvmlPath() });
+    const requests = () => Object.values(NVML_FIELD).map((id) => fakeNvmlFieldRequests(id));
+    const before = requests();
+
+    // Act
+    const inside = source.sampleRows(AT, false).rows.map(sampleFromRow);
+    const afterInside = requests();
+    const edge = source.sampleRows(AT, true).rows.map(sampleFromRow);
+
+    // Assess: one call per GPU and poll either way
+    const asked = (from: number[], to: number[]) =>
+      Object.keys(NVML_FIELD).filter((_, i) => (to[i] ?? 0) - (from[i] ?? 0) === 8);
+    expect(asked(before, afterInside)).toEqual(['MEMORY_TEMP', 'PCIE_COUNT_RX_BYTES']);
+    expect(asked(afterInside, requests())).toEqual(Object.keys(NVML_FIELD));
+    expect(fakeNvmlCallCount('nvmlDeviceGetFieldValues')).toBe(8 * 2);
+    for (const gpu of inside) {
+      expect(gpu).toHaveProperty('mem_temp_c');
+      expect(gpu).toHaveProperty('pcie_rx_bytes_total');
+      for (const field of [
+        'pcie_tx_bytes_total',
+        'nvlink_tx_bytes_total',
+        'nvlink_rx_bytes_total',
+        'nvlink_crc_errors',
+      ])
+        expect(gpu).not.toHaveProperty(field);
+    }
+    for (const gpu of edge) expect(gpu).toHaveProperty('nvlink_crc_errors');
+  });
+
+  it('drops a field a GPU lacks from both requests, found at a poll inside a window', () => {
+    // Prepare
+    setFakeNvmlEnv({ PRESET: 'p5', UNSUPPORTED_FIELDS: [NVML_FIELD.PCIE_COUNT_RX_BYTES] });
+    source = NvmlSource.open({ libraryPath: fakeNvmlPath() });
+    const rx0 = fakeNvmlFieldRequests(NVML_FIELD.PCIE_COUNT_RX_BYTES);
+
+    // Act
+    source.sampleRows(AT, false);
+    source.sampleRows(AT, true);
+    const [gpu] = source.sample(AT).gpus;
+
+    // Assess: asked once per GPU, at the first poll, and never again at an edge or inside a window
+    expect(fakeNvmlFieldRequests(NVML_FIELD.PCIE_COUNT_RX_BYTES) - rx0).toBe(8);
+    expect(gpu).not.toHaveProperty('pcie_rx_bytes_total');
+    expect(gpu).toHaveProperty('pcie_tx_bytes_total');
   });
 });
 
