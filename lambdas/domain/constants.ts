@@ -5,6 +5,16 @@
 /** Efficiency below which a GPU counts as idle (or held idle), 0..1 fraction. Source: docs/design.md §5. */
 export const IDLE_EFFICIENCY_BELOW = 0.01;
 
+/**
+ * NVML `utilization.gpu` (share of sample periods in which a kernel ran) at or above which a GPU whose
+ * SM activity reads idle is still running kernels, 0..1 fraction: launch-bound work, not an idle or
+ * held-idle GPU. Applies only where SM activity is measured (`sm_active`). Source: the H200 capture
+ * (test/fixtures/captured/): one synchronised 1-element kernel at a time reads `gpu_util` 0.11 with
+ * `sm_active` 0.000, an idle GPU 0 and a GPU holding 40 GiB with no kernels 0; 5 % is kernels in one
+ * sample period of twenty.
+ */
+export const KERNELS_RUNNING_GPU_UTIL_AT_LEAST = 0.05;
+
 /** Efficiency at or above which a window is classed `none` (no waste worth naming), 0..1 fraction. Source: this module's choice (docs/design.md §5 names no upper class); `underused_usd` is still cost × (1 − efficiency). */
 export const FULLY_USED_EFFICIENCY_AT_LEAST = 0.99;
 

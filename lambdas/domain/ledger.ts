@@ -2,6 +2,7 @@ import { epochMs, type GpuWindow, migComputeShare, migComputeSlices } from '../c
 import {
   FULLY_USED_EFFICIENCY_AT_LEAST,
   IDLE_EFFICIENCY_BELOW,
+  KERNELS_RUNNING_GPU_UTIL_AT_LEAST,
   MS_PER_SECOND,
   SECONDS_PER_HOUR,
 } from './constants';
@@ -39,7 +40,9 @@ export interface LedgerOptions {
  *   an upper bound on efficiency, so the waste is a lower bound); else absent (source `none`, class
  *   `unknown`, no waste counted).
  * - class, first match wins: `broken` (window end after `brokenSince`) → `broken_usd` = cost;
- *   efficiency < {@link IDLE_EFFICIENCY_BELOW} and no compute process → `idle_usd` = cost;
+ *   efficiency < {@link IDLE_EFFICIENCY_BELOW}, kernels not running (efficiency from `sm_active` with
+ *   `gpu_util` ≥ {@link KERNELS_RUNNING_GPU_UTIL_AT_LEAST} is launch-bound work, classed `underused`)
+ *   and no compute process → `idle_usd` = cost;
  *   … held by a process or by a Kubernetes pod (`window.k8s`, even with `compute_processes` 0 or
  *   unknown: see `isGpuHeld`) → `held_idle_usd` = cost; … with `compute_processes` unknown and no
  *   pod → `idle_usd` = cost and `processes_known: false`; otherwise `underused_usd` = cost × (1 − efficiency), class
@@ -108,7 +111,10 @@ export function computeLedger(window: GpuWindow, price: InstancePrice, opts?: Le
     broken_usd = cost_usd;
   } else if (efficiency === undefined) {
     waste_class = 'unknown';
-  } else if (efficiency < IDLE_EFFICIENCY_BELOW) {
+  } else if (
+    efficiency < IDLE_EFFICIENCY_BELOW &&
+    !(efficiency_source === 'sm_active' && (m.gpu_util ?? 0) >= KERNELS_RUNNING_GPU_UTIL_AT_LEAST)
+  ) {
     if (held === true) {
       waste_class = 'held_idle';
       held_idle_usd = cost_usd;

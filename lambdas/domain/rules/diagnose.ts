@@ -8,9 +8,11 @@ import type { Thresholds } from './thresholds';
  *
  * 1. `sm_active` absent (no GPM / DCGM): `gpu_util` (an upper bound on SM activity) below
  *    `idleSmActiveBelow` → `idle` / `held_idle` as below; otherwise `unknown` (no leaf can be named).
- * 2. `sm_active < idleSmActiveBelow` → `held_idle` when `compute_processes > 0`, a Kubernetes pod
- *    holds the GPU (`heldByPod`), or — processes unknown — `fb_used_bytes` ≥ `heldFbUsedBytesAtLeast`;
- *    else `idle`.
+ * 2. `sm_active < idleSmActiveBelow` and `gpu_util` below `kernelsRunningGpuUtilAtLeast` (or absent)
+ *    → `held_idle` when `compute_processes > 0`, a Kubernetes pod holds the GPU (`heldByPod`), or —
+ *    processes unknown — `fb_used_bytes` ≥ `heldFbUsedBytesAtLeast`; else `idle`. With kernels running
+ *    (`gpu_util` at or above it) the GPU is not idle but launch-bound: the tree goes on (usually to
+ *    `cpu_bound`: tiny kernels launched one at a time).
  * 3. `thermal_throttle_ratio ≥ thermalThrottleRatioAtLeast`, `power_throttle_ratio ≥
  *    powerThrottleRatioAtLeast` or `max_gpu_temp_c > thermalThrottleTempC` → `throttled` (the
  *    clocks, held down by heat or the power cap, not the job, hold it back).
@@ -51,7 +53,8 @@ export function diagnoseHorizon(
     if (m.gpu_util !== undefined && m.gpu_util < t.idleSmActiveBelow) return noProcess ? 'idle' : 'held_idle';
     return 'unknown';
   }
-  if (sm < t.idleSmActiveBelow) return noProcess ? 'idle' : 'held_idle';
+  const kernelsRunning = m.gpu_util !== undefined && m.gpu_util >= t.kernelsRunningGpuUtilAtLeast;
+  if (sm < t.idleSmActiveBelow && !kernelsRunning) return noProcess ? 'idle' : 'held_idle';
   if (
     (m.thermal_throttle_ratio ?? 0) >= t.thermalThrottleRatioAtLeast ||
     (m.power_throttle_ratio ?? 0) >= t.powerThrottleRatioAtLeast ||

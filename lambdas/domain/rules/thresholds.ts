@@ -1,4 +1,4 @@
-import { IDLE_EFFICIENCY_BELOW } from '../constants';
+import { IDLE_EFFICIENCY_BELOW, KERNELS_RUNNING_GPU_UTIL_AT_LEAST } from '../constants';
 import { HELD_FB_USED_BYTES_AT_LEAST } from '../gpu-holder';
 
 /**
@@ -73,6 +73,14 @@ export const THRESHOLD_TABLE = {
     min: 0,
     max: 1,
     source: 'efficiency tree: SM active > 70 % branches to memory or compute bound',
+  },
+  kernelsRunningGpuUtilAtLeast: {
+    value: KERNELS_RUNNING_GPU_UTIL_AT_LEAST,
+    unit: 'fraction 0..1',
+    min: 0,
+    max: 1,
+    source:
+      'docs/design.md §5: SM active below idleSmActiveBelow is idle only while gpu_util stays below this (kernels run: launch-bound, not idle); the ledger classes windows with the same constant',
   },
   fakeLoadGpuUtilAtLeast: {
     value: 0.9,

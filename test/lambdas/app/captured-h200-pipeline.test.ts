@@ -151,14 +151,16 @@ describe.each(listCaptures())('the real-GPU capture %s through ingest, rules and
     }
   });
 
-  it('prices the tiny-kernel phase (utilization 11 %, SM active 0) as wasted, held by its process', () => {
+  it('prices the tiny-kernel phase (utilization 11 %, SM active 0) as running but wasted: underused, not idle', () => {
     const tiny = inPhase('tiny');
     expect(tiny.length).toBeGreaterThanOrEqual(2);
     for (const r of tiny) {
-      // NVML's utilization would call this GPU 11 % busy; SM activity says nothing ran on the SMs.
-      expect(r.waste_class).toBe('held_idle');
-      expect(r.wasted_usd).toBeCloseTo(r.cost_usd, 12);
-      expect(r.throttled_usd).toBe(0);
+      // NVML's utilization calls this GPU 11 % busy and kernels did run, so it is not idle; SM activity
+      // says almost nothing ran on the SMs, so nearly its whole cost is underused.
+      expect(r.waste_class).toBe('underused');
+      expect(r.idle_usd + r.held_idle_usd).toBe(0);
+      expect(r.wasted_usd).toBeGreaterThan(0.99 * r.cost_usd);
+      expect(r.throttled_usd).toBeLessThan(0.01 * r.cost_usd);
     }
   });
 
@@ -197,7 +199,8 @@ describe.each(listCaptures())('the real-GPU capture %s through ingest, rules and
     // Assess
     expect(leaf('tensor')).toEqual(new Set(['throttled']));
     expect(leaf('dram')).toEqual(new Set(['memory_bound']));
-    expect(leaf('tiny')).toEqual(new Set(['held_idle']));
+    // Kernels launched one at a time, PCIe quiet: the GPU waits on the CPU (fix: CUDA graphs, batching).
+    expect(leaf('tiny')).toEqual(new Set(['cpu_bound']));
     expect(leaf('held')).toEqual(new Set(['held_idle']));
     expect(leaf('idle')).toEqual(new Set(['idle', 'held_idle']));
   });

@@ -52,6 +52,21 @@ describe('computeLedger', () => {
     ['held_idle', { sm_active: 0, fb_used_bytes: 40 * 2 ** 30 }, 'sm_active', true, { held_idle_usd: 1 }],
     ['idle', { gpu_util: 0, fb_used_bytes: 4 * 2 ** 20 }, 'gpu_util', true, { idle_usd: 1 }],
     ['underused', { sm_active: 0.25, compute_processes: 1 }, 'sm_active', true, { underused_usd: 0.75 }],
+    // Kernels run (GPU util 11 %, the H200 capture's tiny kernels) while SM activity reads 0: not idle.
+    [
+      'underused',
+      { sm_active: 0.0004, gpu_util: 0.11, compute_processes: 1 },
+      'sm_active',
+      true,
+      { underused_usd: 0.9996 },
+    ],
+    [
+      'held_idle',
+      { sm_active: 0, gpu_util: 0.04, compute_processes: 1 },
+      'sm_active',
+      true,
+      { held_idle_usd: 1 },
+    ],
     ['underused', { sm_active: 0.01, compute_processes: 1 }, 'sm_active', true, { underused_usd: 0.99 }],
     ['none', { sm_active: 0.995, compute_processes: 1 }, 'sm_active', true, { underused_usd: 0.005 }],
     ['underused', { gpu_util: 0.6, compute_processes: 1 }, 'gpu_util', true, { underused_usd: 0.4 }],

@@ -10,8 +10,32 @@ const noSm: GpuMetrics = Object.fromEntries(
 
 describe('diagnoseHorizon', () => {
   it.each<[string, GpuMetrics, ProfilingSource, Diagnosis]>([
-    ['idle: no process, SM 0', m({ sm_active: 0, compute_processes: 0 }), 'gpm', 'idle'],
-    ['held idle: a process, SM 0', m({ sm_active: 0.001, compute_processes: 2 }), 'gpm', 'held_idle'],
+    ['idle: no process, SM 0', m({ gpu_util: 0, sm_active: 0, compute_processes: 0 }), 'gpm', 'idle'],
+    [
+      'held idle: a process, SM 0',
+      m({ gpu_util: 0, sm_active: 0.001, compute_processes: 2 }),
+      'gpm',
+      'held_idle',
+    ],
+    [
+      'held idle: a process, SM 0, kernels in under 5 % of the sample periods',
+      m({ gpu_util: 0.04, sm_active: 0, compute_processes: 1 }),
+      'gpm',
+      'held_idle',
+    ],
+    [
+      // The H200 capture's tiny phase: one synchronised 1-element kernel at a time, GPU util 11 %.
+      'launch bound, not idle: SM 0 with kernels running 11 % of the time, PCIe quiet',
+      m({ gpu_util: 0.11, sm_active: 0.0004, compute_processes: 1, pcie_rx_bytes_per_s: 1.5e7 }),
+      'gpm',
+      'cpu_bound',
+    ],
+    [
+      'fake load, not idle: GPU util 98 %, SM 0',
+      m({ sm_active: 0, compute_processes: 1 }),
+      'gpm',
+      'fake_load',
+    ],
     [
       'idle from GPU util alone when SM is not measured',
       { ...noSm, gpu_util: 0, compute_processes: 0 },
@@ -63,10 +87,15 @@ describe('diagnoseHorizon', () => {
   });
 
   it.each<[string, GpuMetrics, ProfilingSource, Diagnosis]>([
-    ['held idle: a pod, no process, SM 0', m({ sm_active: 0, compute_processes: 0 }), 'gpm', 'held_idle'],
+    [
+      'held idle: a pod, no process, SM 0',
+      m({ gpu_util: 0, sm_active: 0, compute_processes: 0 }),
+      'gpm',
+      'held_idle',
+    ],
     [
       'held idle: a pod, process count unknown',
-      m({ sm_active: 0, compute_processes: undefined }),
+      m({ gpu_util: 0, sm_active: 0, compute_processes: undefined }),
       'gpm',
       'held_idle',
     ],
