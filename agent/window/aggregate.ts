@@ -13,7 +13,7 @@ export { RATIO_ROUNDING_TOLERANCE } from './sample-columns';
  * aggregate rather than passed on or clamped (see `FieldCheck`). The samples are copied into
  * columns and every metric is computed by `windowFromColumns`, the same code the horizon uses;
  * its TSDoc lists the method of each statistic (means; extremes; counter rates with wraps;
- * least-squares memory growth; OR of bitmasks and flags; thermal throttle share; last value of
+ * steady memory growth (both halves of the span); OR of bitmasks and flags; thermal throttle share; last value of
  * counters; union of processes).
  *
  * @param samples - the window's samples of this GPU, oldest first (`at_ms` ascending); may be empty

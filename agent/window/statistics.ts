@@ -198,19 +198,27 @@ export function maxStepRate(atMs: Float64Array, values: Float64Array): number | 
  * with t in seconds since the first present sample and the means taken first (two passes), so
  * a perfectly linear series gives its slope exactly for moderate integers.
  *
+ * @param fromMs - only samples at or after this time count (default: all)
+ * @param toMs - only samples at or before this time count (default: all)
  * @returns units per second, or `undefined` with fewer than 3 present values or all at one time
  */
-export function leastSquaresSlope(atMs: Float64Array, values: Float64Array): number | undefined {
+export function leastSquaresSlope(
+  atMs: Float64Array,
+  values: Float64Array,
+  fromMs = Number.NEGATIVE_INFINITY,
+  toMs = Number.POSITIVE_INFINITY,
+): number | undefined {
   let count = 0;
   let t0 = Number.NaN;
   let sumT = 0;
   let sumY = 0;
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!;
-    if (Number.isNaN(value)) continue;
-    if (count === 0) t0 = atMs[i]!;
+    const at = atMs[i]!;
+    if (Number.isNaN(value) || at < fromMs || at > toMs) continue;
+    if (count === 0) t0 = at;
     count++;
-    sumT += (atMs[i]! - t0) / 1000;
+    sumT += (at - t0) / 1000;
     sumY += value;
   }
   if (count < 3) return undefined;
@@ -220,10 +228,41 @@ export function leastSquaresSlope(atMs: Float64Array, values: Float64Array): num
   let variance = 0;
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!;
-    if (Number.isNaN(value)) continue;
-    const dt = (atMs[i]! - t0) / 1000 - meanT;
+    const at = atMs[i]!;
+    if (Number.isNaN(value) || at < fromMs || at > toMs) continue;
+    const dt = (at - t0) / 1000 - meanT;
     covariance += dt * (value - meanY);
     variance += dt * dt;
   }
   return variance > 0 ? covariance / variance : undefined;
+}
+
+/**
+ * The steady trend of a series, per second: the least-squares slopes ({@link leastSquaresSlope}) of
+ * the two halves of its time span (first to last present sample, split at the middle), and of
+ * those the one nearer zero when both have the same sign; 0 when they disagree (a step, or growth
+ * then release, is no trend). A leak grows in both halves; a one-off allocation (a step) is flat in
+ * one of them, and memory allocated then freed rises then falls, where one slope over the whole
+ * span reads growth (the H200 capture: 80 MB/s of "growth" over a horizon ending at 0 bytes used).
+ * With too few samples for two halves (fewer than 3 in either) the whole span's slope.
+ *
+ * @returns units per second, or `undefined` with fewer than 3 present values or all at one time
+ */
+export function steadySlope(atMs: Float64Array, values: Float64Array): number | undefined {
+  let first = Number.NaN;
+  let last = Number.NaN;
+  for (let i = 0; i < values.length; i++) {
+    if (Number.isNaN(values[i]!)) continue;
+    if (Number.isNaN(first)) first = atMs[i]!;
+    last = atMs[i]!;
+  }
+  const whole = leastSquaresSlope(atMs, values);
+  if (whole === undefined) return undefined;
+  const middle = first + (last - first) / 2;
+  const early = leastSquaresSlope(atMs, values, first, middle);
+  const late = leastSquaresSlope(atMs, values, middle, last);
+  if (early === undefined || late === undefined) return whole;
+  if (early > 0 && late > 0) return Math.min(early, late);
+  if (early < 0 && late < 0) return Math.max(early, late);
+  return 0;
 }

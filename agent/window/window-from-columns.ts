@@ -8,13 +8,13 @@ import {
   coefficientOfVariation,
   counterRate,
   lastOf,
-  leastSquaresSlope,
   maxOf,
   maxStepRate,
   meanOf,
   minOf,
   monotonicDelta,
   shareMatching,
+  steadySlope,
 } from './statistics';
 
 /**
@@ -91,8 +91,10 @@ const GROWTH_MAX_BYTES_PER_S = 1e12;
  * - `max_pcie_rx_bytes_per_s`: the highest step rate of the RX counter (Δbytes / Δt between
  *   consecutive samples, non-negative steps over Δt > 0); without such a step the highest
  *   instant RX rate;
- * - `fb_used_growth_bytes_per_s`: least-squares slope of `fb_used_bytes` against time, bytes/s,
- *   absent with < 3 samples or beyond ±1e12;
+ * - `fb_used_growth_bytes_per_s`: the steady trend of `fb_used_bytes`, bytes/s ({@link steadySlope}:
+ *   the least-squares slopes of the span's two halves, the one nearer zero when they agree in sign,
+ *   0 when they do not, so a one-off allocation or a release is no growth), absent with < 3
+ *   samples or beyond ±1e12;
  * - `max_gpu_temp_c`, `max_power_w`, `min_power_w`: extremes of the samples;
  * - `power_w`: energy-counter delta / Δt between the first and last samples having the counter
  *   (`nvmlDeviceGetTotalEnergyConsumption`, exact over the span even when the power reading is a
@@ -208,7 +210,7 @@ const METRIC_RULES: { readonly [K in GpuMetricName]: (x: MetricInputs) => GpuMet
     return used !== undefined && (x.fbTotal === undefined || used <= x.fbTotal) ? used : undefined;
   },
   fb_used_growth_bytes_per_s: (x) => {
-    const growth = leastSquaresSlope(x.at, x.f.fb_used_bytes);
+    const growth = steadySlope(x.at, x.f.fb_used_bytes);
     return growth !== undefined && Math.abs(growth) <= GROWTH_MAX_BYTES_PER_S ? growth : undefined;
   },
   fb_total_bytes: (x) => x.fbTotal,

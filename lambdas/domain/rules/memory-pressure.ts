@@ -29,7 +29,7 @@ function leaking(g: HorizonGpu, t: Thresholds): boolean {
 
 /**
  * Rule `memory_pressure` (docs/design.md §6): GPU memory nearly full (`fb_used_bytes / fb_total_bytes ≥
- * memoryPressureUsedAtLeast`, 0.95), or a steady leak: `fb_used_growth_bytes_per_s` (least-squares slope
+ * memoryPressureUsedAtLeast`, 0.95), or a steady leak: `fb_used_growth_bytes_per_s` (the steady trend
  * over the horizon) ≥ `memoryLeakMinGrowthBytesPerS` and the time to full at that slope ≤
  * `memoryLeakTimeToFullS` (1 h). Warning (OOM risk), to the owner.
  */

@@ -13,7 +13,10 @@ import {
   minOf,
   monotonicDelta,
   shareMatching,
+  steadySlope,
 } from '../../../agent/window/statistics';
+import { parseBatch } from '../../../lambdas/contract';
+import { listCaptures, readCapture } from '../../setup/read-captured';
 
 const _ = Number.NaN;
 const f = (...values: number[]) => Float64Array.from(values);
@@ -129,6 +132,70 @@ describe('window statistics', () => {
     // Prepare / Act / Assess
     expect(leastSquaresSlope(t, v)).toBe(want);
   });
+
+  const MiB = 1_048_576;
+  const ramp = (n: number, from: number, step: number) =>
+    f(...Array.from({ length: n }, (_, i) => from + i * step));
+  const everySecond = (n: number) => seconds(...Array.from({ length: n }, (_, i) => i));
+  it.each([
+    { case: 'a linear leak, exactly', t: everySecond(10), v: ramp(10, 20e9, MiB), want: MiB },
+    {
+      case: 'a leak that speeds up: the slower half',
+      t: everySecond(12),
+      v: f(0, 1, 2, 3, 4, 5, 7, 9, 11, 13, 15, 17),
+      want: 1,
+    },
+    {
+      case: 'memory freed steadily: the slower half',
+      t: everySecond(8),
+      v: f(80, 70, 60, 50, 46, 42, 38, 34),
+      want: -4,
+    },
+    {
+      // PyTorch allocating its working set at the start of a job, then flat: no leak.
+      case: 'a one-off allocation early on',
+      t: everySecond(15),
+      v: f(0, 60e9, 60e9, 60e9, 60e9, 60e9, 60e9, 60e9, 60e9, 60e9, 60e9, 60e9, 60e9, 60e9, 60e9),
+      want: 0,
+    },
+    {
+      case: 'allocated, then freed',
+      t: everySecond(9),
+      v: f(0, 0, 9e9, 9e9, 40e9, 40e9, 9e9, 0, 0),
+      want: 0,
+    },
+    { case: 'a flat line', t: everySecond(6), v: f(7, 7, 7, 7, 7, 7), want: 0 },
+    {
+      case: 'too few samples for two halves: the whole slope',
+      t: seconds(0, 2, 4),
+      v: f(300, 200, 100),
+      want: -50,
+    },
+    { case: 'two values', t: seconds(0, 1), v: f(1, 2), want: undefined },
+  ])('steadySlope gives $want for $case', ({ t, v, want }) => {
+    // Prepare / Act / Assess
+    expect(steadySlope(t, v)).toBe(want);
+  });
+
+  it.each(listCaptures())(
+    'steadySlope reads no growth in the framebuffer of the real capture %s, where one slope over the run reads a leak',
+    (name) => {
+      // Prepare: fb_used_bytes at the end of each flush window the agent sent (10 s apart): allocated in
+      // steps by the load phases, then freed to 0
+      const windows = readCapture(name)
+        .bodies.flatMap((b) => parseBatch(b.batch, new Date(b.receivedMs)).windows)
+        .filter((w) => w.kind === 'flush' && w.metrics.fb_used_bytes !== undefined);
+      const t = Float64Array.from(windows.map((w) => Date.parse(w.end)));
+      const v = Float64Array.from(windows.map((w) => w.metrics.fb_used_bytes as number));
+      expect(v[v.length - 1]).toBeLessThan(v.reduce((a, b) => Math.max(a, b), 0) / 10);
+      // Act
+      const whole = leastSquaresSlope(t, v);
+      const steady = steadySlope(t, v);
+      // Assess: the whole-span slope calls a run that ends with its memory freed a leak; the steady trend does not
+      expect(whole).toBeGreaterThan(1e6);
+      expect(steady).toBeLessThanOrEqual(0);
+    },
+  );
 
   it('meanOf lies between minOf and maxOf for any present values', () => {
     // Prepare / Act / Assess
