@@ -256,12 +256,11 @@ export function steadySlope(atMs: Float64Array, values: Float64Array): number | 
     if (Number.isNaN(first)) first = atMs[i]!;
     last = atMs[i]!;
   }
-  const whole = leastSquaresSlope(atMs, values);
-  if (whole === undefined) return undefined;
+  if (Number.isNaN(first)) return undefined;
   const middle = first + (last - first) / 2;
   const early = leastSquaresSlope(atMs, values, first, middle);
   const late = leastSquaresSlope(atMs, values, middle, last);
-  if (early === undefined || late === undefined) return whole;
+  if (early === undefined || late === undefined) return leastSquaresSlope(atMs, values);
   if (early > 0 && late > 0) return Math.min(early, late);
   if (early < 0 && late < 0) return Math.max(early, late);
   return 0;

@@ -1,6 +1,12 @@
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { type Batch, type GpuMetrics, type GpuWindow, parseBatch } from '../../lambdas/contract';
+import {
+  type Batch,
+  type GpuMetrics,
+  type GpuWindow,
+  PROFILING_METRIC_NAMES,
+  parseBatch,
+} from '../../lambdas/contract';
 import { decodeJsonBody } from '../../lambdas/handlers/http-body';
 import {
   type Capture,
@@ -143,16 +149,8 @@ function disagreements(m: GpuMetrics, rows: readonly SmiSample[]): string[] {
   return out;
 }
 
-/** The activity metrics GPM (or DCGM) gives, ratios 0..1. */
-const ACTIVITY = [
-  'sm_active',
-  'sm_occupancy',
-  'tensor_active',
-  'dram_active',
-  'fp16_active',
-  'fp32_active',
-  'fp64_active',
-] as const;
+/** The activity metrics GPM (or DCGM) gives, ratios 0..1: the contract's profiling metrics. */
+const ACTIVITY = PROFILING_METRIC_NAMES;
 
 /**
  * "Zero" for an activity ratio on an idle GPU: the H200's GPM reads `dram_active` ≈ 3.8e-6 with
