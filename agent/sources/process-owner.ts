@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   K8S_POD_UID_RULE,
@@ -7,6 +6,7 @@ import {
   SYSTEMD_UNIT_RULE,
 } from '../../lambdas/contract/field-rules';
 import type { GpuProcess } from '../../lambdas/contract/schema';
+import { readFile } from '../async-fs';
 
 /**
  * Who owns a GPU process, as its cgroup names it: the fields of `GpuProcessSchema` the agent adds
@@ -112,7 +112,7 @@ export interface ProcessOwnerReaderOptions {
    * folder of `<pid>/cgroup` files. @default '/proc'
    */
   readonly procRoot?: string;
-  /** Reads one file as UTF-8. @default fs.promises.readFile */
+  /** Reads one file as UTF-8. @default `readFile` of `agent/async-fs.ts` (UTF-8) */
   readonly readText?: (path: string) => Promise<string>;
 }
 

@@ -1,5 +1,5 @@
-import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { open } from '../async-fs';
 import { crc32 } from './crc32';
 import { syncDir } from './durable-file';
 

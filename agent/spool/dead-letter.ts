@@ -1,6 +1,6 @@
-import { mkdir, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Batch } from '../../lambdas/contract';
+import { mkdir, readdir } from '../async-fs';
 import { writeFileAtomic } from './durable-file';
 import { unlinkIfExists } from './segment-io';
 

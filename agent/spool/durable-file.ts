@@ -1,5 +1,5 @@
-import { open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
+import { open, rename, unlink } from '../async-fs';
 
 /**
  * Makes the directory's entries (files created, renamed or removed in it) durable: `fsync` of the

@@ -1,6 +1,6 @@
-import { mkdir, readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Batch } from '../../lambdas/contract';
+import { mkdir, readdir, readFile, stat } from '../async-fs';
 import type { QuarantineReason } from './dead-letter';
 import { writeFileAtomic } from './durable-file';
 import { unlinkIfExists } from './segment-io';

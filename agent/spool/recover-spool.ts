@@ -1,5 +1,5 @@
-import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { readdir, readFile } from '../async-fs';
 import { type AppendMark, readAppendMark } from './append-mark';
 import { estimateLoss, type KnownRecord } from './damage-estimate';
 import { syncDir } from './durable-file';

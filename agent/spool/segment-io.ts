@@ -1,7 +1,7 @@
-import type { FileHandle } from 'node:fs/promises';
-import { mkdir, open, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Batch } from '../../lambdas/contract';
+import type { AsyncFileHandle } from '../async-fs';
+import { mkdir, open, rename, stat, unlink } from '../async-fs';
 import { DAMAGED_DIR } from './constants';
 import { syncDir } from './durable-file';
 import { decodeRecord, encodeFiller, SEGMENT_MAGIC, segmentFileName } from './segment-format';
@@ -18,7 +18,7 @@ export interface ActiveSegment {
   /** Index of the segment file. */
   readonly index: number;
   /** The file, open for appending. */
-  readonly handle: FileHandle;
+  readonly handle: AsyncFileHandle;
   /** Bytes in the file the spool counts as written, ≥ the magic's length. */
   size: number;
 }

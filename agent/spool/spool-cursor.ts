@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile } from '../async-fs';
 import { writeFileAtomic } from './durable-file';
 
 /** Batches dropped (bound or age) and not yet reported in a `data_dropped` event. */

@@ -1,5 +1,5 @@
-import { mkdir } from 'node:fs/promises';
 import type { Batch } from '../../lambdas/contract';
+import { mkdir } from '../async-fs';
 import type { QuarantineReason } from './dead-letter';
 import { type HeldBatch, heldPastBounds, listHeld, readHeld, removeHeld, writeHeld } from './held-batches';
 import { resolveSpoolOptions, type SpoolOptions } from './spool-options';
