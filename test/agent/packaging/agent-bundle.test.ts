@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,6 +13,7 @@ import {
 } from '../../../agent/packaging/build-agent-bundle';
 import { fakeNvmlPath } from '../../setup/fake-nvml';
 import { expectedAuthorization } from '../../setup/sigv4-check';
+import { moduleLoadListPreload, unwantedBuiltins } from './steady-builtins';
 
 let dir: string;
 let bundle: AgentBundle;
@@ -209,7 +210,7 @@ describe('agent bundle', () => {
 
   it('loads no worker_threads, child_process nor undici while it runs (pino and commander get stubs for what the agent never calls; built-ins and koffi load node:http and node:util through require)', () => {
     // Prepare: a preload that writes the Node built-ins loaded by the time the process exits
-    const { loaded, preload } = moduleLoadListPreload('once');
+    const { loaded, preload } = moduleLoadListPreload(dir, 'once');
     const env = {
       PATH: '/usr/bin:/bin',
       GPU_SENTINEL_CONFIG: join(bundle.outDir, 'agent.sample.json'),
@@ -274,21 +275,6 @@ describe('agent bundle', () => {
     expect(batch.windows.filter((w: { kind: string }) => w.kind === 'flush')).toHaveLength(8);
   });
 });
-
-/**
- * A `node -r` preload that writes `process.moduleLoadList` (every Node built-in the process loaded)
- * to `loaded` when the process exits. On Node.js 22 and later an ESM import of `node:http` or
- * `node:util` loads undici or `worker_threads` through their lazy exports: this is how a test sees it.
- */
-function moduleLoadListPreload(name: string): { loaded: string; preload: string } {
-  const loaded = join(dir, `module-load-list-${name}.txt`);
-  const preload = join(dir, `module-load-list-${name}.cjs`);
-  writeFileSync(
-    preload,
-    `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(loaded)}, process.moduleLoadList.join('\\n')));\n`,
-  );
-  return { loaded, preload };
-}
 
 /** A request one of the loopback servers received. */
 interface Seen {
@@ -406,7 +392,7 @@ describe('agent bundle credentials', () => {
     // Prepare
     api.seen.length = 0;
     imds.seen.length = 0;
-    const { loaded, preload } = moduleLoadListPreload('imds');
+    const { loaded, preload } = moduleLoadListPreload(dir, 'imds');
 
     // Act
     const code = await runSigningAgent(
@@ -432,13 +418,15 @@ describe('agent bundle credentials', () => {
     const modules = readFileSync(loaded, 'utf8').split('\n');
     expect(modules).toContain('NativeModule http');
     expect(modules.filter((m) => /\bworker_threads$|undici/.test(m))).toEqual([]);
+    expect(unwantedBuiltins(modules.join('\n'))).toEqual([]);
   });
 
-  it('signs with env keys when AWS_ACCESS_KEY_ID is set, without asking IMDS', async () => {
+  it('signs with env keys when AWS_ACCESS_KEY_ID is set, without asking IMDS nor loading fs/promises, assert, perf_hooks', async () => {
     // Prepare
     api.seen.length = 0;
     imds.seen.length = 0;
     const keys = { accessKeyId: 'AKIDENVEXAMPLE', secretAccessKey: 'env-secret' };
+    const { loaded, preload } = moduleLoadListPreload(dir, 'env-keys');
 
     // Act
     const code = await runSigningAgent(
@@ -449,13 +437,16 @@ describe('agent bundle credentials', () => {
         AWS_EC2_METADATA_SERVICE_ENDPOINT: imds.url,
       },
       join(dir, 'home-env'),
+      ['-r', preload],
     );
 
-    // Assess
+    // Assess: signed; the built-ins the steady state must not load (a send and its retry budget
+    // included) are not in the list
     expect(code).toBe(0);
     const batch = api.seen[0] as Seen;
     expect(batch).toBeDefined();
     expect(imds.seen).toEqual([]);
     expect(await expectedAuthorization(batch, api.url, keys)).toBe(batch.headers.authorization);
+    expect(unwantedBuiltins(readFileSync(loaded, 'utf8'))).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import {
   closeSync,
   existsSync,
@@ -10,6 +10,8 @@ import {
   rmSync,
   symlinkSync,
 } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +19,7 @@ import { AGENT_SEA_FILE, type AgentSea, buildAgentSea } from '../../../agent/pac
 import { AGENT_VERSION } from '../../../agent/version';
 import { parseBatch } from '../../../lambdas/contract';
 import { fakeNvmlPath } from '../../setup/fake-nvml';
+import { moduleLoadListPreload, unwantedBuiltins } from './steady-builtins';
 
 /**
  * The single executable agent, built for both architectures (the Node.js binaries and postject
@@ -172,6 +175,66 @@ describe('single executable agent', () => {
     );
     expect(new Set(batch.windows.map((w) => w.gpu.index)).size).toBe(8);
     expect(batch.agent.version).toBe(AGENT_VERSION);
+  });
+
+  it('signs and sends its batches without loading fs/promises, assert, perf_hooks, worker_threads nor zod', async () => {
+    // Prepare: a loopback API, environment keys, and a preload (NODE_OPTIONS) that writes the
+    // built-ins the process loaded when it exits
+    const bodies: number[] = [];
+    const server = createServer((req, res) => {
+      let bytes = 0;
+      req.on('data', (c: Buffer) => {
+        bytes += c.length;
+      });
+      req.on('end', () => {
+        bodies.push(bytes);
+        res.writeHead(202, { 'content-type': 'application/json' }).end('{"accepted":8}');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { loaded, preload } = moduleLoadListPreload(dir, 'sea');
+    const home = join(dir, 'home-sea');
+    mkdirSync(home);
+
+    // Act: run until the API got two batches, then SIGTERM
+    const child = spawn(sea(HOST_ARCH).executable, ['agent'], {
+      cwd: dir,
+      stdio: 'ignore',
+      env: {
+        PATH: bareBin,
+        HOME: home,
+        NODE_OPTIONS: `--require ${preload}`,
+        AWS_ACCESS_KEY_ID: 'AKIDENVEXAMPLE',
+        AWS_SECRET_ACCESS_KEY: 'env-secret',
+        GPU_SENTINEL_NVML_LIB: fakeNvmlPath(),
+        FAKE_NVML_PRESET: 'p5',
+        GPU_SENTINEL_ENDPOINT: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        GPU_SENTINEL_AUTH: 'sigv4',
+        GPU_SENTINEL_IMDS: 'off',
+        GPU_SENTINEL_INSTANCE_ID: 'i-0abc12345def67890',
+        GPU_SENTINEL_INSTANCE_TYPE: 'p5.48xlarge',
+        GPU_SENTINEL_REGION: 'us-east-1',
+        GPU_SENTINEL_FLUSH_INTERVAL_S: '1',
+        GPU_SENTINEL_SEND_INTERVAL_S: '0',
+        GPU_SENTINEL_KMSG_PATH: 'off',
+        GPU_SENTINEL_DCGM_EXPORTER_URL: 'off',
+        GPU_SENTINEL_SPOOL_DIR: join(home, 'spool'),
+        GPU_SENTINEL_LOG_LEVEL: 'error',
+      },
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    for (let i = 0; i < 300 && bodies.length < 2 && child.exitCode === null; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    child.kill('SIGTERM');
+    const code = await exited;
+    await new Promise((r) => server.close(r));
+
+    // Assess: it sent, exited cleanly, and never loaded the cut built-ins
+    expect(code).toBe(0);
+    expect(bodies.length).toBeGreaterThanOrEqual(2);
+    const modules = readFileSync(loaded, 'utf8');
+    expect(modules).toContain('NativeModule http');
+    expect(unwantedBuiltins(modules)).toEqual([]);
   });
 
   it('installs from its bundle with no node anywhere: the unit runs the executable, the endpoint is written', () => {
