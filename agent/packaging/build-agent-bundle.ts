@@ -106,51 +106,6 @@ export function stubPlugin(): Plugin {
 }
 
 /**
- * Edits of library sources as the bundles take them, each keeping a Node built-in out of the
- * running agent:
- * - p-retry (the sender's retries) reads `performance.now()` at the start of every send for its
- *   `maxRetryTime` budget; in Node.js the global `performance` is a lazy getter that loads
- *   `perf_hooks` and nine modules of it (user timing, histograms, event-loop delay): 0.35 MiB of
- *   peak RSS on Node.js 24 (BENCHMARKS.md, 2026-11-28 "the built-in modules the agent loads").
- *   `process.hrtime.bigint()` is the same monotonic clock in nanoseconds, as milliseconds here;
- *   p-retry only subtracts two readings.
- *
- * `count` is how many times `find` must occur: a library upgrade that changes it fails the build.
- */
-export const AGENT_SOURCE_PATCHES: readonly {
-  readonly file: RegExp;
-  readonly find: string;
-  readonly replace: string;
-  readonly count: number;
-}[] = [
-  {
-    file: /node_modules[\\/]p-retry[\\/]index\.js$/,
-    find: 'performance.now()',
-    replace: '(Number(process.hrtime.bigint()) / 1e6)',
-    count: 2,
-  },
-];
-
-/** The esbuild plugin that applies {@link AGENT_SOURCE_PATCHES} (the ESM bundle's and the single executable's). */
-export function sourcePatchPlugin(): Plugin {
-  return {
-    name: 'gpu-sentinel-source-patches',
-    setup(b) {
-      for (const patch of AGENT_SOURCE_PATCHES)
-        b.onLoad({ filter: patch.file }, (args) => {
-          const code = readFileSync(args.path, 'utf8');
-          const found = code.split(patch.find).length - 1;
-          if (found !== patch.count)
-            throw new AgentError(
-              `Expected ${args.path} to hold \`${patch.find}\` ${patch.count} times, got ${found}; the library changed: review AGENT_SOURCE_PATCHES in agent/packaging/build-agent-bundle.ts`,
-            );
-          return { contents: code.split(patch.find).join(patch.replace), loader: 'js' };
-        });
-    },
-  };
-}
-
-/**
  * Node built-ins the agent's libraries import when their module is evaluated but call only on paths
  * a host's agent does not take in its steady state; the bundles load each on the first use of one of
  * its exports instead. `node:fs/promises`: the AWS SDK's shared-config loader (`@smithy/core`'s
@@ -302,7 +257,7 @@ export async function buildAgentBundle(options: BuildAgentBundleOptions = {}): P
     legalComments: 'linked',
     metafile: true,
     external: ['koffi'],
-    plugins: [stubPlugin(), lazyBuiltinsPlugin(), sourcePatchPlugin(), builtinsThroughRequirePlugin()],
+    plugins: [stubPlugin(), lazyBuiltinsPlugin(), builtinsThroughRequirePlugin()],
     banner: {
       js: [
         '#!/usr/bin/env node',

@@ -24,7 +24,6 @@ import {
   lazyBuiltinsPlugin,
   ROOT,
   SHIPPED_FILES,
-  sourcePatchPlugin,
   stubPlugin,
 } from './build-agent-bundle';
 
@@ -259,7 +258,7 @@ async function bundleCommonJs(outfile: string): Promise<void> {
     mainFields: ['module', 'main'],
     external: ['koffi'],
     legalComments: 'none',
-    plugins: [stubPlugin(), lazyBuiltinsPlugin(), sourcePatchPlugin()],
+    plugins: [stubPlugin(), lazyBuiltinsPlugin()],
     logLevel: 'silent',
   });
   if (first.errors.length > 0) throw new AgentError(`esbuild: ${first.errors.map((e) => e.text).join('; ')}`);

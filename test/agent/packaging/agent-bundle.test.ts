@@ -421,7 +421,7 @@ describe('agent bundle credentials', () => {
     expect(unwantedBuiltins(modules.join('\n'))).toEqual([]);
   });
 
-  it('signs with env keys when AWS_ACCESS_KEY_ID is set, without asking IMDS nor loading fs/promises, assert, perf_hooks', async () => {
+  it('signs with env keys when AWS_ACCESS_KEY_ID is set, without asking IMDS nor loading fs/promises nor assert', async () => {
     // Prepare
     api.seen.length = 0;
     imds.seen.length = 0;

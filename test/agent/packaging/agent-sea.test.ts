@@ -177,7 +177,7 @@ describe('single executable agent', () => {
     expect(batch.agent.version).toBe(AGENT_VERSION);
   });
 
-  it('signs and sends its batches without loading fs/promises, assert, perf_hooks, worker_threads nor zod', async () => {
+  it('signs and sends its batches without loading fs/promises, assert, worker_threads nor zod', async () => {
     // Prepare: a loopback API, environment keys, and a preload (NODE_OPTIONS) that writes the
     // built-ins the process loaded when it exits
     const bodies: number[] = [];
