@@ -19,11 +19,12 @@ import {
  * The promise-returning file calls the agent's spool and process reader make, over `node:fs`'s
  * callback API, so the running agent never loads `node:fs/promises`. On Node.js 24 that module
  * brings `readline`, the REPL's history, `fs.watch` and `fs.Dir` with it (for
- * `FileHandle.readLines`, `fs.promises.watch`, `opendir`): 3.2 MiB of peak RSS with the unit's flags
- * and malloc settings (BENCHMARKS.md, 2026-11-28 "the built-in modules the agent loads"). Each call
- * does what its `fs.promises` namesake does (the same libuv request, the same errors with their
- * `code`: ENOENT, EEXIST, ENOSPC, EIO, …); the handle is the subset of `FileHandle` the spool uses.
- * A test asserts the agent's bundle does not load `node:fs/promises` again.
+ * `FileHandle.readLines`, `fs.promises.watch`, `opendir`): 0.8 MiB of the single executable's peak
+ * RSS, together with the other loaders of it the bundles defer (BENCHMARKS.md, 2026-11-28 "the
+ * built-in modules the agent loads"). Each call does what its `fs.promises` namesake does (the
+ * same libuv request, the same errors with their `code`: ENOENT, EEXIST, ENOSPC, EIO, …); the
+ * handle is the subset of `FileHandle` the spool uses. The packaging tests assert the running
+ * agent does not load `node:fs/promises` again.
  */
 
 /** The `fs.promises.FileHandle` calls the spool makes, on a file descriptor of {@link open}. */

@@ -112,8 +112,9 @@ export function stubPlugin(): Plugin {
  * `shared-ini-file-loader`, in the chunk every credential source shares) reads `~/.aws/config` with
  * it, which an agent signing with environment keys, IMDS or a container's credentials never does.
  * On Node.js 24 the module loads `readline`, the REPL's history, `fs.watch` and `fs.Dir` with it:
- * 3.2 MiB of peak RSS (BENCHMARKS.md, 2026-11-28 "the built-in modules the agent loads"). The
- * agent's own code uses `agent/async-fs.ts` instead.
+ * 0.8 MiB of the single executable's peak RSS, with the agent's own and koffi's imports of it
+ * (BENCHMARKS.md, 2026-11-28 "the built-in modules the agent loads"). The agent's own code uses
+ * `agent/async-fs.ts` instead.
  */
 export const LAZY_BUILTINS = ['fs/promises'] as const;
 
@@ -339,12 +340,13 @@ export function copyKoffi(nodeModules: string, arch: AgentBundleArch, native?: s
  *   its namespace by reading every export: for `node:util` the lazy `setTraceSigInt`, which loads
  *   `worker_threads` (2.4 MB of RSS on Node 24.21); for `node:fs` the `promises` getter, which loads
  *   `fs/promises` with `readline` and the REPL's history, and the `ReadStream` and `Utf8Stream`
- *   getters (3.2 MiB; BENCHMARKS.md, 2026-11-28 "the built-in modules the agent loads"). koffi uses
+ *   getters (see {@link LAZY_BUILTINS}). koffi uses
  *   `util.deprecate` and `fs`'s sync calls only.
  * - `src/koffi/index.cjs`, the CommonJS loader the single executable requires: esbuild's
  *   `__toESM(require("node:util"))` reads the descriptor of every export of `node:util`, which runs
- *   its lazy data properties (`setTraceSigInt`, `parseArgs`, `diff`: `worker_threads` again, 0.55
- *   MiB).
+ *   its lazy data properties (`setTraceSigInt`, `parseArgs`, `diff`: `worker_threads` again: 0.6
+ *   MiB of the single executable's peak RSS, BENCHMARKS.md, 2026-11-28 "the built-in modules the
+ *   agent loads").
  */
 const KOFFI_BUILTIN_REWRITES: readonly { file: string; line: string; replacement: string }[] = [
   {

@@ -240,7 +240,7 @@ function koffiBesideExecutablePlugin(): Plugin {
  * script), in two passes. A CommonJS bundle inlines each dynamic `import()` (the doctor command,
  * the credential sources) and wraps the module imported and everything it imports in a lazy
  * initializer, whose exports esbuild then keeps whole: through the doctor command, the contract's
- * zod schemas (which the agent never uses) were built at every start, 1.9 MiB of peak RSS
+ * zod schemas (which the agent never uses) were built at every start, 2.1 MiB of peak RSS
  * (BENCHMARKS.md, 2026-11-28 "the built-in modules the agent loads"). So the first pass bundles ES
  * modules with code splitting, as the ESM bundle is, where unused exports are dropped, and the
  * second bundles that output, chunks inlined, into the CommonJS script.

@@ -101,6 +101,9 @@ describe('single executable agent', () => {
     // Assess: the architecture, and the fuse postject flips when it injects the blob
     expect(elfMachine(executable)).toBe(ELF_MACHINE[arch]);
     expect(binary.includes('NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2:1')).toBe(true);
+    // No zod in the injected script (its schema classes name themselves, e.g. "ZodObject"): the
+    // two-pass bundle drops the contract's schemas, which a CommonJS bundle kept and built at start
+    expect(binary.includes('ZodObject')).toBe(false);
     expect(readFileSync(join(sea(arch).outDir, 'VERSION'), 'utf8')).toBe(`${AGENT_VERSION} linux-${arch}\n`);
     expect(
       existsSync(join(sea(arch).outDir, 'node_modules', '@koromix', `koffi-linux-${arch}`, 'package.json')),
