@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -448,5 +448,34 @@ describe('agent bundle credentials', () => {
     expect(imds.seen).toEqual([]);
     expect(await expectedAuthorization(batch, api.url, keys)).toBe(batch.headers.authorization);
     expect(unwantedBuiltins(readFileSync(loaded, 'utf8'))).toEqual([]);
+  });
+
+  it("signs with a profile's keys from ~/.aws/credentials, read through fs/promises loaded on first use", async () => {
+    // Prepare: the SDK's shared-config loader imports fs/promises, which the bundle loads only
+    // when one of its functions is called
+    api.seen.length = 0;
+    imds.seen.length = 0;
+    const keys = { accessKeyId: 'AKIDPROFILEEXAMPLE', secretAccessKey: 'profile-secret' };
+    const home = join(dir, 'home-profile');
+    mkdirSync(join(home, '.aws'), { recursive: true });
+    writeFileSync(
+      join(home, '.aws', 'credentials'),
+      `[default]\naws_access_key_id = ${keys.accessKeyId}\naws_secret_access_key = ${keys.secretAccessKey}\n`,
+    );
+    const { loaded, preload } = moduleLoadListPreload(dir, 'profile');
+
+    // Act
+    const code = await runSigningAgent(api, { AWS_EC2_METADATA_SERVICE_ENDPOINT: imds.url }, home, [
+      '-r',
+      preload,
+    ]);
+
+    // Assess: signed with the profile's keys, and fs/promises was loaded for it
+    expect(code).toBe(0);
+    const batch = api.seen[0] as Seen;
+    expect(batch).toBeDefined();
+    expect(imds.seen).toEqual([]);
+    expect(await expectedAuthorization(batch, api.url, keys)).toBe(batch.headers.authorization);
+    expect(readFileSync(loaded, 'utf8').split('\n')).toContain('NativeModule fs/promises');
   });
 });
