@@ -1,13 +1,13 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
 import { ContractValidationError, parseBatch } from '../../../lambdas/contract';
+import { fastStrictObject } from '../../../lambdas/contract/fast-strict-object';
 import { GPU_METRIC_NAMES } from '../../../lambdas/contract/field-rules';
-import { rangedStrictObject } from '../../../lambdas/contract/ranged-object';
 import { GPU_METRIC_RULES, GpuMetricsSchema } from '../../../lambdas/contract/schema';
 import { NOW, validBatch } from './batches';
 
-/** The metrics schema as zod alone builds it from the same rules: each field checks its own range. */
+/** The metrics schema as zod alone builds it from the same rules: the schema of record. */
 const FIELD_BY_FIELD = z.strictObject(GPU_METRIC_RULES).superRefine((m, ctx) => {
   if (m.fb_used_bytes !== undefined && m.fb_total_bytes !== undefined && m.fb_used_bytes > m.fb_total_bytes)
     ctx.addIssue({
@@ -36,17 +36,42 @@ const metricsObject = fc
   )
   .map(([metrics, unknown]) => (unknown === undefined ? metrics : { ...metrics, [unknown]: 1 }));
 
-describe('rangedStrictObject', () => {
+/** The metrics that are booleans (`remapped_rows_pending`, …). */
+const BOOLEAN_METRICS = new Set<string>(
+  GPU_METRIC_NAMES.filter((key) => GPU_METRIC_RULES[key].unwrap() instanceof z.ZodBoolean),
+);
+
+/** Metrics objects valid field by field (0 and 1 fit every number rule), now and then one value off. */
+const mostlyValid = fc
+  .tuple(
+    fc.dictionary(fc.constantFrom(...GPU_METRIC_NAMES), fc.constantFrom(0, 1), { minKeys: 20, maxKeys: 46 }),
+    fc.option(fc.tuple(fc.constantFrom(...GPU_METRIC_NAMES), metricValue), { nil: undefined, freq: 3 }),
+  )
+  .map(([metrics, off]) => {
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(metrics))
+      out[key] = BOOLEAN_METRICS.has(key) ? value === 1 : value;
+    if (off !== undefined) out[off[0]] = off[1];
+    return out;
+  });
+
+/** Any metrics value: fuzzed objects, mostly valid ones, and values that are not objects. */
+const anyMetrics = fc.oneof(metricsObject, mostlyValid, fc.constantFrom(null, 'x', [], 3, undefined));
+
+/** Asserts that `schema` decides `metrics` as the schema of record does: verdict, issues, value. */
+function assertSameAsZod(schema: typeof GpuMetricsSchema, metrics: unknown): void {
+  const fast = schema.safeParse(metrics);
+  const reference = FIELD_BY_FIELD.safeParse(metrics);
+  expect(fast.success).toBe(reference.success);
+  expect(fast.error?.issues).toEqual(reference.error?.issues);
+  if (fast.success) expect(fast.data).toEqual(reference.data);
+}
+
+describe('fastStrictObject', () => {
   it('gives the GPU metrics the verdicts and issues of the fields checked one by one', () => {
     // Prepare / Act / Assess
     fc.assert(
-      fc.property(fc.oneof(metricsObject, fc.constantFrom(null, 'x', [], 3)), (metrics) => {
-        const fast = GpuMetricsSchema.safeParse(metrics);
-        const reference = FIELD_BY_FIELD.safeParse(metrics);
-        expect(fast.success).toBe(reference.success);
-        expect(fast.error?.issues).toEqual(reference.error?.issues);
-        if (fast.success) expect(fast.data).toEqual(reference.data);
-      }),
+      fc.property(anyMetrics, (metrics) => assertSameAsZod(GpuMetricsSchema, metrics)),
       { numRuns: 3000 },
     );
   });
@@ -121,11 +146,67 @@ describe('rangedStrictObject', () => {
     );
   });
 
-  it('refuses at load a number rule the range loop does not know', () => {
-    // Prepare
-    const shape = { gpu_util: z.number().multipleOf(0.5).optional() };
-
+  it.each<[string, z.core.$ZodLooseShape, RegExp]>([
+    [
+      'a multipleOf check',
+      { gpu_util: z.number().multipleOf(0.5).optional() },
+      /gpu_util has a multiple_of check/,
+    ],
+    ['an exclusive bound', { gpu_util: z.number().gt(0).optional() }, /gpu_util has a greater_than check/],
+    ['a 32-bit integer', { seq: z.int32().optional() }, /seq has a number_format check/],
+    ['a string field', { name: z.string().optional() }, /name is not an optional number or boolean/],
+    ['a required number', { seq: z.number() }, /seq is not an optional number or boolean/],
+  ])('refuses at load %s, which the loop does not know', (_name, shape, message) => {
     // Act / Assess
-    expect(() => rangedStrictObject(shape)).toThrow(/gpu_util has a multiple_of check/);
+    expect(() => fastStrictObject(shape)).toThrow(message);
+  });
+
+  it.each<[string, unknown]>([
+    ['an own __proto__ key', JSON.parse('{"gpu_util": 0.5, "__proto__": 1}')],
+    ['an object of another class', new Date(0)],
+    ['an object without a prototype', Object.assign(Object.create(null), { gpu_util: 0.5 })],
+    ['a value that is present but undefined', { gpu_util: undefined, power_w: 100 }],
+  ])('decides %s as zod does', (_name, metrics) => {
+    // Act
+    const fast = GpuMetricsSchema.safeParse(metrics);
+    const reference = FIELD_BY_FIELD.safeParse(metrics);
+
+    // Assess
+    expect(fast.success).toBe(reference.success);
+    expect(fast.error?.issues).toEqual(reference.error?.issues);
+  });
+
+  describe('where the runtime refuses code generation (--disallow-code-generation-from-strings)', () => {
+    afterEach(() => {
+      vi.unstubAllGlobals();
+      vi.resetModules();
+      z.config({ jitless: false });
+    });
+
+    it('decides as zod does with the plain loop', async () => {
+      // Prepare
+      let refused = 0;
+      vi.stubGlobal(
+        'Function',
+        new Proxy(Function, {
+          construct: () => {
+            refused++;
+            throw new EvalError('Code generation from strings disallowed for this context');
+          },
+        }),
+      );
+      z.config({ jitless: true }); // zod itself, as it finds out at its first parse under the flag
+      vi.resetModules();
+
+      // Act
+      const fresh = await import('../../../lambdas/contract/schema');
+
+      // Assess
+      expect(refused).toBeGreaterThan(0);
+      fc.assert(
+        fc.property(anyMetrics, (metrics) => assertSameAsZod(fresh.GpuMetricsSchema, metrics)),
+        { numRuns: 500 },
+      );
+    });
   });
 });
