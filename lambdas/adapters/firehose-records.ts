@@ -33,15 +33,18 @@ export type JsonRow = string;
 type ColumnValue = string | number | boolean | Readonly<Record<string, number>> | undefined;
 
 /**
- * A value as JSON text: a string JSON-escaped, a non-finite number `null` (as `JSON.stringify`
- * writes it), a map of counters as a JSON object.
+ * A value as JSON text: a string JSON-escaped ({@link quoted}: the ledger's sources, waste class and
+ * diagnosis repeat in every row), a non-finite number `null` (as `JSON.stringify` writes it), a map
+ * of counters as a JSON object.
  */
 function valueText(value: Exclude<ColumnValue, undefined>): string {
   switch (typeof value) {
     case 'number':
       return Number.isFinite(value) ? String(value) : 'null';
     case 'boolean':
-      return String(value);
+      return value ? 'true' : 'false';
+    case 'string':
+      return quoted(value);
     default:
       return JSON.stringify(value);
   }

@@ -144,7 +144,7 @@ export function isInRange(range: NumberRange, value: unknown): value is number {
 }
 
 /**
- * Every field of a GPU window's `metrics`, in the order of `GpuMetricsSchema` (the order the agent
+ * Every field of a GPU window's `metrics`, in the order of `GPU_METRIC_RULES` (the order the agent
  * writes them; a test holds it equal to the schema's keys).
  */
 export const GPU_METRIC_NAMES = [

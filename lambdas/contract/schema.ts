@@ -11,6 +11,7 @@ import {
   PROFILING_SOURCES,
   SCHEMA_V1,
 } from './constants';
+import { fastStrictObject } from './fast-strict-object';
 import {
   AMI_ID_RULE,
   AZ_RULE,
@@ -116,134 +117,137 @@ export const GpuIdentitySchema = z.strictObject({
 });
 
 /**
- * Per-GPU aggregates over a window. Averages unless the name says `max_`/`min_`; counters are the
- * value at the window end (volatile = since driver load, aggregate = lifetime of the board).
- * Every field is optional: a metric the hardware or driver cannot give is **absent**, never faked
- * (`sm_active` is never filled from `gpu_util`).
+ * Each GPU metric's rule: per-GPU aggregates over a window. Averages unless the name says
+ * `max_`/`min_`; counters are the value at the window end (volatile = since driver load, aggregate =
+ * lifetime of the board). Every field is optional: a metric the hardware or driver cannot give is
+ * **absent**, never faked (`sm_active` is never filled from `gpu_util`). {@link GpuMetricsSchema}
+ * is the object of these rules.
  */
-export const GpuMetricsSchema = z
-  .strictObject({
-    /** NVML `nvmlDeviceGetUtilizationRates().gpu` / 100; DCGM 203 `DCGM_FI_DEV_GPU_UTIL`. Time any kernel ran. */
-    gpu_util: ratio.optional(),
-    /** NVML `nvmlDeviceGetUtilizationRates().memory` / 100; DCGM 204 `DCGM_FI_DEV_MEM_COPY_UTIL`. */
-    mem_copy_util: ratio.optional(),
-    /** GPM `SM_UTIL` / 100 or DCGM 1002 `DCGM_FI_PROF_SM_ACTIVE`: SM cycles with ≥ 1 warp resident. */
-    sm_active: ratio.optional(),
-    /** Lowest `sm_active` of the samples in the window (horizon windows; spread for the sawtooth and input-bound rules). */
-    min_sm_active: ratio.optional(),
-    /** Highest `sm_active` of the samples in the window. */
-    max_sm_active: ratio.optional(),
-    /** Coefficient of variation of the `sm_active` samples (population stddev / mean), ≥ 0. */
-    sm_active_cv: z.number().min(0).max(100).optional(),
-    /** GPM `SM_OCCUPANCY` / 100 or DCGM 1003 `DCGM_FI_PROF_SM_OCCUPANCY`. */
-    sm_occupancy: ratio.optional(),
-    /** GPM `ANY_TENSOR_UTIL` / 100 or DCGM 1004 `DCGM_FI_PROF_PIPE_TENSOR_ACTIVE`. */
-    tensor_active: ratio.optional(),
-    /** GPM `DRAM_BW_UTIL` / 100 or DCGM 1005 `DCGM_FI_PROF_DRAM_ACTIVE`. */
-    dram_active: ratio.optional(),
-    /** GPM `FP16_UTIL` / 100 or DCGM 1008. */
-    fp16_active: ratio.optional(),
-    /** GPM `FP32_UTIL` / 100 or DCGM 1007. */
-    fp32_active: ratio.optional(),
-    /** GPM `FP64_UTIL` / 100 or DCGM 1006. */
-    fp64_active: ratio.optional(),
-    /** PCIe transmit rate, bytes/s (NVML field 197 deltas, GPM 20 × 2^20, or DCGM 1009). */
-    pcie_tx_bytes_per_s: nonNegative.optional(),
-    /** PCIe receive rate, bytes/s (NVML field 198 deltas, GPM 21 × 2^20, or DCGM 1010). */
-    pcie_rx_bytes_per_s: nonNegative.optional(),
-    /** Highest PCIe receive rate of the samples in the window, bytes/s (input-bound bursts). */
-    max_pcie_rx_bytes_per_s: nonNegative.optional(),
-    /** NVLink transmit rate over all links, bytes/s (NVML field 138 deltas or DCGM 1011). */
-    nvlink_tx_bytes_per_s: nonNegative.optional(),
-    /** NVLink receive rate over all links, bytes/s (NVML field 139 deltas or DCGM 1012). */
-    nvlink_rx_bytes_per_s: nonNegative.optional(),
-    /** Framebuffer memory used, bytes (`nvmlDeviceGetMemoryInfo_v2().used`; DCGM 252 MiB × 2^20). */
-    fb_used_bytes: count.optional(),
-    /** Least-squares slope of `fb_used_bytes` over the window, bytes/s (negative when memory is freed); a steady positive slope over a horizon suggests a leak. */
-    fb_used_growth_bytes_per_s: z.number().min(-1e12).max(1e12).optional(),
-    /** Framebuffer memory total, bytes (`nvmlDeviceGetMemoryInfo_v2().total`). */
-    fb_total_bytes: count.optional(),
-    /** GPU core temperature, °C, average (`nvmlDeviceGetTemperature(GPU)`; DCGM 150). */
-    gpu_temp_c: celsius.optional(),
-    /** GPU core temperature, °C, maximum seen in the window. */
-    max_gpu_temp_c: celsius.optional(),
-    /** HBM temperature, °C (NVML field 82; DCGM 140). */
-    mem_temp_c: celsius.optional(),
-    /** Board power, W, average (energy delta / Δt where the energy counter exists, else `nvmlDeviceGetPowerUsage` mean; DCGM 155). */
-    power_w: watts.optional(),
-    /** Board power, W, maximum sample in the window. */
-    max_power_w: watts.optional(),
-    /** Board power, W, minimum sample in the window. */
-    min_power_w: watts.optional(),
-    /** Coefficient of variation of the power samples (stddev / mean), ≥ 0. */
-    power_cv: z.number().min(0).max(100).optional(),
-    /** Enforced power limit, W (`nvmlDeviceGetEnforcedPowerLimit`). */
-    power_limit_w: watts.optional(),
-    /** Energy used in the window, J (delta of `nvmlDeviceGetTotalEnergyConsumption`, mJ / 1000). */
-    energy_j: nonNegative.optional(),
-    /** SM clock, MHz (`nvmlDeviceGetClockInfo(SM)`; DCGM 100). */
-    sm_clock_mhz: mhz.optional(),
-    /** Memory clock, MHz (`nvmlDeviceGetClockInfo(MEM)`; DCGM 101). */
-    mem_clock_mhz: mhz.optional(),
-    /** OR of the clocks-event (throttle) reason bitmasks seen in the window (`nvmlDeviceGetCurrentClocksEventReasons`; DCGM 112). */
-    clocks_event_reasons: count.optional(),
-    /** Fraction of samples, 0..1, whose clocks-event reasons had a thermal slowdown bit (SW 0x20, HW 0x40) or HW slowdown (0x8). */
-    thermal_throttle_ratio: ratio.optional(),
-    /**
-     * Share of the window, 0..1, in which the clocks were held down by the power cap. Measured, in this
-     * order: Δ cumulative power-violation time / Δ wall time between the first and last samples having the
-     * counter (`nvmlDeviceGetViolationStatus(NVML_PERF_POLICY_POWER)` ns: the SW power cap), or the share of
-     * samples with the HW power brake (0x80) if larger; without the counter the fraction of samples whose
-     * clocks-event reasons had SW power cap (0x4) or HW power brake (0x80). Absent when the GPU reports
-     * neither (NVML NOT_SUPPORTED): never invented. Additive, contract v1.
-     */
-    power_throttle_ratio: ratio.optional(),
-    /** Volatile corrected (single-bit) ECC errors since driver load (`nvmlDeviceGetTotalEccErrors(CORRECTED, VOLATILE)`; DCGM 310). */
-    ecc_sbe_volatile: count.optional(),
-    /**
-     * Growth of `ecc_sbe_volatile` over the window (last − first sample), ≥ 0; absent with < 2 samples or when
-     * the counter went backwards in the window (a driver reload resets it: a reset is never growth).
-     */
-    ecc_sbe_volatile_delta: count.optional(),
-    /** Volatile uncorrected (double-bit) ECC errors since driver load (DCGM 311). */
-    ecc_dbe_volatile: count.optional(),
-    /** Aggregate corrected ECC errors over the board's life (DCGM 312). */
-    ecc_sbe_aggregate: count.optional(),
-    /** Aggregate uncorrected ECC errors over the board's life (DCGM 313). */
-    ecc_dbe_aggregate: count.optional(),
-    /** Retired pages waiting for a reboot (`nvmlDeviceGetRetiredPagesPendingStatus`; pre-Ampere). */
-    retired_pages_pending: z.boolean().optional(),
-    /** A row remap is staged until the next GPU reset (`nvmlDeviceGetRemappedRows().isPending`; field 144). */
-    remapped_rows_pending: z.boolean().optional(),
-    /** A row remap failed at some point (`nvmlDeviceGetRemappedRows().failureOccurred`; field 145): RMA candidate. */
-    remapped_rows_failure: z.boolean().optional(),
-    /** PCIe replay counter (`nvmlDeviceGetPcieReplayCounter`; DCGM 202). */
-    pcie_replay_count: count.optional(),
-    /** Growth of `pcie_replay_count` over the window (last − first sample), ≥ 0; absent with < 2 samples or after a counter reset. */
-    pcie_replay_delta: count.optional(),
-    /** NVLink CRC errors summed over links (NVML field 38 + 45; DCGM 409). */
-    nvlink_crc_errors: count.optional(),
-    /** Growth of `nvlink_crc_errors` over the window (last − first sample), ≥ 0; absent with < 2 samples or after a counter reset. */
-    nvlink_crc_errors_delta: count.optional(),
-    /** Running compute processes (`nvmlDeviceGetComputeRunningProcesses_v3` count). Absent when the source cannot tell. */
-    compute_processes: z.int().min(0).max(MAX_COMPUTE_PROCESSES).optional(),
-  })
-  .superRefine((m, ctx) => {
-    if (
-      m.fb_used_bytes !== undefined &&
-      m.fb_total_bytes !== undefined &&
-      m.fb_used_bytes > m.fb_total_bytes
-    ) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['fb_used_bytes'],
-        message: 'expected fb_used_bytes <= fb_total_bytes',
-      });
-    }
-    if (m.min_power_w !== undefined && m.max_power_w !== undefined && m.min_power_w > m.max_power_w) {
-      ctx.addIssue({ code: 'custom', path: ['min_power_w'], message: 'expected min_power_w <= max_power_w' });
-    }
-  });
+export const GPU_METRIC_RULES = {
+  /** NVML `nvmlDeviceGetUtilizationRates().gpu` / 100; DCGM 203 `DCGM_FI_DEV_GPU_UTIL`. Time any kernel ran. */
+  gpu_util: ratio.optional(),
+  /** NVML `nvmlDeviceGetUtilizationRates().memory` / 100; DCGM 204 `DCGM_FI_DEV_MEM_COPY_UTIL`. */
+  mem_copy_util: ratio.optional(),
+  /** GPM `SM_UTIL` / 100 or DCGM 1002 `DCGM_FI_PROF_SM_ACTIVE`: SM cycles with ≥ 1 warp resident. */
+  sm_active: ratio.optional(),
+  /** Lowest `sm_active` of the samples in the window (horizon windows; spread for the sawtooth and input-bound rules). */
+  min_sm_active: ratio.optional(),
+  /** Highest `sm_active` of the samples in the window. */
+  max_sm_active: ratio.optional(),
+  /** Coefficient of variation of the `sm_active` samples (population stddev / mean), ≥ 0. */
+  sm_active_cv: z.number().min(0).max(100).optional(),
+  /** GPM `SM_OCCUPANCY` / 100 or DCGM 1003 `DCGM_FI_PROF_SM_OCCUPANCY`. */
+  sm_occupancy: ratio.optional(),
+  /** GPM `ANY_TENSOR_UTIL` / 100 or DCGM 1004 `DCGM_FI_PROF_PIPE_TENSOR_ACTIVE`. */
+  tensor_active: ratio.optional(),
+  /** GPM `DRAM_BW_UTIL` / 100 or DCGM 1005 `DCGM_FI_PROF_DRAM_ACTIVE`. */
+  dram_active: ratio.optional(),
+  /** GPM `FP16_UTIL` / 100 or DCGM 1008. */
+  fp16_active: ratio.optional(),
+  /** GPM `FP32_UTIL` / 100 or DCGM 1007. */
+  fp32_active: ratio.optional(),
+  /** GPM `FP64_UTIL` / 100 or DCGM 1006. */
+  fp64_active: ratio.optional(),
+  /** PCIe transmit rate, bytes/s (NVML field 197 deltas, GPM 20 × 2^20, or DCGM 1009). */
+  pcie_tx_bytes_per_s: nonNegative.optional(),
+  /** PCIe receive rate, bytes/s (NVML field 198 deltas, GPM 21 × 2^20, or DCGM 1010). */
+  pcie_rx_bytes_per_s: nonNegative.optional(),
+  /** Highest PCIe receive rate of the samples in the window, bytes/s (input-bound bursts). */
+  max_pcie_rx_bytes_per_s: nonNegative.optional(),
+  /** NVLink transmit rate over all links, bytes/s (NVML field 138 deltas or DCGM 1011). */
+  nvlink_tx_bytes_per_s: nonNegative.optional(),
+  /** NVLink receive rate over all links, bytes/s (NVML field 139 deltas or DCGM 1012). */
+  nvlink_rx_bytes_per_s: nonNegative.optional(),
+  /** Framebuffer memory used, bytes (`nvmlDeviceGetMemoryInfo_v2().used`; DCGM 252 MiB × 2^20). */
+  fb_used_bytes: count.optional(),
+  /** Least-squares slope of `fb_used_bytes` over the window, bytes/s (negative when memory is freed); a steady positive slope over a horizon suggests a leak. */
+  fb_used_growth_bytes_per_s: z.number().min(-1e12).max(1e12).optional(),
+  /** Framebuffer memory total, bytes (`nvmlDeviceGetMemoryInfo_v2().total`). */
+  fb_total_bytes: count.optional(),
+  /** GPU core temperature, °C, average (`nvmlDeviceGetTemperature(GPU)`; DCGM 150). */
+  gpu_temp_c: celsius.optional(),
+  /** GPU core temperature, °C, maximum seen in the window. */
+  max_gpu_temp_c: celsius.optional(),
+  /** HBM temperature, °C (NVML field 82; DCGM 140). */
+  mem_temp_c: celsius.optional(),
+  /** Board power, W, average (energy delta / Δt where the energy counter exists, else `nvmlDeviceGetPowerUsage` mean; DCGM 155). */
+  power_w: watts.optional(),
+  /** Board power, W, maximum sample in the window. */
+  max_power_w: watts.optional(),
+  /** Board power, W, minimum sample in the window. */
+  min_power_w: watts.optional(),
+  /** Coefficient of variation of the power samples (stddev / mean), ≥ 0. */
+  power_cv: z.number().min(0).max(100).optional(),
+  /** Enforced power limit, W (`nvmlDeviceGetEnforcedPowerLimit`). */
+  power_limit_w: watts.optional(),
+  /** Energy used in the window, J (delta of `nvmlDeviceGetTotalEnergyConsumption`, mJ / 1000). */
+  energy_j: nonNegative.optional(),
+  /** SM clock, MHz (`nvmlDeviceGetClockInfo(SM)`; DCGM 100). */
+  sm_clock_mhz: mhz.optional(),
+  /** Memory clock, MHz (`nvmlDeviceGetClockInfo(MEM)`; DCGM 101). */
+  mem_clock_mhz: mhz.optional(),
+  /** OR of the clocks-event (throttle) reason bitmasks seen in the window (`nvmlDeviceGetCurrentClocksEventReasons`; DCGM 112). */
+  clocks_event_reasons: count.optional(),
+  /** Fraction of samples, 0..1, whose clocks-event reasons had a thermal slowdown bit (SW 0x20, HW 0x40) or HW slowdown (0x8). */
+  thermal_throttle_ratio: ratio.optional(),
+  /**
+   * Share of the window, 0..1, in which the clocks were held down by the power cap. Measured, in this
+   * order: Δ cumulative power-violation time / Δ wall time between the first and last samples having the
+   * counter (`nvmlDeviceGetViolationStatus(NVML_PERF_POLICY_POWER)` ns: the SW power cap), or the share of
+   * samples with the HW power brake (0x80) if larger; without the counter the fraction of samples whose
+   * clocks-event reasons had SW power cap (0x4) or HW power brake (0x80). Absent when the GPU reports
+   * neither (NVML NOT_SUPPORTED): never invented. Additive, contract v1.
+   */
+  power_throttle_ratio: ratio.optional(),
+  /** Volatile corrected (single-bit) ECC errors since driver load (`nvmlDeviceGetTotalEccErrors(CORRECTED, VOLATILE)`; DCGM 310). */
+  ecc_sbe_volatile: count.optional(),
+  /**
+   * Growth of `ecc_sbe_volatile` over the window (last − first sample), ≥ 0; absent with < 2 samples or when
+   * the counter went backwards in the window (a driver reload resets it: a reset is never growth).
+   */
+  ecc_sbe_volatile_delta: count.optional(),
+  /** Volatile uncorrected (double-bit) ECC errors since driver load (DCGM 311). */
+  ecc_dbe_volatile: count.optional(),
+  /** Aggregate corrected ECC errors over the board's life (DCGM 312). */
+  ecc_sbe_aggregate: count.optional(),
+  /** Aggregate uncorrected ECC errors over the board's life (DCGM 313). */
+  ecc_dbe_aggregate: count.optional(),
+  /** Retired pages waiting for a reboot (`nvmlDeviceGetRetiredPagesPendingStatus`; pre-Ampere). */
+  retired_pages_pending: z.boolean().optional(),
+  /** A row remap is staged until the next GPU reset (`nvmlDeviceGetRemappedRows().isPending`; field 144). */
+  remapped_rows_pending: z.boolean().optional(),
+  /** A row remap failed at some point (`nvmlDeviceGetRemappedRows().failureOccurred`; field 145): RMA candidate. */
+  remapped_rows_failure: z.boolean().optional(),
+  /** PCIe replay counter (`nvmlDeviceGetPcieReplayCounter`; DCGM 202). */
+  pcie_replay_count: count.optional(),
+  /** Growth of `pcie_replay_count` over the window (last − first sample), ≥ 0; absent with < 2 samples or after a counter reset. */
+  pcie_replay_delta: count.optional(),
+  /** NVLink CRC errors summed over links (NVML field 38 + 45; DCGM 409). */
+  nvlink_crc_errors: count.optional(),
+  /** Growth of `nvlink_crc_errors` over the window (last − first sample), ≥ 0; absent with < 2 samples or after a counter reset. */
+  nvlink_crc_errors_delta: count.optional(),
+  /** Running compute processes (`nvmlDeviceGetComputeRunningProcesses_v3` count). Absent when the source cannot tell. */
+  compute_processes: z.int().min(0).max(MAX_COMPUTE_PROCESSES).optional(),
+} as const;
+
+/**
+ * Per-GPU aggregates over a window: a strict object of {@link GPU_METRIC_RULES}, and
+ * `fb_used_bytes ≤ fb_total_bytes`, `min_power_w ≤ max_power_w`. A valid object is accepted by one
+ * loop over its fields ({@link fastStrictObject}); anything else gets the issues zod's strict object
+ * of the same rules gives.
+ */
+export const GpuMetricsSchema = fastStrictObject(GPU_METRIC_RULES, (m, ctx) => {
+  if (m.fb_used_bytes !== undefined && m.fb_total_bytes !== undefined && m.fb_used_bytes > m.fb_total_bytes) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['fb_used_bytes'],
+      message: 'expected fb_used_bytes <= fb_total_bytes',
+    });
+  }
+  if (m.min_power_w !== undefined && m.max_power_w !== undefined && m.min_power_w > m.max_power_w) {
+    ctx.addIssue({ code: 'custom', path: ['min_power_w'], message: 'expected min_power_w <= max_power_w' });
+  }
+});
 
 /** A compute process seen on a GPU in the window (`nvmlDeviceGetComputeRunningProcesses_v3`), for attribution. */
 export const GpuProcessSchema = z.strictObject({

@@ -57,6 +57,7 @@ export function withBrokenMarks(
  * @returns the earliest mark that applies, ISO 8601, or undefined when the GPU is not marked
  */
 export function brokenSinceFor(broken: ReadonlyMap<string, string>, window: GpuWindow): string | undefined {
+  if (broken.size === 0) return undefined; // nearly every batch: no GPU of the instance is marked
   const candidates = [
     broken.get(String(window.gpu.index)),
     broken.get(gpuKey({ pci_bus_id: normalizePciBusId(window.gpu.pci_bus_id) })),

@@ -83,7 +83,9 @@ interface WellFormedString {
  * @throws {IngestRequestError} 413 when the body's UTF-8 is over {@link MAX_BODY_DECOMPRESSED_BYTES} bytes
  */
 function wellFormedText(body: string): string {
-  const bytes = Buffer.byteLength(body, 'utf8');
+  // A UTF-16 code unit is at most 3 UTF-8 bytes (a pair: 4 for 2): a body that fits at 3 is not counted.
+  const bytes =
+    body.length * 3 <= MAX_BODY_DECOMPRESSED_BYTES ? body.length : Buffer.byteLength(body, 'utf8');
   if (bytes > MAX_BODY_DECOMPRESSED_BYTES) {
     throw new IngestRequestError(
       413,

@@ -105,6 +105,19 @@ describe('decodeJsonBody', () => {
     expect(err.status).toBe(413);
   });
 
+  it('takes a text body of 3-byte characters a third of the limit long, without counting its bytes', () => {
+    // Prepare: '€' is 3 UTF-8 bytes, the most one UTF-16 unit takes; 2 quotes of 1 byte
+    const euros = Math.floor((MAX_BODY_DECOMPRESSED_BYTES - 6) / 3);
+    const body = `"${'€'.repeat(euros)}"`;
+
+    // Act
+    const decoded = decodeJsonBody({ body, isBase64Encoded: false, headers: JSON_TYPE });
+
+    // Assess
+    expect(body.length * 3).toBeLessThanOrEqual(MAX_BODY_DECOMPRESSED_BYTES);
+    expect(decoded).toBe('€'.repeat(euros));
+  });
+
   it('decodes a lone surrogate in a text body as U+FFFD, as its UTF-8 bytes decode', () => {
     const body = '{"name":"gpu\ud800"}';
     expect(decodeJsonBody({ body, isBase64Encoded: false, headers: JSON_TYPE })).toEqual({
