@@ -59,6 +59,15 @@
  *                             at init and delivered one per nvmlEventSetWait_v2 call, in order,
  *                             to a set the GPU registered that event type with
  *   FAKE_NVML_INIT_FAIL       any non-empty value: nvmlInit_v2 answers DRIVER_NOT_LOADED (9)
+ *   FAKE_NVML_CALL_COST       h200-580: every call busy-spins on the calling thread's CPU clock for
+ *                             what that call cost on a real H200 with driver 580.159.04 (the table
+ *                             H200_580_COSTS below, each figure with its source; field values per
+ *                             requested id). Unset (default) or any other value: calls are free (≈ 1 us).
+ *                             A CPU-time model only: no latency beyond the spin, no driver threads,
+ *                             no cost that grows with load or GPU count, no memory (see the next knob)
+ *   FAKE_NVML_INIT_RSS_MB     heap in MiB that nvmlInit_v2 (0->1) allocates and touches, as the real
+ *                             library's own memory: 18 reproduces the H200's ≈ 17.8 MiB (python3 RSS
+ *                             16,332 -> 34,564 kB at nvmlInit_v2, bench/nvml.txt lines 5-9) (default 0)
  *
  * nvmlInit_v2 / nvmlShutdown are reference-counted as in the real library: the knobs are read and
  * the call counters reset when the count goes from 0 to 1 (two users in one process, e.g. the
@@ -310,6 +319,110 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* Signalled when an event is queued or a GPU is marked lost: waiters block like the driver does, using no CPU. */
 static pthread_cond_t event_cond = PTHREAD_COND_INITIALIZER;
 
+/* ---------------------------------------------------------------- call cost model (FAKE_NVML_CALL_COST) */
+
+/*
+ * What one call of each entry point costs on the real driver, in CPU nanoseconds: with
+ * FAKE_NVML_CALL_COST=h200-580 every call busy-spins on the calling thread's CPU clock
+ * (CLOCK_THREAD_CPUTIME_ID) that long, as the real driver's calls spin (wall = CPU time there).
+ * Measured on one H200, driver 580.159.04 (sources, in test/fixtures/captured/h200-driver-580.159.04/):
+ *   [P] BENCHMARKS.md, section "the agent's NVML calls on a real H200", table "CPU a call":
+ *       python3 ctypes, process CPU time, 100 energy calls and 400 of the others after 20 warm-up
+ *       (test/bench/nvml-call-cost.py); the raw output was not kept, that table is the record
+ *   [N] bench/nvml.txt, the line given: python3 ctypes, mean wall time of 2000 calls (= CPU time on
+ *       this driver, [P] says)
+ *   [C] bench/cpu-profile.txt line 7: the agent's GPM reader, nvmlGpmSampleGet + nvmlGpmMetricsGet,
+ *       66.7 ms of self time over 150 polls = 444.7 us a poll; the profile does not split the two
+ *       (koffi calls are booked to their JS caller), so nvmlGpmSampleGet takes its python figure [N]
+ *       and nvmlGpmMetricsGet the rest (391.5 us)
+ */
+typedef struct {
+  const char *fn;
+  long long ns;
+} call_cost;
+
+static const call_cost H200_580_COSTS[] = {
+    {"nvmlDeviceGetTotalEnergyConsumption", 3901000}, /* [P] 3,901 us */
+    {"nvmlDeviceGetViolationStatus", 714000},         /* [P] 714 us (NVML_PERF_POLICY_POWER) */
+    {"nvmlDeviceGetPcieReplayCounter", 151000},       /* [P] 151 us */
+    {"nvmlDeviceGetRemappedRows", 2600},              /* [P] 2.6 us */
+    {"nvmlDeviceGetTotalEccErrors", 2200},            /* [P] 2.2 us */
+    {"nvmlDeviceGetEnforcedPowerLimit", 1500},        /* [P] 1.5 us */
+    {"nvmlDeviceGetUtilizationRates", 1300},          /* [N] line 17: 1.3 us */
+    {"nvmlDeviceGetPowerUsage", 1400},                /* [N] line 18: 1.4 us */
+    {"nvmlDeviceGetMemoryInfo", 7500},                /* [N] line 19: 7.5 us */
+    {"nvmlDeviceGetMemoryInfo_v2", 7500},             /* [N] line 19 (the _v2 twin, not measured apart) */
+    {"nvmlDeviceGetTemperature", 1500},               /* [N] line 20: 1.5 us */
+    {"nvmlGpmSampleGet", 53200},                      /* [N] line 22: 53.2 us */
+    {"nvmlGpmMetricsGet", 391500},                    /* [C] 444.7 - 53.2 us */
+    {"nvmlDeviceGetFieldValues", 0},                  /* per requested id: field_cost_ns() */
+};
+
+/* Every entry point not in the table: 1.5 us, the median of the instant readings measured above
+ * (1.3-7.5 us). Not measured: nvmlInit_v2, clocks, clocks-event reasons, processes, MIG, events. */
+#define COST_DEFAULT_NS 1500LL
+
+/*
+ * nvmlDeviceGetFieldValues costs the sum of its requested ids' costs [P]: 82 (HBM temperature)
+ * 2.7 us, 198 / 197 (PCIe RX / TX bytes) 137 / 138 us; the four NVLink ids 38, 45, 138, 139
+ * (NOT_SUPPORTED on that H200: no NVLink peers) (472 - 277) / 4 = 48.75 us each, from "all 7 ids
+ * 472 us" less "[82, 197, 198] 277 us". The sums reproduce [P]'s [82, 197, 198] 277 us (model
+ * 277.7) and [82, 198] 147 us (model 139.7). Any other id: 2.7 us, as the one plain reading measured.
+ */
+static long long field_cost_ns(unsigned int id) {
+  switch (id) {
+    case 82: return 2700;
+    case 197: return 138000;
+    case 198: return 137000;
+    case 38:
+    case 45:
+    case 138:
+    case 139: return 48750;
+    default: return 2700;
+  }
+}
+
+/* 1 while FAKE_NVML_CALL_COST=h200-580 (read at nvmlInit_v2 0->1); 0: every call is free. */
+static int call_cost_on = 0;
+
+static long long thread_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Busy-spins `ns` nanoseconds of this thread's CPU time (not wall time: a descheduled thread spends none). */
+static void spend_ns(long long ns) {
+  if (ns <= 0) return;
+  long long end = thread_cpu_ns() + ns;
+  while (thread_cpu_ns() < end) {
+  }
+}
+
+/* Spends the model's cost of one call of `fn` (nothing when the model is off). */
+static void spend_call(const char *fn) {
+  if (!call_cost_on) return;
+  for (size_t i = 0; i < sizeof H200_580_COSTS / sizeof H200_580_COSTS[0]; i++) {
+    if (H200_580_COSTS[i].fn == fn || strcmp(H200_580_COSTS[i].fn, fn) == 0) {
+      spend_ns(H200_580_COSTS[i].ns);
+      return;
+    }
+  }
+  spend_ns(COST_DEFAULT_NS);
+}
+
+/* FAKE_NVML_INIT_RSS_MB: heap touched at nvmlInit_v2 (0->1), as the real NVML's own ~18 MiB; kept until the next init. */
+static char *init_rss = NULL;
+
+static void touch_init_rss(unsigned long long mb) {
+  free(init_rss);
+  init_rss = NULL;
+  if (mb == 0) return;
+  size_t bytes = (size_t)mb * 1024 * 1024;
+  init_rss = malloc(bytes);
+  if (init_rss != NULL) memset(init_rss, 0xa5, bytes);
+}
+
 /* Call counters: one slot per distinct function name. */
 #define MAX_COUNTERS 64
 static const char *counter_names[MAX_COUNTERS];
@@ -322,6 +435,7 @@ static void count_call(const char *fn) {
     if (counter_names[i] == fn || strcmp(counter_names[i], fn) == 0) {
       counter_values[i]++;
       pthread_mutex_unlock(&lock);
+      spend_call(fn);
       return;
     }
   }
@@ -331,6 +445,7 @@ static void count_call(const char *fn) {
     counter_used++;
   }
   pthread_mutex_unlock(&lock);
+  spend_call(fn);
 }
 
 /** Calls of `fn` since the last nvmlInit_v2 (test helper, not NVML). */
@@ -494,6 +609,9 @@ nvmlReturn_t nvmlInit_v2(void) {
   reset_events();
   queue_env_events();
   memset(field_requests, 0, sizeof field_requests);
+  const char *cost = getenv("FAKE_NVML_CALL_COST");
+  call_cost_on = cost != NULL && strcmp(cost, "h200-580") == 0;
+  touch_init_rss(env_ull("FAKE_NVML_INIT_RSS_MB", 0));
   t0_s = monotonic_s();
   initialized = 1;
   return NVML_SUCCESS;
@@ -817,6 +935,7 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvml
   for (int k = 0; k < valuesCount; k++) {
     nvmlFieldValue_t *v = &values[k];
     if (v->fieldId < MAX_FIELD_ID) field_requests[v->fieldId]++;
+    if (call_cost_on) spend_ns(field_cost_ns(v->fieldId));
     v->timestamp = realtime_us();
     v->latencyUsec = 0;
     v->nvmlReturn = NVML_SUCCESS;

@@ -30,6 +30,8 @@ export const FAKE_NVML_ENV_KEYS = [
   'FAKE_NVML_MIG_GPU',
   'FAKE_NVML_XID_EVENTS',
   'FAKE_NVML_INIT_FAIL',
+  'FAKE_NVML_CALL_COST',
+  'FAKE_NVML_INIT_RSS_MB',
 ] as const;
 
 /** One knob of the fake NVML. */
@@ -85,6 +87,15 @@ export interface FakeNvmlSettings {
   readonly XID_EVENTS?: readonly string[];
   /** `true`: `nvmlInit_v2` answers DRIVER_NOT_LOADED (9). @default false */
   readonly INIT_FAIL?: boolean;
+  /**
+   * `h200-580`: every NVML call busy-spins on the calling thread's CPU clock for what it cost on a
+   * real H200 with driver 580.159.04 (the table `H200_580_COSTS` in test/fake-nvml/fake-nvml.c,
+   * e.g. `nvmlDeviceGetTotalEnergyConsumption` 3,901 µs; field values per requested id).
+   * @default absent: every call is free (≈ 1 µs)
+   */
+  readonly CALL_COST?: 'h200-580';
+  /** MiB of heap `nvmlInit_v2` touches, as the real library's own (18 ≈ the H200's 17.8 MiB). @default 0 */
+  readonly INIT_RSS_MB?: number;
 }
 
 /**

@@ -1,0 +1,160 @@
+import koffi from 'koffi';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { fakeNvmlPath, setFakeNvmlEnv } from '../setup/fake-nvml';
+
+// The fake's cost model (FAKE_NVML_CALL_COST=h200-580) spins on the calling thread's CPU clock for
+// the H200's measured cost of each call (test/fake-nvml/fake-nvml.c, H200_580_COSTS). These tests
+// read the process's CPU time (user + system) around the calls: never less than the spin, and
+// loose upper bounds (GC or a JIT thread of this process may add some on a busy machine).
+
+const lib = koffi.load(fakeNvmlPath());
+const nvmlDevice = koffi.pointer('nvmlDevice', koffi.opaque());
+const fieldValue = koffi.struct('nvmlFieldValueCost', {
+  fieldId: 'uint32',
+  scopeId: 'uint32',
+  timestamp: 'int64',
+  latencyUsec: 'int64',
+  valueType: 'uint32',
+  nvmlReturn: 'uint32',
+  value: 'uint64',
+});
+const violationTime = koffi.struct('nvmlViolationTimeCost', {
+  referenceTime: 'uint64',
+  violationTime: 'uint64',
+});
+const init = lib.func('nvmlInit_v2', 'int', []);
+const shutdown = lib.func('nvmlShutdown', 'int', []);
+const handleByIndex = lib.func('nvmlDeviceGetHandleByIndex_v2', 'int', [
+  'uint32',
+  koffi.out(koffi.pointer(nvmlDevice)),
+]);
+const energy = lib.func('nvmlDeviceGetTotalEnergyConsumption', 'int', [
+  nvmlDevice,
+  koffi.out(koffi.pointer('uint64')),
+]);
+const violation = lib.func('nvmlDeviceGetViolationStatus', 'int', [
+  nvmlDevice,
+  'uint32',
+  koffi.out(koffi.pointer(violationTime)),
+]);
+const replay = lib.func('nvmlDeviceGetPcieReplayCounter', 'int', [
+  nvmlDevice,
+  koffi.out(koffi.pointer('uint32')),
+]);
+const fieldValues = lib.func('nvmlDeviceGetFieldValues', 'int', [
+  nvmlDevice,
+  'int',
+  koffi.inout(koffi.pointer(fieldValue)),
+]);
+
+/** CPU time of this process, µs (user + system). */
+function cpuUs(): number {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+}
+
+/** Mean CPU µs of one call of `call` over `n` calls, after one warm-up call; each must answer SUCCESS (0). */
+function meanCpuUs(n: number, call: () => number): number {
+  expect(call()).toBe(0);
+  const start = cpuUs();
+  for (let i = 0; i < n; i++) expect(call()).toBe(0);
+  return (cpuUs() - start) / n;
+}
+
+/** Opens the fake with `settings` and returns GPU 0's handle. */
+function open(settings: Parameters<typeof setFakeNvmlEnv>[0]): unknown {
+  setFakeNvmlEnv({ GPU_COUNT: 1, ...settings });
+  expect(init()).toBe(0);
+  const out = [null];
+  expect(handleByIndex(0, out)).toBe(0);
+  return out[0];
+}
+
+function fieldRequest(ids: readonly number[]): Record<string, number>[] {
+  return ids.map((fieldId) => ({
+    fieldId,
+    scopeId: 0xffff_ffff,
+    timestamp: 0,
+    latencyUsec: 0,
+    valueType: 0,
+    nvmlReturn: 0,
+    value: 0,
+  }));
+}
+
+const CALLS = {
+  nvmlDeviceGetTotalEnergyConsumption: (d) => energy(d, [0]),
+  nvmlDeviceGetViolationStatus: (d) => violation(d, 0, [{}]),
+  nvmlDeviceGetPcieReplayCounter: (d) => replay(d, [0]),
+  'nvmlDeviceGetFieldValues [82, 197, 198]': (d) => fieldValues(d, 3, fieldRequest([82, 197, 198])),
+  'nvmlDeviceGetFieldValues [82, 198]': (d) => fieldValues(d, 2, fieldRequest([82, 198])),
+  'nvmlDeviceGetFieldValues [82]': (d) => fieldValues(d, 1, fieldRequest([82])),
+} satisfies Record<string, (d: unknown) => number>;
+
+beforeAll(() => {
+  // Warm koffi's call paths before any timing.
+  open({});
+  for (const call of Object.values(CALLS)) call(open({}));
+  while (shutdown() === 0) {}
+});
+
+afterEach(() => {
+  while (shutdown() === 0) {}
+  setFakeNvmlEnv();
+});
+
+describe('the fake NVML call cost model', () => {
+  it.each([
+    // name, calls, the table's µs (fake-nvml.c)
+    ['nvmlDeviceGetTotalEnergyConsumption', 10, 3901],
+    ['nvmlDeviceGetViolationStatus', 20, 714],
+    ['nvmlDeviceGetPcieReplayCounter', 50, 151],
+    ['nvmlDeviceGetFieldValues [82, 197, 198]', 50, 277.7],
+    ['nvmlDeviceGetFieldValues [82, 198]', 50, 139.7],
+  ] as const)(
+    'spends %s ≈ the H200 figure of CPU time a call with h200-580 (%i calls)',
+    (name, n, tableUs) => {
+      // Prepare
+      const device = open({ CALL_COST: 'h200-580' });
+      // Act
+      const us = meanCpuUs(n, () => CALLS[name](device));
+      // Assess
+      expect(us).toBeGreaterThanOrEqual(tableUs * 0.98);
+      expect(us).toBeLessThan(tableUs * 1.5 + 50);
+    },
+  );
+
+  it('spends a few µs on a plain field (HBM temperature, 2.7 µs on the H200) with h200-580', () => {
+    const device = open({ CALL_COST: 'h200-580' });
+    const us = meanCpuUs(200, () => CALLS['nvmlDeviceGetFieldValues [82]'](device));
+    expect(us).toBeGreaterThanOrEqual(2.7 * 0.98);
+    expect(us).toBeLessThan(60);
+  });
+
+  it.each(Object.keys(CALLS) as (keyof typeof CALLS)[])(
+    'spends next to nothing on %s with the model off (the default)',
+    (name) => {
+      // Prepare
+      const device = open({});
+      // Act
+      const us = meanCpuUs(200, () => CALLS[name](device));
+      // Assess: the cheapest dear call (PCIe replay) costs 151 µs with the model on; koffi's own
+      // marshalling and this process's GC make a few µs to tens of µs here
+      expect(us).toBeLessThan(60);
+    },
+  );
+
+  it('spends nothing with an unknown model name, as with none', () => {
+    const device = open({ CALL_COST: 'h100-535' as 'h200-580' });
+    expect(meanCpuUs(10, () => CALLS.nvmlDeviceGetTotalEnergyConsumption(device))).toBeLessThan(60);
+  });
+
+  it('touches FAKE_NVML_INIT_RSS_MB of heap at nvmlInit_v2, as the real library holds ≈ 18 MiB', () => {
+    // Prepare
+    const before = process.memoryUsage().rss;
+    // Act
+    open({ INIT_RSS_MB: 18 });
+    // Assess
+    expect(process.memoryUsage().rss - before).toBeGreaterThanOrEqual(17 * 1024 * 1024);
+  });
+});
