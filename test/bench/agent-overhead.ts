@@ -27,8 +27,9 @@ import { processCpuUs, statusKb, threadCpuUs } from './proc-stat';
  * The shipped agent's own cost, against the obvious alternative, in one run:
  * `npx tsx test/bench/agent-overhead.ts [--seconds 120] [--warmup-s 60] [--report-every-s 300]
  * [--poll-ms 1000] [--flush-s 10] [--send-s 60] [--gpus 8] [--sigv4] [--extra-flags '--single-threaded-gc']
- * [--bundle dist/agent] [--sea dist/agent-x64]` (`--bundle`: measure a bundle folder already built,
- * e.g. from another commit; `--sea`: measure the single executable of that folder).
+ * [--bundle dist/agent] [--sea dist/agent-x64] [--nvml-cost h200-580]` (`--bundle`: measure a bundle
+ * folder already built, e.g. from another commit; `--sea`: measure the single executable of that
+ * folder; `--nvml-cost`: the fake NVML spends per call what a real driver spends, `NVML_COST_MODELS`).
  *
  * The hour-long run, horizons full before the steady window opens (15 min warm-up, then an hour):
  * `npx tsx test/bench/agent-overhead.ts --seconds 4500 --warmup-s 900 --report-every-s 300`.
@@ -93,8 +94,37 @@ const { values } = parseArgs({
      * instead of the ESM bundle on this Node.js; the profiled agent stays the bundle (`--cpu-prof`).
      */
     sea: { type: 'string' },
+    /**
+     * `h200-580`: the fake NVML spends what a real H200 with driver 580.159.04 spends (see
+     * `NVML_COST_MODELS`), in the measured agent, the profiled one and the `sample()` timing.
+     */
+    'nvml-cost': { type: 'string' },
   },
 });
+/**
+ * The fake NVML's cost models, by `--nvml-cost` name: the fake's knobs that make it spend, per call,
+ * the CPU time the real driver spends (`FAKE_NVML_CALL_COST`, the table in test/fake-nvml/fake-nvml.c),
+ * hold the library's own memory (`FAKE_NVML_INIT_RSS_MB`: 18 MiB, the H200's ≈ 17.8 MiB at
+ * `nvmlInit_v2`) and answer NOT_SUPPORTED for the NVLink fields (38, 45, 138, 139), as the measured
+ * H200 (no NVLink peers) did: the agent then stops requesting them, as it did there.
+ */
+const NVML_COST_MODELS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  'h200-580': {
+    FAKE_NVML_CALL_COST: 'h200-580',
+    FAKE_NVML_INIT_RSS_MB: '18',
+    FAKE_NVML_UNSUPPORTED_FIELDS: '38,45,138,139',
+  },
+};
+const nvmlCost = values['nvml-cost'];
+if (nvmlCost !== undefined && NVML_COST_MODELS[nvmlCost] === undefined) {
+  process.stderr.write(
+    `Expected \`--nvml-cost\` to be one of ${Object.keys(NVML_COST_MODELS).join(', ')}, got \`${nvmlCost}\` (string)\n`,
+  );
+  process.exit(2);
+}
+/** The fake NVML's knobs of the chosen cost model; none without `--nvml-cost` (every call ≈ 1 µs). */
+const nvmlCostEnv: Readonly<Record<string, string>> =
+  nvmlCost === undefined ? {} : (NVML_COST_MODELS[nvmlCost] ?? {});
 const seconds = Number(values.seconds);
 const warmupS = Number(values['warmup-s']);
 const reportEveryS = Number(values['report-every-s']);
@@ -181,6 +211,7 @@ function spawnAgent(
     GLIBC_TUNABLES: AGENT_GLIBC_TUNABLES,
     FAKE_NVML_PRESET: 'p5',
     FAKE_NVML_GPU_COUNT: String(gpus),
+    ...nvmlCostEnv,
     [envName('endpoint')]: sink.url,
     [envName('auth')]: values.sigv4 ? 'sigv4' : 'none',
     ...(values.sigv4
@@ -424,6 +455,7 @@ try {
     GPU_SENTINEL_NVML_LIB: fakeNvmlPath(),
     FAKE_NVML_PRESET: 'p5',
     FAKE_NVML_GPU_COUNT: String(gpus),
+    ...nvmlCostEnv,
   });
   await Promise.all([sink, profSink].map((s) => new Promise((r) => s.server.close(r))));
   let topFunctions: string[] = [];
@@ -458,7 +490,15 @@ try {
       ? `The agent: the single executable (\`${seaExecutable} agent\`, Node.js inside, its V8 flags built in: ${AGENT_SEA_EXEC_ARGV.join(' ')}); the profiled one is the bundle on this Node.js;`
       : `The agent: the shipped bundle (\`gpu-sentinel-agent.mjs agent\`, ${fmt(bundle.bundleBytes / MB)} MiB entry + ${bundle.chunks.length} chunks), run with the unit's Node flags: ${nodeFlags.join(' ') || 'none'};`) +
       ` the unit's environment: GLIBC_TUNABLES=${AGENT_GLIBC_TUNABLES};` +
-      ` NVML is the fake libnvidia-ml.so (test/fake-nvml, p5 preset: ${gpus}× H100); nvidia-smi is the stand-in test/bench/fixtures/nvidia-smi (no GPU here).`,
+      ` NVML is the fake libnvidia-ml.so (test/fake-nvml, p5 preset: ${gpus}× H100${
+        nvmlCost === undefined
+          ? ', every call ≈ 1 µs'
+          : `, with the cost model \`${nvmlCost}\` in the measured agent, the profiled one and the sample timing: each call spins the CPU time it took on a real H200, driver 580.159.04 (${Object.entries(
+              nvmlCostEnv,
+            )
+              .map(([k, v]) => `${k}=${v}`)
+              .join(' ')})`
+      }); nvidia-smi is the stand-in test/bench/fixtures/nvidia-smi (no GPU here).`,
     'CPU % is of one core, from /proc/<pid>/stat (utime + stime, 10 ms resolution); peak RSS is VmHWM; both sides run at once, each in its own process.',
     '',
     '| approach | CPU % of one core (whole run) | steady CPU % (after warm-up) | CPU s | peak RSS MiB | notes |',
