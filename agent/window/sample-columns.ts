@@ -1,4 +1,5 @@
 import { MAX_COMPUTE_PROCESSES } from '../../lambdas/contract/constants';
+import { isFiniteNumber } from './absent';
 import type { GpuSample } from './gpu-sample';
 
 /**
@@ -140,7 +141,7 @@ export function encodeField(check: FieldCheck, value: number | boolean | undefin
  * @returns the value, or `NaN` when absent or failing the check
  */
 export function checkColumnValue(code: number, value: number): number {
-  if (!Number.isFinite(value)) return Number.NaN;
+  if (!isFiniteNumber(value)) return Number.NaN;
   switch (code) {
     case 0:
       return inRange(value, 0, 1 + RATIO_ROUNDING_TOLERANCE);
@@ -151,9 +152,9 @@ export function checkColumnValue(code: number, value: number): number {
     case 3:
       return inRange(value, 0, 10_000);
     case 4:
-      return Number.isSafeInteger(value) && value >= 0 ? value : Number.NaN;
+      return isCount(value) ? value : Number.NaN;
     case 5:
-      return Number.isSafeInteger(value) && value >= 0 && value <= MAX_COMPUTE_PROCESSES ? value : Number.NaN;
+      return isCount(value) && value <= MAX_COMPUTE_PROCESSES ? value : Number.NaN;
     case 6:
       return value >= 0 ? value : Number.NaN;
     default:
@@ -209,6 +210,14 @@ export function columnsFromSamples(samples: readonly GpuSample[]): SampleColumns
     processFbUsedBytes: Float64Array.from(memories),
     processesSeen,
   };
+}
+
+/**
+ * Whether a finite `value` is a safe integer ≥ 0: exactly `Number.isSafeInteger(value) && value >= 0`,
+ * in a form Maglev inlines (see `absent.ts`).
+ */
+function isCount(value: number): boolean {
+  return value >= 0 && value <= Number.MAX_SAFE_INTEGER && Math.floor(value) === value;
 }
 
 function inRange(value: number, min: number, max: number): number {

@@ -1,3 +1,4 @@
+import { isAbsent } from './absent';
 import { COLUMN_COUNT, GpuRow, rowFromSample } from './gpu-row';
 import type { GpuSample } from './gpu-sample';
 import {
@@ -28,12 +29,15 @@ export const BYTES_PER_PROCESS_ENTRY = 4 + 8;
 
 /**
  * A field column's storage, chosen by the values it has held, never by guess, so every value reads
- * back exactly: `undefined` while every value was absent (`NaN`; nothing allocated, reads as `NaN`),
- * a `Float32Array` while every value was exact in 32 bits (`Math.fround(v) === v`: integer °C, MHz,
+ * back exactly: none while every value was absent (`NaN`; nothing allocated, reads as `NaN`), a
+ * `Float32Array` while every value was exact in 32 bits (`Math.fround(v) === v`: integer °C, MHz,
  * W limits, flags, counts < 2^24, bitmasks), a `Float64Array` from the first value that is not
- * (ratios, energy and byte counters). A column only moves up, once, copying its rows exactly.
+ * (ratios, energy and byte counters). A column only moves up, once, copying its rows exactly. The
+ * ring keeps each column's width (0, 4 or 8 bytes a row) and its array in one of two lists, one per
+ * element type, so the per-value store of {@link SampleRing.pushRow} always meets one kind of array.
  */
-type FieldColumn = Float32Array | Float64Array | undefined;
+const NO_FLOAT32 = new Float32Array(0);
+const NO_FLOAT64 = new Float64Array(0);
 
 /**
  * One GPU's recent samples in a ring of typed arrays, one per field (`NaN` = absent, flags 1/0),
@@ -41,7 +45,7 @@ type FieldColumn = Float32Array | Float64Array | undefined;
  * arrival order; the caller keeps `at_ms` ascending. Memory grows by doubling up to
  * `maxSamples` rows and never shrinks (see {@link SampleRing.bytes}).
  *
- * A field column takes 0, 4 or 8 bytes a row by what it has held (see {@link FieldColumn}): on a
+ * A field column takes 0, 4 or 8 bytes a row by what it has held (see the note on `NO_FLOAT32`): on a
  * p5 (H100, GPM) about 20 of the 35 columns stay 32-bit (temperatures, clocks, power limits, ECC
  * counts, flags, frame-buffer bytes in whole MiB), and a metric the GPU does not give costs nothing.
  * Values read back exactly as pushed either way.
@@ -53,7 +57,12 @@ export class SampleRing {
   #head = 0;
   #length = 0;
   #atMs = new Float64Array(0);
-  #fields: FieldColumn[] = COLUMN_FIELDS.map(() => undefined);
+  /** Bytes a row of each field column takes: 0 (nothing held but absent values), 4 or 8. */
+  readonly #widths = new Uint8Array(COLUMN_COUNT);
+  /** Each field column's array while it is 32-bit (width 4); an empty array otherwise. */
+  readonly #f32: Float32Array[] = COLUMN_FIELDS.map(() => NO_FLOAT32);
+  /** Each field column's array once it is 64-bit (width 8); an empty array otherwise. */
+  readonly #f64: Float64Array[] = COLUMN_FIELDS.map(() => NO_FLOAT64);
   /** Logical index of each row's first process entry (grows forever; exact to 2^53). */
   #processStart = new Float64Array(0);
   /** Each row's number of process entries; −1 when the sample had no `processes` field. */
@@ -87,13 +96,13 @@ export class SampleRing {
    */
   get bytes(): number {
     let columns = 0;
-    for (const column of this.#fields) columns += column?.byteLength ?? 0;
+    for (let c = 0; c < COLUMN_COUNT; c++) columns += this.#capacity * (this.#widths[c] as number);
     return this.#capacity * BYTES_PER_ROW_BASE + columns + this.#pids.length * BYTES_PER_PROCESS_ENTRY;
   }
 
   /** Bytes per row of each field column, in `COLUMN_FIELDS` order: 0 (all absent so far), 4 or 8. */
   get columnWidths(): number[] {
-    return this.#fields.map((column) => column?.BYTES_PER_ELEMENT ?? 0);
+    return [...this.#widths];
   }
 
   /** Time of row `row` (0 = oldest), ms since the epoch; `NaN` outside 0..length − 1. */
@@ -118,17 +127,33 @@ export class SampleRing {
     const at = this.#physical(this.#length);
     this.#atMs[at] = row.atMs;
     const values = row.values;
-    const fields = this.#fields;
+    const widths = this.#widths;
+    const f32 = this.#f32;
+    const f64 = this.#f64;
     for (let c = 0; c < COLUMN_COUNT; c++) {
-      const value = checkColumnValue(COLUMN_CHECK_CODES[c] as number, values[c] as number);
-      let column = fields[c];
-      if (column === undefined) {
-        if (Number.isNaN(value)) continue; // absent, as every value before it: nothing to store
-        column = this.#widen(c, value);
-      } else if (column.BYTES_PER_ELEMENT === 4 && Math.fround(value) !== value && !Number.isNaN(value)) {
-        column = this.#widen(c, value);
+      const raw = values[c] as number;
+      const width = widths[c];
+      // Absent (`NaN`) needs no check: stored as `NaN` where the column exists, nothing otherwise.
+      if (isAbsent(raw)) {
+        if (width === 4) (f32[c] as Float32Array)[at] = raw;
+        else if (width === 8) (f64[c] as Float64Array)[at] = raw;
+        continue;
       }
-      column[at] = value;
+      const value = checkColumnValue(COLUMN_CHECK_CODES[c] as number, raw);
+      if (width === 8) {
+        (f64[c] as Float64Array)[at] = value;
+        continue;
+      }
+      if (width === 4) {
+        // The store rounds as `Math.fround` does: the value read back is exact, or the column widens
+        // (copying the rounded value, overwritten below) — one load instead of a call a value.
+        const column = f32[c] as Float32Array;
+        column[at] = value;
+        if (column[at] === value || isAbsent(value)) continue;
+      } else if (isAbsent(value)) continue; // absent, as every value before it: nothing to store
+      this.#widen(c, value);
+      if (widths[c] === 4) (f32[c] as Float32Array)[at] = value;
+      else (f64[c] as Float64Array)[at] = value;
     }
     this.#processStart[at] = this.#processEnd;
     this.#processCount[at] = -1;
@@ -195,15 +220,15 @@ export class SampleRing {
     const length = Math.max(0, to - from);
     const start = this.#physical(from);
     const fields = {} as Record<ColumnField, Float64Array>;
-    COLUMN_FIELDS.forEach((field, i) => {
-      const column = this.#fields[i];
-      fields[field] =
-        column === undefined
+    for (let c = 0; c < COLUMN_COUNT; c++) {
+      const width = this.#widths[c];
+      fields[COLUMN_FIELDS[c] as ColumnField] =
+        width === 0
           ? scratch.absent(length)
-          : column.BYTES_PER_ELEMENT === 8
-            ? slice(column as Float64Array, start, length, scratch, i)
-            : scratch.copy(i, column, start, length);
-    });
+          : width === 8
+            ? slice(this.#f64[c] as Float64Array, start, length, scratch, c)
+            : scratch.copy(c, this.#f32[c] as Float32Array, start, length);
+    }
     let processesSeen = false;
     let firstEntry = this.#processEnd;
     let endEntry = this.#processEnd;
@@ -237,14 +262,11 @@ export class SampleRing {
       return fresh;
     };
     this.#atMs = move(this.#atMs, new Float64Array(capacity));
-    this.#fields = this.#fields.map(
-      (column) =>
-        column &&
-        move(
-          column,
-          column.BYTES_PER_ELEMENT === 4 ? new Float32Array(capacity) : new Float64Array(capacity),
-        ),
-    );
+    for (let c = 0; c < COLUMN_COUNT; c++) {
+      const width = this.#widths[c];
+      if (width === 4) this.#f32[c] = move(this.#f32[c] as Float32Array, new Float32Array(capacity));
+      else if (width === 8) this.#f64[c] = move(this.#f64[c] as Float64Array, new Float64Array(capacity));
+    }
     this.#processStart = move(this.#processStart, new Float64Array(capacity));
     this.#processCount = move(this.#processCount, new Int8Array(capacity));
     this.#capacity = capacity;
@@ -252,20 +274,26 @@ export class SampleRing {
   }
 
   /**
-   * Gives field column `c` the storage `value` needs (see {@link FieldColumn}): a first value that
+   * Gives field column `c` the storage `value` needs (see the note on `NO_FLOAT32`): a first value that
    * is not absent allocates it (every earlier row absent), 32-bit when the value is exact there; a
    * value that is not exact in 32 bits moves a 32-bit column to 64-bit, copying its rows exactly.
    */
-  #widen(c: number, value: number): Float32Array | Float64Array {
-    const old = this.#fields[c];
-    const column =
-      old === undefined && Math.fround(value) === value
-        ? new Float32Array(this.#capacity)
-        : new Float64Array(this.#capacity);
-    if (old === undefined) column.fill(Number.NaN);
-    else column.set(old);
-    this.#fields[c] = column;
-    return column;
+  #widen(c: number, value: number): void {
+    if (this.#widths[c] === 0) {
+      if (Math.fround(value) === value) {
+        this.#f32[c] = new Float32Array(this.#capacity).fill(Number.NaN);
+        this.#widths[c] = 4;
+      } else {
+        this.#f64[c] = new Float64Array(this.#capacity).fill(Number.NaN);
+        this.#widths[c] = 8;
+      }
+      return;
+    }
+    const column = new Float64Array(this.#capacity);
+    column.set(this.#f32[c] as Float32Array);
+    this.#f32[c] = NO_FLOAT32;
+    this.#f64[c] = column;
+    this.#widths[c] = 8;
   }
 
   /**
