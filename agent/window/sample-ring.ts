@@ -29,27 +29,27 @@ export const BYTES_PER_PROCESS_ENTRY = 4 + 8;
 
 /**
  * A field column's storage, chosen by the values it has held, never by guess, so every value reads
- * back exactly: none while every value was absent (`NaN`; nothing allocated, reads as `NaN`), a
- * `Float32Array` while every value was exact in 32 bits (`Math.fround(v) === v`: integer °C, MHz,
- * W limits, flags, counts < 2^24, bitmasks), a `Float64Array` from the first value that is not
- * (ratios, energy and byte counters). A column only moves up, once, copying its rows exactly. The
- * ring keeps each column's width (0, 4 or 8 bytes a row) and its array in one of two lists, one per
- * element type, so the per-value store of {@link SampleRing.pushRow} always meets one kind of array.
- */
-const NO_FLOAT32 = new Float32Array(0);
-const NO_FLOAT64 = new Float64Array(0);
-
-/**
- * One GPU's recent samples in a ring of typed arrays, one per field (`NaN` = absent, flags 1/0),
- * plus a second ring of process entries (pid, memory) that the rows point into. Rows are kept in
- * arrival order; the caller keeps `at_ms` ascending. Memory grows by doubling up to
- * `maxSamples` rows and never shrinks (see {@link SampleRing.bytes}).
+ * back exactly: none while every value was absent (`NaN`; nothing allocated, reads as `NaN`), 32-bit
+ * while every value was exact in 32 bits (`Math.fround(v) === v`: integer °C, MHz, W limits, flags,
+ * counts < 2^24, bitmasks), 64-bit from the first value that is not (ratios, energy and byte
+ * counters). A column only moves up, once, copying its rows exactly.
  *
- * A field column takes 0, 4 or 8 bytes a row by what it has held (see the note on `NO_FLOAT32`): on a
- * p5 (H100, GPM) about 20 of the 35 columns stay 32-bit (temperatures, clocks, power limits, ECC
- * counts, flags, frame-buffer bytes in whole MiB), and a metric the GPU does not give costs nothing.
- * Values read back exactly as pushed either way.
+ * The rows are stored row by row, not column by column: the 32-bit columns of a row side by side in
+ * one `Float32Array` (a record of `n32` values per row), the 64-bit ones in one `Float64Array`. A
+ * push (two per GPU a second: the open window and the horizon) then writes a few adjacent cache lines
+ * instead of one line in each of 35 arrays and their headers: by measurement the per-column layout
+ * cost a cache miss per value once the agent had slept a second between polls (BENCHMARKS.md,
+ * 2026-11-28 "the agent's CPU per poll and window"). A window reads its columns out of the records
+ * ({@link SampleRing.columns}); the horizon's once a minute. The price: a column that widens once
+ * rows are kept (a first value after absent rows, a value not exact in 32 bits) lays the whole ring
+ * out anew, its old arrays garbage until the next collection (a horizon ring at 1 Hz: ≈ 180 KiB on
+ * a p5), where one column's array was; each column widens at most twice in a ring's life, and the
+ * agent's first poll reads every column, so on a host this is rare.
  */
+
+/** The checked values of the row being pushed (used synchronously by one push, then overwritten). */
+const CHECKED = new Float64Array(COLUMN_COUNT);
+
 export class SampleRing {
   /** Most rows kept; a push beyond drops the oldest. */
   readonly maxSamples: number;
@@ -59,10 +59,15 @@ export class SampleRing {
   #atMs = new Float64Array(0);
   /** Bytes a row of each field column takes: 0 (nothing held but absent values), 4 or 8. */
   readonly #widths = new Uint8Array(COLUMN_COUNT);
-  /** Each field column's array while it is 32-bit (width 4); an empty array otherwise. */
-  readonly #f32: Float32Array[] = COLUMN_FIELDS.map(() => NO_FLOAT32);
-  /** Each field column's array once it is 64-bit (width 8); an empty array otherwise. */
-  readonly #f64: Float64Array[] = COLUMN_FIELDS.map(() => NO_FLOAT64);
+  /** Each field column's place in its row record (`#rows32` or `#rows64` by its width); −1 at width 0. */
+  readonly #slots = new Int16Array(COLUMN_COUNT).fill(-1);
+  /** Values per row record of the 32-bit columns, and of the 64-bit ones. */
+  #n32 = 0;
+  #n64 = 0;
+  /** The 32-bit columns' values: row `p` (physical) at `p × n32 … p × n32 + n32 − 1`. */
+  #rows32 = new Float32Array(0);
+  /** The 64-bit columns' values: row `p` (physical) at `p × n64 … p × n64 + n64 − 1`. */
+  #rows64 = new Float64Array(0);
   /** Logical index of each row's first process entry (grows forever; exact to 2^53). */
   #processStart = new Float64Array(0);
   /** Each row's number of process entries; −1 when the sample had no `processes` field. */
@@ -95,8 +100,7 @@ export class SampleRing {
    * column's bytes (capacity × 0, 4 or 8) + process capacity × {@link BYTES_PER_PROCESS_ENTRY}.
    */
   get bytes(): number {
-    let columns = 0;
-    for (let c = 0; c < COLUMN_COUNT; c++) columns += this.#capacity * (this.#widths[c] as number);
+    const columns = this.#capacity * (4 * this.#n32 + 8 * this.#n64);
     return this.#capacity * BYTES_PER_ROW_BASE + columns + this.#pids.length * BYTES_PER_PROCESS_ENTRY;
   }
 
@@ -128,33 +132,38 @@ export class SampleRing {
     this.#atMs[at] = row.atMs;
     const values = row.values;
     const widths = this.#widths;
-    const f32 = this.#f32;
-    const f64 = this.#f64;
+    const slots = this.#slots;
+    const rows32 = this.#rows32;
+    const rows64 = this.#rows64;
+    const base32 = at * this.#n32;
+    const base64 = at * this.#n64;
+    const checked = CHECKED;
+    // Columns that need more room (a first value, or a value not exact in 32 bits): laid out anew,
+    // all at once, after the loop.
+    let wider = 0;
     for (let c = 0; c < COLUMN_COUNT; c++) {
       const raw = values[c] as number;
       const width = widths[c];
       // Absent (`NaN`) needs no check: stored as `NaN` where the column exists, nothing otherwise.
       if (isAbsent(raw)) {
-        if (width === 4) (f32[c] as Float32Array)[at] = raw;
-        else if (width === 8) (f64[c] as Float64Array)[at] = raw;
+        checked[c] = raw;
+        if (width === 4) rows32[base32 + (slots[c] as number)] = raw;
+        else if (width === 8) rows64[base64 + (slots[c] as number)] = raw;
         continue;
       }
       const value = checkColumnValue(COLUMN_CHECK_CODES[c] as number, raw);
+      checked[c] = value;
       if (width === 8) {
-        (f64[c] as Float64Array)[at] = value;
-        continue;
-      }
-      if (width === 4) {
+        rows64[base64 + (slots[c] as number)] = value;
+      } else if (width === 4) {
         // The store rounds as `Math.fround` does: the value read back is exact, or the column widens
-        // (copying the rounded value, overwritten below) — one load instead of a call a value.
-        const column = f32[c] as Float32Array;
-        column[at] = value;
-        if (column[at] === value || isAbsent(value)) continue;
-      } else if (isAbsent(value)) continue; // absent, as every value before it: nothing to store
-      this.#widen(c, value);
-      if (widths[c] === 4) (f32[c] as Float32Array)[at] = value;
-      else (f64[c] as Float64Array)[at] = value;
+        // — one load instead of a call a value.
+        const i = base32 + (slots[c] as number);
+        rows32[i] = value;
+        if (rows32[i] !== value && !isAbsent(value)) wider++;
+      } else if (!isAbsent(value)) wider++; // a first value; absent, as every value before it: nothing to store
     }
+    if (wider > 0) this.#relayout(checked, at);
     this.#processStart[at] = this.#processEnd;
     this.#processCount[at] = -1;
     this.#length++;
@@ -222,12 +231,13 @@ export class SampleRing {
     const fields = {} as Record<ColumnField, Float64Array>;
     for (let c = 0; c < COLUMN_COUNT; c++) {
       const width = this.#widths[c];
+      const slot = this.#slots[c] as number;
       fields[COLUMN_FIELDS[c] as ColumnField] =
         width === 0
           ? scratch.absent(length)
           : width === 8
-            ? slice(this.#f64[c] as Float64Array, start, length, scratch, c)
-            : scratch.copy(c, this.#f32[c] as Float32Array, start, length);
+            ? scratch.gather(c, this.#rows64, this.#n64, slot, start, length, this.#capacity)
+            : scratch.gather(c, this.#rows32, this.#n32, slot, start, length, this.#capacity);
     }
     let processesSeen = false;
     let firstEntry = this.#processEnd;
@@ -262,11 +272,8 @@ export class SampleRing {
       return fresh;
     };
     this.#atMs = move(this.#atMs, new Float64Array(capacity));
-    for (let c = 0; c < COLUMN_COUNT; c++) {
-      const width = this.#widths[c];
-      if (width === 4) this.#f32[c] = move(this.#f32[c] as Float32Array, new Float32Array(capacity));
-      else if (width === 8) this.#f64[c] = move(this.#f64[c] as Float64Array, new Float64Array(capacity));
-    }
+    this.#rows32 = this.#moveRecords(this.#rows32, new Float32Array(capacity * this.#n32), this.#n32);
+    this.#rows64 = this.#moveRecords(this.#rows64, new Float64Array(capacity * this.#n64), this.#n64);
     this.#processStart = move(this.#processStart, new Float64Array(capacity));
     this.#processCount = move(this.#processCount, new Int8Array(capacity));
     this.#capacity = capacity;
@@ -274,26 +281,66 @@ export class SampleRing {
   }
 
   /**
-   * Gives field column `c` the storage `value` needs (see the note on `NO_FLOAT32`): a first value that
-   * is not absent allocates it (every earlier row absent), 32-bit when the value is exact there; a
-   * value that is not exact in 32 bits moves a 32-bit column to 64-bit, copying its rows exactly.
+   * Copies the records of the live rows into `fresh`, oldest first from index 0 (the layout after a
+   * growth: `head` 0).
    */
-  #widen(c: number, value: number): void {
-    if (this.#widths[c] === 0) {
-      if (Math.fround(value) === value) {
-        this.#f32[c] = new Float32Array(this.#capacity).fill(Number.NaN);
-        this.#widths[c] = 4;
-      } else {
-        this.#f64[c] = new Float64Array(this.#capacity).fill(Number.NaN);
-        this.#widths[c] = 8;
-      }
-      return;
+  #moveRecords<T extends Float32Array | Float64Array>(old: T, fresh: T, n: number): T {
+    if (n === 0) return fresh;
+    for (let row = 0; row < this.#length; row++) {
+      const from = this.#physical(row) * n;
+      fresh.set(old.subarray(from, from + n), row * n);
     }
-    const column = new Float64Array(this.#capacity);
-    column.set(this.#f32[c] as Float32Array);
-    this.#f32[c] = NO_FLOAT32;
-    this.#f64[c] = column;
-    this.#widths[c] = 8;
+    return fresh;
+  }
+
+  /**
+   * Gives every column the storage the row `checked` (its checked values, at physical row `at`, not
+   * yet counted in `length`) needs (see the note on `CHECKED`): a column's first present value makes
+   * it 32-bit when exact there, else 64-bit; a value not exact in 32 bits moves a 32-bit column to
+   * 64-bit. Lays the records out anew at the same physical rows, the live rows' values copied
+   * exactly (absent in a new column), then writes row `at`.
+   */
+  #relayout(checked: Float64Array, at: number): void {
+    const widths = Uint8Array.from(this.#widths);
+    for (let c = 0; c < COLUMN_COUNT; c++) {
+      const value = checked[c] as number;
+      if (isAbsent(value) || widths[c] === 8) continue;
+      if (Math.fround(value) !== value) widths[c] = 8;
+      else if (widths[c] === 0) widths[c] = 4;
+    }
+    const slots = new Int16Array(COLUMN_COUNT).fill(-1);
+    let n32 = 0;
+    let n64 = 0;
+    for (let c = 0; c < COLUMN_COUNT; c++) {
+      if (widths[c] === 4) slots[c] = n32++;
+      else if (widths[c] === 8) slots[c] = n64++;
+    }
+    const capacity = this.#capacity;
+    const rows32 = new Float32Array(capacity * n32).fill(Number.NaN);
+    const rows64 = new Float64Array(capacity * n64).fill(Number.NaN);
+    for (let row = 0; row < this.#length; row++) {
+      const p = this.#physical(row);
+      for (let c = 0; c < COLUMN_COUNT; c++) {
+        const old = this.#widths[c];
+        if (old === 0) continue;
+        const value =
+          old === 4
+            ? (this.#rows32[p * this.#n32 + (this.#slots[c] as number)] as number)
+            : (this.#rows64[p * this.#n64 + (this.#slots[c] as number)] as number);
+        if (widths[c] === 4) rows32[p * n32 + (slots[c] as number)] = value;
+        else rows64[p * n64 + (slots[c] as number)] = value;
+      }
+    }
+    for (let c = 0; c < COLUMN_COUNT; c++) {
+      if (widths[c] === 4) rows32[at * n32 + (slots[c] as number)] = checked[c] as number;
+      else if (widths[c] === 8) rows64[at * n64 + (slots[c] as number)] = checked[c] as number;
+    }
+    this.#widths.set(widths);
+    this.#slots.set(slots);
+    this.#n32 = n32;
+    this.#n64 = n64;
+    this.#rows32 = rows32;
+    this.#rows64 = rows64;
   }
 
   /**
@@ -332,6 +379,35 @@ export class ColumnScratch {
     if (this.#absent.length < count)
       this.#absent = new Float64Array(Math.max(count, this.#absent.length * 2)).fill(Number.NaN);
     return this.#absent.subarray(0, count);
+  }
+
+  /**
+   * Gathers one column of `count` rows out of row records into scratch slot `slot` (grown by
+   * doubling when short): the value at `offset` of each record of `stride` values, starting at
+   * physical row `start` and wrapping at row `capacity`.
+   *
+   * @returns a view of the slot's first `count` values
+   */
+  gather(
+    slot: number,
+    records: Float32Array | Float64Array,
+    stride: number,
+    offset: number,
+    start: number,
+    count: number,
+    capacity: number,
+  ): Float64Array {
+    let target = this.#arrays[slot];
+    if (target === undefined || target.length < count) {
+      target = new Float64Array(Math.max(count, (target?.length ?? 0) * 2));
+      this.#arrays[slot] = target;
+    }
+    let p = start;
+    for (let k = 0; k < count; k++) {
+      target[k] = records[p * stride + offset] as number;
+      p = p + 1 === capacity ? 0 : p + 1;
+    }
+    return target.subarray(0, count);
   }
 
   /**
