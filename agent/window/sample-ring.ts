@@ -47,6 +47,9 @@ export const BYTES_PER_PROCESS_ENTRY = 4 + 8;
  * agent's first poll reads every column, so on a host this is rare.
  */
 
+/** An empty column: the placeholder of {@link ColumnScratch.fields} before its first use. */
+const NO_VALUES = new Float64Array(0);
+
 /** The checked values of the row being pushed (used synchronously by one push, then overwritten). */
 const CHECKED = new Float64Array(COLUMN_COUNT);
 
@@ -221,14 +224,14 @@ export class SampleRing {
   }
 
   /**
-   * Rows `from` (inclusive) to `to` (exclusive) as {@link SampleColumns}: views into the ring
-   * when the rows do not wrap, else copies into `scratch`. Valid until the next `push` or the
-   * next use of `scratch`.
+   * Rows `from` (inclusive) to `to` (exclusive) as {@link SampleColumns}: the field columns gathered
+   * into `scratch` (its `fields` object, reused), the times a view into the ring when the rows do not
+   * wrap, else copies into `scratch`. Valid until the next `push` or the next use of `scratch`.
    */
   columns(from: number, to: number, scratch: ColumnScratch): SampleColumns {
     const length = Math.max(0, to - from);
     const start = this.#physical(from);
-    const fields = {} as Record<ColumnField, Float64Array>;
+    const fields = scratch.fields;
     for (let c = 0; c < COLUMN_COUNT; c++) {
       const width = this.#widths[c];
       const slot = this.#slots[c] as number;
@@ -371,6 +374,15 @@ export class SampleRing {
  * (about one ring's worth of bytes).
  */
 export class ColumnScratch {
+  /**
+   * The `fields` of the columns last made with this scratch, one object reused: made with every
+   * column's key at once (a fast-properties object, where 35 keys added one by one make a dictionary
+   * in V8), so a window's rules read their columns as plain property loads.
+   */
+  readonly fields = Object.fromEntries(COLUMN_FIELDS.map((field) => [field, NO_VALUES])) as Record<
+    ColumnField,
+    Float64Array
+  >;
   #arrays: Float64Array[] = [];
   #absent = new Float64Array(0);
 
