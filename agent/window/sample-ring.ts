@@ -37,7 +37,7 @@ export const BYTES_PER_PROCESS_ENTRY = 4 + 8;
  * The rows are stored row by row, not column by column: the 32-bit columns of a row side by side in
  * one `Float32Array` (a record of `n32` values per row), the 64-bit ones in one `Float64Array`. A
  * push (two per GPU a second: the open window and the horizon) then writes a few adjacent cache lines
- * instead of one line in each of 35 arrays and their headers: by measurement the per-column layout
+ * instead of one line in each of 37 arrays and their headers: by measurement the per-column layout
  * cost a cache miss per value once the agent had slept a second between polls (BENCHMARKS.md,
  * 2026-11-28 "the agent's CPU per poll and window"). A window reads its columns out of the records
  * ({@link SampleRing.columns}); the horizon's once a minute. The price: a column that widens once
@@ -384,7 +384,7 @@ export class SampleRing {
 export class ColumnScratch {
   /**
    * The `fields` of the columns last made with this scratch, one object reused: made with every
-   * column's key at once (a fast-properties object, where 35 keys added one by one make a dictionary
+   * column's key at once (a fast-properties object, where 37 keys added one by one make a dictionary
    * in V8), so a window's rules read their columns as plain property loads.
    */
   readonly fields = Object.fromEntries(COLUMN_FIELDS.map((field) => [field, NO_VALUES])) as Record<
