@@ -136,7 +136,7 @@ export class HorizonTracker {
       ring = new SampleRing(this.maxSamplesPerGpu, this.#initialRows);
       this.#rings.set(index, ring);
     }
-    if (ring.length > 0 && row.atMs < ring.atMs(ring.length - 1)) ring.clear();
+    if (ring.isAfter(row.atMs)) ring.clear();
     ring.pushRow(row);
     ring.dropOldest(ring.lowerBound(row.atMs - this.horizonS * 1000));
   }

@@ -2,10 +2,12 @@ import { isAbsent } from './absent';
 import { COLUMN_COUNT, GpuRow, rowFromSample } from './gpu-row';
 import type { GpuSample } from './gpu-sample';
 import {
+  CHECK_MAX,
+  CHECK_MIN,
+  CHECK_WHOLE,
   COLUMN_CHECK_CODES,
   COLUMN_FIELDS,
   type ColumnField,
-  checkColumnValue,
   encodeProcess,
   MAX_PROCESSES_PER_SAMPLE,
   type SampleColumns,
@@ -120,6 +122,14 @@ export class SampleRing {
     return this.#atMs[this.#physical(row)]!;
   }
 
+  /**
+   * Whether the newest row is later than `atMs` (false when empty): a boolean, where reading the
+   * time with {@link atMs} returns a number, boxed at every call Maglev does not inline.
+   */
+  isAfter(atMs: number): boolean {
+    return this.#length > 0 && (this.#atMs[this.#physical(this.#length - 1)] as number) > atMs;
+  }
+
   /** Appends a sample (checked and encoded as `columnsFromSamples` does), dropping the oldest row when full. */
   push(sample: GpuSample): void {
     this.pushRow(rowFromSample(sample, PUSH_SCRATCH));
@@ -146,27 +156,33 @@ export class SampleRing {
     // Columns that need more room (a first value, or a value not exact in 32 bits): laid out anew,
     // all at once, after the loop.
     let wider = 0;
+    // No call in this loop: a number passed to or returned from a call Maglev does not inline is
+    // boxed (a heap allocation per value: 43 KB a poll at 64 GPUs, measured). The check is
+    // `isColumnValue`'s, written out over its tables.
     for (let c = 0; c < COLUMN_COUNT; c++) {
       const raw = values[c] as number;
       const width = widths[c];
-      // Absent (`NaN`) needs no check: stored as `NaN` where the column exists, nothing otherwise.
-      if (isAbsent(raw)) {
-        checked[c] = raw;
-        if (width === 4) rows32[base32 + (slots[c] as number)] = raw;
-        else if (width === 8) rows64[base64 + (slots[c] as number)] = raw;
+      const code = COLUMN_CHECK_CODES[c] as number;
+      if (
+        !(raw - raw === 0) || // absent (NaN) or not finite
+        !(raw >= (CHECK_MIN[code] as number) && raw <= (CHECK_MAX[code] as number)) ||
+        (CHECK_WHOLE[code] === 1 && Math.floor(raw) !== raw)
+      ) {
+        // Absent or failing its check: `NaN` where the column exists, nothing otherwise.
+        checked[c] = Number.NaN;
+        if (width === 4) rows32[base32 + (slots[c] as number)] = Number.NaN;
+        else if (width === 8) rows64[base64 + (slots[c] as number)] = Number.NaN;
         continue;
       }
-      const value = checkColumnValue(COLUMN_CHECK_CODES[c] as number, raw);
-      checked[c] = value;
+      checked[c] = raw;
       if (width === 8) {
-        rows64[base64 + (slots[c] as number)] = value;
+        rows64[base64 + (slots[c] as number)] = raw;
       } else if (width === 4) {
-        // The store rounds as `Math.fround` does: the value read back is exact, or the column widens
-        // — one load instead of a call a value.
+        // The store rounds as `Math.fround` does: the value read back is exact, or the column widens.
         const i = base32 + (slots[c] as number);
-        rows32[i] = value;
-        if (rows32[i] !== value && !isAbsent(value)) wider++;
-      } else if (!isAbsent(value)) wider++; // a first value; absent, as every value before it: nothing to store
+        rows32[i] = raw;
+        if (rows32[i] !== raw) wider++;
+      } else wider++; // a first value
     }
     if (wider > 0) this.#relayout(checked, at);
     this.#processStart[at] = this.#processEnd;
@@ -207,7 +223,8 @@ export class SampleRing {
     let high = this.#length;
     while (low < high) {
       const mid = (low + high) >>> 1;
-      if (this.atMs(mid) < atMs) low = mid + 1;
+      if ((this.#atMs[this.#physical(mid)] as number) < atMs)
+        low = mid + 1; // no call: a returned number is boxed
       else high = mid;
     }
     return low;
@@ -219,7 +236,7 @@ export class SampleRing {
     let high = this.#length;
     while (low < high) {
       const mid = (low + high) >>> 1;
-      if (this.atMs(mid) <= atMs) low = mid + 1;
+      if ((this.#atMs[this.#physical(mid)] as number) <= atMs) low = mid + 1;
       else high = mid;
     }
     return low;
