@@ -165,6 +165,8 @@ export class AgentLoop {
    * at each flush.
    */
   private readonly samples = new Map<number, SampleRing>();
+  /** The keys of {@link samples}, in insertion order (a ring is never removed): iterated by index. */
+  private readonly gpuIndexes: number[] = [];
   /** The MIG slices read this window, per GPU (`SourceRegistry.migSlices`). */
   private readonly migSlices = new MigSliceTracker();
   private readonly scratch = new ColumnScratch();
@@ -268,16 +270,23 @@ export class AgentLoop {
     this.pollsInWindow += 1;
     this.stats.samples += 1;
     this.stats.nvml_errors += reading.errors.length;
-    for (const s of reading.gpus) this.addRow(rowFromSample(s, this.scratchRow), closes);
-    if (reading.rows !== undefined) for (const row of reading.rows) this.addRow(row, closes);
+    // Indexed loops on the per-poll path: `for…of` over an array or a Map allocates an iterator
+    // result per element under Maglev (the agent runs without TurboFan), ≈ 45 bytes each
+    // (BENCHMARKS.md, 2026-11-28 "the agent's CPU per poll and window").
+    const { gpus, rows, events } = reading;
+    for (let i = 0; i < gpus.length; i++)
+      this.addRow(rowFromSample(gpus[i] as GpuSample, this.scratchRow), closes);
+    if (rows !== undefined) for (let i = 0; i < rows.length; i++) this.addRow(rows[i] as GpuRow, closes);
     // A closing poll with a failed call keeps no edge: the next window reads its own opening edge.
     if (closes && reading.errors.length > 0) this.closingEdges.clear();
     // A MIG GPU's slices, for one window per slice at the flush (none on a host without MIG).
-    for (const index of this.samples.keys()) {
+    const indexes = this.gpuIndexes;
+    for (let i = 0; i < indexes.length; i++) {
+      const index = indexes[i] as number;
       const slices = this.options.sources.migSlices({ index });
       if (slices !== undefined) this.migSlices.add(index, slices);
     }
-    for (const e of reading.events) this.pushEvent(e);
+    for (let i = 0; i < events.length; i++) this.pushEvent(events[i] as GpuEvent);
     return this.urgent;
   }
 
@@ -291,6 +300,7 @@ export class AgentLoop {
     if (!ring) {
       ring = new SampleRing(MAX_SAMPLES_PER_WINDOW);
       this.samples.set(row.gpuIndex, ring);
+      this.gpuIndexes.push(row.gpuIndex);
     }
     if (ring.length === 0) {
       const opening = this.openingEdges.opening(row.gpuIndex);
@@ -343,7 +353,10 @@ export class AgentLoop {
     let windows: GpuWindow[] = [];
     let efa: EfaWindow[] = [];
     if (end.getTime() > start.getTime()) {
-      for (const [index, ring] of [...this.samples.entries()].sort((a, b) => a[0] - b[0])) {
+      const order = this.gpuIndexes.slice().sort((a, b) => a - b);
+      for (let i = 0; i < order.length; i++) {
+        const index = order[i] as number;
+        const ring = this.samples.get(index) as SampleRing;
         if (ring.length === 0) continue;
         const gpu = identities.get(index) ?? { index };
         const window = windowFromColumns(
@@ -365,7 +378,9 @@ export class AgentLoop {
       efa = this.options.sources.window(start, end);
     }
     const answered: number[] = [];
-    for (const [index, ring] of this.samples) {
+    for (let i = 0; i < this.gpuIndexes.length; i++) {
+      const index = this.gpuIndexes[i] as number;
+      const ring = this.samples.get(index) as SampleRing;
       if (ring.length > 0) answered.push(index);
       ring.clear();
     }

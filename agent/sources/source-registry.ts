@@ -109,7 +109,10 @@ export class SourceRegistry {
       event: (e: GpuEvent) => void events.push(e),
       error: (e: unknown) => void errors.push(e),
     };
-    for (const source of this.#open) source.sample?.(sink, now, full);
+    // Indexed loops on the per-poll path: `for…of` allocates per element under Maglev (see
+    // `NvmlSource.sampleRows`).
+    const open = this.#open;
+    for (let i = 0; i < open.length; i++) open[i]?.sample?.(sink, now, full);
     if (overlays !== undefined) {
       for (let i = 0; i < gpus.length; i++) {
         const sample = gpus[i] as GpuSample;
@@ -147,8 +150,9 @@ export class SourceRegistry {
    */
   migSlices(gpu: GpuIdentity): readonly MigSliceReading[] | undefined {
     let merged: readonly MigSliceReading[] | undefined;
-    for (const source of this.#open) {
-      const slices = source.migSlices?.(gpu);
+    const open = this.#open;
+    for (let i = 0; i < open.length; i++) {
+      const slices = open[i]?.migSlices?.(gpu);
       if (slices === undefined) continue;
       if (merged === undefined) {
         merged = slices;

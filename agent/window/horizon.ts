@@ -45,8 +45,8 @@ export interface HorizonTrackerOptions {
  * `kind: 'horizon'` window with the same statistics as `aggregateWindow` (both call
  * `windowFromColumns`, so the same samples give the same numbers).
  *
- * Storage: per GPU one ring of typed arrays, one per sample field (`NaN` = absent, flags 1/0)
- * rather than an array of sample objects, plus a ring of process entries (`Uint32Array` pid +
+ * Storage: per GPU one ring of typed arrays holding a record of the sample's fields per row (`NaN` =
+ * absent, flags 1/0; `SampleRing`) rather than an array of sample objects, plus a ring of process entries (`Uint32Array` pid +
  * `Float64Array` memory). A field column takes 0, 4 or 8 bytes a row by the values it has held
  * (`SampleRing`: nothing while absent, 32-bit while every value is exact in 32 bits, else 64-bit),
  * and every row 17 bytes more (time, process-entry index and count). Memory per GPU, arithmetic, at
@@ -136,7 +136,7 @@ export class HorizonTracker {
       ring = new SampleRing(this.maxSamplesPerGpu, this.#initialRows);
       this.#rings.set(index, ring);
     }
-    if (ring.length > 0 && row.atMs < ring.atMs(ring.length - 1)) ring.clear();
+    if (ring.isAfter(row.atMs)) ring.clear();
     ring.pushRow(row);
     ring.dropOldest(ring.lowerBound(row.atMs - this.horizonS * 1000));
   }

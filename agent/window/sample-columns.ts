@@ -1,4 +1,5 @@
 import { MAX_COMPUTE_PROCESSES } from '../../lambdas/contract/constants';
+import { isFiniteNumber } from './absent';
 import type { GpuSample } from './gpu-sample';
 
 /**
@@ -117,6 +118,29 @@ export const COLUMN_CHECK_CODES: Uint8Array = Uint8Array.from(
 );
 
 /**
+ * The {@link FieldCheck} ranges as tables by {@link FIELD_CHECK_CODE}, the one home of the numbers:
+ * lowest and highest value kept (ratio 0..1 + {@link RATIO_ROUNDING_TOLERANCE}, °C −40..150, W
+ * 0..5000, MHz 0..10,000, counts 0..2^53 − 1, process counts 0..`MAX_COMPUTE_PROCESSES`, rates ≥ 0,
+ * flags 0..1) and whether the value must be whole (counts, process counts, flags). Tables rather than
+ * a function, so the ring's push checks a value without a call (a number passed to a call Maglev does
+ * not inline is boxed: a heap allocation per value).
+ */
+export const CHECK_MIN: Float64Array = Float64Array.from([0, -40, 0, 0, 0, 0, 0, 0]);
+/** See {@link CHECK_MIN}. */
+export const CHECK_MAX: Float64Array = Float64Array.from([
+  1 + RATIO_ROUNDING_TOLERANCE,
+  150,
+  5000,
+  10_000,
+  Number.MAX_SAFE_INTEGER,
+  MAX_COMPUTE_PROCESSES,
+  Number.POSITIVE_INFINITY,
+  1,
+]);
+/** See {@link CHECK_MIN}: 1 where the value must be a whole number. */
+export const CHECK_WHOLE: Uint8Array = Uint8Array.from([0, 0, 0, 0, 1, 1, 0, 1]);
+
+/**
  * Checks one field value and encodes it for a column.
  *
  * @param check - the field's check
@@ -140,25 +164,24 @@ export function encodeField(check: FieldCheck, value: number | boolean | undefin
  * @returns the value, or `NaN` when absent or failing the check
  */
 export function checkColumnValue(code: number, value: number): number {
-  if (!Number.isFinite(value)) return Number.NaN;
-  switch (code) {
-    case 0:
-      return inRange(value, 0, 1 + RATIO_ROUNDING_TOLERANCE);
-    case 1:
-      return inRange(value, -40, 150);
-    case 2:
-      return inRange(value, 0, 5000);
-    case 3:
-      return inRange(value, 0, 10_000);
-    case 4:
-      return Number.isSafeInteger(value) && value >= 0 ? value : Number.NaN;
-    case 5:
-      return Number.isSafeInteger(value) && value >= 0 && value <= MAX_COMPUTE_PROCESSES ? value : Number.NaN;
-    case 6:
-      return value >= 0 ? value : Number.NaN;
-    default:
-      return value === 0 || value === 1 ? value : Number.NaN;
-  }
+  return isColumnValue(code, value) ? value : Number.NaN;
+}
+
+/**
+ * Whether {@link checkColumnValue} keeps `value` (it returns the value itself or `NaN`, nothing
+ * else): finite, within its check's range ({@link CHECK_MIN}..{@link CHECK_MAX}), and a whole
+ * number where the check wants one ({@link CHECK_WHOLE}: counts, process counts, flags 0/1).
+ *
+ * @param code - the column's {@link FIELD_CHECK_CODE}
+ * @param value - a raw reading; `NaN` = absent (false)
+ */
+export function isColumnValue(code: number, value: number): boolean {
+  return (
+    isFiniteNumber(value) &&
+    value >= (CHECK_MIN[code] as number) &&
+    value <= (CHECK_MAX[code] as number) &&
+    (CHECK_WHOLE[code] === 0 || Math.floor(value) === value)
+  );
 }
 
 /**
@@ -209,8 +232,4 @@ export function columnsFromSamples(samples: readonly GpuSample[]): SampleColumns
     processFbUsedBytes: Float64Array.from(memories),
     processesSeen,
   };
-}
-
-function inRange(value: number, min: number, max: number): number {
-  return value >= min && value <= max ? value : Number.NaN;
 }

@@ -1,3 +1,5 @@
+import { isAbsent, remainder32 } from './absent';
+
 /**
  * The window statistics, one implementation each, over `Float64Array` columns in which `NaN`
  * means "absent in this sample" (see `SampleColumns`). Every function skips absent values and
@@ -17,19 +19,30 @@ export function meanOf(values: Float64Array): number | undefined {
   let count = 0;
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!;
-    if (Number.isNaN(value)) continue;
+    if (isAbsent(value)) continue;
     count++;
-    mean += (value - mean) / count;
+    // A step of exactly 0 leaves the mean as it is (the mean is never −0): skipping the division
+    // changes nothing, and keeps a constant series' long columns cheap.
+    const step = value - mean;
+    if (step !== 0) mean += step / count;
   }
+  lastMeanCount = count;
   return count === 0 ? undefined : mean;
 }
+
+/**
+ * The number of present values the last {@link meanOf} call counted, so that a caller needing both
+ * (the coefficient of variation) reads the column once instead of twice. Read it right after the
+ * call: the next call overwrites it.
+ */
+let lastMeanCount = 0;
 
 /** Smallest present value, or `undefined` when none is present. */
 export function minOf(values: Float64Array): number | undefined {
   let min: number | undefined;
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!;
-    if (!Number.isNaN(value) && (min === undefined || value < min)) min = value;
+    if (!isAbsent(value) && (min === undefined || value < min)) min = value;
   }
   return min;
 }
@@ -39,14 +52,14 @@ export function maxOf(values: Float64Array): number | undefined {
   let max: number | undefined;
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!;
-    if (!Number.isNaN(value) && (max === undefined || value > max)) max = value;
+    if (!isAbsent(value) && (max === undefined || value > max)) max = value;
   }
   return max;
 }
 
 /** Last present value (the newest reading of a counter or a setting), or `undefined` when none is present. */
 export function lastOf(values: Float64Array): number | undefined {
-  for (let i = values.length - 1; i >= 0; i--) if (!Number.isNaN(values[i]!)) return values[i]!;
+  for (let i = values.length - 1; i >= 0; i--) if (!isAbsent(values[i]!)) return values[i]!;
   return undefined;
 }
 
@@ -57,14 +70,13 @@ export function lastOf(values: Float64Array): number | undefined {
  * @returns the CV, or `undefined` with fewer than 2 present values or a mean of 0
  */
 export function coefficientOfVariation(values: Float64Array): number | undefined {
-  let count = 0;
-  for (let i = 0; i < values.length; i++) if (!Number.isNaN(values[i]!)) count++;
   const mean = meanOf(values);
+  const count = lastMeanCount;
   if (count < 2 || mean === undefined || mean === 0) return undefined;
   let squares = 0;
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!;
-    if (!Number.isNaN(value)) squares += (value - mean) * (value - mean);
+    if (!isAbsent(value)) squares += (value - mean) * (value - mean);
   }
   return Math.sqrt(squares / count) / Math.abs(mean);
 }
@@ -98,10 +110,14 @@ export function bitwiseOr(values: Float64Array): number | undefined {
   let seen = false;
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!;
-    if (Number.isNaN(value)) continue;
+    if (isAbsent(value)) continue;
     seen = true;
+    if (value >= 0 && value < TWO_POW_32) {
+      low = (low | value) >>> 0; // the high half is 0
+      continue;
+    }
     high = (high | Math.floor(value / TWO_POW_32)) >>> 0;
-    low = (low | (value % TWO_POW_32)) >>> 0;
+    low = (low | remainder32(value)) >>> 0;
   }
   return seen ? high * TWO_POW_32 + low : undefined;
 }
@@ -116,9 +132,9 @@ export function shareMatching(values: Float64Array, test: (low32: number) => boo
   let hits = 0;
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!;
-    if (Number.isNaN(value)) continue;
+    if (isAbsent(value)) continue;
     count++;
-    if (test(value % TWO_POW_32)) hits++;
+    if (test(remainder32(value))) hits++;
   }
   return count === 0 ? undefined : hits / count;
 }
@@ -138,7 +154,7 @@ export function monotonicDelta(
   let last = -1;
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!;
-    if (Number.isNaN(value)) continue;
+    if (isAbsent(value)) continue;
     if (last >= 0 && value < values[last]!) return undefined;
     if (first < 0) first = i;
     last = i;
@@ -161,7 +177,7 @@ export function counterRate(atMs: Float64Array, values: Float64Array): number | 
   let sum = 0;
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!;
-    if (Number.isNaN(value)) continue;
+    if (isAbsent(value)) continue;
     if (previous >= 0 && value >= values[previous]!) sum += value - values[previous]!;
     if (first < 0) first = i;
     previous = i;
@@ -182,7 +198,7 @@ export function maxStepRate(atMs: Float64Array, values: Float64Array): number | 
   let max: number | undefined;
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!;
-    if (Number.isNaN(value)) continue;
+    if (isAbsent(value)) continue;
     if (previous >= 0) {
       const step = value - values[previous]!;
       const spanS = (atMs[i]! - atMs[previous]!) / 1000;
@@ -208,14 +224,30 @@ export function leastSquaresSlope(
   fromMs = Number.NEGATIVE_INFINITY,
   toMs = Number.POSITIVE_INFINITY,
 ): number | undefined {
+  return slopeOfRows(atMs, values, fromMs, toMs, 0, values.length);
+}
+
+/**
+ * {@link leastSquaresSlope} over rows `begin` (inclusive) to `end` (exclusive) only: the same sums
+ * in the same order whenever every row with a time in [fromMs, toMs] lies in that range (times
+ * ascending), so the same result.
+ */
+function slopeOfRows(
+  atMs: Float64Array,
+  values: Float64Array,
+  fromMs: number,
+  toMs: number,
+  begin: number,
+  end: number,
+): number | undefined {
   let count = 0;
   let t0 = Number.NaN;
   let sumT = 0;
   let sumY = 0;
-  for (let i = 0; i < values.length; i++) {
+  for (let i = begin; i < end; i++) {
     const value = values[i]!;
     const at = atMs[i]!;
-    if (Number.isNaN(value) || at < fromMs || at > toMs) continue;
+    if (isAbsent(value) || at < fromMs || at > toMs) continue;
     if (count === 0) t0 = at;
     count++;
     sumT += (at - t0) / 1000;
@@ -226,10 +258,10 @@ export function leastSquaresSlope(
   const meanY = sumY / count;
   let covariance = 0;
   let variance = 0;
-  for (let i = 0; i < values.length; i++) {
+  for (let i = begin; i < end; i++) {
     const value = values[i]!;
     const at = atMs[i]!;
-    if (Number.isNaN(value) || at < fromMs || at > toMs) continue;
+    if (isAbsent(value) || at < fromMs || at > toMs) continue;
     const dt = (at - t0) / 1000 - meanT;
     covariance += dt * (value - meanY);
     variance += dt * dt;
@@ -251,17 +283,47 @@ export function leastSquaresSlope(
 export function steadySlope(atMs: Float64Array, values: Float64Array): number | undefined {
   let first = Number.NaN;
   let last = Number.NaN;
+  let ascending = true;
   for (let i = 0; i < values.length; i++) {
-    if (Number.isNaN(values[i]!)) continue;
-    if (Number.isNaN(first)) first = atMs[i]!;
+    if (i > 0 && !(atMs[i]! >= atMs[i - 1]!)) ascending = false; // a NaN time too: every row is read
+    if (isAbsent(values[i]!)) continue;
+    if (isAbsent(first)) first = atMs[i]!;
     last = atMs[i]!;
   }
-  if (Number.isNaN(first)) return undefined;
+  if (isAbsent(first)) return undefined;
   const middle = first + (last - first) / 2;
-  const early = leastSquaresSlope(atMs, values, first, middle);
-  const late = leastSquaresSlope(atMs, values, middle, last);
+  // With times ascending each half's rows are one run: each slope reads its half, not every row.
+  const length = values.length;
+  const earlyEnd = ascending ? firstRowAfter(atMs, middle, length) : length;
+  const lateBegin = ascending ? firstRowFrom(atMs, middle, length) : 0;
+  const early = slopeOfRows(atMs, values, first, middle, 0, earlyEnd);
+  const late = slopeOfRows(atMs, values, middle, last, lateBegin, length);
   if (early === undefined || late === undefined) return leastSquaresSlope(atMs, values);
   if (early > 0 && late > 0) return Math.min(early, late);
   if (early < 0 && late < 0) return Math.max(early, late);
   return 0;
+}
+
+/** First row of ascending times `atMs` (of `length` rows) later than `ms` (`length` when none): binary search. */
+function firstRowAfter(atMs: Float64Array, ms: number, length: number): number {
+  let low = 0;
+  let high = length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (atMs[mid]! <= ms) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
+/** First row of ascending times `atMs` (of `length` rows) at or after `ms` (`length` when none): binary search. */
+function firstRowFrom(atMs: Float64Array, ms: number, length: number): number {
+  let low = 0;
+  let high = length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (atMs[mid]! < ms) low = mid + 1;
+    else high = mid;
+  }
+  return low;
 }

@@ -72,7 +72,11 @@ export class WindowEdges {
       this.#rows.set(row.gpuIndex, kept);
     }
     kept.reset(row.atMs);
-    for (const column of EDGE_COLUMNS) kept.values[column] = row.values[column] as number;
+    // Indexed: `for…of` allocates per element under Maglev (the agent runs without TurboFan).
+    for (let i = 0; i < EDGE_COLUMNS.length; i++) {
+      const column = EDGE_COLUMNS[i] as number;
+      kept.values[column] = row.values[column] as number;
+    }
   }
 
   /**

@@ -141,9 +141,12 @@ export function windowFromColumns(
 ): GpuWindow {
   const inputs = metricInputs(columns);
   const metrics: Record<string, number | boolean> = {};
-  for (const [name, rule] of METRIC_RULE_LIST) {
-    const value = rule(inputs);
-    if (value !== undefined) metrics[name] = value;
+  // Indexed: `for…of` allocates an iterator result per rule under Maglev (the agent runs without
+  // TurboFan; BENCHMARKS.md, 2026-11-28 "the agent's CPU per poll and window").
+  for (let i = 0; i < METRIC_RULE_LIST.length; i++) {
+    const entry = METRIC_RULE_LIST[i] as (typeof METRIC_RULE_LIST)[number]; // no array destructuring: it iterates too
+    const value = entry[1](inputs);
+    if (value !== undefined) metrics[entry[0]] = value;
   }
   const window: GpuWindow = {
     kind,

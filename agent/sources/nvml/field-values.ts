@@ -56,6 +56,13 @@ const OFFSET_VALUE = koffi.offsetof(nvmlFieldValue, 'value');
 const TWO_POW_32 = 4_294_967_296;
 /** Per-value placeholder written before the call: NVML overwrites it for every value it handles. */
 const NOT_ANSWERED = 999;
+/** {@link STRIDE} and the member offsets in 32-bit words (every member is 4-byte aligned, `value` 8-byte). */
+const STRIDE_WORDS = STRIDE / 4;
+const WORD_FIELD_ID = OFFSET_FIELD_ID / 4;
+const WORD_SCOPE_ID = OFFSET_SCOPE_ID / 4;
+const WORD_VALUE_TYPE = OFFSET_VALUE_TYPE / 4;
+const WORD_RETURN = OFFSET_RETURN / 4;
+const WORD_VALUE = OFFSET_VALUE / 4;
 
 /**
  * One GPU's reusable `nvmlFieldValue_t[]` request: a Buffer holding one 40-byte entry per field id,
@@ -72,6 +79,16 @@ export class NvmlFieldValueRequest {
   #active: NvmlFieldId[];
   /** The request/answer array passed to `nvmlDeviceGetFieldValues`; `count` entries of 40 bytes. */
   readonly buffer: Buffer;
+  /**
+   * Views of {@link buffer} by element type, read and written in place of `Buffer`'s checked
+   * `readUInt32LE`/`writeUInt32LE`… (JavaScript functions with range checks, a call each: at every
+   * poll of every GPU). Native byte order, as NVML writes it (little-endian on x86-64 and arm64, the
+   * agent's targets); the buffer is its own `ArrayBuffer`, so every member is aligned.
+   */
+  readonly #u32: Uint32Array;
+  readonly #i32: Int32Array;
+  readonly #u16: Uint16Array;
+  readonly #f64: Float64Array;
 
   /**
    * @param fieldIds - the fields to request @default NVML_SAMPLED_FIELDS
@@ -85,7 +102,12 @@ export class NvmlFieldValueRequest {
     this.#all = [...fieldIds];
     this.#poll = this.#all.filter((id) => !edge.has(id));
     this.#active = this.#all;
-    this.buffer = Buffer.alloc(STRIDE * fieldIds.length);
+    const memory = new ArrayBuffer(STRIDE * fieldIds.length);
+    this.buffer = Buffer.from(memory);
+    this.#u32 = new Uint32Array(memory);
+    this.#i32 = new Int32Array(memory);
+    this.#u16 = new Uint16Array(memory);
+    this.#f64 = new Float64Array(memory);
   }
 
   /** Fields the last {@link prepare} wrote (every field still requested before the first). */
@@ -120,23 +142,23 @@ export class NvmlFieldValueRequest {
    * @param full - true: every field still requested; false: the poll fields only. @default true
    */
   prepare(full = true): void {
-    const b = this.buffer;
+    const words = this.#u32;
     const ids = full ? this.#all : this.#poll;
     this.#active = ids;
     for (let i = 0; i < ids.length; i++) {
-      const at = i * STRIDE;
+      const at = i * STRIDE_WORDS;
       const id = ids[i] as number;
-      b.writeUInt32LE(id, at + OFFSET_FIELD_ID);
+      words[at + WORD_FIELD_ID] = id;
       const allLinks =
         id === NVML_FIELD.NVLINK_THROUGHPUT_DATA_TX || id === NVML_FIELD.NVLINK_THROUGHPUT_DATA_RX;
-      b.writeUInt32LE(allLinks ? NVML_FIELD_SCOPE_ALL_LINKS : 0, at + OFFSET_SCOPE_ID);
-      b.writeUInt32LE(NOT_ANSWERED, at + OFFSET_RETURN);
+      words[at + WORD_SCOPE_ID] = allLinks ? NVML_FIELD_SCOPE_ALL_LINKS : 0;
+      words[at + WORD_RETURN] = NOT_ANSWERED;
     }
   }
 
   /** The per-value `nvmlReturn` of entry `i`. */
   returnAt(i: number): number {
-    return this.buffer.readUInt32LE(i * STRIDE + OFFSET_RETURN);
+    return this.#u32[i * STRIDE_WORDS + WORD_RETURN] as number;
   }
 
   /**
@@ -145,22 +167,22 @@ export class NvmlFieldValueRequest {
    * @returns a number (64-bit values exact below 2^53), or undefined for an unknown `valueType`
    */
   valueAt(i: number): number | undefined {
-    const b = this.buffer;
-    const at = i * STRIDE + OFFSET_VALUE;
-    switch (b.readUInt32LE(i * STRIDE + OFFSET_VALUE_TYPE)) {
+    const at = i * STRIDE_WORDS + WORD_VALUE;
+    const words = this.#u32;
+    switch (words[i * STRIDE_WORDS + WORD_VALUE_TYPE]) {
       case 0:
-        return b.readDoubleLE(at);
+        return this.#f64[at / 2];
       case 1:
-        return b.readUInt32LE(at);
+        return words[at];
       case 2:
       case 3:
-        return b.readUInt32LE(at) + b.readUInt32LE(at + 4) * TWO_POW_32;
+        return (words[at] as number) + (words[at + 1] as number) * TWO_POW_32;
       case 4:
-        return b.readUInt32LE(at) + b.readInt32LE(at + 4) * TWO_POW_32;
+        return (words[at] as number) + (this.#i32[at + 1] as number) * TWO_POW_32;
       case 5:
-        return b.readInt32LE(at);
+        return this.#i32[at];
       case 6:
-        return b.readUInt16LE(at);
+        return this.#u16[at * 2];
       default:
         return undefined;
     }

@@ -78,6 +78,12 @@ const OFFSET_SAMPLE1 = koffi.offsetof(nvmlGpmMetricsGet, 'sample1');
 const OFFSET_SAMPLE2 = koffi.offsetof(nvmlGpmMetricsGet, 'sample2');
 const OFFSET_METRIC_RETURN = koffi.offsetof(nvmlGpmMetric, 'nvmlReturn');
 const OFFSET_METRIC_VALUE = koffi.offsetof(nvmlGpmMetric, 'value');
+/** The offsets above in 32-bit words (every member is 4-byte aligned; the handles and `value` 8-byte). */
+const METRIC_STRIDE_WORDS = METRIC_STRIDE / 4;
+const WORD_METRICS = OFFSET_METRICS / 4;
+const WORD_NUM = OFFSET_NUM / 4;
+const WORD_METRIC_RETURN = OFFSET_METRIC_RETURN / 4;
+const WORD_METRIC_VALUE = OFFSET_METRIC_VALUE / 4;
 
 /**
  * A reusable `nvmlGpmMetricsGet_t` (the safe 333-entry layout, 13,344 bytes) in a Buffer: version
@@ -85,8 +91,18 @@ const OFFSET_METRIC_VALUE = koffi.offsetof(nvmlGpmMetric, 'value');
  * place. One instance serves every GPU (calls are synchronous).
  */
 export class GpmMetricsRequest {
+  readonly #memory = new ArrayBuffer(koffi.sizeof(nvmlGpmMetricsGet));
   /** The struct passed to `nvmlGpmMetricsGet`. */
-  readonly buffer = Buffer.alloc(koffi.sizeof(nvmlGpmMetricsGet));
+  readonly buffer = Buffer.from(this.#memory);
+  /**
+   * Views of {@link buffer} by element type, read and written in place of `Buffer`'s checked
+   * `readUInt32LE`/`writeBigUInt64LE`/`fill`… (JavaScript functions with range checks, a call each:
+   * at every poll of every GPU). Native byte order, as NVML writes it (little-endian on x86-64 and
+   * arm64, the agent's targets); the buffer is its own `ArrayBuffer`, so every member is aligned.
+   */
+  readonly #u32 = new Uint32Array(this.#memory);
+  readonly #u64 = new BigUint64Array(this.#memory);
+  readonly #f64 = new Float64Array(this.#memory);
   readonly #requests: readonly { readonly metricId: number }[];
 
   /**
@@ -107,25 +123,25 @@ export class GpmMetricsRequest {
    * @param numMetrics - how many of the requests to ask for (the first `numMetrics`; 7 or 9 of `GPM_REQUESTS`)
    */
   prepare(sample1: bigint, sample2: bigint, numMetrics: number): void {
-    const b = this.buffer;
-    b.writeUInt32LE(numMetrics, OFFSET_NUM);
-    b.writeBigUInt64LE(sample1, OFFSET_SAMPLE1);
-    b.writeBigUInt64LE(sample2, OFFSET_SAMPLE2);
+    const words = this.#u32;
+    words[WORD_NUM] = numMetrics;
+    this.#u64[OFFSET_SAMPLE1 / 8] = sample1;
+    this.#u64[OFFSET_SAMPLE2 / 8] = sample2;
     for (let i = 0; i < numMetrics; i++) {
-      const at = OFFSET_METRICS + i * METRIC_STRIDE;
-      b.fill(0, at, at + METRIC_STRIDE);
-      b.writeUInt32LE((this.#requests[i] as { readonly metricId: number }).metricId, at);
+      const at = WORD_METRICS + i * METRIC_STRIDE_WORDS;
+      words.fill(0, at, at + METRIC_STRIDE_WORDS);
+      words[at] = (this.#requests[i] as { readonly metricId: number }).metricId;
     }
   }
 
   /** The per-metric `nvmlReturn` of entry `i`. */
   returnAt(i: number): number {
-    return this.buffer.readUInt32LE(OFFSET_METRICS + i * METRIC_STRIDE + OFFSET_METRIC_RETURN);
+    return this.#u32[WORD_METRICS + i * METRIC_STRIDE_WORDS + WORD_METRIC_RETURN] as number;
   }
 
   /** The raw `value` (double) of entry `i`, in the metric's unit. */
   valueAt(i: number): number {
-    return this.buffer.readDoubleLE(OFFSET_METRICS + i * METRIC_STRIDE + OFFSET_METRIC_VALUE);
+    return this.#f64[(WORD_METRICS + i * METRIC_STRIDE_WORDS + WORD_METRIC_VALUE) / 2] as number;
   }
 }
 

@@ -50,7 +50,6 @@ export class NvmlProcessReader {
   read(gpu: NvmlGpuState, handle: bigint, row: GpuRow, at: Date): boolean {
     const fn = this.#nvml.computeProcesses;
     const call = this.#nvml.symbols.computeProcesses ?? '';
-    const judge = (code: number) => this.#recorder.judge(gpu, NVML_CALL_SLOTS.processes, call, code, at);
     const count = this.#count;
     if (fn === undefined) return false;
     count[0] = this.#buffer.length / PROCESS_STRIDE;
@@ -64,12 +63,13 @@ export class NvmlProcessReader {
       code = fn(handle, count, this.#buffer);
       if (code === NVML_RETURN.ERROR_INSUFFICIENT_SIZE) {
         // Grew past the slack between the two calls: the count is known, the list is not.
-        judge(NVML_RETURN.SUCCESS);
+        this.#recorder.judge(gpu, NVML_CALL_SLOTS.processes, call, NVML_RETURN.SUCCESS, at);
         row.values[COMPUTE_PROCESSES] = count[0] ?? needed;
         return true;
       }
     }
-    if (!judge(code)) return false;
+    // No closure for the two judge calls: one was made at every poll of every GPU.
+    if (!this.#recorder.judge(gpu, NVML_CALL_SLOTS.processes, call, code, at)) return false;
     const n = count[0] ?? 0;
     row.values[COMPUTE_PROCESSES] = n;
     if (n === 0) {

@@ -164,7 +164,12 @@ export class NvmlSource {
     const atMs = now.getTime();
     const rows = this.#rowsOut;
     rows.length = 0;
-    for (const gpu of this.#gpus) {
+    // Indexed loops on the per-poll path: `for…of` over an array allocates an iterator result per
+    // element under Maglev (the agent runs without TurboFan), ≈ 45 bytes each (BENCHMARKS.md,
+    // 2026-11-28 "the agent's CPU per poll and window").
+    const gpus = this.#gpus;
+    for (let i = 0; i < gpus.length; i++) {
+      const gpu = gpus[i] as NvmlGpuState;
       const reading = this.#readGpu(gpu, atMs, now, full);
       if (reading !== undefined) rows.push(reading);
     }
@@ -271,7 +276,9 @@ export class NvmlSource {
     row.reset(atMs);
     if (gpu.mig !== undefined) gpu.mig.readings = undefined;
     const values = row.values;
-    for (const { row: metric, slot, symbol } of this.#rows) {
+    const table = this.#rows;
+    for (let i = 0; i < table.length; i++) {
+      const { row: metric, slot, symbol } = table[i] as (typeof table)[number];
       if (off[slot] !== 0 || (!full && metric.cadence === 'edge')) continue;
       if (recorder.judge(gpu, slot, symbol, metric.invoke(nvml, handle, out), at)) metric.store(out, values);
       else if (gpu.lost) return undefined;
