@@ -4,6 +4,7 @@ import { firehoseJsonKey } from '../../../lambdas/domain/firehose-json-keys';
 import { GPU_METRIC_NAMES, LEDGER_FIELD_NAMES } from '../../../lambdas/domain/measure-types';
 import { gpuInstanceSlot } from '../../../lambdas/domain/store-columns';
 import type { GpuWindowRow } from '../../../lambdas/domain/types';
+import { refuseCodeGeneration } from '../../setup/refuse-code-generation';
 import { gpuRow, ledger } from '../rows';
 
 /**
@@ -91,19 +92,10 @@ describe('gpuWindowJson', () => {
     });
 
     it('writes the same text with the plain loop', async () => {
-      let refused = 0;
-      vi.stubGlobal(
-        'Function',
-        new Proxy(Function, {
-          construct: () => {
-            refused++;
-            throw new EvalError('Code generation from strings disallowed for this context');
-          },
-        }),
-      );
+      const codeGeneration = refuseCodeGeneration();
       vi.resetModules();
       const fresh = await import('../../../lambdas/adapters/firehose-records');
-      expect(refused).toBeGreaterThan(0);
+      expect(codeGeneration.refused).toBeGreaterThan(0);
       for (const row of [
         gpuRow({ namespace: 'ml', pod: 'train-0', container: 'main' }),
         gpuRow({

@@ -5,6 +5,7 @@ import { ContractValidationError, parseBatch } from '../../../lambdas/contract';
 import { fastStrictObject } from '../../../lambdas/contract/fast-strict-object';
 import { GPU_METRIC_NAMES } from '../../../lambdas/contract/field-rules';
 import { GPU_METRIC_RULES, GpuMetricsSchema } from '../../../lambdas/contract/schema';
+import { refuseCodeGeneration } from '../../setup/refuse-code-generation';
 import { NOW, validBatch } from './batches';
 
 /** The metrics schema as zod alone builds it from the same rules: the schema of record. */
@@ -185,16 +186,7 @@ describe('fastStrictObject', () => {
 
     it('decides as zod does with the plain loop', async () => {
       // Prepare
-      let refused = 0;
-      vi.stubGlobal(
-        'Function',
-        new Proxy(Function, {
-          construct: () => {
-            refused++;
-            throw new EvalError('Code generation from strings disallowed for this context');
-          },
-        }),
-      );
+      const codeGeneration = refuseCodeGeneration();
       z.config({ jitless: true }); // zod itself, as it finds out at its first parse under the flag
       vi.resetModules();
 
@@ -202,7 +194,7 @@ describe('fastStrictObject', () => {
       const fresh = await import('../../../lambdas/contract/schema');
 
       // Assess
-      expect(refused).toBeGreaterThan(0);
+      expect(codeGeneration.refused).toBeGreaterThan(0);
       fc.assert(
         fc.property(anyMetrics, (metrics) => assertSameAsZod(fresh.GpuMetricsSchema, metrics)),
         { numRuns: 500 },

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import * as z from 'zod';
 import { BatchSchema } from '../../../lambdas/contract/schema';
 import { zodAccepts } from '../../../lambdas/contract/zod-accepts';
+import { refuseCodeGeneration } from '../../setup/refuse-code-generation';
 import { ago, validBatch } from './batches';
 
 // biome-ignore lint/suspicious/noExplicitAny: the tests mutate arbitrary JSON
@@ -170,16 +171,7 @@ describe('zodAccepts', () => {
 
     it('decides as zod does with the plain loops', async () => {
       // Prepare
-      let refused = 0;
-      vi.stubGlobal(
-        'Function',
-        new Proxy(Function, {
-          construct: () => {
-            refused++;
-            throw new EvalError('Code generation from strings disallowed for this context');
-          },
-        }),
-      );
+      const codeGeneration = refuseCodeGeneration();
       z.config({ jitless: true }); // zod itself, as it finds out at its first parse under the flag
       vi.resetModules();
 
@@ -188,7 +180,7 @@ describe('zodAccepts', () => {
       const test = fresh.zodAccepts(BatchSchema);
 
       // Assess
-      expect(refused).toBeGreaterThan(0);
+      expect(codeGeneration.refused).toBeGreaterThan(0);
       expect(test?.(BASE)).toBe(true);
       fc.assert(
         fc.property(mutated, (batch) => assertAsZod(test, batch)),
