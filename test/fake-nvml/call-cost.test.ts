@@ -4,8 +4,10 @@ import { fakeNvmlPath, setFakeNvmlEnv } from '../setup/fake-nvml';
 
 // The fake's cost model (FAKE_NVML_CALL_COST=h200-580) spins on the calling thread's CPU clock for
 // the H200's measured cost of each call (test/fake-nvml/fake-nvml.c, H200_580_COSTS). These tests
-// read the process's CPU time (user + system) around the calls: never less than the spin, and
-// loose upper bounds (GC or a JIT thread of this process may add some on a busy machine).
+// read the calling thread's own CPU clock (CLOCK_THREAD_CPUTIME_ID, the clock the fake spins on)
+// around the calls: never less than the spin, and loose upper bounds. Not the process's CPU time:
+// on a loaded machine V8's GC and compiler threads and vitest's own threads add to that (a CI run
+// saw 309 µs a call for a 151 µs spin), which says nothing about the model.
 
 const lib = koffi.load(fakeNvmlPath());
 const nvmlDevice = koffi.pointer('nvmlDevice', koffi.opaque());
@@ -47,10 +49,17 @@ const fieldValues = lib.func('nvmlDeviceGetFieldValues', 'int', [
   koffi.inout(koffi.pointer(fieldValue)),
 ]);
 
-/** CPU time of this process, µs (user + system). */
+const libc = koffi.load('libc.so.6');
+const timespec = koffi.struct('timespecCost', { tv_sec: 'int64', tv_nsec: 'int64' });
+const clockGettime = libc.func('clock_gettime', 'int', ['int', koffi.out(koffi.pointer(timespec))]);
+/** Linux's clockid_t for the calling thread's CPU clock (<time.h>). */
+const CLOCK_THREAD_CPUTIME_ID = 3;
+
+/** CPU time of the calling (main JS) thread, µs, from clock_gettime(CLOCK_THREAD_CPUTIME_ID). */
 function cpuUs(): number {
-  const { user, system } = process.cpuUsage();
-  return user + system;
+  const ts = { tv_sec: 0, tv_nsec: 0 };
+  expect(clockGettime(CLOCK_THREAD_CPUTIME_ID, ts)).toBe(0);
+  return Number(ts.tv_sec) * 1e6 + Number(ts.tv_nsec) / 1e3;
 }
 
 /** Mean CPU µs of one call of `call` over `n` calls, after one warm-up call; each must answer SUCCESS (0). */
