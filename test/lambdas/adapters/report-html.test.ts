@@ -18,7 +18,9 @@ function pngSize(png: Buffer): { width: number; height: number } {
   return { width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
 }
 
-describe('the HTML report in headless Chromium', () => {
+// A page's load and charts take ≈ 0.5 s here but took 26–52 s on one loaded CI machine: the
+// timeout is a hang guard, not a speed check (that lives in no test).
+describe('the HTML report in headless Chromium', { timeout: 240_000 }, () => {
   let dir: string;
   let browser: Browser;
   let file: string;
@@ -35,9 +37,24 @@ describe('the HTML report in headless Chromium', () => {
     browser = await puppeteer.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+      timeout: 180_000,
+      // The closed network of CI machines: without the background-networking flags Chromium
+      // reaches for Google's hosts at start and on its own timers (component updates, sync,
+      // QUIC probes), each refused or left to time out; the page itself is a file and needs none.
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-dev-shm-usage',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--disable-default-apps',
+        '--disable-extensions',
+      ],
     });
-  }, 60_000);
+  }, 240_000);
 
   afterAll(async () => {
     await browser?.close();
