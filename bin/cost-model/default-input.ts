@@ -30,8 +30,12 @@ export const MEASURED = {
   efaParquetRowBytes: 73,
   /** Timestream metered record size, GPU window (store-cost bench). */
   timestreamRecordBytes: 1516,
-  /** Ingest CPU per batch of 6 windows × 8 GPUs + 8 horizons, ms (ingest-throughput bench, 2 vCPU). */
-  lambdaCpuMsPerBatch: 4.1,
+  /**
+   * Ingest CPU per batch of 6 windows × 8 GPUs + 8 horizons on one core, ms: the median of five
+   * ingest-throughput bench runs on a 2 vCPU Xeon (2.56 ms; 2.2–3.2 across runs, BENCHMARKS.md
+   * 2026-11-28). Measured on x86-64, billed on arm64 Lambda (Graviton): not measured there.
+   */
+  lambdaCpuMsPerBatch: 2.6,
 } as const;
 
 /** `gpu_windows` Firehose JSON row of the store-cost bench: every metric present, each a 17-digit double or an 11-digit counter (the largest a row gets). */

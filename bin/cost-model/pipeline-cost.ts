@@ -16,6 +16,23 @@ const DAYS_PER_MONTH = HOURS_PER_MONTH / 24;
 const GB = 1e9;
 const TB = 1e12;
 const MIB_PER_GB = 1024;
+/**
+ * Memory that buys a Lambda function one full vCPU, MB: "At 1,769 MB, a function has the equivalent
+ * of one vCPU" (Lambda developer guide, "Configure Lambda function memory"). Below it the function
+ * gets that share of a core, so CPU-bound work takes longer by 1,769 / memory (the handler is
+ * single-threaded JavaScript: more than one vCPU buys it nothing).
+ */
+export const LAMBDA_MIB_PER_VCPU = 1769;
+
+/**
+ * Billed duration of one ingest invocation, ms: its CPU time stretched by the share of a vCPU its
+ * memory buys ({@link LAMBDA_MIB_PER_VCPU}), plus the AWS calls it waits on, rounded up to Lambda's
+ * 1 ms billing step. `cpuMs` ≥ 0 is CPU time measured on one full core; `memoryMib` > 0.
+ */
+export function lambdaBilledMs(cpuMs: number, memoryMib: number, waitMs: number): number {
+  const vcpuShare = Math.min(1, memoryMib / LAMBDA_MIB_PER_VCPU);
+  return Math.ceil(cpuMs / vcpuShare + waitMs);
+}
 
 /**
  * What the cost of one GPU-month depends on. The byte and time figures are measured from the
@@ -35,7 +52,10 @@ export interface CostModelInput {
   readonly windowsPerBatch: number;
   /** Ingest Lambda memory, MiB (the stack's `INGEST_MEMORY_MIB`). */
   readonly lambdaMemoryMib: number;
-  /** Ingest Lambda CPU time per batch, ms (measured: the throughput bench). */
+  /**
+   * Ingest Lambda CPU time per batch on one full core, ms (measured: the throughput bench); billed
+   * stretched by the vCPU share of the function's memory ({@link lambdaBilledMs}).
+   */
   readonly lambdaCpuMsPerBatch: number;
   /** AWS calls the Lambda waits on per batch (state read, store write), each billed as `awsCallMs`. */
   readonly awsCallsPerBatch: number;
@@ -258,7 +278,8 @@ export function pipelineCost(
   );
   add('Lambda', 'lambdaRequest', 'ingest invocations', requests, false);
   const ingestMib = fn('ingest')?.memoryMib ?? input.lambdaMemoryMib;
-  const billedS = (input.lambdaCpuMsPerBatch + input.awsCallsPerBatch * input.awsCallMs) / 1000;
+  const billedS =
+    lambdaBilledMs(input.lambdaCpuMsPerBatch, ingestMib, input.awsCallsPerBatch * input.awsCallMs) / 1000;
   add(
     'Lambda',
     'lambdaArmGbSecond',

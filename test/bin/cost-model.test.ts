@@ -14,6 +14,7 @@ import {
   DEFAULT_COST_MODEL_INPUT,
   efaRowsPerRequest,
   firehoseBilledBytesPerBatch,
+  lambdaBilledMs,
   pipelineCost,
   WORST_CASE_FIREHOSE_ROW_BYTES,
   windowsPerRequest,
@@ -154,9 +155,19 @@ describe('the pipeline cost model', () => {
     const model = pipelineCost();
     // Assess
     expect(usdOf(model, 'apiGatewayRestRequest')).toBeCloseTo(5475 * 3.5e-6, 10);
-    // 512 MiB for 4.1 ms of CPU + 2 calls × 15 ms, per batch
+    // 512 MiB for 2.6 ms of CPU at 512/1,769 of a vCPU (9.0 ms) + 2 calls × 15 ms, billed as 39 ms
     const ingestGbS = model.items.find((i) => i.what === 'ingest GB-seconds');
-    expect(ingestGbS?.usdPerGpuMonth).toBeCloseTo(5475 * 0.0341 * 0.5 * 0.0000133334, 10);
+    expect(ingestGbS?.usdPerGpuMonth).toBeCloseTo(5475 * 0.039 * 0.5 * 0.0000133334, 10);
+  });
+
+  it.each([
+    // CPU ms on a full core, memory MB, waits ms → billed ms
+    [2.6, 512, 30, 39], // 0.289 of a vCPU: 9.0 ms of compute
+    [2.6, 1769, 30, 33], // one vCPU
+    [2.6, 3538, 30, 33], // two vCPUs: single-threaded JavaScript runs no faster
+    [0.4, 128, 0, 6], // 128/1,769 of a vCPU: 5.5 ms, billed in whole ms
+  ])('bills %d ms of CPU at %d MB with %d ms of waits as %d ms', (cpuMs, mib, waitMs, billed) => {
+    expect(lambdaBilledMs(cpuMs, mib, waitMs)).toBe(billed);
   });
 
   it('bills X-Ray per request when the synthesized stack traces', () => {
