@@ -28,8 +28,13 @@ export const MEASURED = {
   efaRowBytes: 502,
   /** Parquet per EFA row of 6 windows summed (store-cost bench, a day file of one device's two entries: `parquet_bytes_per_efa_minute_row_day_file`). */
   efaParquetRowBytes: 73,
-  /** Timestream metered record size, GPU window (store-cost bench). */
-  timestreamRecordBytes: 1516,
+  /** Timestream metered record size, GPU window (store-cost bench, `timestream_gpu_record_bytes`). */
+  timestreamRecordBytes: 1565,
+  /**
+   * Timestream metered record size, an EFA entry's record of a request (6 windows summed; the mean of
+   * a device's and a port's: store-cost bench, `timestream_efa_minute_record_bytes`).
+   */
+  timestreamEfaRecordBytes: 453,
   /**
    * Ingest CPU per batch of 6 windows × 8 GPUs + 8 horizons on one core, ms: the median of five
    * ingest-throughput bench runs on a 2 vCPU Xeon (2.56 ms; 2.2–3.2 across runs, BENCHMARKS.md
@@ -72,6 +77,7 @@ export const DEFAULT_COST_MODEL_INPUT: CostModelInput = {
   efaRowBytes: MEASURED.efaRowBytes,
   efaParquetRowBytes: MEASURED.efaParquetRowBytes,
   timestreamRecordBytes: MEASURED.timestreamRecordBytes,
+  timestreamEfaRecordBytes: MEASURED.timestreamEfaRecordBytes,
   dynamodbReadUnitsPerBatch: 1,
   logBytesPerBatch: 2400,
   retentionMonths: 12,

@@ -79,6 +79,8 @@ export interface CostModelInput {
   readonly efaParquetRowBytes: number;
   /** Timestream record of a GPU window, metered bytes (measured: store-cost bench). */
   readonly timestreamRecordBytes: number;
+  /** Timestream record of an EFA entry, its request's windows summed, metered bytes (measured: store-cost bench). */
+  readonly timestreamEfaRecordBytes: number;
   /** DynamoDB read request units per batch (one strongly consistent Query of ≤ 4 KB). */
   readonly dynamodbReadUnitsPerBatch: number;
   /**
@@ -305,7 +307,7 @@ export function pipelineCost(
 
   const queries = { fleet: 0, report: 0 };
   if (input.store === 'athena') addAthenaStore(input, stack, gpus, windowsPerGpuMonth, requests, add);
-  else addTimestreamStore(input, gpus, windowsPerGpuMonth, add);
+  else addTimestreamStore(input, gpus, windowsPerGpuMonth, requests, add);
   add('SNS', 'snsPublish', 'alerts and decisions', input.publishesPerGpuMonth * gpus, false);
 
   // The fleet evaluator, every run of the rate schedule.
@@ -533,24 +535,39 @@ function addAthenaStore(
   add('Athena', 'athenaTbScanned', 'report scans', (input.athenaScanBytesPerGpuMonth * gpus) / TB, false);
 }
 
-/** The Timestream store: writes, 24 h memory store, magnetic store. */
+/**
+ * The Timestream store: writes, 24 h memory store, magnetic store, for the GPU window records and
+ * the EFA records as `TimestreamStore` writes them (one per EFA entry and request, the request's
+ * windows summed: `efaRowsOf`), each metered in whole KiB.
+ */
 function addTimestreamStore(
   input: CostModelInput,
   gpus: number,
   windowsPerGpuMonth: number,
+  requests: number,
   add: AddItem,
 ): void {
-  const unitsPerRecord = Math.ceil(input.timestreamRecordBytes / 1024);
+  const gpuUnits = Math.ceil(input.timestreamRecordBytes / 1024);
+  add('Timestream', 'timestreamWrite', 'GPU window records', windowsPerGpuMonth * gpuUnits * gpus, false);
+  const efaRecords = requests * efaRowsPerRequest(input);
+  if (efaRecords > 0)
+    add(
+      'Timestream',
+      'timestreamWrite',
+      'EFA records (one per entry and request)',
+      efaRecords * Math.ceil(input.timestreamEfaRecordBytes / 1024),
+      false,
+    );
+  const monthGb =
+    (windowsPerGpuMonth * input.timestreamRecordBytes * gpus + efaRecords * input.timestreamEfaRecordBytes) /
+    GB;
   add(
     'Timestream',
-    'timestreamWrite',
-    'GPU window records',
-    windowsPerGpuMonth * unitsPerRecord * gpus,
+    'timestreamMemoryGbHour',
+    'memory store, 24 h',
+    (monthGb / DAYS_PER_MONTH) * HOURS_PER_MONTH,
     false,
   );
-  const memoryGb = ((86_400 / input.windowS) * input.timestreamRecordBytes * gpus) / GB;
-  add('Timestream', 'timestreamMemoryGbHour', 'memory store, 24 h', memoryGb * HOURS_PER_MONTH, false);
-  const monthGb = (windowsPerGpuMonth * input.timestreamRecordBytes * gpus) / GB;
   add(
     'Timestream',
     'timestreamMagneticGbMonth',

@@ -300,14 +300,32 @@ describe('the pipeline cost model', () => {
     );
   });
 
-  it('prices the Timestream option: 2 write units per 1,516 B record, 24 h in memory, the rest magnetic', () => {
+  it('prices the Timestream option: 2 write units per 1,565 B GPU record, one per 453 B EFA record, 24 h in memory, the rest magnetic', () => {
     // Act
     const model = pipelineCost({ ...DEFAULT_COST_MODEL_INPUT, store: 'timestream' });
-    // Assess
+    // Assess: a p5's 64 EFA records per request, 5,475 requests per GPU-month
+    const efaRecords = 5475 * 64;
     expect(model.items.map((i) => i.service)).not.toContain('Firehose');
-    expect(usdOf(model, 'timestreamWrite')).toBeCloseTo(262_800 * 2 * 0.5e-6, 10);
-    expect(usdOf(model, 'timestreamMemoryGbHour')).toBeCloseTo(((8640 * 1516) / 1e9) * 730 * 0.036, 8);
+    expect(usdOf(model, 'timestreamWrite')).toBeCloseTo((262_800 * 2 + efaRecords) * 0.5e-6, 10);
+    expect(model.items.find((i) => i.what.startsWith('EFA records'))?.usdPerGpuMonth).toBeCloseTo(
+      efaRecords * 0.5e-6,
+      10,
+    );
+    const gbPerDay = (262_800 * 1565 + efaRecords * 453) / 1e9 / (730 / 24);
+    expect(usdOf(model, 'timestreamMemoryGbHour')).toBeCloseTo(gbPerDay * 730 * 0.036, 8);
     expect(model.totalUsdPerGpuMonth).toBeGreaterThan(pipelineCost().totalUsdPerGpuMonth);
+  });
+
+  it('writes no Timestream EFA record for an instance without EFA', () => {
+    // Act
+    const model = pipelineCost({
+      ...DEFAULT_COST_MODEL_INPUT,
+      store: 'timestream',
+      efaDevicesPerInstance: 0,
+    });
+    // Assess
+    expect(model.items.some((i) => i.what.startsWith('EFA records'))).toBe(false);
+    expect(usdOf(model, 'timestreamWrite')).toBeCloseTo(262_800 * 2 * 0.5e-6, 10);
   });
 
   it('shares the fixed costs among the fleet', () => {
