@@ -4,35 +4,21 @@ import {
 } from '../../lambdas/adapters/constants';
 import { MAX_EFA_PORTS_PER_BATCH } from '../../lambdas/contract/constants';
 import { telemetryColdStorage } from '../../lib/athena-store-layout';
+import { HOURS_PER_MONTH } from './billing-units';
 import { DEFAULT_COST_MODEL_INPUT } from './default-input';
 import { DEFAULT_STACK_RESOURCES } from './default-stack-resources';
+import { lambdaBilledMs } from './lambda-billing';
 import { type PriceName, SERVICE_PRICES } from './service-prices';
 import type { StackResources } from './stack-resources';
+import { addTimestreamStore } from './timestream-cost';
 
-/** Hours in a month as AWS bills them (730 h = 8,760 h / 12). */
-export const HOURS_PER_MONTH = 730;
+export { HOURS_PER_MONTH } from './billing-units';
+
 const SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600;
 const DAYS_PER_MONTH = HOURS_PER_MONTH / 24;
 const GB = 1e9;
 const TB = 1e12;
 const MIB_PER_GB = 1024;
-/**
- * Memory that buys a Lambda function one full vCPU, MB: "At 1,769 MB, a function has the equivalent
- * of one vCPU" (Lambda developer guide, "Configure Lambda function memory"). Below it the function
- * gets that share of a core, so CPU-bound work takes longer by 1,769 / memory (the handler is
- * single-threaded JavaScript: more than one vCPU buys it nothing).
- */
-export const LAMBDA_MIB_PER_VCPU = 1769;
-
-/**
- * Billed duration of one ingest invocation, ms: its CPU time stretched by the share of a vCPU its
- * memory buys ({@link LAMBDA_MIB_PER_VCPU}), plus the AWS calls it waits on, rounded up to Lambda's
- * 1 ms billing step. `cpuMs` ≥ 0 is CPU time measured on one full core; `memoryMib` > 0.
- */
-export function lambdaBilledMs(cpuMs: number, memoryMib: number, waitMs: number): number {
-  const vcpuShare = Math.min(1, memoryMib / LAMBDA_MIB_PER_VCPU);
-  return Math.ceil(cpuMs / vcpuShare + waitMs);
-}
 
 /**
  * What the cost of one GPU-month depends on. The byte and time figures are measured from the
@@ -307,7 +293,7 @@ export function pipelineCost(
 
   const queries = { fleet: 0, report: 0 };
   if (input.store === 'athena') addAthenaStore(input, stack, gpus, windowsPerGpuMonth, requests, add);
-  else addTimestreamStore(input, gpus, windowsPerGpuMonth, requests, add);
+  else addTimestreamStore(input, gpus, windowsPerGpuMonth, requests * efaRowsPerRequest(input), add);
   add('SNS', 'snsPublish', 'alerts and decisions', input.publishesPerGpuMonth * gpus, false);
 
   // The fleet evaluator, every run of the rate schedule.
@@ -453,7 +439,8 @@ export function pipelineCost(
  */
 const API_DETAILED_METRICS = 7;
 
-type AddItem = (
+/** Adds one line item to the model: its service, price, what it counts and units per month. */
+export type AddItem = (
   service: string,
   price: PriceName,
   what: string,
@@ -533,48 +520,6 @@ function addAthenaStore(
     true,
   );
   add('Athena', 'athenaTbScanned', 'report scans', (input.athenaScanBytesPerGpuMonth * gpus) / TB, false);
-}
-
-/**
- * The Timestream store: writes, 24 h memory store, magnetic store, for the GPU window records and
- * the EFA records as `TimestreamStore` writes them (one per EFA entry and request, the request's
- * windows summed: `efaRowsOf`), each metered in whole KiB.
- */
-function addTimestreamStore(
-  input: CostModelInput,
-  gpus: number,
-  windowsPerGpuMonth: number,
-  requests: number,
-  add: AddItem,
-): void {
-  const gpuUnits = Math.ceil(input.timestreamRecordBytes / 1024);
-  add('Timestream', 'timestreamWrite', 'GPU window records', windowsPerGpuMonth * gpuUnits * gpus, false);
-  const efaRecords = requests * efaRowsPerRequest(input);
-  if (efaRecords > 0)
-    add(
-      'Timestream',
-      'timestreamWrite',
-      'EFA records (one per entry and request)',
-      efaRecords * Math.ceil(input.timestreamEfaRecordBytes / 1024),
-      false,
-    );
-  const monthGb =
-    (windowsPerGpuMonth * input.timestreamRecordBytes * gpus + efaRecords * input.timestreamEfaRecordBytes) /
-    GB;
-  add(
-    'Timestream',
-    'timestreamMemoryGbHour',
-    'memory store, 24 h',
-    (monthGb / DAYS_PER_MONTH) * HOURS_PER_MONTH,
-    false,
-  );
-  add(
-    'Timestream',
-    'timestreamMagneticGbMonth',
-    'magnetic store',
-    monthGb * Math.max(1, input.retentionMonths),
-    false,
-  );
 }
 
 /** @throws {CostModelInputError} naming a field out of range */

@@ -9,12 +9,12 @@ import {
   TARGET_USD_PER_GPU_MONTH,
 } from '../../bin/commands/cost-model';
 import { DEFAULT_STACK_RESOURCES } from '../../bin/cost-model/default-stack-resources';
+import { lambdaBilledMs } from '../../bin/cost-model/lambda-billing';
 import {
   CostModelInputError,
   DEFAULT_COST_MODEL_INPUT,
   efaRowsPerRequest,
   firehoseBilledBytesPerBatch,
-  lambdaBilledMs,
   pipelineCost,
   WORST_CASE_FIREHOSE_ROW_BYTES,
   windowsPerRequest,
