@@ -94,6 +94,8 @@ interface OpenSlice {
 }
 
 interface ClosedWindow {
+  /** The instance's profile then: a horizon averages only the windows of the instance it reports. */
+  readonly profile: string;
   readonly startMs: number;
   readonly endMs: number;
   /** Mean of each ratio of {@link SLICE_RATIOS} over the window; NaN where none was reported. */
@@ -110,6 +112,9 @@ export class MigSliceTracker {
 
   /**
    * Adds one poll's slices of a GPU. A GPU that sent none this window keeps its whole-GPU window.
+   * An instance id that comes back with another profile (a re-partition inside the window) drops
+   * what the window held of the old instance: the window then covers the new one only, and its
+   * horizons average the new instance's windows only.
    *
    * @param gpuIndex - the GPU, 0..63
    * @param slices - its slices now (from `SourceRegistry.migSlices`)
@@ -130,8 +135,16 @@ export class MigSliceTracker {
           k8s: undefined,
         };
         this.#open.set(key, open);
+      } else if (open.profile !== s.gpu_instance_profile) {
+        // A re-partition gave this id another profile (1g.10gb id 3 destroyed, 3g.40gb id 3 made):
+        // one window must not mix two instances under one id, so the destroyed one's samples of
+        // this window are dropped; the new instance's window starts here.
+        open.profile = s.gpu_instance_profile;
+        open.ratioSum.fill(0);
+        open.ratioCount.fill(0);
+        open.fbSum = 0;
+        open.fbCount = 0;
       }
-      open.profile = s.gpu_instance_profile;
       for (let i = 0; i < SLICE_RATIOS.length; i++) {
         const value = s[SLICE_RATIOS[i] as (typeof SLICE_RATIOS)[number]];
         if (value === undefined) continue;
@@ -192,7 +205,7 @@ export class MigSliceTracker {
         const count = open.ratioCount[i] ?? 0;
         if (count > 0) means[i] = (open.ratioSum[i] ?? 0) / count;
       });
-      list.push({ startMs, endMs, means });
+      list.push({ profile: open.profile, startMs, endMs, means });
       while (list.length > 0 && (list[0] as ClosedWindow).endMs <= endMs - MAX_HISTORY_S * 1000) list.shift();
       this.#history.set(key, list);
     }
@@ -227,13 +240,17 @@ export class MigSliceTracker {
     return count > 0 ? (s.ratioSum[i] ?? 0) / count : undefined;
   }
 
-  /** Time-weighted mean of ratio `i` over the slice's closed windows inside the horizon; absent when none reported it. */
+  /**
+   * Time-weighted mean of ratio `i` over the slice's closed windows inside the horizon (only those
+   * of its present profile); absent when none reported it.
+   */
   #horizonMean(s: OpenSlice, w: GpuWindow, i: number): number | undefined {
     const fromMs = Date.parse(w.start);
     const toMs = Date.parse(w.end);
     let sum = 0;
     let weight = 0;
     for (const c of this.#history.get(`${s.gpuIndex}/${s.id}`) ?? []) {
+      if (c.profile !== s.profile) continue; // a destroyed instance that had this id
       const overlap = Math.min(c.endMs, toMs) - Math.max(c.startMs, fromMs);
       const mean = c.means[i] ?? Number.NaN;
       if (overlap <= 0 || Number.isNaN(mean)) continue;

@@ -237,7 +237,8 @@ export class NvmlSource {
    *
    * @param index - the GPU index
    * @returns one reading per instance, by instance id; undefined when the GPU is not in MIG mode,
-   *   its instances could not be read at open, or it did not answer at the last sample
+   *   its instances could not be read, it did not answer at the last sample, or the last sample
+   *   found it re-partitioned (the new instances are read from the next sample)
    * @throws {NvmlClosedError} when called after `close()`
    */
   migSlices(index: number): readonly MigSliceReading[] | undefined {
@@ -274,6 +275,10 @@ export class NvmlSource {
     const recorder = this.#recorder;
     const row = gpu.row;
     row.reset(atMs);
+    // A re-partition (or MIG mode switched on or off) is looked for every MIG_RESCAN_INTERVAL_MS.
+    const mig = this.#mig;
+    const gpm = gpu.gpm !== undefined;
+    mig.check(gpu, handle, gpm, atMs, at);
     if (gpu.mig !== undefined) gpu.mig.readings = undefined;
     const values = row.values;
     const table = this.#rows;
@@ -296,7 +301,11 @@ export class NvmlSource {
     if (gpu.gpm !== undefined && off[NVML_CALL_SLOTS.gpm] === 0) {
       if (!this.#gpm.read(gpu, gpu.gpm, handle, values, atMs, at) && gpu.lost) return undefined;
     }
-    if (gpu.mig !== undefined && !this.#mig.read(gpu, gpu.mig, handle, atMs, at)) return undefined;
+    if (gpu.mig !== undefined) {
+      mig.read(gpu, gpu.mig, handle, atMs);
+      // A failed call on an instance: the layout may have changed, look at once (never a lost GPU).
+      mig.settle(gpu, handle, gpm, atMs, at);
+    }
     // A GPU that was lost and answered nothing at all stays out of the sample.
     return gpu.lost ? undefined : row;
   }
