@@ -1,3 +1,4 @@
+import { migComputeSlices, migProfileSlices } from '../../lambdas/contract/mig';
 import type { GpuMetrics, GpuWindow, K8sWorkload } from '../../lambdas/contract/schema';
 
 /**
@@ -85,6 +86,8 @@ interface OpenSlice {
   readonly gpuIndex: number;
   readonly id: number;
   profile: string;
+  /** The `add` call that last read this slice (see `MigSliceTracker.#lastAdd`). */
+  seenAt: number;
   /** Sum and count of each ratio of {@link SLICE_RATIOS}, same order. */
   readonly ratioSum: Float64Array;
   readonly ratioCount: Uint32Array;
@@ -109,17 +112,23 @@ interface ClosedWindow {
 export class MigSliceTracker {
   readonly #open = new Map<string, OpenSlice>();
   readonly #history = new Map<string, ClosedWindow[]>();
+  /** `add` calls so far; each GPU's last one in {@link #lastAdd}. */
+  #adds = 0;
+  readonly #lastAdd = new Map<number, number>();
 
   /**
    * Adds one poll's slices of a GPU. A GPU that sent none this window keeps its whole-GPU window.
    * An instance id that comes back with another profile (a re-partition inside the window) drops
    * what the window held of the old instance: the window then covers the new one only, and its
-   * horizons average the new instance's windows only.
+   * horizons average the new instance's windows only. Instances that no longer fit the GPU
+   * together at the flush are dropped but for those of the GPU's last poll (see `split`).
    *
    * @param gpuIndex - the GPU, 0..63
    * @param slices - its slices now (from `SourceRegistry.migSlices`)
    */
   add(gpuIndex: number, slices: readonly MigSliceReading[]): void {
+    const seenAt = ++this.#adds;
+    this.#lastAdd.set(gpuIndex, seenAt);
     for (const s of slices) {
       const key = `${gpuIndex}/${s.gpu_instance_id}`;
       let open = this.#open.get(key);
@@ -128,6 +137,7 @@ export class MigSliceTracker {
           gpuIndex,
           id: s.gpu_instance_id,
           profile: s.gpu_instance_profile,
+          seenAt,
           ratioSum: new Float64Array(SLICE_RATIOS.length),
           ratioCount: new Uint32Array(SLICE_RATIOS.length),
           fbSum: 0,
@@ -145,6 +155,7 @@ export class MigSliceTracker {
         open.fbSum = 0;
         open.fbCount = 0;
       }
+      open.seenAt = seenAt;
       for (let i = 0; i < SLICE_RATIOS.length; i++) {
         const value = s[SLICE_RATIOS[i] as (typeof SLICE_RATIOS)[number]];
         if (value === undefined) continue;
@@ -166,6 +177,8 @@ export class MigSliceTracker {
    * time-weighted mean of its windows inside the horizon), its mean framebuffer used, its pod; the GPU-wide readings
    * on the first slice only (see {@link GPU_WIDE_METRICS}); no `processes` (NVML's are per GPU, not
    * per slice) and nothing the slice does not report. Closes the open window: call once per flush.
+   * Where a re-partition left instances that do not fit the GPU together, only those of the GPU's
+   * last poll get a window (the contract takes at most the GPU's compute slices per window).
    *
    * @param windows - the flush window's GPU windows (flush and horizon), GPU by GPU
    * @param start - the flush window's start
@@ -181,6 +194,7 @@ export class MigSliceTracker {
       byGpu.set(open.gpuIndex, list);
     }
     for (const list of byGpu.values()) list.sort((a, b) => a.id - b.id);
+    this.#dropReplaced(windows, byGpu);
     this.#close(start.getTime(), end.getTime());
     const out: GpuWindow[] = [];
     for (const w of windows) {
@@ -195,6 +209,25 @@ export class MigSliceTracker {
     }
     this.#open.clear();
     return out;
+  }
+
+  /**
+   * A re-partition inside the window: the instances seen in it no longer fit their GPU together
+   * (7 × 1g.10gb before, 3g.40gb + 2 × 2g.20gb after: 14 compute slices of 7), which the contract
+   * refuses in one window. The window then keeps the instances of the GPU's last poll and drops the
+   * destroyed ones' samples. Instances that fit together (one added beside the others, or a lone
+   * instance replaced on a GPU with room) all keep a window of the part they lived.
+   */
+  #dropReplaced(windows: readonly GpuWindow[], byGpu: Map<number, OpenSlice[]>): void {
+    for (const [gpuIndex, list] of byGpu) {
+      const name = windows.find((w) => w.gpu.index === gpuIndex)?.gpu.name;
+      const held = list.reduce((n, s) => n + (migProfileSlices(s.profile) ?? 0), 0);
+      if (held <= migComputeSlices(name)) continue;
+      const last = this.#lastAdd.get(gpuIndex);
+      const kept = list.filter((s) => s.seenAt === last);
+      for (const s of list) if (s.seenAt !== last) this.#open.delete(`${gpuIndex}/${s.id}`);
+      byGpu.set(gpuIndex, kept);
+    }
   }
 
   #close(startMs: number, endMs: number): void {
