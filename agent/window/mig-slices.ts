@@ -112,9 +112,10 @@ interface ClosedWindow {
 export class MigSliceTracker {
   readonly #open = new Map<string, OpenSlice>();
   readonly #history = new Map<string, ClosedWindow[]>();
-  /** `add` calls so far; each GPU's last one in {@link #lastAdd}. */
+  /** `add` and `whole` calls so far; each GPU's last one in {@link #lastAdd} and {@link #lastWhole}. */
   #adds = 0;
   readonly #lastAdd = new Map<number, number>();
+  readonly #lastWhole = new Map<number, number>();
 
   /**
    * Adds one poll's slices of a GPU. A GPU that sent none this window keeps its whole-GPU window.
@@ -171,6 +172,17 @@ export class MigSliceTracker {
   }
 
   /**
+   * Notes that a GPU was read whole at this poll by a source that knows it out of MIG mode
+   * (`SourceRegistry.readsWhole`). A window whose last such note comes after the GPU's last slices
+   * (MIG mode switched off inside it) goes out whole: its slices' samples are dropped at the flush.
+   *
+   * @param gpuIndex - the GPU, 0..63
+   */
+  whole(gpuIndex: number): void {
+    this.#lastWhole.set(gpuIndex, ++this.#adds);
+  }
+
+  /**
    * Replaces the windows of every GPU that had slices this window by one window per slice, in
    * instance id order: the slice's mean GR activity as `gpu_util` and its mean `sm_active`,
    * `sm_occupancy`, `tensor_active`, `dram_active` where its source reads them (a horizon: the
@@ -194,6 +206,7 @@ export class MigSliceTracker {
       byGpu.set(open.gpuIndex, list);
     }
     for (const list of byGpu.values()) list.sort((a, b) => a.id - b.id);
+    this.#dropLeft(byGpu);
     this.#dropReplaced(windows, byGpu);
     this.#close(start.getTime(), end.getTime());
     const out: GpuWindow[] = [];
@@ -209,6 +222,19 @@ export class MigSliceTracker {
     }
     this.#open.clear();
     return out;
+  }
+
+  /**
+   * MIG mode switched off inside the window: the GPU's last poll read it whole, so its window goes
+   * out whole (the whole-GPU samples of the window's tail, with the GPU-wide readings of all of it)
+   * and the slices' samples of its head are dropped. The reverse (switched on) keeps the slices.
+   */
+  #dropLeft(byGpu: Map<number, OpenSlice[]>): void {
+    for (const [gpuIndex, list] of byGpu) {
+      if ((this.#lastWhole.get(gpuIndex) ?? 0) < (this.#lastAdd.get(gpuIndex) ?? 0)) continue;
+      for (const s of list) this.#open.delete(`${gpuIndex}/${s.id}`);
+      byGpu.delete(gpuIndex);
+    }
   }
 
   /**

@@ -247,6 +247,21 @@ export class NvmlSource {
   }
 
   /**
+   * Whether a GPU is read whole because NVML says it is out of MIG mode (`nvmlDeviceGetMigMode`
+   * current = 0 at the last look, `MIG_RESCAN_INTERVAL_MS`), and it answered the last sample.
+   *
+   * @param index - the GPU index
+   * @returns false where the driver cannot tell MIG mode (no `nvmlDeviceGetMigMode`, or
+   *   NOT_SUPPORTED), in MIG mode, or when the GPU has no handle or is lost
+   * @throws {NvmlClosedError} when called after `close()`
+   */
+  readsWhole(index: number): boolean {
+    if (this.#closed) throw new NvmlClosedError('readsWhole');
+    const gpu = this.#gpus[index];
+    return gpu !== undefined && gpu.handle !== undefined && !gpu.lost && gpu.migWatched && !gpu.migMode;
+  }
+
+  /**
    * Frees the GPM samples (`nvmlGpmSampleFree`) and calls `nvmlShutdown` (NVML is
    * reference-counted: it tears down when the last user leaves). Idempotent. The shared library
    * stays mapped: koffi unloads it when nothing references it.

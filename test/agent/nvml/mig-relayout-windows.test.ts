@@ -5,7 +5,12 @@ import { MemorySink } from '../../../agent/send/memory-sink';
 import { NvmlGpuSource } from '../../../agent/sources/nvml';
 import type { SourceRegistry } from '../../../agent/sources/source-registry';
 import { type Batch, parseBatch } from '../../../lambdas/contract';
-import { fakeNvmlPath, setFakeNvmlEnv, setFakeNvmlMigLayout } from '../../setup/fake-nvml';
+import {
+  type FakeNvmlSettings,
+  fakeNvmlPath,
+  setFakeNvmlEnv,
+  setFakeNvmlMigLayout,
+} from '../../setup/fake-nvml';
 import { openSources } from '../fixtures/agent-sources';
 
 const T0 = Date.parse('2026-11-21T10:00:00.000Z');
@@ -17,9 +22,9 @@ afterEach(async () => {
   setFakeNvmlEnv({});
 });
 
-/** An agent on the fake NVML with GPU 3 in MIG mode, a hand-moved clock and 5 s flush windows. */
-async function agentOnMigGpu() {
-  setFakeNvmlEnv({ MIG_GPU: 3, UTIL_GPU: 50 });
+/** An agent on the fake NVML (GPU 3 in MIG mode unless told), a hand-moved clock, 5 s flush windows. */
+async function agentOnMigGpu(settings: FakeNvmlSettings = { MIG_GPU: 3 }) {
+  setFakeNvmlEnv({ ...settings, UTIL_GPU: 50 });
   let t = T0;
   const clock = () => new Date(t);
   registry = await openSources([new NvmlGpuSource({ libraryPath: fakeNvmlPath() })], clock);
@@ -74,21 +79,40 @@ describe('the agent on NVML across a MIG re-partition inside a flush window', ()
     });
   });
 
-  it('sends the window that spans MIG mode switched off per instance, and the GPU whole from the next', async () => {
+  it('sends the window that spans MIG mode switched off whole, as its last polls read the GPU', async () => {
     // Prepare
     const { poll, flush } = await agentOnMigGpu();
     poll(5);
     await flush();
-    // Act
+    // Act: two polls in MIG mode, then MIG off: the first poll after it meets the stale handles
     poll(2);
     setFakeNvmlMigLayout(3, 'none');
     poll(3);
     const spanning = await flush();
     poll(5);
     const after = await flush();
-    // Assess
-    expect(spanning.map((w) => w.gpu_instance_id)).toEqual([1, 5, 6]);
+    // Assess: the whole GPU's utilization of the window's tail, no slice beside it
+    expect(spanning.map((w) => w.gpu_instance_id)).toEqual([undefined]);
+    expect(spanning[0]?.metrics.gpu_util).toBe(0.5);
     expect(after.map((w) => w.gpu_instance_id)).toEqual([undefined]);
     expect(after[0]?.metrics.gpu_util).toBe(0.5);
+  });
+
+  it('sends the window that spans MIG mode switched on per instance, from the look that found it', async () => {
+    // Prepare: no GPU in MIG mode; the first look comes 30 s of polls after the first poll
+    const { poll, flush } = await agentOnMigGpu({});
+    poll(27);
+    const whole = await flush();
+    // Act: MIG on after poll 27; polls 28–30 read the GPU whole, the look at poll 31 finds the instances
+    setFakeNvmlMigLayout(3, '3g+2x2g');
+    poll(6);
+    const spanning = await flush();
+    // Assess
+    expect(whole.map((w) => w.gpu_instance_id)).toEqual([undefined]);
+    expect(spanning.map((w) => [w.gpu_instance_id, w.gpu_instance_profile])).toEqual([
+      [1, '3g.40gb'],
+      [5, '2g.20gb'],
+      [6, '2g.20gb'],
+    ]);
   });
 });

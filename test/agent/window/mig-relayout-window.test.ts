@@ -134,3 +134,38 @@ describe('MigSliceTracker when a re-partition leaves instances that do not fit t
     ]);
   });
 });
+
+describe('MigSliceTracker across a MIG mode switch inside a window', () => {
+  const slice = { gpu_instance_id: 1, gpu_instance_profile: '3g.40gb', gpu_util: 1 };
+
+  it("sends the GPU whole when its last poll read it whole (MIG off), dropping the slices' samples", () => {
+    // Prepare
+    const tracker = new MigSliceTracker();
+    tracker.add(0, [slice]);
+    // Act
+    tracker.whole(0);
+    const out = tracker.split([gpuWindow('flush', at(0), at(10))], at(0), at(10));
+    // Assess
+    expect(out).toEqual([gpuWindow('flush', at(0), at(10))]);
+  });
+
+  it('sends the slices when they came after the whole polls (MIG on), and a GPU only ever whole as it is', () => {
+    // Prepare
+    const tracker = new MigSliceTracker();
+    tracker.whole(0);
+    tracker.whole(1);
+    // Act
+    tracker.add(0, [slice]);
+    tracker.whole(1);
+    const out = tracker.split(
+      [gpuWindow('flush', at(0), at(10)), { ...gpuWindow('flush', at(0), at(10)), gpu: { index: 1 } }],
+      at(0),
+      at(10),
+    );
+    // Assess
+    expect(out.map((w) => [w.gpu.index, w.gpu_instance_id])).toEqual([
+      [0, 1],
+      [1, undefined],
+    ]);
+  });
+});
