@@ -285,6 +285,7 @@ export class AgentLoop {
       const index = indexes[i] as number;
       const slices = this.options.sources.migSlices({ index });
       if (slices !== undefined) this.migSlices.add(index, slices);
+      else if (this.options.sources.readsWhole({ index })) this.migSlices.whole(index);
     }
     for (let i = 0; i < events.length; i++) this.pushEvent(events[i] as GpuEvent);
     return this.urgent;

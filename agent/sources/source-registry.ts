@@ -167,6 +167,16 @@ export class SourceRegistry {
   }
 
   /**
+   * Whether an open source read `gpu` whole at the last poll, knowing it out of MIG mode
+   * (`AgentSource.readsWhole`); false when none can tell.
+   */
+  readsWhole(gpu: GpuIdentity): boolean {
+    const open = this.#open;
+    for (let i = 0; i < open.length; i++) if (open[i]?.readsWhole?.(gpu) === true) return true;
+    return false;
+  }
+
+  /**
    * Closes a flush window on every window source.
    * @returns the EFA windows of every window source, in source order
    */

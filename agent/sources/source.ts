@@ -121,6 +121,13 @@ export interface AgentSource {
    * one window per slice; `undefined` when this source does not know or the GPU is not in MIG mode.
    */
   migSlices?(gpu: GpuIdentity): readonly MigSliceReading[] | undefined;
+  /**
+   * True when this source read `gpu` at the last poll and knows it is out of MIG mode (NVML:
+   * `nvmlDeviceGetMigMode` current = 0 at the last look), so a flush window whose last poll read it
+   * whole goes out whole even where earlier polls of it read slices (MIG mode switched off inside the
+   * window). Sources that cannot tell leave it out: a missing slice reading then says nothing.
+   */
+  readsWhole?(gpu: GpuIdentity): boolean;
   /** Stops timers and threads and frees handles. Idempotent; never throws for an already-stopped source. */
   close(): Promise<void> | void;
 }

@@ -1,3 +1,4 @@
+import { migComputeSlices, migProfileSlices } from '../../lambdas/contract/mig';
 import type { GpuMetrics, GpuWindow, K8sWorkload } from '../../lambdas/contract/schema';
 
 /**
@@ -85,6 +86,8 @@ interface OpenSlice {
   readonly gpuIndex: number;
   readonly id: number;
   profile: string;
+  /** The `add` call that last read this slice (see `MigSliceTracker.#lastAdd`). */
+  seenAt: number;
   /** Sum and count of each ratio of {@link SLICE_RATIOS}, same order. */
   readonly ratioSum: Float64Array;
   readonly ratioCount: Uint32Array;
@@ -94,6 +97,8 @@ interface OpenSlice {
 }
 
 interface ClosedWindow {
+  /** The instance's profile then: a horizon averages only the windows of the instance it reports. */
+  readonly profile: string;
   readonly startMs: number;
   readonly endMs: number;
   /** Mean of each ratio of {@link SLICE_RATIOS} over the window; NaN where none was reported. */
@@ -107,14 +112,24 @@ interface ClosedWindow {
 export class MigSliceTracker {
   readonly #open = new Map<string, OpenSlice>();
   readonly #history = new Map<string, ClosedWindow[]>();
+  /** `add` and `whole` calls so far; each GPU's last one in {@link #lastAdd} and {@link #lastWhole}. */
+  #adds = 0;
+  readonly #lastAdd = new Map<number, number>();
+  readonly #lastWhole = new Map<number, number>();
 
   /**
    * Adds one poll's slices of a GPU. A GPU that sent none this window keeps its whole-GPU window.
+   * An instance id that comes back with another profile (a re-partition inside the window) drops
+   * what the window held of the old instance: the window then covers the new one only, and its
+   * horizons average the new instance's windows only. Instances that no longer fit the GPU
+   * together at the flush are dropped but for those of the GPU's last poll (see `split`).
    *
    * @param gpuIndex - the GPU, 0..63
    * @param slices - its slices now (from `SourceRegistry.migSlices`)
    */
   add(gpuIndex: number, slices: readonly MigSliceReading[]): void {
+    const seenAt = ++this.#adds;
+    this.#lastAdd.set(gpuIndex, seenAt);
     for (const s of slices) {
       const key = `${gpuIndex}/${s.gpu_instance_id}`;
       let open = this.#open.get(key);
@@ -123,6 +138,7 @@ export class MigSliceTracker {
           gpuIndex,
           id: s.gpu_instance_id,
           profile: s.gpu_instance_profile,
+          seenAt,
           ratioSum: new Float64Array(SLICE_RATIOS.length),
           ratioCount: new Uint32Array(SLICE_RATIOS.length),
           fbSum: 0,
@@ -130,8 +146,17 @@ export class MigSliceTracker {
           k8s: undefined,
         };
         this.#open.set(key, open);
+      } else if (open.profile !== s.gpu_instance_profile) {
+        // A re-partition gave this id another profile (1g.10gb id 3 destroyed, 3g.40gb id 3 made):
+        // one window must not mix two instances under one id, so the destroyed one's samples of
+        // this window are dropped; the new instance's window starts here.
+        open.profile = s.gpu_instance_profile;
+        open.ratioSum.fill(0);
+        open.ratioCount.fill(0);
+        open.fbSum = 0;
+        open.fbCount = 0;
       }
-      open.profile = s.gpu_instance_profile;
+      open.seenAt = seenAt;
       for (let i = 0; i < SLICE_RATIOS.length; i++) {
         const value = s[SLICE_RATIOS[i] as (typeof SLICE_RATIOS)[number]];
         if (value === undefined) continue;
@@ -147,12 +172,25 @@ export class MigSliceTracker {
   }
 
   /**
+   * Notes that a GPU was read whole at this poll by a source that knows it out of MIG mode
+   * (`SourceRegistry.readsWhole`). A window whose last such note comes after the GPU's last slices
+   * (MIG mode switched off inside it) goes out whole: its slices' samples are dropped at the flush.
+   *
+   * @param gpuIndex - the GPU, 0..63
+   */
+  whole(gpuIndex: number): void {
+    this.#lastWhole.set(gpuIndex, ++this.#adds);
+  }
+
+  /**
    * Replaces the windows of every GPU that had slices this window by one window per slice, in
    * instance id order: the slice's mean GR activity as `gpu_util` and its mean `sm_active`,
    * `sm_occupancy`, `tensor_active`, `dram_active` where its source reads them (a horizon: the
    * time-weighted mean of its windows inside the horizon), its mean framebuffer used, its pod; the GPU-wide readings
    * on the first slice only (see {@link GPU_WIDE_METRICS}); no `processes` (NVML's are per GPU, not
    * per slice) and nothing the slice does not report. Closes the open window: call once per flush.
+   * Where a re-partition left instances that do not fit the GPU together, only those of the GPU's
+   * last poll get a window (the contract takes at most the GPU's compute slices per window).
    *
    * @param windows - the flush window's GPU windows (flush and horizon), GPU by GPU
    * @param start - the flush window's start
@@ -168,6 +206,8 @@ export class MigSliceTracker {
       byGpu.set(open.gpuIndex, list);
     }
     for (const list of byGpu.values()) list.sort((a, b) => a.id - b.id);
+    this.#dropLeft(byGpu);
+    this.#dropReplaced(windows, byGpu);
     this.#close(start.getTime(), end.getTime());
     const out: GpuWindow[] = [];
     for (const w of windows) {
@@ -184,6 +224,38 @@ export class MigSliceTracker {
     return out;
   }
 
+  /**
+   * MIG mode switched off inside the window: the GPU's last poll read it whole, so its window goes
+   * out whole (the whole-GPU samples of the window's tail, with the GPU-wide readings of all of it)
+   * and the slices' samples of its head are dropped. The reverse (switched on) keeps the slices.
+   */
+  #dropLeft(byGpu: Map<number, OpenSlice[]>): void {
+    for (const [gpuIndex, list] of byGpu) {
+      if ((this.#lastWhole.get(gpuIndex) ?? 0) < (this.#lastAdd.get(gpuIndex) ?? 0)) continue;
+      for (const s of list) this.#open.delete(`${gpuIndex}/${s.id}`);
+      byGpu.delete(gpuIndex);
+    }
+  }
+
+  /**
+   * A re-partition inside the window: the instances seen in it no longer fit their GPU together
+   * (7 × 1g.10gb before, 3g.40gb + 2 × 2g.20gb after: 14 compute slices of 7), which the contract
+   * refuses in one window. The window then keeps the instances of the GPU's last poll and drops the
+   * destroyed ones' samples. Instances that fit together (one added beside the others, or a lone
+   * instance replaced on a GPU with room) all keep a window of the part they lived.
+   */
+  #dropReplaced(windows: readonly GpuWindow[], byGpu: Map<number, OpenSlice[]>): void {
+    for (const [gpuIndex, list] of byGpu) {
+      const name = windows.find((w) => w.gpu.index === gpuIndex)?.gpu.name;
+      const held = list.reduce((n, s) => n + (migProfileSlices(s.profile) ?? 0), 0);
+      if (held <= migComputeSlices(name)) continue;
+      const last = this.#lastAdd.get(gpuIndex);
+      const kept = list.filter((s) => s.seenAt === last);
+      for (const s of list) if (s.seenAt !== last) this.#open.delete(`${gpuIndex}/${s.id}`);
+      byGpu.set(gpuIndex, kept);
+    }
+  }
+
   #close(startMs: number, endMs: number): void {
     for (const [key, open] of this.#open) {
       const list = this.#history.get(key) ?? [];
@@ -192,7 +264,7 @@ export class MigSliceTracker {
         const count = open.ratioCount[i] ?? 0;
         if (count > 0) means[i] = (open.ratioSum[i] ?? 0) / count;
       });
-      list.push({ startMs, endMs, means });
+      list.push({ profile: open.profile, startMs, endMs, means });
       while (list.length > 0 && (list[0] as ClosedWindow).endMs <= endMs - MAX_HISTORY_S * 1000) list.shift();
       this.#history.set(key, list);
     }
@@ -227,13 +299,17 @@ export class MigSliceTracker {
     return count > 0 ? (s.ratioSum[i] ?? 0) / count : undefined;
   }
 
-  /** Time-weighted mean of ratio `i` over the slice's closed windows inside the horizon; absent when none reported it. */
+  /**
+   * Time-weighted mean of ratio `i` over the slice's closed windows inside the horizon (only those
+   * of its present profile); absent when none reported it.
+   */
   #horizonMean(s: OpenSlice, w: GpuWindow, i: number): number | undefined {
     const fromMs = Date.parse(w.start);
     const toMs = Date.parse(w.end);
     let sum = 0;
     let weight = 0;
     for (const c of this.#history.get(`${s.gpuIndex}/${s.id}`) ?? []) {
+      if (c.profile !== s.profile) continue; // a destroyed instance that had this id
       const overlap = Math.min(c.endMs, toMs) - Math.max(c.startMs, fromMs);
       const mean = c.means[i] ?? Number.NaN;
       if (overlap <= 0 || Number.isNaN(mean)) continue;

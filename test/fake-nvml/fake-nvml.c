@@ -53,7 +53,7 @@
  *                             three GPU instances: id 1 3g.40gb (two compute instances, MIG devices 0
  *                             and 1), id 5 2g.20gb (MIG device 3), id 6 2g.20gb (MIG device 4, idle);
  *                             indexes 2, 5, 6 answer NOT_FOUND. Each instance has its own memory used
- *                             and GPM ratios (see MIG_LAYOUT); the parent's utilization answers
+ *                             and GPM ratios (see LAYOUT_3G_2X2G); the parent's utilization answers
  *                             NOT_SUPPORTED, as on a real MIG GPU
  *   FAKE_NVML_XID_EVENTS      comma list of gpu:xid (or gpu:dbe for a DoubleBitEccError), queued
  *                             at init and delivered one per nvmlEventSetWait_v2 call, in order,
@@ -77,6 +77,8 @@
  *
  * Test helpers (not NVML): fakeNvmlCallCount(name) counts calls per function since init;
  * fakeNvmlSetLostGpu(index) makes a GPU fall off the bus mid-run (-1: none);
+ * fakeNvmlSetMigLayout(gpu, layout, staleCode) re-partitions a GPU mid-run (MIG off, or another
+ * set of GPU instances), old MIG device handles answering staleCode;
  * fakeNvmlInjectXid(gpu, xid) and fakeNvmlInjectEvent(gpu, eventType, eventData) queue an event
  * for the next nvmlEventSetWait_v2 (thread-safe); fakeNvmlFieldRequests(fieldId) counts how often
  * a field id was requested.
@@ -312,6 +314,7 @@ static unsigned int sm_active_pct = 0;
 static unsigned int tensor_active_pct = 0;
 static int gpm_fail_gpu = -1;
 static int mig_gpu = -1;
+static void reset_mig_layout(void); /* the preset layout, at every init (defined with the MIG calls) */
 static double t0_s = 0;
 
 /* Guards the call counters and the event queue: nvmlEventSetWait_v2 runs on another thread. */
@@ -605,6 +608,7 @@ nvmlReturn_t nvmlInit_v2(void) {
   gpm_fail_gpu = (gpm_fail != NULL && *gpm_fail != '\0') ? atoi(gpm_fail) : -1;
   const char *mig = getenv("FAKE_NVML_MIG_GPU");
   mig_gpu = (mig != NULL && *mig != '\0') ? atoi(mig) : -1;
+  reset_mig_layout();
   for (int i = 0; i < MAX_GPUS; i++) devices[i].index = i;
   reset_events();
   queue_env_events();
@@ -714,6 +718,7 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci) {
 /* MIG instances (defined with the MIG calls below). */
 typedef struct mig_row mig_row;
 static const mig_row *mig_row_of(nvmlDevice_t d);
+static int is_mig_handle(nvmlDevice_t d);
 #ifndef FAKE_NVML_LEGACY
 static nvmlReturn_t mig_memory_v2(nvmlDevice_t d, nvmlMemory_v2_t *memory);
 #endif
@@ -729,7 +734,7 @@ static unsigned long long used_bytes(void) {
 
 #ifndef FAKE_NVML_LEGACY
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory) {
-  if (mig_row_of(device) != NULL) return mig_memory_v2(device, memory);
+  if (is_mig_handle(device)) return mig_memory_v2(device, memory);
   ENTER_DEVICE("nvmlDeviceGetMemoryInfo_v2", device);
   if (memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
   if (memory->version != (sizeof(nvmlMemory_v2_t) | (2u << 24))) return 25; /* ARGUMENT_VERSION_MISMATCH */
@@ -742,7 +747,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *me
 #endif
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory) {
-  if (mig_row_of(device) != NULL) return mig_memory(device, memory);
+  if (is_mig_handle(device)) return mig_memory(device, memory);
   ENTER_DEVICE("nvmlDeviceGetMemoryInfo", device);
   if (memory == NULL) return NVML_ERROR_INVALID_ARGUMENT;
   memory->total = active->total_mib << 20;
@@ -1008,7 +1013,7 @@ typedef struct {
 } nvmlDeviceAttributes_t;
 _Static_assert(sizeof(nvmlDeviceAttributes_t) == 40, "nvmlDeviceAttributes_t is 40 bytes");
 
-/* One MIG device (compute instance) of the MIG preset. */
+/* One MIG device (compute instance) of a MIG layout. */
 struct mig_row {
   unsigned int index;       /* nvmlDeviceGetMigDeviceHandleByIndex index */
   unsigned int gi_id;       /* GPU instance id */
@@ -1021,30 +1026,106 @@ struct mig_row {
 };
 
 #define MIG_MAX_DEVICES 7
-#define MIG_DEVICES 4
-static const struct mig_row MIG_LAYOUT[MIG_DEVICES] = {
+/* The preset, `3g+2x2g`: GPU instance 1 3g.40gb (two compute instances), 5 and 6 2g.20gb. */
+static const struct mig_row LAYOUT_3G_2X2G[] = {
     {0, 1, 3, 2, 40, 40448, 12288, {80, 60, 30, 40, 50}},
     {1, 1, 3, 1, 20, 40448, 12288, {80, 60, 30, 40, 50}},
     {3, 5, 2, 2, 32, 20096, 4096, {40, 30, 15, 0, 20}},
     {4, 6, 2, 2, 32, 20096, 0, {0, 0, 0, 0, 0}},
 };
-static struct fake_device mig_handles[MIG_DEVICES];
+/* `7x1g`: seven 1g.10gb instances, ids 7..13 as an H100 places them; instance 7+k is k*10 % busy. */
+static const struct mig_row LAYOUT_7X1G[] = {
+    {0, 7, 1, 1, 16, 9984, 1024, {0, 0, 0, 0, 0}},
+    {1, 8, 1, 1, 16, 9984, 2048, {10, 10, 5, 0, 5}},
+    {2, 9, 1, 1, 16, 9984, 3072, {20, 20, 10, 0, 10}},
+    {3, 10, 1, 1, 16, 9984, 4096, {30, 30, 15, 0, 15}},
+    {4, 11, 1, 1, 16, 9984, 5120, {40, 40, 20, 0, 20}},
+    {5, 12, 1, 1, 16, 9984, 6144, {50, 50, 25, 0, 25}},
+    {6, 13, 1, 1, 16, 9984, 7168, {60, 60, 30, 0, 30}},
+};
+/* `4g+3g`: instance 1 becomes a 4g.40gb (the preset's id 1 with another profile), 2 a 3g.40gb. */
+static const struct mig_row LAYOUT_4G_3G[] = {
+    {0, 1, 4, 4, 64, 40448, 20480, {90, 70, 35, 50, 60}},
+    {1, 2, 3, 3, 48, 40448, 8192, {30, 20, 10, 5, 10}},
+};
 
-/* The MIG preset row of a MIG device handle; NULL for anything else. */
+/* The MIG layout of the MIG GPU now (fakeNvmlSetMigLayout changes it mid-run). */
+static const struct mig_row *mig_layout = LAYOUT_3G_2X2G;
+static int mig_devices = 4;
+/*
+ * MIG device handles come from two pools used in turn: a re-partition moves to the other pool, so
+ * a handle of the layout before answers `mig_stale_code` (as the driver invalidates the MIG device
+ * handles of destroyed instances, nvml.h), while one from two layouts back is valid again (nvml.h:
+ * "Handles may be reused and their properties can change in the process").
+ */
+static struct fake_device mig_handles[2][MIG_MAX_DEVICES];
+static int mig_pool = 0;
+static nvmlReturn_t mig_stale_code = 6; /* NOT_FOUND */
+
+/* The layout row of a MIG device handle of the current pool; NULL for anything else. */
 static const mig_row *mig_row_of(nvmlDevice_t d) {
-  if (d == NULL || d < mig_handles || d >= mig_handles + MIG_DEVICES) return NULL;
-  return &MIG_LAYOUT[d - mig_handles];
+  struct fake_device *pool = mig_handles[mig_pool];
+  if (d == NULL || d < pool || d >= pool + mig_devices) return NULL;
+  return &mig_layout[d - pool];
+}
+
+/* True for any MIG device handle the fake ever gave out, current or stale. */
+static int is_mig_handle(nvmlDevice_t d) {
+  return d != NULL && d >= &mig_handles[0][0] && d < &mig_handles[0][0] + 2 * MIG_MAX_DEVICES;
 }
 
 /* enter_device for a MIG device handle: its parent's loss and the per-function knobs apply. */
 static nvmlReturn_t enter_mig(const char *fn, nvmlDevice_t d) {
   count_call(fn);
   if (!initialized) return NVML_ERROR_UNINITIALIZED;
+  if (mig_gpu >= 0 && mig_gpu == lost_gpu) return NVML_ERROR_GPU_IS_LOST;
+  if (is_mig_handle(d) && mig_row_of(d) == NULL) return mig_stale_code;
   if (mig_row_of(d) == NULL || mig_gpu < 0) return NVML_ERROR_INVALID_ARGUMENT;
-  if (mig_gpu == lost_gpu) return NVML_ERROR_GPU_IS_LOST;
   if (listed(not_supported, fn)) return NVML_ERROR_NOT_SUPPORTED;
   if (listed(fail_call, fn)) return NVML_ERROR_UNKNOWN;
   return NVML_SUCCESS;
+}
+
+static void reset_mig_layout(void) {
+  mig_layout = LAYOUT_3G_2X2G;
+  mig_devices = (int)(sizeof LAYOUT_3G_2X2G / sizeof LAYOUT_3G_2X2G[0]);
+  mig_stale_code = 6;
+}
+
+/**
+ * Re-partitions GPU `gpu` mid-run, as nvidia-mig-manager does (test helper, not NVML): `none`
+ * switches MIG mode off there, `3g+2x2g` (the preset), `7x1g` or `4g+3g` switch it on with that
+ * layout. One GPU is in MIG mode at a time: another GPU's `none` changes nothing, a layout moves
+ * MIG mode to `gpu`. Every MIG device handle given out before answers `staleCode` from now on.
+ * Returns 0, or -1 for an unknown layout (nothing changed).
+ */
+int fakeNvmlSetMigLayout(int gpu, const char *layout, int staleCode) {
+  const struct mig_row *rows = NULL;
+  int count = 0;
+  if (strcmp(layout, "3g+2x2g") == 0) {
+    rows = LAYOUT_3G_2X2G;
+    count = (int)(sizeof LAYOUT_3G_2X2G / sizeof LAYOUT_3G_2X2G[0]);
+  } else if (strcmp(layout, "7x1g") == 0) {
+    rows = LAYOUT_7X1G;
+    count = (int)(sizeof LAYOUT_7X1G / sizeof LAYOUT_7X1G[0]);
+  } else if (strcmp(layout, "4g+3g") == 0) {
+    rows = LAYOUT_4G_3G;
+    count = (int)(sizeof LAYOUT_4G_3G / sizeof LAYOUT_4G_3G[0]);
+  } else if (strcmp(layout, "none") != 0) {
+    return -1;
+  }
+  pthread_mutex_lock(&lock);
+  mig_stale_code = staleCode;
+  mig_pool = 1 - mig_pool;
+  if (rows == NULL) {
+    if (gpu == mig_gpu) mig_gpu = -1;
+  } else {
+    mig_gpu = gpu;
+    mig_layout = rows;
+    mig_devices = count;
+  }
+  pthread_mutex_unlock(&lock);
+  return 0;
 }
 
 nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count) {
@@ -1057,10 +1138,10 @@ nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *c
 nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t *migDevice) {
   ENTER_DEVICE("nvmlDeviceGetMigDeviceHandleByIndex", device);
   if (migDevice == NULL || device->index != mig_gpu || index >= MIG_MAX_DEVICES) return NVML_ERROR_INVALID_ARGUMENT;
-  for (int k = 0; k < MIG_DEVICES; k++) {
-    if (MIG_LAYOUT[k].index == index) {
-      mig_handles[k].index = mig_gpu;
-      *migDevice = &mig_handles[k];
+  for (int k = 0; k < mig_devices; k++) {
+    if (mig_layout[k].index == index) {
+      mig_handles[mig_pool][k].index = mig_gpu;
+      *migDevice = &mig_handles[mig_pool][k];
       return NVML_SUCCESS;
     }
   }
@@ -1122,7 +1203,7 @@ nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId
   if (gpmSample == NULL || device->index != mig_gpu) return NVML_ERROR_INVALID_ARGUMENT;
   if (!active->gpm_supported) return NVML_ERROR_NOT_SUPPORTED;
   int found = 0;
-  for (int k = 0; k < MIG_DEVICES; k++) found |= MIG_LAYOUT[k].gi_id == gpuInstanceId;
+  for (int k = 0; k < mig_devices; k++) found |= mig_layout[k].gi_id == gpuInstanceId;
   if (!found) return 6; /* NOT_FOUND */
   gpmSample->device_index = device->index;
   gpmSample->gi_id = (int)gpuInstanceId;
@@ -1208,11 +1289,11 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *mg) {
   return NVML_SUCCESS;
 }
 
-/* GPM metrics of two samples of one GPU instance (nvmlGpmMigSampleGet): the instance's MIG_LAYOUT ratios. */
+/* GPM metrics of two samples of one GPU instance (nvmlGpmMigSampleGet): the instance's ratios in the current layout. */
 static nvmlReturn_t mig_metrics_get(nvmlGpmMetricsGet_t *mg, int gi_id) {
   const mig_row *m = NULL;
-  for (int k = 0; k < MIG_DEVICES && m == NULL; k++)
-    if ((int)MIG_LAYOUT[k].gi_id == gi_id) m = &MIG_LAYOUT[k];
+  for (int k = 0; k < mig_devices && m == NULL; k++)
+    if ((int)mig_layout[k].gi_id == gi_id) m = &mig_layout[k];
   if (m == NULL) return NVML_ERROR_INVALID_ARGUMENT;
   static const unsigned int ids[5] = {1, 2, 3, 5, 10};
   for (unsigned int k = 0; k < mg->numMetrics; k++) {

@@ -137,6 +137,7 @@ const helpers = new Map<
   {
     callCount: (name: string) => number;
     setLostGpu: (index: number) => void;
+    setMigLayout: (gpu: number, layout: string, staleCode: number) => number;
     injectEvent: (gpu: number, eventType: number, eventData: number) => number;
     fieldRequests: (fieldId: number) => number;
   }
@@ -150,12 +151,14 @@ function fakeHelpers(variant: FakeNvmlVariant) {
     const lib = koffi.load(fakeNvmlPath(variant));
     const callCount = lib.func('fakeNvmlCallCount', 'int', ['const char *']);
     const setLostGpu = lib.func('fakeNvmlSetLostGpu', 'void', ['int']);
+    const setMigLayout = lib.func('fakeNvmlSetMigLayout', 'int', ['int', 'const char *', 'int']);
     const injectEvent = lib.func('fakeNvmlInjectEvent', 'int', ['uint32', 'uint64', 'uint64']);
     const fieldRequests = lib.func('fakeNvmlFieldRequests', 'int', ['uint32']);
     bound = {
       fieldRequests: (fieldId) => Number(fieldRequests(fieldId)),
       callCount: (name) => Number(callCount(name)),
       setLostGpu: (index) => setLostGpu(index),
+      setMigLayout: (gpu, layout, staleCode) => Number(setMigLayout(gpu, layout, staleCode)),
       injectEvent: (gpu, eventType, eventData) => Number(injectEvent(gpu, eventType, eventData)),
     };
     helpers.set(variant, bound);
@@ -184,6 +187,37 @@ export function fakeNvmlCallCount(name: string, variant: FakeNvmlVariant = 'curr
  */
 export function setFakeNvmlLostGpu(index: number, variant: FakeNvmlVariant = 'current'): void {
   fakeHelpers(variant).setLostGpu(index);
+}
+
+/** The MIG layouts the fake can switch a GPU to mid-run (see {@link setFakeNvmlMigLayout}). */
+export type FakeNvmlMigLayout = 'none' | '3g+2x2g' | '7x1g' | '4g+3g';
+
+/**
+ * Re-partitions a GPU of the fake mid-run, as nvidia-mig-manager does while the agent runs:
+ * - `none`: MIG mode off on that GPU (`nvmlDeviceGetMigMode` current = 0; read whole again);
+ * - `3g+2x2g`: the `MIG_GPU` preset (instance 1 3g.40gb, 5 and 6 2g.20gb);
+ * - `7x1g`: seven 1g.10gb instances, ids 7..13, instance 7+k with k·10 % GR activity and (k+1) GiB used;
+ * - `4g+3g`: instance 1 as a 4g.40gb (the preset's id with another profile; 90 % GR, 20 GiB used)
+ *   and instance 2 a 3g.40gb (30 %, 8 GiB).
+ * One GPU is in MIG mode at a time: a layout moves MIG mode to `gpu`. Every MIG device handle
+ * given out before answers `staleCode` from now on, as the driver invalidates the handles of
+ * destroyed instances (docs/nvml.md §8); a handle from two layouts back is valid again ("handles
+ * may be reused", nvml.h). Lasts until the next `nvmlInit_v2`, which restores `FAKE_NVML_MIG_GPU`.
+ *
+ * @param gpu - GPU index 0..7
+ * @param layout - the new layout
+ * @param staleCode - what an old MIG device handle answers, an `nvmlReturn_t` @default 6 (NOT_FOUND)
+ * @param variant - which build @default 'current'
+ * @throws {Error} when the fake does not know the layout
+ */
+export function setFakeNvmlMigLayout(
+  gpu: number,
+  layout: FakeNvmlMigLayout,
+  staleCode = 6,
+  variant: FakeNvmlVariant = 'current',
+): void {
+  if (fakeHelpers(variant).setMigLayout(gpu, layout, staleCode) !== 0)
+    throw new Error(`Expected a MIG layout the fake knows (none, 3g+2x2g, 7x1g, 4g+3g), got ${layout}`);
 }
 
 /**

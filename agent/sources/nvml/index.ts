@@ -9,6 +9,7 @@ export * from './mig-structs';
 export * from './nvml-event-source';
 export * from './nvml-gpu-source';
 export * from './nvml-metric-table';
+export { MIG_FORCED_RESCAN_GAP_MS, MIG_RESCAN_INTERVAL_MS } from './nvml-mig-layout';
 export * from './nvml-mig-reader';
 export * from './nvml-return';
 export * from './nvml-source';

@@ -86,24 +86,33 @@ export class NvmlCallRecorder {
           );
         }
         return false;
-      default: {
-        const error = new NvmlCallError({
-          call,
-          gpuIndex: gpu.index,
-          code,
-          nvmlMessage: this.#nvml.errorString(code),
-        });
-        this.#push(error);
-        const key = `${call}:${code}`;
-        if (!gpu.loggedErrors.has(key)) {
-          gpu.loggedErrors.add(key);
-          this.#logger.warn(
-            { gpu_index: gpu.index, call, code, nvml_message: error.nvmlMessage },
-            error.message,
-          );
-        }
+      default:
+        this.error(gpu, call, code);
         return false;
-      }
+    }
+  }
+
+  /**
+   * Records a failed device call as an {@link NvmlCallError} (counted, logged once per GPU, call and
+   * code), whatever the code: for calls whose failure is never a lost GPU, such as a call on a MIG
+   * device handle of a GPU instance that a re-partition destroyed (docs/nvml.md §8).
+   *
+   * @param gpu - the GPU called
+   * @param call - the NVML symbol
+   * @param code - the `nvmlReturn_t`
+   */
+  error(gpu: NvmlGpuState, call: string, code: number): void {
+    const error = new NvmlCallError({
+      call,
+      gpuIndex: gpu.index,
+      code,
+      nvmlMessage: this.#nvml.errorString(code),
+    });
+    this.#push(error);
+    const key = `${call}:${code}`;
+    if (!gpu.loggedErrors.has(key)) {
+      gpu.loggedErrors.add(key);
+      this.#logger.warn({ gpu_index: gpu.index, call, code, nvml_message: error.nvmlMessage }, error.message);
     }
   }
 

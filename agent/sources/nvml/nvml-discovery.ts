@@ -123,6 +123,9 @@ function discoverGpu(context: NvmlDiscoveryContext, index: number, at: Date): Nv
     row: new GpuRow(index),
     gpm: undefined,
     mig: undefined,
+    migMode: false,
+    migWatched: true,
+    migCheck: { layout: undefined, checkedAtMs: undefined, forcedAtMs: undefined },
   };
   if (handle === undefined) {
     recorder.judge(gpu, undefined, 'nvmlDeviceGetHandleByIndex_v2', code, at);
@@ -159,29 +162,13 @@ function discoverGpu(context: NvmlDiscoveryContext, index: number, at: Date): Nv
   const serial = text('serial', SERIAL_BUFFER_BYTES);
   if (serial !== undefined && serial !== '') identity.serial = serial.slice(0, 64);
   gpu.thresholds = readThresholds(context, gpu, handle, at);
-  const mig = readMigMode(context, gpu, handle, at);
+  // In MIG mode (`nvmlDeviceGetMigMode` current = 1) the GPU instances are read one by one
+  // (`NvmlMigReader`), since utilization and GPM of the whole GPU are per instance there.
+  const mig = gpu.lost ? false : context.mig.mode(gpu, handle, at) === true;
+  gpu.migMode = mig;
   gpu.gpm = context.gpm.open(gpu, handle, at);
   if (mig && !gpu.lost) gpu.mig = context.mig.open(gpu, handle, gpu.gpm !== undefined, at);
   return gpu;
-}
-
-/**
- * Whether the GPU is in MIG mode (`nvmlDeviceGetMigMode` current = 1): its GPU instances are then
- * read one by one (`NvmlMigReader`), since utilization and GPM of the whole GPU are per instance
- * there. False where the call is missing or not supported (GPUs without MIG).
- */
-function readMigMode(
-  { nvml, recorder }: NvmlDiscoveryContext,
-  gpu: NvmlGpuState,
-  handle: bigint,
-  at: Date,
-): boolean {
-  const fn = nvml.migMode;
-  const call = nvml.symbols.migMode;
-  if (fn === undefined || call === undefined || gpu.lost) return false;
-  const current = new Uint32Array(1);
-  const pending = new Uint32Array(1);
-  return recorder.judge(gpu, undefined, call, fn(handle, current, pending), at) && current[0] === 1;
 }
 
 function readThresholds(

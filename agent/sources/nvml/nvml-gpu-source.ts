@@ -74,6 +74,11 @@ export class NvmlGpuSource implements AgentSource {
     return this.#nvml?.migSlices(gpu.index);
   }
 
+  /** True when `gpu` answered the last poll out of MIG mode (see `NvmlSource.readsWhole`). */
+  readsWhole(gpu: GpuIdentity): boolean {
+    return this.#nvml?.readsWhole(gpu.index) ?? false;
+  }
+
   /** Frees GPM samples and shuts NVML down. Idempotent. */
   close(): void {
     this.#nvml?.close();

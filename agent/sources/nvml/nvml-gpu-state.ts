@@ -1,6 +1,7 @@
 import type { GpuIdentity } from '../../../lambdas/contract';
 import type { GpuRow } from '../../window/gpu-row';
 import type { NvmlFieldValueRequest } from './field-values';
+import type { MigCheck } from './nvml-mig-layout';
 import type { NvmlMigState } from './nvml-mig-reader';
 import type { NvmlTemperatureThresholds } from './nvml-types';
 
@@ -36,10 +37,17 @@ export interface NvmlGpuState {
   /** GPM state; undefined where GPM is unsupported or failed at open. */
   gpm: GpmState | undefined;
   /**
-   * The GPU instances of a GPU in MIG mode at open (`nvmlDeviceGetMigMode` current = 1), read one by
-   * one (`nvml-mig-reader.ts`); undefined when MIG is off or its instances cannot be read.
+   * The GPU instances of a GPU in MIG mode (`nvmlDeviceGetMigMode` current = 1), read one by one
+   * (`nvml-mig-reader.ts`); undefined when MIG is off or its instances cannot be read. Found at open
+   * and again after a re-partition (see `migCheck`).
    */
   mig: NvmlMigState | undefined;
+  /** `nvmlDeviceGetMigMode` current = 1 at the last look (open, then every layout check). */
+  migMode: boolean;
+  /** False where the driver lacks `nvmlDeviceGetMigMode` or answers NOT_SUPPORTED: MIG is never looked at again. */
+  migWatched: boolean;
+  /** What the agent last saw of the MIG layout and when it looked (`MIG_RESCAN_INTERVAL_MS`). */
+  readonly migCheck: MigCheck;
   /** This GPU's reading, overwritten at every `sample()` (no object per reading). */
   readonly row: GpuRow;
 }

@@ -237,12 +237,28 @@ export class NvmlSource {
    *
    * @param index - the GPU index
    * @returns one reading per instance, by instance id; undefined when the GPU is not in MIG mode,
-   *   its instances could not be read at open, or it did not answer at the last sample
+   *   its instances could not be read, it did not answer at the last sample, or the last sample
+   *   found it re-partitioned (the new instances are read from the next sample)
    * @throws {NvmlClosedError} when called after `close()`
    */
   migSlices(index: number): readonly MigSliceReading[] | undefined {
     if (this.#closed) throw new NvmlClosedError('migSlices');
     return this.#gpus[index]?.mig?.readings;
+  }
+
+  /**
+   * Whether a GPU is read whole because NVML says it is out of MIG mode (`nvmlDeviceGetMigMode`
+   * current = 0 at the last look, `MIG_RESCAN_INTERVAL_MS`), and it answered the last sample.
+   *
+   * @param index - the GPU index
+   * @returns false where the driver cannot tell MIG mode (no `nvmlDeviceGetMigMode`, or
+   *   NOT_SUPPORTED), in MIG mode, or when the GPU has no handle or is lost
+   * @throws {NvmlClosedError} when called after `close()`
+   */
+  readsWhole(index: number): boolean {
+    if (this.#closed) throw new NvmlClosedError('readsWhole');
+    const gpu = this.#gpus[index];
+    return gpu !== undefined && gpu.handle !== undefined && !gpu.lost && gpu.migWatched && !gpu.migMode;
   }
 
   /**
@@ -274,6 +290,10 @@ export class NvmlSource {
     const recorder = this.#recorder;
     const row = gpu.row;
     row.reset(atMs);
+    // A re-partition (or MIG mode switched on or off) is looked for every MIG_RESCAN_INTERVAL_MS.
+    const mig = this.#mig;
+    const gpm = gpu.gpm !== undefined;
+    mig.check(gpu, handle, gpm, atMs, at);
     if (gpu.mig !== undefined) gpu.mig.readings = undefined;
     const values = row.values;
     const table = this.#rows;
@@ -296,7 +316,11 @@ export class NvmlSource {
     if (gpu.gpm !== undefined && off[NVML_CALL_SLOTS.gpm] === 0) {
       if (!this.#gpm.read(gpu, gpu.gpm, handle, values, atMs, at) && gpu.lost) return undefined;
     }
-    if (gpu.mig !== undefined && !this.#mig.read(gpu, gpu.mig, handle, atMs, at)) return undefined;
+    if (gpu.mig !== undefined) {
+      mig.read(gpu, gpu.mig, handle, atMs);
+      // A failed call on an instance: the layout may have changed, look at once (never a lost GPU).
+      mig.settle(gpu, handle, gpm, atMs, at);
+    }
     // A GPU that was lost and answered nothing at all stays out of the sample.
     return gpu.lost ? undefined : row;
   }
