@@ -26,11 +26,24 @@ interface Container {
   resources: { limits: Record<string, string>; requests: Record<string, string> };
   volumeMounts: { name: string; mountPath: string; readOnly?: boolean }[];
 }
+interface NodeSelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+  values?: string[];
+}
+interface NodeSelectorTerm {
+  matchExpressions?: NodeSelectorRequirement[];
+}
 interface DaemonSet {
   kind: string;
   spec: {
     template: {
       spec: {
+        affinity: {
+          nodeAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: NodeSelectorTerm[] };
+          };
+        };
         hostPID?: boolean;
         hostNetwork?: boolean;
         runtimeClassName?: string;
@@ -49,6 +62,35 @@ const pod = daemonSet.spec.template.spec;
 const [agent] = pod.containers as [Container];
 const env = Object.fromEntries(agent.env.map((e) => [e.name, e.value]));
 const unit = readFileSync(join(PACKAGING, 'gpu-sentinel-agent.service'), 'utf8');
+
+/**
+ * Whether a node with `labels` matches required node affinity `terms`, as the scheduler and the
+ * DaemonSet controller decide it (Kubernetes "Assign Pods to Nodes", node affinity; component-helpers
+ * `nodeaffinity`): the terms are ORed, a term's expressions ANDed, a term without expressions
+ * matches nothing; `NotIn` and `DoesNotExist` hold for an absent label, `Gt`/`Lt` compare integers.
+ */
+function nodeMatches(terms: readonly NodeSelectorTerm[], labels: Readonly<Record<string, string>>): boolean {
+  const holds = ({ key, operator, values = [] }: NodeSelectorRequirement): boolean => {
+    const value = labels[key];
+    switch (operator) {
+      case 'In':
+        return value !== undefined && values.includes(value);
+      case 'NotIn':
+        return value === undefined || !values.includes(value);
+      case 'Exists':
+        return value !== undefined;
+      case 'DoesNotExist':
+        return value === undefined;
+      case 'Gt':
+      case 'Lt': {
+        if (value === undefined || !/^-?\d+$/.test(value)) return false;
+        const [n, limit] = [Number(value), Number(values[0])];
+        return operator === 'Gt' ? n > limit : n < limit;
+      }
+    }
+  };
+  return terms.some((t) => (t.matchExpressions ?? []).length > 0 && (t.matchExpressions ?? []).every(holds));
+}
 
 /** The host path a container path lies under, through the volume mounted above it. */
 function hostPathOf(path: string): string | undefined {
@@ -118,6 +160,53 @@ describe('Kubernetes DaemonSet (agent/packaging/kubernetes/gpu-sentinel-agent.ya
     expect(pod.runtimeClassName).toBe('nvidia');
     expect(pod.tolerations).toContainEqual({ operator: 'Exists' });
     expect(agent.securityContext.privileged).toBe(true);
+  });
+
+  const terms = pod.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
+  const karpenterP5 = {
+    'karpenter.k8s.aws/instance-gpu-count': '8',
+    'node.kubernetes.io/instance-type': 'p5.48xlarge',
+  };
+  const operatorG6 = { 'nvidia.com/gpu.present': 'true', 'node.kubernetes.io/instance-type': 'g6.12xlarge' };
+  const CLIENT = 'nvidia.com/gpu.deploy.client';
+
+  it.each([
+    ['a Karpenter p5 node, no GPU Operator', karpenterP5, true],
+    ['a Karpenter p5 node, GPU Operator client label "true"', { ...karpenterP5, [CLIENT]: 'true' }, true],
+    ['a GPU feature discovery g6 node, client label "true"', { ...operatorG6, [CLIENT]: 'true' }, true],
+    [
+      'a managed node group p4d node (instance type only)',
+      { 'node.kubernetes.io/instance-type': 'p4d.24xlarge' },
+      true,
+    ],
+    [
+      'a node whose MIG layout nvidia-mig-manager is changing',
+      { ...operatorG6, [CLIENT]: 'paused-for-mig-change' },
+      false,
+    ],
+    [
+      'a node whose driver the GPU Operator is upgrading',
+      { ...karpenterP5, [CLIENT]: 'paused-for-driver-upgrade' },
+      false,
+    ],
+    ['a node where GPU clients are switched off ("false")', { ...operatorG6, [CLIENT]: 'false' }, false],
+    [
+      'a CPU node',
+      { 'node.kubernetes.io/instance-type': 'm7i.2xlarge', 'karpenter.k8s.aws/instance-gpu-count': '0' },
+      false,
+    ],
+  ] as const)('on %s, runs: %s', (_what, labels, runs) => {
+    // Act / Assess
+    expect(nodeMatches(terms, labels)).toBe(runs);
+  });
+
+  it('asks the GPU Operator client label of every GPU term, so no term schedules it during a MIG change', () => {
+    // Prepare / Act
+    const clientRules = terms.map((t) => (t.matchExpressions ?? []).filter((e) => e.key === CLIENT));
+
+    // Assess
+    for (const rules of clientRules) expect(rules).toHaveLength(1);
+    expect(terms.length % 2).toBe(0);
   });
 
   it('reads the host kernel log, EFA sysfs and keeps its spool on the node', () => {
