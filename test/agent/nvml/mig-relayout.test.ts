@@ -1,11 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  MIG_FORCED_RESCAN_GAP_MS,
-  MIG_RESCAN_INTERVAL_MS,
-  type NvmlLogger,
-  NvmlSource,
-} from '../../../agent/sources/nvml';
+import { MIG_FORCED_RESCAN_GAP_MS, MIG_RESCAN_INTERVAL_MS, NvmlSource } from '../../../agent/sources/nvml';
 import { fakeNvmlCallCount, fakeNvmlPath, setFakeNvmlEnv, setFakeNvmlMigLayout } from '../../setup/fake-nvml';
+import { recordingLogger } from './recording-logger';
 
 const T0 = Date.parse('2026-11-21T10:00:00Z');
 const at = (s: number) => new Date(T0 + s * 1000);
@@ -18,15 +14,6 @@ const LAYOUT_CALLS = [
   'nvmlDeviceGetGpuInstanceId',
   'nvmlDeviceGetAttributes_v2',
 ] as const;
-
-function recordingLogger() {
-  const lines: { level: 'info' | 'warn'; data: Record<string, unknown>; message: string }[] = [];
-  const logger: NvmlLogger = {
-    info: (data, message) => lines.push({ level: 'info', data, message }),
-    warn: (data, message) => lines.push({ level: 'warn', data, message }),
-  };
-  return { logger, lines };
-}
 
 function layoutCalls(): number[] {
   return LAYOUT_CALLS.map((call) => fakeNvmlCallCount(call));

@@ -6,26 +6,17 @@ import {
   migProfileName,
   NVML_MIG_CALLS,
   NVML_STRUCT_LAYOUTS,
-  type NvmlLogger,
   NvmlSource,
   nvmlDeviceAttributes,
 } from '../../../agent/sources/nvml';
 import { fakeNvmlCallCount, fakeNvmlPath, setFakeNvmlEnv, setFakeNvmlLostGpu } from '../../setup/fake-nvml';
+import { recordingLogger } from './recording-logger';
 
 const AT = new Date('2026-11-21T10:00:00Z');
 const LATER = new Date(AT.getTime() + 1000);
 const GIB = 1024 ** 3;
 /** The fake's H100 80GB HBM3: 81,559 MiB (nvidia-smi -q of a p5). */
 const H100_BYTES = 81_559 * 1024 * 1024;
-
-function recordingLogger() {
-  const lines: { level: 'info' | 'warn'; data: Record<string, unknown>; message: string }[] = [];
-  const logger: NvmlLogger = {
-    info: (data, message) => lines.push({ level: 'info', data, message }),
-    warn: (data, message) => lines.push({ level: 'warn', data, message }),
-  };
-  return { logger, lines };
-}
 
 let source: NvmlSource | undefined;
 afterEach(() => {

@@ -1,17 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type NvmlLogger, NvmlSource } from '../../../agent/sources/nvml';
+import { NvmlSource } from '../../../agent/sources/nvml';
 import { fakeNvmlCallCount, fakeNvmlPath, setFakeNvmlEnv } from '../../setup/fake-nvml';
+import { recordingLogger } from './recording-logger';
 
 const AT = new Date('2026-11-21T10:00:00Z');
-
-function recordingLogger() {
-  const lines: { level: 'info' | 'warn'; data: Record<string, unknown>; message: string }[] = [];
-  const logger: NvmlLogger = {
-    info: (data, message) => lines.push({ level: 'info', data, message }),
-    warn: (data, message) => lines.push({ level: 'warn', data, message }),
-  };
-  return { logger, lines };
-}
 
 let source: NvmlSource | undefined;
 afterEach(() => {
