@@ -6,11 +6,10 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { AGENT_CONFIG_OPTIONS, type AgentConfig } from '../../agent/config';
 import { AGENT_BUNDLE_FILE, buildAgentBundle } from '../../agent/packaging/build-agent-bundle';
-import { AGENT_GLIBC_TUNABLES, AGENT_SEA_EXEC_ARGV } from '../../agent/packaging/build-agent-sea';
-import { fakeNvmlPath } from '../setup/fake-nvml';
+import { AGENT_SEA_EXEC_ARGV } from '../../agent/packaging/build-agent-sea';
 import { setup as buildTestDoubles } from '../setup/global-setup';
+import { benchAgentEnv } from './bench-agent-env';
 import { readTopFunctions } from './cpu-profile-top';
 import { statusKb } from './proc-stat';
 
@@ -69,12 +68,6 @@ for (const [name, v, min] of [
     process.exit(2);
   }
 
-function envName(name: keyof AgentConfig): string {
-  const option = AGENT_CONFIG_OPTIONS.find((o) => o.name === name);
-  if (!option) throw new Error(`Expected an agent option named \`${name}\`, got none`);
-  return option.env;
-}
-
 interface Side {
   readonly name: string;
   readonly child: ChildProcess;
@@ -107,28 +100,12 @@ async function startSide(
       ? AGENT_SEA_EXEC_ARGV
       : AGENT_SEA_EXEC_ARGV.filter((f) => !f.startsWith('--max-old'));
   const child = spawn(NODE24, [...flags, ...extraFlags, join(bundleDir, AGENT_BUNDLE_FILE), 'agent'], {
-    env: {
-      PATH: process.env.PATH,
-      GLIBC_TUNABLES: AGENT_GLIBC_TUNABLES,
-      FAKE_NVML_PRESET: 'p5',
-      FAKE_NVML_GPU_COUNT: String(gpus),
-      [envName('endpoint')]: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      [envName('auth')]: sigv4 ? 'sigv4' : 'none',
-      ...(sigv4
-        ? {
-            AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE',
-            AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
-          }
-        : {}),
-      [envName('imds')]: 'off',
-      [envName('instanceId')]: 'i-0abc12345def67890',
-      [envName('instanceType')]: 'p5.48xlarge',
-      [envName('region')]: 'us-east-1',
-      [envName('az')]: 'us-east-1a',
-      [envName('nvmlLibraryPath')]: fakeNvmlPath(),
-      [envName('spoolDir')]: spoolDir,
-      [envName('logLevel')]: 'error',
-    },
+    env: benchAgentEnv({
+      gpus,
+      endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      sigv4,
+      spoolDir,
+    }),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   if (child.pid === undefined) throw new Error(`Expected the ${name} agent to start, got no pid`);

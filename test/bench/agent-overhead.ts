@@ -7,7 +7,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { build } from 'esbuild';
-import { AGENT_CONFIG_OPTIONS, type AgentConfig } from '../../agent/config';
 import {
   AGENT_BUNDLE_CHUNKS_DIR,
   AGENT_BUNDLE_FILE,
@@ -20,6 +19,7 @@ import {
 } from '../../agent/packaging/build-agent-sea';
 import { fakeNvmlPath } from '../setup/fake-nvml';
 import { setup as buildTestDoubles } from '../setup/global-setup';
+import { benchAgentEnv, envName } from './bench-agent-env';
 import { readTopFunctions } from './cpu-profile-top';
 import { processCpuUs, statusKb, threadCpuUs } from './proc-stat';
 
@@ -156,13 +156,6 @@ function unitNodeFlags(): string[] {
   return AGENT_SEA_EXEC_ARGV.filter((f) => major >= 22 || f !== '--no-turbofan');
 }
 
-/** The environment variable of an agent option, from the options table (one home for the names). */
-function envName(name: keyof AgentConfig): string {
-  const option = AGENT_CONFIG_OPTIONS.find((o) => o.name === name);
-  if (!option) throw new Error(`Expected an agent option named \`${name}\`, got none`);
-  return option.env;
-}
-
 /** A loopback HTTP sink answering 202 to every batch and counting them. */
 interface Sink {
   readonly server: Server;
@@ -205,33 +198,18 @@ function spawnAgent(
 ): RunningAgent {
   const spoolDir = join(workDir, `spool-${name}`);
   mkdirSync(spoolDir);
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    // glibc's malloc settings, as the systemd unit and the DaemonSet's image set them.
-    GLIBC_TUNABLES: AGENT_GLIBC_TUNABLES,
-    FAKE_NVML_PRESET: 'p5',
-    FAKE_NVML_GPU_COUNT: String(gpus),
-    ...nvmlCostEnv,
-    [envName('endpoint')]: sink.url,
-    [envName('auth')]: values.sigv4 ? 'sigv4' : 'none',
-    ...(values.sigv4
-      ? {
-          AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE',
-          AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
-        }
-      : {}),
-    [envName('imds')]: 'off',
-    [envName('instanceId')]: 'i-0abc12345def67890',
-    [envName('instanceType')]: 'p5.48xlarge',
-    [envName('region')]: 'us-east-1',
-    [envName('az')]: 'us-east-1a',
-    [envName('nvmlLibraryPath')]: fakeNvmlPath(),
-    [envName('pollIntervalMs')]: String(pollMs),
-    [envName('flushIntervalS')]: String(flushS),
-    [envName('sendIntervalS')]: String(sendS),
-    [envName('spoolDir')]: spoolDir,
-    [envName('logLevel')]: 'error',
-  };
+  const env = benchAgentEnv({
+    gpus,
+    endpoint: sink.url,
+    sigv4: values.sigv4 === true,
+    spoolDir,
+    extra: {
+      ...nvmlCostEnv,
+      [envName('pollIntervalMs')]: String(pollMs),
+      [envName('flushIntervalS')]: String(flushS),
+      [envName('sendIntervalS')]: String(sendS),
+    },
+  });
   const child = spawn(
     executable ?? process.execPath,
     executable ? ['agent'] : [...nodeFlags, entry, 'agent'],
