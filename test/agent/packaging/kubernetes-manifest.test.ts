@@ -200,6 +200,29 @@ describe('Kubernetes DaemonSet (agent/packaging/kubernetes/gpu-sentinel-agent.ya
     expect(nodeMatches(terms, labels)).toBe(runs);
   });
 
+  it.each([
+    [{ ...karpenterP5, [CLIENT]: 'true' }, true],
+    [karpenterP5, false],
+    [{ ...karpenterP5, [CLIENT]: 'paused-for-mig-change' }, false],
+  ] as const)(
+    'with docs/agent.md’s nodeSelector patch (waited for by mig-manager), on %j runs: %s',
+    (labels, runs) => {
+      // Prepare: the merge patch as docs/agent.md prints it; its selector is ANDed with the affinity
+      const docs = readFileSync(join(PACKAGING, '..', '..', 'docs', 'agent.md'), 'utf8');
+      const json = /patch daemonset gpu-sentinel-agent --type merge \\\n\s+-p '([^']+)'/.exec(docs)?.[1];
+      const patch = JSON.parse(json ?? '{}') as {
+        spec?: { template?: { spec?: { nodeSelector?: Record<string, string> } } };
+      };
+      const selector = patch.spec?.template?.spec?.nodeSelector ?? {};
+      expect(Object.keys(selector)).toEqual([CLIENT]);
+      const selected = Object.entries(selector).every(
+        ([k, v]) => (labels as Record<string, string>)[k] === v,
+      );
+      // Act / Assess
+      expect(selected && nodeMatches(terms, labels)).toBe(runs);
+    },
+  );
+
   it('asks the GPU Operator client label of every GPU term, so no term schedules it during a MIG change', () => {
     // Prepare / Act
     const clientRules = terms.map((t) => (t.matchExpressions ?? []).filter((e) => e.key === CLIENT));
