@@ -1,5 +1,6 @@
 import koffi from 'koffi';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { nvmlFieldValue } from '../../agent/sources/nvml/structs';
 import { fakeNvmlPath, setFakeNvmlEnv } from '../setup/fake-nvml';
 
 // The fake's cost model (FAKE_NVML_CALL_COST=h200-580) spins on the calling thread's CPU clock for
@@ -11,15 +12,6 @@ import { fakeNvmlPath, setFakeNvmlEnv } from '../setup/fake-nvml';
 
 const lib = koffi.load(fakeNvmlPath());
 const nvmlDevice = koffi.pointer('nvmlDevice', koffi.opaque());
-const fieldValue = koffi.struct('nvmlFieldValueCost', {
-  fieldId: 'uint32',
-  scopeId: 'uint32',
-  timestamp: 'int64',
-  latencyUsec: 'int64',
-  valueType: 'uint32',
-  nvmlReturn: 'uint32',
-  value: 'uint64',
-});
 const violationTime = koffi.struct('nvmlViolationTimeCost', {
   referenceTime: 'uint64',
   violationTime: 'uint64',
@@ -46,7 +38,7 @@ const replay = lib.func('nvmlDeviceGetPcieReplayCounter', 'int', [
 const fieldValues = lib.func('nvmlDeviceGetFieldValues', 'int', [
   nvmlDevice,
   'int',
-  koffi.inout(koffi.pointer(fieldValue)),
+  koffi.inout(koffi.pointer(nvmlFieldValue)),
 ]);
 
 const libc = koffi.load('libc.so.6');
@@ -79,7 +71,7 @@ function open(settings: Parameters<typeof setFakeNvmlEnv>[0]): unknown {
   return out[0];
 }
 
-function fieldRequest(ids: readonly number[]): Record<string, number>[] {
+function fieldRequest(ids: readonly number[]): Record<string, unknown>[] {
   return ids.map((fieldId) => ({
     fieldId,
     scopeId: 0xffff_ffff,
@@ -87,7 +79,7 @@ function fieldRequest(ids: readonly number[]): Record<string, number>[] {
     latencyUsec: 0,
     valueType: 0,
     nvmlReturn: 0,
-    value: 0,
+    value: { ullVal: 0 },
   }));
 }
 
