@@ -79,6 +79,7 @@
  * fakeNvmlSetLostGpu(index) makes a GPU fall off the bus mid-run (-1: none);
  * fakeNvmlSetMigLayout(gpu, layout, staleCode) re-partitions a GPU mid-run (MIG off, or another
  * set of GPU instances), old MIG device handles answering staleCode;
+ * fakeNvmlSetClock(ms) makes the time-driven counters follow a virtual clock (ms < 0: the real one);
  * fakeNvmlInjectXid(gpu, xid) and fakeNvmlInjectEvent(gpu, eventType, eventData) queue an event
  * for the next nvmlEventSetWait_v2 (thread-safe); fakeNvmlFieldRequests(fieldId) counts how often
  * a field id was requested.
@@ -514,11 +515,22 @@ static nvmlReturn_t enter_device(const char *fn, nvmlDevice_t d) {
     if (r_ != NVML_SUCCESS) return r_;          \
   } while (0)
 
+/* fakeNvmlSetClock: the time the fake's counters follow, ms since the epoch; < 0: the real clocks. */
+static volatile double virtual_ms = -1;
+
 static double monotonic_s(void) {
+  if (virtual_ms >= 0) return virtual_ms / 1e3;
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
+
+/**
+ * Makes the fake's time-driven values (energy, violation and field counters, field timestamps) follow
+ * `ms` (ms since the epoch) instead of the real clocks, for an agent driven on a virtual clock;
+ * a negative `ms` goes back to the real clocks. Not reset by nvmlInit_v2 (test helper, not NVML).
+ */
+void fakeNvmlSetClock(double ms) { virtual_ms = ms; }
 
 static unsigned long long env_ull(const char *name, unsigned long long fallback) {
   const char *v = getenv(name);
@@ -922,6 +934,7 @@ static int field_unsupported(unsigned int id) {
 }
 
 static long long realtime_us(void) {
+  if (virtual_ms >= 0) return (long long)(virtual_ms * 1e3);
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (long long)ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;

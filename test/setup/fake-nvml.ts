@@ -140,6 +140,7 @@ const helpers = new Map<
     setMigLayout: (gpu: number, layout: string, staleCode: number) => number;
     injectEvent: (gpu: number, eventType: number, eventData: number) => number;
     fieldRequests: (fieldId: number) => number;
+    setClock: (ms: number) => void;
   }
 >();
 
@@ -154,7 +155,9 @@ function fakeHelpers(variant: FakeNvmlVariant) {
     const setMigLayout = lib.func('fakeNvmlSetMigLayout', 'int', ['int', 'const char *', 'int']);
     const injectEvent = lib.func('fakeNvmlInjectEvent', 'int', ['uint32', 'uint64', 'uint64']);
     const fieldRequests = lib.func('fakeNvmlFieldRequests', 'int', ['uint32']);
+    const setClock = lib.func('fakeNvmlSetClock', 'void', ['double']);
     bound = {
+      setClock: (ms) => setClock(ms),
       fieldRequests: (fieldId) => Number(fieldRequests(fieldId)),
       callCount: (name) => Number(callCount(name)),
       setLostGpu: (index) => setLostGpu(index),
@@ -251,4 +254,18 @@ export function injectFakeNvmlEvent(
  */
 export function fakeNvmlFieldRequests(fieldId: number, variant: FakeNvmlVariant = 'current'): number {
   return fakeHelpers(variant).fieldRequests(fieldId);
+}
+
+/**
+ * Makes the fake's time-driven values follow a virtual clock: the energy counter (power × time),
+ * the violation counters and their reference time, the growing field counters (PCIe, NVLink) and
+ * the field values' timestamps. For an agent driven on a `VirtualClock`, so that 60 s of virtual
+ * polls read 60 s of energy, not the few ms of real time they take. Process state of the loaded
+ * library, kept across `nvmlInit_v2`: set `undefined` when done.
+ *
+ * @param ms - the virtual time, ms since the epoch (≥ 0); `undefined`: the real clocks again
+ * @param variant - which build @default 'current'
+ */
+export function setFakeNvmlClock(ms: number | undefined, variant: FakeNvmlVariant = 'current'): void {
+  fakeHelpers(variant).setClock(ms ?? -1);
 }
