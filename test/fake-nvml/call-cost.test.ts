@@ -1,7 +1,6 @@
 import koffi from 'koffi';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { nvmlFieldValue } from '../../agent/sources/nvml/structs';
-import { fakeNvmlPath, setFakeNvmlEnv } from '../setup/fake-nvml';
+import { closeAll, energy, fieldValues, openGpu0, replay, violation } from './fake-nvml-calls';
 
 // The fake's cost model (FAKE_NVML_CALL_COST=h200-580) spins on the calling thread's CPU clock for
 // the H200's measured cost of each call (test/fake-nvml/fake-nvml.c, H200_580_COSTS). These tests
@@ -9,37 +8,6 @@ import { fakeNvmlPath, setFakeNvmlEnv } from '../setup/fake-nvml';
 // around the calls: never less than the spin, and loose upper bounds. Not the process's CPU time:
 // on a loaded machine V8's GC and compiler threads and vitest's own threads add to that (a CI run
 // saw 309 µs a call for a 151 µs spin), which says nothing about the model.
-
-const lib = koffi.load(fakeNvmlPath());
-const nvmlDevice = koffi.pointer('nvmlDevice', koffi.opaque());
-const violationTime = koffi.struct('nvmlViolationTimeCost', {
-  referenceTime: 'uint64',
-  violationTime: 'uint64',
-});
-const init = lib.func('nvmlInit_v2', 'int', []);
-const shutdown = lib.func('nvmlShutdown', 'int', []);
-const handleByIndex = lib.func('nvmlDeviceGetHandleByIndex_v2', 'int', [
-  'uint32',
-  koffi.out(koffi.pointer(nvmlDevice)),
-]);
-const energy = lib.func('nvmlDeviceGetTotalEnergyConsumption', 'int', [
-  nvmlDevice,
-  koffi.out(koffi.pointer('uint64')),
-]);
-const violation = lib.func('nvmlDeviceGetViolationStatus', 'int', [
-  nvmlDevice,
-  'uint32',
-  koffi.out(koffi.pointer(violationTime)),
-]);
-const replay = lib.func('nvmlDeviceGetPcieReplayCounter', 'int', [
-  nvmlDevice,
-  koffi.out(koffi.pointer('uint32')),
-]);
-const fieldValues = lib.func('nvmlDeviceGetFieldValues', 'int', [
-  nvmlDevice,
-  'int',
-  koffi.inout(koffi.pointer(nvmlFieldValue)),
-]);
 
 const libc = koffi.load('libc.so.6');
 const timespec = koffi.struct('timespecCost', { tv_sec: 'int64', tv_nsec: 'int64' });
@@ -60,15 +28,6 @@ function meanCpuUs(n: number, call: () => number): number {
   const start = cpuUs();
   for (let i = 0; i < n; i++) expect(call()).toBe(0);
   return (cpuUs() - start) / n;
-}
-
-/** Opens the fake with `settings` and returns GPU 0's handle. */
-function open(settings: Parameters<typeof setFakeNvmlEnv>[0]): unknown {
-  setFakeNvmlEnv({ GPU_COUNT: 1, ...settings });
-  expect(init()).toBe(0);
-  const out = [null];
-  expect(handleByIndex(0, out)).toBe(0);
-  return out[0];
 }
 
 function fieldRequest(ids: readonly number[]): Record<string, unknown>[] {
@@ -94,15 +53,12 @@ const CALLS = {
 
 beforeAll(() => {
   // Warm koffi's call paths before any timing.
-  open({});
-  for (const call of Object.values(CALLS)) call(open({}));
-  while (shutdown() === 0) {}
+  openGpu0({});
+  for (const call of Object.values(CALLS)) call(openGpu0({}));
+  closeAll();
 });
 
-afterEach(() => {
-  while (shutdown() === 0) {}
-  setFakeNvmlEnv();
-});
+afterEach(closeAll);
 
 describe('the fake NVML call cost model', () => {
   it.each([
@@ -116,7 +72,7 @@ describe('the fake NVML call cost model', () => {
     'spends %s ≈ the H200 figure of CPU time a call with h200-580 (%i calls)',
     (name, n, tableUs) => {
       // Prepare
-      const device = open({ CALL_COST: 'h200-580' });
+      const device = openGpu0({ CALL_COST: 'h200-580' });
       // Act
       const us = meanCpuUs(n, () => CALLS[name](device));
       // Assess
@@ -126,7 +82,7 @@ describe('the fake NVML call cost model', () => {
   );
 
   it('spends a few µs on a plain field (HBM temperature, 2.7 µs on the H200) with h200-580', () => {
-    const device = open({ CALL_COST: 'h200-580' });
+    const device = openGpu0({ CALL_COST: 'h200-580' });
     const us = meanCpuUs(200, () => CALLS['nvmlDeviceGetFieldValues [82]'](device));
     expect(us).toBeGreaterThanOrEqual(2.7 * 0.98);
     expect(us).toBeLessThan(60);
@@ -136,7 +92,7 @@ describe('the fake NVML call cost model', () => {
     'spends next to nothing on %s with the model off (the default)',
     (name) => {
       // Prepare
-      const device = open({});
+      const device = openGpu0({});
       // Act
       const us = meanCpuUs(200, () => CALLS[name](device));
       // Assess: the cheapest dear call (PCIe replay) costs 151 µs with the model on; koffi's own
@@ -146,7 +102,7 @@ describe('the fake NVML call cost model', () => {
   );
 
   it('spends nothing with an unknown model name, as with none', () => {
-    const device = open({ CALL_COST: 'h100-535' as 'h200-580' });
+    const device = openGpu0({ CALL_COST: 'h100-535' as 'h200-580' });
     expect(meanCpuUs(10, () => CALLS.nvmlDeviceGetTotalEnergyConsumption(device))).toBeLessThan(60);
   });
 
@@ -154,7 +110,7 @@ describe('the fake NVML call cost model', () => {
     // Prepare
     const before = process.memoryUsage().rss;
     // Act
-    open({ INIT_RSS_MB: 18 });
+    openGpu0({ INIT_RSS_MB: 18 });
     // Assess
     expect(process.memoryUsage().rss - before).toBeGreaterThanOrEqual(17 * 1024 * 1024);
   });

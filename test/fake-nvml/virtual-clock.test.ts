@@ -1,43 +1,11 @@
-import koffi from 'koffi';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fakeNvmlPath, setFakeNvmlClock, setFakeNvmlEnv } from '../setup/fake-nvml';
+import { setFakeNvmlClock } from '../setup/fake-nvml';
+import { closeAll, energy, openGpu0, power, violation } from './fake-nvml-calls';
 
 // An agent driven on a virtual clock (test/bench/fixtures/agent-batch.ts) polls 60 s of virtual time
 // in a few ms of real time. The fake's energy and violation counters grew with the real clock, so
 // that batch carried 0.67 W for a GPU drawing 613 W. `setFakeNvmlClock` makes them follow the
 // virtual one.
-
-const lib = koffi.load(fakeNvmlPath());
-const nvmlDevice = koffi.pointer('nvmlDeviceClock', koffi.opaque());
-const violationTime = koffi.struct('nvmlViolationTimeClock', {
-  referenceTime: 'uint64',
-  violationTime: 'uint64',
-});
-const init = lib.func('nvmlInit_v2', 'int', []);
-const shutdown = lib.func('nvmlShutdown', 'int', []);
-const handleByIndex = lib.func('nvmlDeviceGetHandleByIndex_v2', 'int', [
-  'uint32',
-  koffi.out(koffi.pointer(nvmlDevice)),
-]);
-const power = lib.func('nvmlDeviceGetPowerUsage', 'int', [nvmlDevice, koffi.out(koffi.pointer('uint32'))]);
-const energy = lib.func('nvmlDeviceGetTotalEnergyConsumption', 'int', [
-  nvmlDevice,
-  koffi.out(koffi.pointer('uint64')),
-]);
-const violation = lib.func('nvmlDeviceGetViolationStatus', 'int', [
-  nvmlDevice,
-  'uint32',
-  koffi.out(koffi.pointer(violationTime)),
-]);
-
-/** GPU 0 of the fake (p5 preset), opened with `settings`. */
-function gpu0(settings: Parameters<typeof setFakeNvmlEnv>[0] = {}): unknown {
-  setFakeNvmlEnv({ GPU_COUNT: 1, ...settings });
-  expect(init()).toBe(0);
-  const out = [null];
-  expect(handleByIndex(0, out)).toBe(0);
-  return out[0];
-}
 
 function read<T>(call: (h: unknown, out: T[]) => number, handle: unknown, fallback: T): T {
   const out = [fallback];
@@ -47,15 +15,14 @@ function read<T>(call: (h: unknown, out: T[]) => number, handle: unknown, fallba
 
 afterEach(() => {
   setFakeNvmlClock(undefined);
-  shutdown();
-  setFakeNvmlEnv();
+  closeAll();
 });
 
 describe('the fake NVML on a virtual clock', () => {
   it('grows the energy counter by power × virtual time, not by the real time the calls take', () => {
     const t0 = Date.parse('2026-01-01T00:00:00Z');
     setFakeNvmlClock(t0);
-    const h = gpu0({ UTIL_GPU: 97 });
+    const h = openGpu0({ UTIL_GPU: 97 });
     const mw = read((x, o: number[]) => power(x, o), h, 0);
     const before = BigInt(read((x, o: bigint[]) => energy(x, o), h, 0n));
     setFakeNvmlClock(t0 + 10_000);
@@ -69,7 +36,7 @@ describe('the fake NVML on a virtual clock', () => {
   it('moves the violation counter and its reference time with the virtual clock', () => {
     const t0 = Date.parse('2026-01-01T00:00:00Z');
     setFakeNvmlClock(t0);
-    const h = gpu0({ POWER_VIOLATION_PCT: 25 });
+    const h = openGpu0({ POWER_VIOLATION_PCT: 25 });
     const a = read((x, o: Record<string, bigint>[]) => violation(x, 0, o), h, {});
     setFakeNvmlClock(t0 + 4_000);
     const b = read((x, o: Record<string, bigint>[]) => violation(x, 0, o), h, {});
@@ -83,7 +50,7 @@ describe('the fake NVML on a virtual clock', () => {
 
   it('follows the real clock again once the virtual one is cleared', () => {
     setFakeNvmlClock(Date.parse('2026-01-01T00:00:00Z'));
-    const h = gpu0({ POWER_VIOLATION_PCT: 25 });
+    const h = openGpu0({ POWER_VIOLATION_PCT: 25 });
     const virtualUs = Number(
       read((x, o: Record<string, bigint>[]) => violation(x, 0, o), h, {}).referenceTime,
     );
