@@ -94,6 +94,9 @@ describe('GpuLostDetector formats', () => {
     ['dmesg --decode -T', `kern  :err   : [Sun Feb 23 16:24:18 2025] ${body}`, 'wall'],
     ['journalctl short-iso', `2025-02-23T16:24:18+0000 ip-10-0-0-1 kernel: ${body}`, 'wall'],
     ['dmesg --time-format iso', `2025-02-23T16:24:18,491363+00:00 ${body}`, 'wall'],
+    ['talosctl dmesg', `10.0.0.7: kern: err: [2025-02-23T16:24:18.599488292Z]: ${body}`, 'wall'],
+    ['syslog RFC 5424', `<3>1 2025-02-23T16:24:18.5Z ip-10-0-0-1 kernel - - - ${body}`, 'wall'],
+    ['journalctl -o short-full', `Sun 2025-02-23 16:24:18 UTC ip-10-0-0-1 kernel: ${body}`, 'wall'],
   ])('%s', (_name, line, kind) => {
     const r = new GpuLostDetector().feed(line);
     expect(r?.cause).toBe('fallen_off_bus');
