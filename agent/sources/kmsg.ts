@@ -95,6 +95,12 @@ const LABELLED_ISO = /^(?:[^\s[\]]+:\s+){0,3}\[(\d{4}-\d{2}-\d{2}T[^\]\s]+)\]:?\
 /** journalctl -o short-full: `Sat 2024-02-17 08:00:34[.123456] UTC host kernel: message`. */
 const SHORT_FULL =
   /^[A-Z][a-z]{2} (\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))? ([A-Z]{2,5}|[+-]\d{2}:?\d{2}) (.*)$/;
+/**
+ * What journal and syslog lines put between their time and the kernel's message: the host and the
+ * `kernel:` tag (RFC 5424: `host kernel - - -`), then the kernel's own `[ 218.250408]` stamp that
+ * syslog keeps (`worker4 kernel: [  218.250408] NVRM: …`). Stripped, so the message is the driver's.
+ */
+const KERNEL_TAG = /^(?:\S+\s+)?kernel(?::|\s+-\s+-\s+-)\s+(?:\[\s*\d+(?:\.\d+)?\]\s?)?/;
 /** journalctl -o short-unix: `1708156834.123456 host kernel: message` (seconds since the epoch, UTC). */
 const SHORT_UNIX = /^(\d{9,11}\.\d{1,9}) (.*)$/;
 /** journalctl short / short-precise: `Feb 23 16:24:18[.123456] host kernel: message` (local time, no year). */
@@ -107,7 +113,8 @@ const NAME = /^name=(<unknown>|[^,]*?)\s*(?:,\s*|$)/;
 
 /**
  * Reads the time at the start of one kernel-log line, in any supported format (see
- * {@link parseXidLine}). A syslog `<pri>` and a `dmesg --decode` prefix are skipped first.
+ * {@link parseXidLine}). A syslog `<pri>` and a `dmesg --decode` prefix are skipped first; the
+ * host, the `kernel:` tag and syslog's inner dmesg stamp are cut from the message.
  *
  * @param line - one line, without its newline
  * @param opts - time zone and year for formats that lack them
@@ -117,6 +124,11 @@ export function parseLogTime(
   line: string,
   opts: KernelLogOptions = {},
 ): { time?: KernelLogTime; message: string } {
+  const read = readLogTime(line, opts);
+  return { ...read, message: read.message.replace(KERNEL_TAG, '') };
+}
+
+function readLogTime(line: string, opts: KernelLogOptions): { time?: KernelLogTime; message: string } {
   const text = line.replace(SYSLOG_PRI, '').replace(DECODE_PREFIX, '');
   const tzMs = (opts.tzOffsetMinutes ?? 0) * 60_000;
   let m = RAW_KMSG.exec(text);

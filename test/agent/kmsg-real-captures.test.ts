@@ -223,6 +223,46 @@ describe('real kernel logs: what an SRE expects', () => {
     expect([149, 145].map(policyAction)).toEqual(['notify', 'notify']);
   });
 
+  it('gpu-operator-1146 (RFC 3164 syslog with a dmesg stamp inside): 0a:00 cannot start and 07:00 has a DBE whose page retirement failed; both GPUs replace the instance', () => {
+    const r = replay('gpu-operator-1146-xid48-64-rminit.syslog.log', { year: 2024 });
+    expect(r.xids).toEqual(['48@0000:07:00', '64@0000:07:00']);
+    expect(r.lost).toEqual(Array(3).fill('init_failed@0000:0a:00.0'));
+    expect(r.events.map((e) => `${e.kind}:${e.xid ?? '-'}@${e.pci_bus_id}`)).toEqual([
+      'gpu_lost:-@0000:0a:00.0',
+      'xid:48@0000:07:00.0',
+      'xid:64@0000:07:00.0',
+    ]);
+    // The event says what the driver said, not the syslog host, tag and inner dmesg stamp.
+    expect(r.events[0]?.detail).toBe(
+      'init_failed: NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x72:1568)',
+    );
+    expect(r.events[0]?.at).toBe('2024-12-02T11:38:46.000000Z');
+    expect(r.decisions).toEqual([
+      'gpu_lost - replace@0000:0a:00.0',
+      'xid_fatal 48 reset@0000:07:00.0',
+      'xid_fatal 64 replace@0000:07:00.0',
+    ]);
+  });
+
+  it('ogkm-829 (journalctl -k short, open driver 575): the GSP task exception 120 at driver start asks for a reset of 02:00; the CrashCat report lines are no Xid', () => {
+    const r = replay('ogkm-829-xid120-gsp-crashcat.journal.log', { year: 2025 });
+    expect(r.xids).toEqual(['120@0000:02:00']);
+    expect(r.lost).toEqual([]);
+    expect(r.events[0]).toMatchObject({
+      at: '2025-04-19T13:16:41.000000Z',
+      detail: 'GSP task exception: load access page fault (cause:0xd) @ pc:0x140ca4a, partition:4#0, task:3',
+    });
+    expect(r.decisions).toEqual(['xid_fatal 120 reset@0000:02:00.0']);
+  });
+
+  it('ogkm-1230 (plain dmesg, GSP boot refused: WPR2 already up): a1:00 cannot start, one loss for its three RmInitAdapter failures, no Xid', () => {
+    const r = replay('ogkm-1230-gsp-wpr2-rminit.dmesg.log');
+    expect(r.xids).toEqual([]);
+    expect(r.lost).toEqual(Array(3).fill('init_failed@0000:a1:00.0'));
+    expect(r.events).toHaveLength(1);
+    expect(r.decisions).toEqual(['gpu_lost - replace@0000:a1:00.0']);
+  });
+
   it('every file of the folder is replayed by this file', () => {
     const tested = [
       'README.md',
@@ -236,6 +276,9 @@ describe('real kernel logs: what an SRE expects', () => {
       'ogkm-1030-xid31-channel-595.dmesg.log',
       'ogkm-1150-xid45-after-nvlink5.kernel.log',
       'gpud-1174-xid145-149-nvlink5.kmsg.log',
+      'gpu-operator-1146-xid48-64-rminit.syslog.log',
+      'ogkm-829-xid120-gsp-crashcat.journal.log',
+      'ogkm-1230-gsp-wpr2-rminit.dmesg.log',
     ];
     expect(readdirSync(DIR).sort()).toEqual([...tested].sort());
   });

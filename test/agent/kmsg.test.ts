@@ -1,6 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { type KernelLogTime, parseKernelLog, parseXidLine, toXidEvent } from '../../agent/sources/kmsg';
+import {
+  type KernelLogTime,
+  parseKernelLog,
+  parseLogTime,
+  parseXidLine,
+  toXidEvent,
+} from '../../agent/sources/kmsg';
 import { EventSchema } from '../../lambdas/contract';
 
 const real = (name: string): string =>
@@ -194,6 +200,17 @@ describe('parseXidLine', () => {
       { kind: 'wall', epochMs: Date.parse('2025-02-23T15:24:18Z') },
       { kind: 'wall', epochMs: Date.parse('2025-02-23T16:24:18Z') },
     ]);
+  });
+
+  it.each([
+    ['RFC 3164 syslog with the dmesg stamp inside', 'Dec  2 11:38:46 worker4 kernel: [  218.250408] NVRM: x'],
+    ['journalctl -k short', 'Feb 23 16:24:18 ip-10-0-1-2 kernel: NVRM: x'],
+    ['RFC 5424 syslog', '<4>1 2025-02-23T16:24:18Z ip-10-0-1-2 kernel - - - NVRM: x'],
+    ['a journal line cut of its time', 'kernel: NVRM: x'],
+    ['plain dmesg', '[ 218.250408] NVRM: x'],
+  ])('keeps only the kernel message of a %s line', (_format, line) => {
+    // Prepare / Act / Assess
+    expect(parseLogTime(line, { year: 2024 }).message).toBe('NVRM: x');
   });
 
   it('reads no time from a bracketed text that is not an ISO time', () => {
