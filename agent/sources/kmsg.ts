@@ -3,9 +3,11 @@ import { systemClock } from '../clock';
 
 /**
  * Kernel-log XIDs: parses the NVIDIA driver's `NVRM: Xid (PCI:…): <code>, pid=…, name=…, <text>`
- * lines in every format `dmesg` and `journalctl -k` print, and turns them into contract events.
- * Pure: no I/O, no clock (the year and time zone of formats that lack them are options).
- * Format reference: NVIDIA Xid catalog (docs/nvml.md §9); leptonai/gpud `pkg/dmesg`.
+ * lines in every format `dmesg` and `journalctl -k` print, syslog files (RFC 3164 / 5424) and
+ * `talosctl dmesg`, and turns them into contract events. Old drivers print no pid/name, new ones
+ * `pid='<unknown>'`; both parse. Pure: no I/O, no clock (the year and time zone of formats that
+ * lack them are options). Format reference: NVIDIA Xid catalog (docs/nvml.md §9); leptonai/gpud
+ * `pkg/dmesg`; the real captures of test/fixtures/real/kernel-logs/.
  */
 
 /** When a kernel-log line happened: wall-clock time, or seconds since boot (raw kmsg, plain dmesg). */

@@ -124,6 +124,17 @@ describe('GpuLostDetector formats', () => {
     ).toBeUndefined();
   });
 
+  it('reads the three-line Xid-less message when the journal repeats its time and host on every line', () => {
+    const text = [
+      'Feb 14 05:03:42 gpu-1 kernel: NVRM: The NVIDIA GPU 0000:b3:00.0',
+      'Feb 14 05:03:42 gpu-1 kernel: NVRM: (PCI ID: 10de:2330) installed in this system has',
+      'Feb 14 05:03:42 gpu-1 kernel: NVRM: fallen off the bus and is not responding to commands.',
+    ].join('\n');
+    const found = findGpuLost(text, { year: 2026 });
+    expect(found.map(brief)).toEqual(['fallen_off_bus@0000:b3:00.0']);
+    expect(found[0]?.detail).toBe('NVRM: fallen off the bus and is not responding to commands.');
+  });
+
   it('takes a lone failed probe routine as a loss of the instance', () => {
     const r = new GpuLostDetector().feed('[ 5.1] NVRM: The NVIDIA probe routine failed for 1 device(s).');
     expect(r).toMatchObject({ cause: 'probe_failed' });
