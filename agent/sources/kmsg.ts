@@ -3,9 +3,11 @@ import { systemClock } from '../clock';
 
 /**
  * Kernel-log XIDs: parses the NVIDIA driver's `NVRM: Xid (PCI:…): <code>, pid=…, name=…, <text>`
- * lines in every format `dmesg` and `journalctl -k` print, and turns them into contract events.
- * Pure: no I/O, no clock (the year and time zone of formats that lack them are options).
- * Format reference: NVIDIA Xid catalog (docs/nvml.md §9); leptonai/gpud `pkg/dmesg`.
+ * lines in every format `dmesg` and `journalctl -k` print, syslog files (RFC 3164 / 5424) and
+ * `talosctl dmesg`, and turns them into contract events. Old drivers print no pid/name, new ones
+ * `pid='<unknown>'`; both parse. Pure: no I/O, no clock (the year and time zone of formats that
+ * lack them are options). Format reference: NVIDIA Xid catalog (docs/nvml.md §9); leptonai/gpud
+ * `pkg/dmesg`; the real captures of test/fixtures/real/kernel-logs/.
  */
 
 /** When a kernel-log line happened: wall-clock time, or seconds since boot (raw kmsg, plain dmesg). */
@@ -42,8 +44,9 @@ export interface XidRecord {
 /** Options for formats whose lines lack a year or a time zone. */
 export interface KernelLogOptions {
   /**
-   * Offset of the host's local time east of UTC, minutes (−720..840), for `dmesg -T` and
-   * `journalctl -k` short/short-precise, which print local time without a zone.
+   * Offset of the host's local time east of UTC, minutes (−720..840), for `dmesg -T`,
+   * `journalctl -k` short/short-precise and RFC 3164 syslog, which print local time without a zone,
+   * and for `journalctl -o short-full` lines whose zone is a name other than UTC/GMT (`CET`).
    * @default 0 (UTC, the EC2 default)
    */
   readonly tzOffsetMinutes?: number;
@@ -73,6 +76,11 @@ const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', '
 
 /** `dmesg --decode` / `-x` prefix: `kern  :warn  : `. */
 const DECODE_PREFIX = /^[a-z]+\s*:[a-z]+\s*:\s/;
+/**
+ * Syslog priority in front of a line: `<4>` (`dmesg --raw`, RFC 3164 on the wire) or `<4>1 ` (RFC 5424,
+ * version 1, followed by an ISO time).
+ */
+const SYSLOG_PRI = /^<\d{1,3}>(?:1 )?/;
 /** Raw /dev/kmsg record: `prio,seq,usec,flags[,…];message`. */
 const RAW_KMSG = /^\d+,\d+,(\d+),[^;]*;(.*)$/;
 /** Plain dmesg: `[ 1234.567890] message`. */
@@ -81,6 +89,22 @@ const DMESG_MONO = /^\[\s*(\d+(?:\.\d+)?)\]\s?(.*)$/;
 const DMESG_CTIME = /^\[[A-Z][a-z]{2} ([A-Z][a-z]{2})\s+(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})\]\s?(.*)$/;
 /** ISO 8601 (dmesg --time-format iso, journalctl short-iso[-precise]): `2024-11-15T05:39:15,491363+00:00 message`. */
 const ISO = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:[,.](\d+))?(Z|[+-]\d{2}:?\d{2})\s(.*)$/;
+/**
+ * A bracketed ISO time after up to three `label: ` words (host, facility, level), as `talosctl dmesg`
+ * prints: `192.168.11.119: kern: warning: [2026-04-22T21:26:20.599488292Z]: message` (nanoseconds, UTC).
+ */
+const LABELLED_ISO = /^(?:[^\s[\]]+:\s+){0,3}\[(\d{4}-\d{2}-\d{2}T[^\]\s]+)\]:?\s?(.*)$/;
+/** journalctl -o short-full: `Sat 2024-02-17 08:00:34[.123456] UTC host kernel: message`. */
+const SHORT_FULL =
+  /^[A-Z][a-z]{2} (\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))? ([A-Z]{2,5}|[+-]\d{2}:?\d{2}) (.*)$/;
+/**
+ * What journal and syslog lines put between their time and the kernel's message: the host and the
+ * `kernel:` tag (RFC 5424: `host kernel - - -`), then the kernel's own `[ 218.250408]` stamp that
+ * syslog keeps (`worker4 kernel: [  218.250408] NVRM: …`). Stripped, so the message is the driver's.
+ */
+const KERNEL_TAG = /^(?:\S+\s+)?kernel(?::|\s+-\s+-\s+-)\s+(?:\[\s*\d+(?:\.\d+)?\]\s?)?/;
+/** journalctl -o short-unix: `1708156834.123456 host kernel: message` (seconds since the epoch, UTC). */
+const SHORT_UNIX = /^(\d{9,11}\.\d{1,9}) (.*)$/;
 /** journalctl short / short-precise: `Feb 23 16:24:18[.123456] host kernel: message` (local time, no year). */
 const JOURNAL_SHORT = /^([A-Z][a-z]{2})\s+(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))? (.*)$/;
 /** The Xid itself, anywhere in the message. */
@@ -90,7 +114,9 @@ const PID = /^pid=(?:'?<unknown>'?|'?(\d+)'?)\s*(?:,\s*|$)/;
 const NAME = /^name=(<unknown>|[^,]*?)\s*(?:,\s*|$)/;
 
 /**
- * Reads the time at the start of one kernel-log line, in any supported format.
+ * Reads the time at the start of one kernel-log line, in any supported format (see
+ * {@link parseXidLine}). A syslog `<pri>` and a `dmesg --decode` prefix are skipped first; the
+ * host, the `kernel:` tag and syslog's inner dmesg stamp are cut from the message.
  *
  * @param line - one line, without its newline
  * @param opts - time zone and year for formats that lack them
@@ -100,7 +126,12 @@ export function parseLogTime(
   line: string,
   opts: KernelLogOptions = {},
 ): { time?: KernelLogTime; message: string } {
-  const text = line.replace(DECODE_PREFIX, '');
+  const read = readLogTime(line, opts);
+  return { ...read, message: read.message.replace(KERNEL_TAG, '') };
+}
+
+function readLogTime(line: string, opts: KernelLogOptions): { time?: KernelLogTime; message: string } {
+  const text = line.replace(SYSLOG_PRI, '').replace(DECODE_PREFIX, '');
   const tzMs = (opts.tzOffsetMinutes ?? 0) * 60_000;
   let m = RAW_KMSG.exec(text);
   if (m) return { time: { kind: 'monotonic', sinceBootS: Number(m[1]) / 1e6 }, message: m[2] ?? '' };
@@ -116,18 +147,25 @@ export function parseLogTime(
     }
   }
   m = ISO.exec(text);
+  if (m) return { time: { kind: 'wall', epochMs: isoEpochMs(m) }, message: m[9] ?? '' };
+  m = LABELLED_ISO.exec(text);
   if (m) {
-    const zone = m[8] ?? 'Z';
-    const offsetMin =
-      zone === 'Z'
-        ? 0
-        : (zone.startsWith('-') ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(-2)));
+    const iso = ISO.exec(`${m[1]} `);
+    if (iso) return { time: { kind: 'wall', epochMs: isoEpochMs(iso) }, message: m[2] ?? '' };
+  }
+  m = SHORT_FULL.exec(text);
+  if (m) {
+    const zone = m[8] ?? 'UTC';
+    const named = /^[A-Z]+$/.test(zone);
+    const offsetMs = named ? (zone === 'UTC' || zone === 'GMT' ? 0 : tzMs) : zoneOffsetMin(zone) * 60_000;
     const epochMs =
       Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6])) +
       fractionMs(m[7]) -
-      offsetMin * 60_000;
+      offsetMs;
     return { time: { kind: 'wall', epochMs }, message: m[9] ?? '' };
   }
+  m = SHORT_UNIX.exec(text);
+  if (m) return { time: { kind: 'wall', epochMs: Number(m[1]) * 1000 }, message: m[2] ?? '' };
   m = JOURNAL_SHORT.exec(text);
   if (m) {
     const month = MONTHS.indexOf(m[1] ?? '');
@@ -145,8 +183,11 @@ export function parseLogTime(
 
 /**
  * Parses one kernel-log line into an Xid record, in any format `dmesg` (raw /dev/kmsg, plain,
- * `-T`, `--time-format iso`, each with or without `--decode`) or `journalctl -k` (short,
- * short-precise, short-iso) prints.
+ * `-T`, `--time-format iso`, `--raw`, each with or without `--decode`), `journalctl -k` (short,
+ * short-precise, short-iso[-precise], short-monotonic, short-full, short-unix), syslog files
+ * (RFC 3164 `/var/log/messages` / `kern.log`, RFC 5424, with or without a `<pri>`) or
+ * `talosctl dmesg` prints. A line with no time it knows (`kernel: NVRM: Xid …`, a bare message)
+ * still gives the record, without `time`.
  *
  * @param line - one line, without its newline
  * @param opts - time zone and year for formats that lack them
@@ -233,6 +274,21 @@ export function toXidEvent(record: XidRecord, opts: { bootTime?: Date } = {}): G
     ...(record.process_name !== undefined ? { process_name: record.process_name.slice(0, 256) } : {}),
     ...(record.detail !== '' ? { detail: record.detail.slice(0, MAX_DETAIL_CHARS) } : {}),
   };
+}
+
+/** Milliseconds since the epoch of an {@link ISO} match. */
+function isoEpochMs(m: RegExpExecArray): number {
+  return (
+    Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6])) +
+    fractionMs(m[7]) -
+    zoneOffsetMin(m[8] ?? 'Z') * 60_000
+  );
+}
+
+/** Minutes east of UTC of an ISO zone: `Z`, `+00:00`, `-0500`. */
+function zoneOffsetMin(zone: string): number {
+  if (zone === 'Z') return 0;
+  return (zone.startsWith('-') ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(-2)));
 }
 
 function fractionMs(digits: string | undefined): number {

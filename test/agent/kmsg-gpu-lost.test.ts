@@ -94,6 +94,9 @@ describe('GpuLostDetector formats', () => {
     ['dmesg --decode -T', `kern  :err   : [Sun Feb 23 16:24:18 2025] ${body}`, 'wall'],
     ['journalctl short-iso', `2025-02-23T16:24:18+0000 ip-10-0-0-1 kernel: ${body}`, 'wall'],
     ['dmesg --time-format iso', `2025-02-23T16:24:18,491363+00:00 ${body}`, 'wall'],
+    ['talosctl dmesg', `10.0.0.7: kern: err: [2025-02-23T16:24:18.599488292Z]: ${body}`, 'wall'],
+    ['syslog RFC 5424', `<3>1 2025-02-23T16:24:18.5Z ip-10-0-0-1 kernel - - - ${body}`, 'wall'],
+    ['journalctl -o short-full', `Sun 2025-02-23 16:24:18 UTC ip-10-0-0-1 kernel: ${body}`, 'wall'],
   ])('%s', (_name, line, kind) => {
     const r = new GpuLostDetector().feed(line);
     expect(r?.cause).toBe('fallen_off_bus');
@@ -119,6 +122,17 @@ describe('GpuLostDetector formats', () => {
       d.feed('[ 2.0] NVRM: nvAssertFailedNoLog: Assertion failed: GPU lost from the bus [NV_ERR_GPU_IS_LOST]')
         ?.pci_bus_id,
     ).toBeUndefined();
+  });
+
+  it('reads the three-line Xid-less message when the journal repeats its time and host on every line', () => {
+    const text = [
+      'Feb 14 05:03:42 gpu-1 kernel: NVRM: The NVIDIA GPU 0000:b3:00.0',
+      'Feb 14 05:03:42 gpu-1 kernel: NVRM: (PCI ID: 10de:2330) installed in this system has',
+      'Feb 14 05:03:42 gpu-1 kernel: NVRM: fallen off the bus and is not responding to commands.',
+    ].join('\n');
+    const found = findGpuLost(text, { year: 2026 });
+    expect(found.map(brief)).toEqual(['fallen_off_bus@0000:b3:00.0']);
+    expect(found[0]?.detail).toBe('NVRM: fallen off the bus and is not responding to commands.');
   });
 
   it('takes a lone failed probe routine as a loss of the instance', () => {

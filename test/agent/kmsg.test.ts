@@ -1,6 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { type KernelLogTime, parseKernelLog, parseXidLine, toXidEvent } from '../../agent/sources/kmsg';
+import {
+  type KernelLogTime,
+  parseKernelLog,
+  parseLogTime,
+  parseXidLine,
+  toXidEvent,
+} from '../../agent/sources/kmsg';
 import { EventSchema } from '../../lambdas/contract';
 
 const real = (name: string): string =>
@@ -65,6 +71,51 @@ describe('parseXidLine', () => {
       'journalctl -k -o short-iso-precise',
       `2025-02-23T16:24:18.125000-0100 ip-10-0-1-2 kernel: ${BODY}`,
       { kind: 'wall', epochMs: Date.parse('2025-02-23T17:24:18.125Z') },
+    ],
+    [
+      'journalctl -k -o short-monotonic',
+      `[ 1234.567890] ip-10-0-1-2 kernel: ${BODY}`,
+      { kind: 'monotonic', sinceBootS: 1234.56789 },
+    ],
+    [
+      'journalctl -k -o short-full',
+      `Sun 2025-02-23 16:24:18 UTC ip-10-0-1-2 kernel: ${BODY}`,
+      { kind: 'wall', epochMs: Date.parse('2025-02-23T16:24:18Z') },
+    ],
+    [
+      'journalctl -k -o short-full with a numeric zone',
+      `Sun 2025-02-23 16:24:18.500000 +01:00 ip-10-0-1-2 kernel: ${BODY}`,
+      { kind: 'wall', epochMs: Date.parse('2025-02-23T15:24:18.5Z') },
+    ],
+    [
+      'journalctl -k -o short-unix',
+      `1740327858.250000 ip-10-0-1-2 kernel: ${BODY}`,
+      { kind: 'wall', epochMs: Date.parse('2025-02-23T16:24:18.25Z') },
+    ],
+    [
+      'dmesg --raw (priority prefix)',
+      `<4>[ 1234.567890] ${BODY}`,
+      { kind: 'monotonic', sinceBootS: 1234.56789 },
+    ],
+    [
+      'syslog RFC 3164 (/var/log/messages, kern.log) with a priority',
+      `<4>Feb 23 16:24:18 ip-10-0-1-2 kernel: [ 1234.567890] ${BODY}`,
+      { kind: 'wall', epochMs: Date.parse('2025-02-23T16:24:18Z') },
+    ],
+    [
+      'syslog RFC 5424',
+      `<4>1 2025-02-23T16:24:18.123456Z ip-10-0-1-2 kernel - - - ${BODY}`,
+      { kind: 'wall', epochMs: Date.parse('2025-02-23T16:24:18.123Z') + 0.456 },
+    ],
+    [
+      'talosctl dmesg (host, facility, level, bracketed RFC 3339 time in ns)',
+      `192.168.11.119: kern: warning: [2025-02-23T16:24:18.599488292Z]: ${BODY}`,
+      { kind: 'wall', epochMs: Date.parse('2025-02-23T16:24:18.599Z') + 0.488292 },
+    ],
+    [
+      'talosctl dmesg with an 8-digit fraction (trailing zero dropped)',
+      `192.168.11.119: kern: warning: [2025-02-23T16:24:18.52643656Z]: ${BODY}`,
+      { kind: 'wall', epochMs: Date.parse('2025-02-23T16:24:18.526Z') + 0.43656 },
     ],
   ])('reads the time and the Xid of a %s line', (_format, line, time) => {
     // Prepare
@@ -134,6 +185,41 @@ describe('parseXidLine', () => {
 
     // Assess
     expect(record?.time).toEqual({ kind: 'wall', epochMs: Date.parse('2025-02-23T15:24:18Z') });
+  });
+
+  it('applies the time-zone offset to short-full lines with a named local zone, not to UTC', () => {
+    // Prepare
+    const local = `Sun 2025-02-23 16:24:18 CET host kernel: ${BODY}`;
+    const utc = `Sun 2025-02-23 16:24:18 GMT host kernel: ${BODY}`;
+
+    // Act
+    const records = [local, utc].map((l) => parseXidLine(l, { tzOffsetMinutes: 60 }));
+
+    // Assess
+    expect(records.map((r) => r?.time)).toEqual([
+      { kind: 'wall', epochMs: Date.parse('2025-02-23T15:24:18Z') },
+      { kind: 'wall', epochMs: Date.parse('2025-02-23T16:24:18Z') },
+    ]);
+  });
+
+  it.each([
+    ['RFC 3164 syslog with the dmesg stamp inside', 'Dec  2 11:38:46 worker4 kernel: [  218.250408] NVRM: x'],
+    ['journalctl -k short', 'Feb 23 16:24:18 ip-10-0-1-2 kernel: NVRM: x'],
+    ['RFC 5424 syslog', '<4>1 2025-02-23T16:24:18Z ip-10-0-1-2 kernel - - - NVRM: x'],
+    ['a journal line cut of its time', 'kernel: NVRM: x'],
+    ['plain dmesg', '[ 218.250408] NVRM: x'],
+  ])('keeps only the kernel message of a %s line', (_format, line) => {
+    // Prepare / Act / Assess
+    expect(parseLogTime(line, { year: 2024 }).message).toBe('NVRM: x');
+  });
+
+  it('reads no time from a bracketed text that is not an ISO time', () => {
+    // Prepare / Act
+    const record = parseXidLine(`node-1: kern: warning: [not-a-time]: ${BODY}`);
+
+    // Assess
+    expect(record?.xid).toBe(79);
+    expect(record?.time).toBeUndefined();
   });
 
   it('takes the journal year from the clock when no year is given', () => {
