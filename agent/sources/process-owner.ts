@@ -79,7 +79,8 @@ export function parseCgroupOwner(text: string): ProcessOwner {
   // The hierarchy systemd tracks processes in speaks for the process alone: v1's `name=systemd`
   // (on a hybrid host a runtime with the cgroupfs driver moves the process there, as in every v1
   // controller, and leaves the `0::` line at the daemon that forked it: `containerd.service`), else
-  // the v2 line `0::`. Only a pure v1 host without a `name=systemd` line falls back to any controller.
+  // the v2 line `0::`. When neither names a cgroup below the root (v1 without `name=systemd`, or
+  // both at `/`), any controller's path is read.
   const tracked =
     lines.find((l) => l.controllers === 'name=systemd' && l.path !== '/') ??
     lines.find((l) => l.controllers === '' && l.path !== '/');
