@@ -36,6 +36,9 @@ const SLURM_JOB_CGROUP = /slurm[^/]*\/(?:[^/]+\/)*?job_(\d{1,10})(?=\/|$)/;
 /** A systemd unit that holds processes: a path segment ending in `.service` or `.scope`. */
 const SYSTEMD_UNIT_SEGMENT = /\.(service|scope)$/;
 
+/** A user's systemd manager (`user@1000.service`, systemd.special(7)): its units are the user's own. */
+const USER_MANAGER_UNIT = /^user@\d+\.service$/;
+
 /** One line of `/proc/<pid>/cgroup`: `hierarchy-ID:controller-list:cgroup-path` (cgroups(7)). */
 interface CgroupLine {
   /** The controllers (`memory`, `cpu,cpuacct`, `name=systemd`); empty for the v2 line `0::`. */
@@ -47,8 +50,10 @@ interface CgroupLine {
 /**
  * Reads the owner of a process from the text of its `/proc/<pid>/cgroup` (cgroups(7)), cgroup v1,
  * v2 or both (hybrid): a Kubernetes pod UID (`kubepods…pod<uid>`, `_` turned into `-`), else a
- * Slurm job id (`job_<id>` under a `slurm…` cgroup), else the systemd service or scope that holds
- * it (read from the v2 line `0::`, else v1's `name=systemd`, else any controller's path). Pure.
+ * Slurm job id (`job_<id>` under a `slurm…` cgroup), else the host systemd's service or scope that
+ * holds it, the outermost one on its path (a user's unit under `user@<uid>.service`), read from
+ * v1's `name=systemd` line, else the v2 line `0::`, else (v1 without `name=systemd`) any
+ * controller's path. Pure.
  *
  * @param text - the file's text (lines `ID:controllers:path`); anything else yields `{}`
  * @returns the owner, at most one field set; `{}` when the cgroup names none (the root, a bare
@@ -71,10 +76,16 @@ export function parseCgroupOwner(text: string): ProcessOwner {
     const id = job?.[1] === undefined ? Number.NaN : Number(job[1]);
     if (id >= 1 && id <= MAX_SLURM_JOB_ID) return { slurm_job_id: id };
   }
-  const unified = lines.find((l) => l.controllers === '' && l.path !== '/');
-  const named = lines.find((l) => l.controllers === 'name=systemd' && l.path !== '/');
-  for (const line of [unified, named, ...lines]) {
-    const unit = line === undefined ? undefined : unitOf(line.path);
+  // The hierarchy systemd tracks processes in speaks for the process alone: v1's `name=systemd`
+  // (on a hybrid host a runtime with the cgroupfs driver moves the process there, as in every v1
+  // controller, and leaves the `0::` line at the daemon that forked it: `containerd.service`), else
+  // the v2 line `0::`. When neither names a cgroup below the root (v1 without `name=systemd`, or
+  // both at `/`), any controller's path is read.
+  const tracked =
+    lines.find((l) => l.controllers === 'name=systemd' && l.path !== '/') ??
+    lines.find((l) => l.controllers === '' && l.path !== '/');
+  for (const line of tracked === undefined ? lines : [tracked]) {
+    const unit = unitOf(line.path);
     if (unit !== undefined) return { systemd_unit: unit };
   }
   return {};
@@ -93,15 +104,25 @@ function parseCgroupLines(text: string): CgroupLine[] {
   return lines;
 }
 
-/** The deepest `.service` or `.scope` segment of a cgroup path that is a valid unit name, if any. */
+/**
+ * The unit of the host's systemd that holds a cgroup path: the first `.service` or `.scope` segment
+ * from the root that is a valid unit name. What lies below it is delegated to someone else (a
+ * container's own init: `libpod-<id>.scope/init.scope`; a service's own sub-cgroups:
+ * `systemd-udevd.service/udev`), except below a user's manager `user@<uid>.service`, whose units
+ * (`podman-6696.scope`, `app-….slice/vte-spawn-<id>.scope`) are the user's own and more telling
+ * (its `init.scope` is the manager itself: `user@<uid>.service`).
+ */
 function unitOf(path: string): string | undefined {
-  const segments = path.split('/');
-  for (let i = segments.length - 1; i >= 0; i--) {
-    const segment = segments[i] ?? '';
+  let found: string | undefined;
+  for (const segment of path.split('/')) {
     if (!SYSTEMD_UNIT_SEGMENT.test(segment)) continue;
-    if (segment.length <= MAX_SYSTEMD_UNIT_CHARS && SYSTEMD_UNIT_RULE.pattern.test(segment)) return segment;
+    if (segment.length > MAX_SYSTEMD_UNIT_CHARS || !SYSTEMD_UNIT_RULE.pattern.test(segment)) continue;
+    // The user manager's own process sits in its `init.scope`: the owner is the manager.
+    if (found !== undefined && segment === 'init.scope') return found;
+    found = segment;
+    if (!USER_MANAGER_UNIT.test(segment)) return found;
   }
-  return undefined;
+  return found;
 }
 
 /** Options of {@link ProcessOwnerReader}. */

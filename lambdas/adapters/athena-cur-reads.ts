@@ -1,4 +1,4 @@
-import { assertCurColumns, type CurCoverage } from '../domain/cur-columns';
+import { type CurColumnMap, type CurCoverage, resolveCurColumns } from '../domain/cur-columns';
 import type { CurPricedFleetReads, CurTeamWasteQuery, FleetTeamRow } from '../domain/fleet';
 import { StoreQueryError } from '../domain/port-errors';
 import type { WasteGroupQuery, WasteGroupRow, WasteQuery } from '../domain/ports';
@@ -9,6 +9,7 @@ import type { TextResult } from './athena-store';
 import {
   billingPeriodFilterSql,
   CUR_BILLING_PERIOD_COLUMN,
+  curLineItemsSql,
   curRatesSql,
   curSpanSql,
   repricedWindowsSql,
@@ -87,7 +88,7 @@ export class AthenaCurReads implements CurPricedFleetReads {
   readonly #query: (sql: string) => Promise<TextResult>;
   readonly #gpuTable: string;
   readonly #curTable: string;
-  /** The CUR table's columns, read once (a `LIMIT 0` query) by the fleet evaluator's read. */
+  /** The CUR table's columns, read once (a `LIMIT 0` query) by the first read that needs them. */
   #curColumns: Promise<readonly string[]> | undefined;
 
   /**
@@ -99,11 +100,21 @@ export class AthenaCurReads implements CurPricedFleetReads {
     this.#curTable = options.curTable;
   }
 
+  /** The CUR table's line items as the CUR SQL reads them (`curLineItemsSql`), and whether it is partitioned by billing period. */
+  async #curLineItems(): Promise<{ readonly sql: string; readonly partitioned: boolean }> {
+    const columns = await this.#checkedCurColumns();
+    const partitioned = columns.present.includes(CUR_BILLING_PERIOD_COLUMN);
+    return {
+      sql: curLineItemsSql(this.#curTable, columns.map, {}, partitioned ? [CUR_BILLING_PERIOD_COLUMN] : []),
+      partitioned,
+    };
+  }
+
   /** The repriced, de-duplicated GPU windows of a range, as a parenthesised relation. */
-  #windows(from: Date, to: Date): string {
+  async #windows(from: Date, to: Date): Promise<string> {
     const latest = latestRowsSql(this.#gpuTable, 'gpu_windows', from, to);
     const rates = curRatesSql(
-      this.#curTable,
+      (await this.#curLineItems()).sql,
       { from: new Date(from.getTime() - 3_600_000), to },
       {
         sql: `SELECT DISTINCT instance_id FROM (${latest})`,
@@ -120,7 +131,7 @@ export class AthenaCurReads implements CurPricedFleetReads {
    */
   async checkColumns(): Promise<void> {
     const result = await this.#query(`SELECT * FROM ${this.#curTable} LIMIT 0`);
-    assertCurColumns(result.columns, this.#curTable);
+    resolveCurColumns(result.columns, this.#curTable);
   }
 
   /**
@@ -136,7 +147,7 @@ export class AthenaCurReads implements CurPricedFleetReads {
     if (problem !== undefined) throw new StoreQueryError(problem);
     const sql = `SELECT instance_id, gpu_index,
   ${WASTE_AGGREGATES_SQL}
-FROM ${this.#windows(query.from, query.to)}
+FROM ${await this.#windows(query.from, query.to)}
 GROUP BY instance_id, gpu_index`;
     return getters(await this.#query(sql))
       .map((get) => wasteRowFromText(get))
@@ -153,7 +164,7 @@ GROUP BY instance_id, gpu_index`;
   async queryWasteBy(query: WasteGroupQuery): Promise<WasteGroupRow[]> {
     const problem = wasteRangeProblem(query.from, query.to);
     if (problem !== undefined) throw new StoreQueryError(problem);
-    const result = await this.#query(wasteGroupSql(this.#windows(query.from, query.to), query.by));
+    const result = await this.#query(wasteGroupSql(await this.#windows(query.from, query.to), query.by));
     return getters(result).map(wasteGroupRowFrom).sort(compareWasteGroups);
   }
 
@@ -175,11 +186,12 @@ GROUP BY instance_id, gpu_index`;
     const problem = wasteRangeProblem(query.from, query.to) ?? wasteRangeProblem(query.curFrom, query.to);
     if (problem !== undefined) throw new StoreQueryError(problem);
     const hours = { from: query.curFrom, to: query.to };
-    const partitioned = (await this.#checkedCurColumns()).includes(CUR_BILLING_PERIOD_COLUMN);
+    const cur = await this.#curLineItems();
+    const partitioned = cur.partitioned;
     const latest = latestRowsSql(this.#gpuTable, 'gpu_windows', query.from, query.to);
     const sql = curTeamWasteSql(
       `(${latest})`,
-      this.#curTable,
+      cur.sql,
       hours,
       partitioned ? [billingPeriodFilterSql(hours)] : [],
     );
@@ -196,7 +208,7 @@ GROUP BY instance_id, gpu_index`;
    * @throws {StoreQueryError} naming the first missing column
    * @throws whatever the query runner throws
    */
-  async #checkedCurColumns(): Promise<readonly string[]> {
+  async #checkedCurColumns(): Promise<{ readonly present: readonly string[]; readonly map: CurColumnMap }> {
     this.#curColumns ??= this.#query(`SELECT * FROM ${this.#curTable} LIMIT 0`).then((r) =>
       r.columns.map((c) => c.toLowerCase()),
     );
@@ -208,12 +220,11 @@ GROUP BY instance_id, gpu_index`;
       throw error;
     }
     try {
-      assertCurColumns(columns, this.#curTable);
+      return { present: columns, map: resolveCurColumns(columns, this.#curTable) };
     } catch (error) {
       if (error instanceof ReportInputError) throw new StoreQueryError(error.message, { cause: error });
       throw error;
     }
-    return columns;
   }
 
   /**
@@ -228,9 +239,9 @@ GROUP BY instance_id, gpu_index`;
     if (problem !== undefined) throw new StoreQueryError(problem);
     const hours = `SELECT count(DISTINCT CAST(instance_id AS VARCHAR) || '@' || CAST(date_trunc('hour', "start") AS VARCHAR)) AS instance_hours,
   count(DISTINCT CASE WHEN price_source LIKE 'cur%' THEN CAST(instance_id AS VARCHAR) || '@' || CAST(date_trunc('hour', "start") AS VARCHAR) END) AS covered
-FROM ${this.#windows(range.from, range.to)}`;
+FROM ${await this.#windows(range.from, range.to)}`;
     const [h] = getters(await this.#query(hours));
-    const [span] = getters(await this.#query(curSpanSql(this.#curTable)));
+    const [span] = getters(await this.#query(curSpanSql((await this.#curLineItems()).sql)));
     const usageFrom = isoOf(span?.('usage_from'));
     const usageTo = isoOf(span?.('usage_to'));
     return {

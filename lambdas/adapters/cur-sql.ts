@@ -1,4 +1,12 @@
-import { CUR_EFFECTIVE_COST, CUR_PRICE_SOURCE, CUR_SPOT_PRICE_SOURCE } from '../domain/cur-columns';
+import {
+  CUR_EFFECTIVE_COST,
+  CUR_OPTIONAL_COLUMNS,
+  CUR_PRICE_SOURCE,
+  CUR_REQUIRED_COLUMNS,
+  CUR_SPOT_PRICE_SOURCE,
+  type CurColumn,
+  type CurColumnMap,
+} from '../domain/cur-columns';
 import { GPU_WINDOW_COLUMNS } from '../domain/store-columns';
 import { stringLiteral, timestampLiteral } from './athena-sql';
 
@@ -22,14 +30,91 @@ const MONEY_COLUMNS = new Set([
   'throttled_usd',
 ]);
 
+/** The columns read as timestamps (UTC), and as numbers; the others are text. */
+const TIMESTAMP_COLUMNS: ReadonlySet<CurColumn> = new Set([
+  'line_item_usage_start_date',
+  'line_item_usage_end_date',
+]);
+const NUMBER_COLUMNS: ReadonlySet<CurColumn> = new Set([
+  'line_item_usage_amount',
+  'line_item_unblended_cost',
+  ...CUR_OPTIONAL_COLUMNS,
+]);
+
+/** A SQL identifier, double-quoted (a legacy CSV's `lineItem/UsageAmount` needs the quotes). */
+function quoted(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/**
+ * One column of {@link curLineItemsSql}: renamed, cast where the CUR's own type is not the one read
+ * (a CSV's text: an all-empty column, a time with its `Z`), `NULL` where the CUR lacks it.
+ */
+function projected(column: CurColumn, source: string | undefined, type: string | undefined): string {
+  const number = NUMBER_COLUMNS.has(column);
+  if (source === undefined) return `CAST(NULL AS ${number ? 'DOUBLE' : 'VARCHAR'}) AS ${column}`;
+  const t = type?.toUpperCase();
+  const ref = quoted(source);
+  if (TIMESTAMP_COLUMNS.has(column) && t !== undefined && t !== 'TIMESTAMP') {
+    return t.startsWith('TIMESTAMP')
+      ? `timezone('UTC', ${ref}) AS ${column}`
+      : `TRY_CAST(${ref} AS TIMESTAMP) AS ${column}`;
+  }
+  if (number && t !== undefined && !/^(DOUBLE|FLOAT|REAL|DECIMAL|NUMERIC|BIGINT|INTEGER|HUGEINT)/.test(t)) {
+    return `TRY_CAST(${ref} AS DOUBLE) AS ${column}`;
+  }
+  return source === column ? column : `${ref} AS ${column}`;
+}
+
+/**
+ * A CUR's line items with the columns the report reads under their CUR 2.0 names, whatever the
+ * CUR's naming (CUR 2.0; legacy CSV `lineItem/UsageAmount`; legacy Athena `line_item_usage_amount`):
+ * what {@link curRatesSql} and {@link curSpanSql} read. An optional column the CUR lacks is `NULL`.
+ *
+ * @param relation - the CUR as the engine reads it: a table (`"db"."table"`) or a DuckDB `read_parquet(…)`
+ * @param columns - where each column is in this CUR (`resolveCurColumns`)
+ * @param types - the CUR's type of each column by its CUR 2.0 name (DuckDB's `DESCRIBE`), so that
+ *   text is cast; none for an Athena table (its Glue types are the CUR's)
+ * @param passthrough - further columns kept as they are (the `billing_period` partition)
+ * @default types - none
+ * @default passthrough - none
+ * @returns a parenthesised relation, aliased `cur_line_items`
+ */
+export function curLineItemsSql(
+  relation: string,
+  columns: CurColumnMap,
+  types: Readonly<Partial<Record<CurColumn, string>>> = {},
+  passthrough: readonly string[] = [],
+): string {
+  const list = [...CUR_REQUIRED_COLUMNS, ...CUR_OPTIONAL_COLUMNS].map((c) =>
+    projected(c, columns[c], types[c]),
+  );
+  return `(SELECT ${[...list, ...passthrough.map(quoted)].join(', ')}\nFROM ${relation}) AS cur_line_items`;
+}
+
+/**
+ * The cost of one line item of each instance-hour type, SQL: the net column where it holds a net
+ * (not `NULL`, and not 0 where the gross is not), else the gross (see `CUR_EFFECTIVE_COST`).
+ */
+function lineItemCostSql(): string {
+  const cases = Object.entries(CUR_EFFECTIVE_COST).map(
+    ([type, [net, gross]]) =>
+      `WHEN ${stringLiteral(type)} THEN CASE WHEN ${net} IS NULL OR (${net} = 0 AND ${gross} <> 0) THEN ${gross} ELSE ${net} END`,
+  );
+  return `CASE line_item_line_item_type ${cases.join(' ')} END`;
+}
+
 /**
  * The effective price of each instance-hour in a CUR: per `line_item_resource_id` and hour, the
  * effective cost of its instance-hour line items (see `CUR_EFFECTIVE_COST`) divided by their
- * usage amount, USD per instance-hour. Filters (pushed down to the Parquet scan in both engines)
- * keep only the line items of the asked instances, of the range, of the three usage line item
- * types, and whose usage type is an instance usage (`…Usage:<instance type>`).
+ * usage amount, USD per instance-hour. An hour one of whose line items has no cost (a reserved
+ * hour in a CUR without `reservation_effective_cost`) has no rate: it is left out, never priced
+ * from the rest. Filters (pushed down to the Parquet scan in both engines) keep only the line items
+ * of the asked instances, of the range, of the three usage line item types, and whose usage type
+ * is an instance usage (`…Usage:<instance type>`). An hour is Spot when its `pricing_term` says so
+ * or its usage type is `…SpotUsage:…` (a legacy CUR leaves Spot's `pricing_term` empty).
  *
- * @param cur - the CUR relation: a table (`"db"."table"`) or a DuckDB `read_parquet(…)`
+ * @param cur - the CUR's line items ({@link curLineItemsSql})
  * @param range - `from` inclusive, `to` exclusive, on `line_item_usage_start_date`
  * @param instances - the instances to price: their ids (none: an empty result), or `{ sql }`, a
  *   query of one column of ids (Athena: the store's instances of the range)
@@ -49,13 +134,11 @@ export function curRatesSql(
       : instances.length === 0
         ? "''"
         : instances.map(stringLiteral).join(', ');
-  const cost = Object.entries(CUR_EFFECTIVE_COST)
-    .map(([type, column]) => `WHEN ${stringLiteral(type)} THEN ${column}`)
-    .join(' ');
+  const cost = lineItemCostSql();
   return `SELECT line_item_resource_id AS instance_id,
   date_trunc('hour', line_item_usage_start_date) AS usage_hour,
-  sum(CASE line_item_line_item_type ${cost} END) / sum(line_item_usage_amount) AS usd_per_hour,
-  max(pricing_term) AS pricing_term
+  sum(${cost}) / sum(line_item_usage_amount) AS usd_per_hour,
+  max(CASE WHEN pricing_term = 'Spot' OR line_item_usage_type LIKE '%SpotUsage:%' THEN 'Spot' ELSE pricing_term END) AS pricing_term
 FROM ${cur}
 WHERE line_item_resource_id IN (${ids})
   AND line_item_usage_start_date >= ${timestampLiteral(range.from)}
@@ -63,7 +146,7 @@ WHERE line_item_resource_id IN (${ids})
   AND line_item_line_item_type IN (${Object.keys(CUR_EFFECTIVE_COST).map(stringLiteral).join(', ')})
   AND line_item_usage_type LIKE '%Usage:%'${where.map((w) => `\n  AND ${w}`).join('')}
 GROUP BY line_item_resource_id, date_trunc('hour', line_item_usage_start_date)
-HAVING sum(line_item_usage_amount) > 0`;
+HAVING sum(line_item_usage_amount) > 0 AND count(*) = count(${cost})`;
 }
 
 /**

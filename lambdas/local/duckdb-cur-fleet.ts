@@ -2,11 +2,10 @@ import { stringLiteral } from '../adapters/athena-sql';
 import { curTeamRowFrom, curTeamWasteSql } from '../adapters/cur-team-waste';
 import { compareWasteGroups } from '../adapters/store-reads';
 import { wasteRangeProblem } from '../adapters/waste-aggregates';
-import { assertCurColumns } from '../domain/cur-columns';
 import type { CurPricedFleetReads, CurTeamWasteQuery, FleetTeamRow } from '../domain/fleet';
 import { StoreQueryError } from '../domain/port-errors';
 import { ReportInputError } from '../domain/report-input-error';
-import { curRelation } from './duckdb-cur';
+import { curLineItems, curRelation } from './duckdb-cur';
 import type { DuckDbSession } from './duckdb-session';
 
 /**
@@ -40,13 +39,9 @@ export class DuckDbCurFleetReads implements CurPricedFleetReads {
     const problem = wasteRangeProblem(query.from, query.to) ?? wasteRangeProblem(query.curFrom, query.to);
     if (problem !== undefined) throw new StoreQueryError(problem);
     try {
-      const cur = await curRelation(this.#path);
+      const relation = await curRelation(this.#path);
       return await this.#session.serial(async () => {
-        const described = await this.#session.rows(`DESCRIBE SELECT * FROM ${cur}`);
-        assertCurColumns(
-          described.map((r) => String(r.column_name)),
-          this.#path,
-        );
+        const cur = await curLineItems(this.#session, relation, this.#path);
         const [catalog] = await this.#session.rows('SELECT current_database() AS name');
         const table = `"${String(catalog?.name).replaceAll('"', '""')}".main.gpu_windows`;
         const windows = `(SELECT * FROM ${table} WHERE "time" >= ${stringLiteral(query.from.toISOString())}::TIMESTAMPTZ AND "time" < ${stringLiteral(query.to.toISOString())}::TIMESTAMPTZ)`;

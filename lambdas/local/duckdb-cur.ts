@@ -1,8 +1,8 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringLiteral } from '../adapters/athena-sql';
-import { curRatesSql, curSpanSql, repricedWindowsSql } from '../adapters/cur-sql';
-import { assertCurColumns, type CurCoverage } from '../domain/cur-columns';
+import { curLineItemsSql, curRatesSql, curSpanSql, repricedWindowsSql } from '../adapters/cur-sql';
+import { type CurColumn, type CurCoverage, curColumnName, resolveCurColumns } from '../domain/cur-columns';
 import { ReportInputError } from '../domain/report-input-error';
 import type { DuckDbSession } from './duckdb-session';
 
@@ -58,6 +58,31 @@ export async function curRelation(path: string): Promise<string> {
   );
 }
 
+/**
+ * The CUR's line items as the CUR SQL reads them (`curLineItemsSql`): its columns found in any of
+ * the CUR's namings, cast from the types DuckDB gave them (a CSV's all-empty column is text, a
+ * time with its `Z` is a `TIMESTAMP WITH TIME ZONE`). Run inside the session's `serial`.
+ *
+ * @param session - the store session
+ * @param relation - the CUR relation ({@link curRelation})
+ * @param path - the CUR file or folder, named in errors
+ * @returns the parenthesised relation of its line items
+ * @throws {ReportInputError} naming the first missing column when it is not a CUR
+ */
+export async function curLineItems(session: DuckDbSession, relation: string, path: string): Promise<string> {
+  const described = await session.rows(`DESCRIBE SELECT * FROM ${relation}`);
+  const columns = resolveCurColumns(
+    described.map((r) => String(r.column_name)),
+    path,
+  );
+  const types: Partial<Record<CurColumn, string>> = {};
+  for (const r of described) {
+    const name = curColumnName(String(r.column_name)) as CurColumn;
+    if (columns[name] === String(r.column_name)) types[name] = String(r.column_type);
+  }
+  return curLineItemsSql(relation, columns, types);
+}
+
 /** `TIMESTAMP` text DuckDB returns → ISO 8601 UTC. */
 function iso(value: unknown): string | undefined {
   if (value === null || value === undefined) return undefined;
@@ -77,7 +102,7 @@ function iso(value: unknown): string | undefined {
  * @param path - the CUR file or folder
  * @param range - the report range, `from` inclusive, `to` exclusive (window end times)
  * @returns how many of the range's instance-hours the CUR priced, and its span
- * @throws {ReportInputError} naming the path or the first missing column when it is not a CUR 2.0
+ * @throws {ReportInputError} naming the path or the first missing column when it is not a CUR
  * @throws whatever DuckDB throws reading the files
  */
 export async function applyCurPrices(
@@ -85,14 +110,10 @@ export async function applyCurPrices(
   path: string,
   range: { readonly from: Date; readonly to: Date },
 ): Promise<CurCoverage> {
-  const cur = await curRelation(path);
+  const relation = await curRelation(path);
   return session.serial(async () => {
     await session.exec("SET TimeZone = 'UTC'");
-    const described = await session.rows(`DESCRIBE SELECT * FROM ${cur}`);
-    assertCurColumns(
-      described.map((r) => String(r.column_name)),
-      path,
-    );
+    const cur = await curLineItems(session, relation, path);
     const [catalog] = await session.rows('SELECT current_database() AS name');
     const table = `"${String(catalog?.name).replaceAll('"', '""')}".main.gpu_windows`;
     const inRange = `"time" >= ${stringLiteral(range.from.toISOString())}::TIMESTAMPTZ AND "time" < ${stringLiteral(range.to.toISOString())}::TIMESTAMPTZ`;

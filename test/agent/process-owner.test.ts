@@ -31,6 +31,25 @@ const EXPECTED: Readonly<Record<string, ProcessOwner>> = {
   'kubelet-system-slice.cgroup': {},
   'host-root.cgroup': {},
   'docker-v1-outside-k8s.cgroup': {},
+  'docker-v1-hybrid-unified-containerd.cgroup': {},
+  'docker-v1-systemd-driver.cgroup': {
+    systemd_unit: 'docker-b33dda97580e721a69fa81742190341f858ea809ec4a9d74a8cfd411b0ee7c26.scope',
+  },
+  'podman-v2-rootless-unshare.cgroup': { systemd_unit: 'podman-6696.scope' },
+  'podman-v1-systemd-in-container.cgroup': {
+    systemd_unit: 'libpod-2521e906f0a0c758c3a7dc4fd68c197e32e96abb4b36807d0b0ede6d014a7c24.scope',
+  },
+  'podman-v2-pod-container.cgroup': {
+    systemd_unit: 'libpod-47a0d74f2b72850ef550607094d6642fa0632c1cab241eabbf5edb25269c2c53.scope',
+  },
+  'k8s-v2-systemd-guaranteed.cgroup': { k8s_pod_uid: 'dc430cd3-34b7-4ea6-be26-ddfd88d7ddff' },
+  'k8s-v1-cgroupfs-besteffort.cgroup': { k8s_pod_uid: '9a18ffb8-8513-11e7-b26e-7e29fbe2a5a3' },
+  'k8s-v2-cgroupfs-besteffort.cgroup': { k8s_pod_uid: '88bcf96e-7b92-4ce5-a3c0-2a6d098a1c33' },
+  'slurm-v2-default-scope.cgroup': { slurm_job_id: 1392969 },
+  'slurm-v1-interactive-step.cgroup': { slurm_job_id: 280678 },
+  'systemd-v2-user-manager-app.cgroup': {
+    systemd_unit: 'vte-spawn-12ed9380-2972-4c2b-843d-683d39022b48.scope',
+  },
 };
 
 const captures = readdirSync(FIXTURES).filter((f) => f.endsWith('.cgroup'));
@@ -94,6 +113,33 @@ describe('parseCgroupOwner', () => {
       what: 'a Slurm job id past 32 bits',
       text: '0::/system.slice/slurmstepd.scope/job_99999999999/step_0\n',
       owner: { systemd_unit: 'slurmstepd.scope' },
+    },
+    {
+      what: 'an ECS task container on cgroup v1 (`/ecs/<task id>/<container id>`): no unit, no pod',
+      text: '4:memory:/ecs/bf1ddbfbbc8f45c9b1ac4f779368741e/38fac3e99302b3622be089dd41e7ccf38aff368a86cc339972075136ee2710ce\n',
+      owner: {},
+    },
+    {
+      what: 'an ECS task container on cgroup v2 (task slice, Docker scope)',
+      text: '0::/ecstasks.slice/ecstasks-bf1ddbfbbc8f45c9b1ac4f779368741e.slice/docker-38fac3e99302b3622be089dd41e7ccf38aff368a86cc339972075136ee2710ce.scope\n',
+      owner: {
+        systemd_unit: 'docker-38fac3e99302b3622be089dd41e7ccf38aff368a86cc339972075136ee2710ce.scope',
+      },
+    },
+    {
+      what: 'a pod of a kind node seen from the host (the node is a Docker scope)',
+      text: '0::/system.slice/docker-5f1c.scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod1e597579_417e_482f_bf65_5fe170c3aebd.slice/cri-containerd-a09b.scope\n',
+      owner: { k8s_pod_uid: '1e597579-417e-482f-bf65-5fe170c3aebd' },
+    },
+    {
+      what: 'a service inside a kind node seen from the host: the host’s unit, the node',
+      text: '0::/system.slice/docker-5f1c.scope/system.slice/containerd.service\n',
+      owner: { systemd_unit: 'docker-5f1c.scope' },
+    },
+    {
+      what: 'a user’s manager itself',
+      text: '0::/user.slice/user-1000.slice/user@1000.service/init.scope\n',
+      owner: { systemd_unit: 'user@1000.service' },
     },
     { what: 'an empty file', text: '', owner: {} },
     { what: 'text that is not a cgroup file', text: 'no such thing\n::\n', owner: {} },

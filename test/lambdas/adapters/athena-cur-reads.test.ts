@@ -120,12 +120,17 @@ describe('AthenaCurReads', () => {
     // Act
     await reads().queryWaste(RANGE);
     // Assess
-    const [sql] = athenaMock
+    const sqls = athenaMock
       .commandCalls(StartQueryExecutionCommand)
       .map((c) => c.args[0].input.QueryString ?? '');
+    const [sql] = sqls.filter((q) => !q.endsWith('LIMIT 0'));
     expect(sql).toContain('FROM "cur"."cur_export"');
     expect(sql).toContain("line_item_usage_start_date >= TIMESTAMP '2026-03-09 23:00:00.000'");
     expect(sql).not.toMatch(/SELECT \* FROM "cur"/);
+    // The only query naming every column reads the table's columns and scans no data
+    expect(sqls.filter((q) => /SELECT \* FROM "cur"/.test(q))).toEqual([
+      'SELECT * FROM "cur"."cur_export" LIMIT 0',
+    ]);
   });
 
   it('refuses a CUR table missing a column, naming it', async () => {
