@@ -10,6 +10,9 @@ import { normalizePciBusId } from '../../lambdas/contract/pci-bus-id';
 import type { GpuIdentity, GpuMetrics } from '../../lambdas/contract/schema';
 import { DcgmScrapeError } from '../errors';
 import { nodeFetch } from '../send/node-fetch';
+import { dcgmBlankReason, isDcgmBlankLabel } from './dcgm-blank';
+import { type DcgmSeriesValue, liftMigDeviceFields } from './dcgm-mig-device';
+import { normalizeDcgmSample, parseDcgmSampleLine } from './dcgm-text';
 import { DCGM_VIOLATION_FIELD_NAMES, type DcgmViolationCounters, violationCounters } from './dcgm-violation';
 
 /**
@@ -163,6 +166,15 @@ export const DCGM_DIRECT_FIELDS: Readonly<Record<string, DirectField>> = {
  */
 const GR_ENGINE_ACTIVE = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE';
 
+/**
+ * `DCGM_FI_DEV_MEMORY_TEMP` (140). DCGM gives 0 on boards with no memory sensor it can read (GDDR
+ * boards such as L4, L40S, T4, RTX; vGPU guests), as NVML's `NVML_FI_DEV_MEMORY_TEMP` is "not
+ * supported" there (NVIDIA/dcgm-exporter issue 460; real scrapes of L4, L40S, T4, RTX 4000 Ada and
+ * GRID A100-40C in `test/fixtures/real/dcgm/`). A memory at 0 °C is no reading: `mem_temp_c` is left
+ * absent, so `memory_hot` does not judge a board it cannot see.
+ */
+const MEMORY_TEMP = 'DCGM_FI_DEV_MEMORY_TEMP';
+
 /** Fields combined with others (summed or OR-ed) before they become a metric. */
 const COMBINED = new Set([
   GR_ENGINE_ACTIVE,
@@ -189,21 +201,15 @@ const IDENTITY_LABELS = new Set([
   'GPU_I_PROFILE',
 ]);
 
-/** Label names some dcgm-exporter builds write in lower case, and the name this parser reads them by. */
-const LABEL_ALIASES: Readonly<Record<string, string>> = { uuid: 'UUID', hostname: 'Hostname' };
-
-interface Sample {
-  readonly name: string;
-  readonly labels: Record<string, string>;
-  readonly value: number;
-}
-
 interface GpuAcc {
   identity: Record<string, string>;
   labels: Record<string, string>;
-  values: Map<string, { value: number; line: number }>;
+  values: Map<string, DcgmSeriesValue>;
   /** MIG instances by `GPU_I_ID`. */
-  instances: Map<number, { profile?: string; labels: Record<string, string>; values: Map<string, number> }>;
+  instances: Map<
+    number,
+    { profile?: string; labels: Record<string, string>; values: Map<string, DcgmSeriesValue> }
+  >;
 }
 
 /**
@@ -216,7 +222,12 @@ interface GpuAcc {
  * `clocks_event_reasons` is the OR of both names of field 112. Metric names are read case-blind
  * (`dcgm_fi_prof_gr_engine_active` is the same field) and label `uuid` as `UUID`. A series labelled
  * `GPU_I_ID` is a MIG instance's: it goes to the GPU's `mig_instances`, never over the GPU's own
- * values; a MIG GPU's `gpu_util` is its instances' GR engine activity weighted by compute share.
+ * values; a MIG GPU's `gpu_util` is its instances' GR engine activity weighted by compute share, and
+ * the board fields its instances repeat (temperatures, power, clocks, error counters) are the GPU's
+ * where it has no series of its own (`liftMigDeviceFields`). DCGM's blank values (`dcgm-blank.ts`:
+ * 2^63 for int64 fields, 2^47 + 0..3 for doubles, `<<<NULL>>>`-style labels) are no readings: the
+ * field or label is left absent (a value is reported in `malformed`), as is a
+ * `DCGM_FI_DEV_MEMORY_TEMP` of 0 (a board with no memory sensor).
  *
  * @param text - the scrape body
  * @returns `{ gpus, malformed, ignored_fields }`
@@ -232,12 +243,12 @@ export function parseDcgmExporterText(text: string): DcgmExporterParse {
     const lineNo = i + 1;
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
-    const sample = parseSampleLine(line);
+    const sample = parseDcgmSampleLine(line);
     if (typeof sample === 'string') {
       malformed.push({ line: lineNo, reason: sample });
       return;
     }
-    const parsed = normalizeSample(sample);
+    const parsed = normalizeDcgmSample(sample);
     const known = parsed.name in DCGM_DIRECT_FIELDS || COMBINED.has(parsed.name);
     if (!known) {
       ignored.add(parsed.name);
@@ -259,6 +270,14 @@ export function parseDcgmExporterText(text: string): DcgmExporterParse {
       });
       return;
     }
+    const blank = dcgmBlankReason(parsed.value);
+    if (blank !== undefined) {
+      malformed.push({
+        line: lineNo,
+        reason: `${parsed.name} is ${blank}, not a reading; field left absent`,
+      });
+      return;
+    }
     let acc = byIndex.get(index);
     if (!acc) {
       acc = { identity: {}, labels: {}, values: new Map(), instances: new Map() };
@@ -269,7 +288,7 @@ export function parseDcgmExporterText(text: string): DcgmExporterParse {
       instanceLabel !== undefined && /^\d{1,3}$/.test(instanceLabel) ? Number(instanceLabel) : undefined;
     const workload: Record<string, string> = {};
     for (const [k, v] of Object.entries(parsed.labels)) {
-      if (v === '') continue;
+      if (v === '' || isDcgmBlankLabel(v)) continue;
       if (IDENTITY_LABELS.has(k)) {
         if (k !== 'GPU_I_ID' && k !== 'GPU_I_PROFILE') acc.identity[k] = v;
       } else workload[k] = v;
@@ -284,9 +303,10 @@ export function parseDcgmExporterText(text: string): DcgmExporterParse {
       inst = { labels: {}, values: new Map() };
       acc.instances.set(instanceId, inst);
     }
-    if (parsed.labels.GPU_I_PROFILE) inst.profile = parsed.labels.GPU_I_PROFILE;
+    const profile = parsed.labels.GPU_I_PROFILE;
+    if (profile && !isDcgmBlankLabel(profile)) inst.profile = profile;
     Object.assign(inst.labels, workload);
-    inst.values.set(parsed.name, parsed.value);
+    inst.values.set(parsed.name, { value: parsed.value, line: lineNo });
   });
   const gpus = [...byIndex.entries()]
     .sort(([a], [b]) => a - b)
@@ -300,6 +320,12 @@ function toReading(
   acc: GpuAcc,
   malformed: { line: number; reason: string }[],
 ): DcgmGpuReading {
+  liftMigDeviceFields(
+    acc.values,
+    [...acc.instances.values()].map((i) => i.values),
+    index,
+    malformed,
+  );
   const metrics: Record<string, number | boolean> = {};
   const set = (
     metric: MetricKey,
@@ -317,7 +343,8 @@ function toReading(
   };
   for (const [field, { value, line }] of acc.values) {
     const direct = DCGM_DIRECT_FIELDS[field];
-    if (direct) set(direct.metric, direct.convert(value), line, field, direct.range);
+    if (direct === undefined || (field === MEMORY_TEMP && value === 0)) continue;
+    set(direct.metric, direct.convert(value), line, field, direct.range);
   }
   const v = (f: string) => acc.values.get(f);
   const total = v('DCGM_FI_DEV_FB_TOTAL');
@@ -404,8 +431,8 @@ function migInstances(acc: GpuAcc): DcgmMigInstance[] {
   return [...acc.instances.entries()]
     .sort(([a], [b]) => a - b)
     .map(([id, inst]) => {
-      const gr = inst.values.get(GR_ENGINE_ACTIVE);
-      const fb = inst.values.get('DCGM_FI_DEV_FB_USED');
+      const gr = inst.values.get(GR_ENGINE_ACTIVE)?.value;
+      const fb = inst.values.get('DCGM_FI_DEV_FB_USED')?.value;
       const share = migComputeShare(inst.profile, slices);
       return {
         gpu_instance_id: id,
@@ -416,19 +443,6 @@ function migInstances(acc: GpuAcc): DcgmMigInstance[] {
         labels: inst.labels,
       };
     });
-}
-
-/** Upper-cases a `dcgm_fi_*` metric name and renames lower-case label aliases (`uuid` → `UUID`). */
-function normalizeSample(sample: Sample): Sample {
-  const name = /^dcgm_/i.test(sample.name) ? sample.name.toUpperCase() : sample.name;
-  let labels = sample.labels;
-  for (const [alias, canonical] of Object.entries(LABEL_ALIASES)) {
-    if (labels[alias] !== undefined && labels[canonical] === undefined) {
-      const { [alias]: value, ...rest } = labels;
-      labels = { ...rest, [canonical]: value as string };
-    }
-  }
-  return name === sample.name && labels === sample.labels ? sample : { name, labels, value: sample.value };
 }
 
 /** True when `value` fits the contract's range of its metric (a boolean for `boolean` metrics). */
@@ -456,76 +470,6 @@ function toIdentity(index: number, labels: Record<string, string>): GpuIdentity 
     ...(name ? { name } : {}),
     ...(pci ? { pci_bus_id: pci } : {}),
   };
-}
-
-const NAME_RE = /^[a-zA-Z_:][a-zA-Z0-9_:]*/;
-const LABEL_NAME_RE = /^[a-zA-Z_][a-zA-Z0-9_]*/;
-
-/** Parses one sample line; returns a reason string when it is malformed. */
-function parseSampleLine(line: string): Sample | string {
-  const nameMatch = NAME_RE.exec(line);
-  if (!nameMatch)
-    return `expected a metric name at the start of the line, got ${JSON.stringify(line.slice(0, 40))}`;
-  const name = nameMatch[0];
-  let pos = name.length;
-  const labels: Record<string, string> = {};
-  if (line[pos] === '{') {
-    pos++;
-    for (;;) {
-      while (line[pos] === ' ' || line[pos] === '\t') pos++;
-      if (line[pos] === '}') {
-        pos++;
-        break;
-      }
-      const labelMatch = LABEL_NAME_RE.exec(line.slice(pos));
-      if (!labelMatch) return `expected a label name or '}' at column ${pos + 1} of ${name}`;
-      const label = labelMatch[0];
-      pos += label.length;
-      while (line[pos] === ' ') pos++;
-      if (line[pos] !== '=' || line[pos + 1] !== '"') return `expected ="…" after label ${label} of ${name}`;
-      pos += 2;
-      let value = '';
-      for (;;) {
-        const c = line[pos];
-        if (c === undefined) return `unterminated value of label ${label} of ${name}`;
-        if (c === '"') {
-          pos++;
-          break;
-        }
-        if (c === '\\') {
-          const next = line[pos + 1];
-          if (next === 'n') value += '\n';
-          else if (next === '\\' || next === '"') value += next;
-          else
-            return `unknown escape \\${next ?? ''} in label ${label} of ${name}; expected \\", \\\\ or \\n`;
-          pos += 2;
-          continue;
-        }
-        value += c;
-        pos++;
-      }
-      labels[label] = value;
-      while (line[pos] === ' ' || line[pos] === '\t') pos++;
-      if (line[pos] === ',') pos++;
-      else if (line[pos] !== '}') return `expected ',' or '}' after label ${label} of ${name}`;
-    }
-  }
-  const rest = line.slice(pos).trim().split(/\s+/);
-  if (rest.length < 1 || rest.length > 2 || rest[0] === '')
-    return `expected a value (and an optional timestamp) after ${name}`;
-  const value = parseValue(rest[0] ?? '');
-  if (value === undefined) return `expected a number for ${name}, got ${JSON.stringify(rest[0])}`;
-  if (rest[1] !== undefined && !/^-?\d+$/.test(rest[1]))
-    return `expected an integer timestamp (ms) after the value of ${name}, got ${JSON.stringify(rest[1])}`;
-  return { name, labels, value };
-}
-
-function parseValue(token: string): number | undefined {
-  if (token === 'NaN') return Number.NaN;
-  if (token === '+Inf' || token === 'Inf') return Number.POSITIVE_INFINITY;
-  if (token === '-Inf') return Number.NEGATIVE_INFINITY;
-  if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(token)) return undefined;
-  return Number(token);
 }
 
 /** Options of {@link scrapeDcgmExporter}. */

@@ -221,6 +221,88 @@ describe('parseDcgmExporterText edge cases', () => {
   });
 });
 
+describe('parseDcgmExporterText on DCGM blank values and unread sensors', () => {
+  it.each([
+    ['an int64 blank ECC count', 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', '9223372036854775792'],
+    ['an int64 "not supported" memory temperature', 'DCGM_FI_DEV_MEMORY_TEMP', '9223372036854775794'],
+    ['an int64 blank printed as a float', 'DCGM_FI_DEV_PCIE_REPLAY_COUNTER', '9.223372036854776e+18'],
+    [
+      'an int64 blank PCIe byte rate (no upper bound in the contract)',
+      'DCGM_FI_PROF_PCIE_TX_BYTES',
+      '9223372036854775795',
+    ],
+    ['an int64 blank NVLink byte rate', 'DCGM_FI_PROF_NVLINK_RX_BYTES', '9223372036854775793'],
+    ['an int64 blank violation counter', 'DCGM_FI_DEV_THERMAL_VIOLATION', '9223372036854775794'],
+    [
+      'an int64 blank NVLink CRC count',
+      'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL',
+      '9223372036854775794',
+    ],
+    ['an fp64 blank power', 'DCGM_FI_DEV_POWER_USAGE', '140737488355328'],
+    ['an fp64 "not supported" PCIe byte rate', 'DCGM_FI_PROF_PCIE_RX_BYTES', '140737488355330.000000'],
+    ['an fp64 "not permissioned" ratio', 'DCGM_FI_PROF_DRAM_ACTIVE', '140737488355331'],
+  ])('leaves %s absent and says it is a DCGM blank', (_case, field, value) => {
+    // Prepare / Act
+    const { gpus, malformed } = parseDcgmExporterText(`${field}{${L}} ${value}`);
+
+    // Assess
+    expect(malformed).toEqual([{ line: 1, reason: expect.stringMatching(/DCGM (int64|fp64) blank/) }]);
+    for (const g of gpus) {
+      expect(g.metrics).toEqual({});
+      expect(g.violation_us).toBeUndefined();
+    }
+  });
+
+  it.each([
+    ['one below the fp64 blank', '140737488355327', 140737488355327],
+    ['four above it (past not-permissioned)', '140737488355332', 140737488355332],
+    ['a large real rate', '2.5e12', 2.5e12],
+  ])('keeps a PCIe byte rate %s: it is a reading', (_case, value, expected) => {
+    // Prepare / Act
+    const { gpus, malformed } = parseDcgmExporterText(`DCGM_FI_PROF_PCIE_TX_BYTES{${L}} ${value}`);
+
+    // Assess
+    expect(malformed).toEqual([]);
+    expect(gpus[0]?.metrics.pcie_tx_bytes_per_s).toBe(expected);
+  });
+
+  it.each([['<<<NULL>>>'], ['<<<NOT_FOUND>>>'], ['<<<NOT_SUPPORTED>>>'], ['<<<NOT_PERM>>>']])(
+    'reads a %s label as no label: never a model, a pod or a MIG profile',
+    (blank) => {
+      // Prepare
+      const text = [
+        `DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-1",modelName="${blank}",pod="${blank}",namespace="ml"} 40`,
+        `DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="1",GPU_I_PROFILE="${blank}",GPU_I_ID="6"} 0.5`,
+      ].join('\n');
+
+      // Act
+      const { gpus, malformed } = parseDcgmExporterText(text);
+
+      // Assess
+      expect(malformed).toEqual([]);
+      expect(gpus[0]?.gpu).toEqual({ index: 0, uuid: 'GPU-1' });
+      expect(gpus[0]?.labels).toEqual({ namespace: 'ml' });
+      expect(gpus[1]?.mig_instances).toEqual([{ gpu_instance_id: 6, gr_engine_active: 0.5, labels: {} }]);
+    },
+  );
+
+  it.each([
+    ['0 (a board with no memory sensor: GDDR, vGPU)', '0', undefined],
+    ['1', '1', 1],
+    ['85', '85', 85],
+  ])('reads DCGM_FI_DEV_MEMORY_TEMP %s', (_case, value, expected) => {
+    // Prepare / Act
+    const { gpus, malformed } = parseDcgmExporterText(
+      `DCGM_FI_DEV_MEMORY_TEMP{${L}} ${value}\nDCGM_FI_DEV_GPU_TEMP{${L}} 31`,
+    );
+
+    // Assess
+    expect(malformed).toEqual([]);
+    expect(gpus[0]?.metrics.mem_temp_c).toBe(expected);
+    expect(gpus[0]?.metrics.gpu_temp_c).toBe(31);
+  });
+});
+
 describe('scrapeDcgmExporter', () => {
   let server: Server;
   let base: string;
