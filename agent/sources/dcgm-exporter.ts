@@ -12,6 +12,7 @@ import { DcgmScrapeError } from '../errors';
 import { nodeFetch } from '../send/node-fetch';
 import { dcgmBlankReason, isDcgmBlankLabel } from './dcgm-blank';
 import { type DcgmSeriesValue, liftMigDeviceFields } from './dcgm-mig-device';
+import { podKeyOf, resolveSharedWorkloads } from './dcgm-shared';
 import { normalizeDcgmSample, parseDcgmSampleLine } from './dcgm-text';
 import { DCGM_VIOLATION_FIELD_NAMES, type DcgmViolationCounters, violationCounters } from './dcgm-violation';
 
@@ -34,6 +35,12 @@ export interface DcgmGpuReading {
   readonly driver_version?: string;
   /** The other non-empty labels, e.g. `pod`, `namespace`, `container`: the k8s workload holding the GPU. */
   readonly labels: Record<string, string>;
+  /**
+   * Each pod's labels when the GPU's series name more than one pod (GPU sharing, dcgm-exporter's
+   * `--kubernetes-virtual-gpus`: one copy of each series per pod, same device value; `dcgm-shared.ts`).
+   * `labels` then holds no pod, so no pod is charged for the whole GPU. Absent otherwise.
+   */
+  readonly shared_by?: readonly Record<string, string>[];
   /**
    * The GPU's MIG instances (series labelled `GPU_I_ID` / `GPU_I_PROFILE`), by instance id; absent
    * when the GPU is not in MIG mode. The GPU's own `gpu_util` is then the instances' GR engine
@@ -67,6 +74,8 @@ export interface DcgmMigInstance {
   readonly fb_used_bytes?: number;
   /** The instance's other labels (`pod`, `namespace`, `container`: the pod holding the slice). */
   readonly labels: Record<string, string>;
+  /** Each pod's labels when the slice's series name more than one pod (as `DcgmGpuReading.shared_by`). */
+  readonly shared_by?: readonly Record<string, string>[];
 }
 
 /** The violation counters' type, from `dcgm-violation.ts`. */
@@ -201,15 +210,30 @@ const IDENTITY_LABELS = new Set([
   'GPU_I_PROFILE',
 ]);
 
-interface GpuAcc {
-  identity: Record<string, string>;
+/** The series of one GPU or one MIG instance: values, merged labels, each named pod's labels. */
+interface SeriesAcc {
   labels: Record<string, string>;
+  pods: Map<string, Record<string, string>>;
   values: Map<string, DcgmSeriesValue>;
+}
+
+interface GpuAcc extends SeriesAcc {
+  identity: Record<string, string>;
   /** MIG instances by `GPU_I_ID`. */
-  instances: Map<
-    number,
-    { profile?: string; labels: Record<string, string>; values: Map<string, DcgmSeriesValue> }
-  >;
+  instances: Map<number, SeriesAcc & { profile?: string }>;
+}
+
+/** Adds one series' workload labels and value to a GPU's or instance's accumulator. */
+function addSeries(
+  acc: SeriesAcc,
+  workload: Record<string, string>,
+  field: string,
+  value: DcgmSeriesValue,
+): void {
+  Object.assign(acc.labels, workload);
+  const pod = podKeyOf(workload);
+  if (pod !== undefined && !acc.pods.has(pod)) acc.pods.set(pod, workload);
+  acc.values.set(field, value);
 }
 
 /**
@@ -280,7 +304,7 @@ export function parseDcgmExporterText(text: string): DcgmExporterParse {
     }
     let acc = byIndex.get(index);
     if (!acc) {
-      acc = { identity: {}, labels: {}, values: new Map(), instances: new Map() };
+      acc = { identity: {}, labels: {}, pods: new Map(), values: new Map(), instances: new Map() };
       byIndex.set(index, acc);
     }
     const instanceLabel = parsed.labels.GPU_I_ID;
@@ -294,19 +318,17 @@ export function parseDcgmExporterText(text: string): DcgmExporterParse {
       } else workload[k] = v;
     }
     if (instanceId === undefined) {
-      Object.assign(acc.labels, workload);
-      acc.values.set(parsed.name, { value: parsed.value, line: lineNo });
+      addSeries(acc, workload, parsed.name, { value: parsed.value, line: lineNo });
       return;
     }
     let inst = acc.instances.get(instanceId);
     if (!inst) {
-      inst = { labels: {}, values: new Map() };
+      inst = { labels: {}, pods: new Map(), values: new Map() };
       acc.instances.set(instanceId, inst);
     }
     const profile = parsed.labels.GPU_I_PROFILE;
     if (profile && !isDcgmBlankLabel(profile)) inst.profile = profile;
-    Object.assign(inst.labels, workload);
-    inst.values.set(parsed.name, { value: parsed.value, line: lineNo });
+    addSeries(inst, workload, parsed.name, { value: parsed.value, line: lineNo });
   });
   const gpus = [...byIndex.entries()]
     .sort(([a], [b]) => a - b)
@@ -419,7 +441,7 @@ function toReading(
     metrics: metrics as GpuMetrics,
     ...(acc.identity.Hostname ? { hostname: acc.identity.Hostname } : {}),
     ...(acc.identity.DCGM_FI_DRIVER_VERSION ? { driver_version: acc.identity.DCGM_FI_DRIVER_VERSION } : {}),
-    labels: acc.labels,
+    ...resolveSharedWorkloads(acc.labels, acc.pods),
     ...(instances.length > 0 ? { mig_instances: instances } : {}),
     ...(violation !== undefined ? { violation_us: violation } : {}),
   };
@@ -440,7 +462,7 @@ function migInstances(acc: GpuAcc): DcgmMigInstance[] {
         ...(share !== undefined ? { compute_share: share } : {}),
         ...(gr !== undefined && gr >= 0 && gr <= 1 ? { gr_engine_active: gr } : {}),
         ...(fb !== undefined && fb >= 0 ? { fb_used_bytes: mibToBytes(fb) } : {}),
-        labels: inst.labels,
+        ...resolveSharedWorkloads(inst.labels, inst.pods),
       };
     });
 }
