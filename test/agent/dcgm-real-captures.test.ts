@@ -1,10 +1,14 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildReplayBatches, loadReplayManifest } from '../../agent/playback/replay';
 import { parseDcgmExporterText } from '../../agent/sources/dcgm-exporter';
 import { migSliceReadings } from '../../agent/sources/dcgm-mig';
 import { workloadsFromDcgm } from '../../agent/sources/dcgm-workload';
-import { GpuMetricsSchema } from '../../lambdas/contract';
+import { GpuMetricsSchema, parseBatch } from '../../lambdas/contract';
 
 /**
  * Real dcgm-exporter scrapes from public sources (`test/fixtures/real/dcgm/README.md` gives each one's
@@ -318,5 +322,56 @@ describe('real multi-GPU and MIG scrapes', () => {
     ]);
     // container="", namespace="", pod="": no pod holds the GPU.
     expect(workloadsFromDcgm(gpus)).toEqual({ held: [], dropped: [] });
+  });
+});
+
+describe('replaying every real scrape (gpu-sentinel local)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gpu-sentinel-dcgm-real-'));
+  const NOW = new Date('2026-03-10T12:00:00Z');
+
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('sends each scrape as one host through the contract, a window per GPU or MIG slice', async () => {
+    // Prepare: one host per file; the instance ids and type are replay labels, the telemetry the scrape's
+    const manifest = join(dir, 'real-dcgm.json');
+    writeFileSync(
+      manifest,
+      JSON.stringify({
+        window_s: 60,
+        duration_s: 300,
+        hosts: FILES.map((file, i) => ({
+          instance_id: `i-0d00000000000${String(i).padStart(4, '0')}`,
+          instance_type: 'g6.xlarge',
+          region: 'us-east-1',
+          dcgm_exporter: [join(fileURLToPath(DIR), file)],
+        })),
+      }),
+    );
+
+    // Act
+    const batches = await buildReplayBatches(await loadReplayManifest(manifest), {
+      now: NOW,
+      agentVersion: '0.1.0-test',
+    });
+
+    // Assess
+    expect(new Set(batches.map((b) => b.host.instance_id)).size).toBe(FILES.length);
+    for (const batch of batches)
+      expect(() => parseBatch(JSON.parse(JSON.stringify(batch)), NOW)).not.toThrow();
+    const mixed = FILES.indexOf('dcgm-exporter-a30-mig-rtx2000ada-mixed-pr736-part2.prom');
+    const last = batches.filter((b) => b.host.instance_id.endsWith(String(mixed).padStart(4, '0'))).at(-1);
+    expect(
+      last?.windows
+        .filter((w) => w.kind === 'flush')
+        .map((w) => [w.gpu.index, w.gpu_instance_id, w.metrics.gpu_temp_c, w.k8s?.pod]),
+    ).toEqual([
+      // The board's temperature (read from its slices' series) goes once per GPU, on its first slice.
+      [0, 3, 50, 'triton-server-f7cb5d77-wwk9g'],
+      [0, 6, undefined, 'triton-server-f7cb5d77-2w5b2'],
+      [1, undefined, 44, undefined],
+      [2, 3, 45, 'triton-server-f7cb5d77-95xcf'],
+    ]);
   });
 });
