@@ -231,6 +231,31 @@ describe('real multi-GPU and MIG scrapes', () => {
     ]);
   });
 
+  it('reads 4 idle GB200s of an AWS p6e-gb200 node: ~166 W each with nothing running, no pod', () => {
+    // Act
+    const { gpus, malformed, ignored_fields } = parse('dcgm-exporter-gb200-aws-p6e.prom');
+
+    // Assess
+    expect(malformed).toEqual([]);
+    expect(ignored_fields).toEqual([]);
+    expect(gpus.map((g) => [g.gpu.index, g.gpu.name, g.gpu.pci_bus_id])).toEqual([
+      [0, 'NVIDIA GB200', '0000:29:00.0'],
+      [1, 'NVIDIA GB200', '0000:3f:00.0'],
+      [2, 'NVIDIA GB200', '0000:9c:00.0'],
+      [3, 'NVIDIA GB200', '0000:b2:00.0'],
+    ]);
+    expect(gpus.map((g) => g.metrics.power_w)).toEqual([165.926, 168.57, 156.479, 174.197]);
+    expect(gpus[3]?.metrics).toEqual({
+      gpu_temp_c: 26,
+      power_w: 174.197,
+      gpu_util: 0,
+      mem_copy_util: 0,
+      fb_used_bytes: 0,
+      fb_total_bytes: 188729 * MiB,
+    });
+    expect(workloadsFromDcgm(gpus).held).toEqual([]);
+  });
+
   it('reads 3 L40S on OpenShift, one pod holding two of them', () => {
     // Act
     const { gpus } = parse('dcgm-exporter-l40s-openshift-dcgm226.prom');
