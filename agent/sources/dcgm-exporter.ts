@@ -147,6 +147,12 @@ export const DCGM_DIRECT_FIELDS: Readonly<Record<string, DirectField>> = {
   DCGM_FI_PROF_NVLINK_RX_BYTES: { metric: 'nvlink_rx_bytes_per_s', convert: asIs, range: 'nonNegative' },
   /** 155, W. */
   DCGM_FI_DEV_POWER_USAGE: { metric: 'power_w', convert: asIs, range: 'watts' },
+  /**
+   * 164, W: the limit the driver enforces after every limiter (NVML `nvmlDeviceGetEnforcedPowerLimit`,
+   * as the NVML source reads it). Not 160 `DCGM_FI_DEV_POWER_MGMT_LIMIT`, the configured limit, which
+   * is higher when another limiter caps the board: that is the case worth seeing.
+   */
+  DCGM_FI_DEV_ENFORCED_POWER_LIMIT: { metric: 'power_limit_w', convert: asIs, range: 'watts' },
   /** 252, MiB. */
   DCGM_FI_DEV_FB_USED: { metric: 'fb_used_bytes', convert: mibToBytes, range: 'count' },
   /** 150 / 140, °C. */
@@ -162,6 +168,8 @@ export const DCGM_DIRECT_FIELDS: Readonly<Record<string, DirectField>> = {
   DCGM_FI_DEV_ECC_DBE_AGG_TOTAL: { metric: 'ecc_dbe_aggregate', convert: asIs, range: 'count' },
   /** 202. */
   DCGM_FI_DEV_PCIE_REPLAY_COUNTER: { metric: 'pcie_replay_count', convert: asIs, range: 'count' },
+  /** 392, pages pending retirement (pre-Ampere page retirement): a boolean in the contract. */
+  DCGM_FI_DEV_RETIRED_PENDING: { metric: 'retired_pages_pending', convert: nonZero, range: 'boolean' },
   /** 393–396: booleans in the contract. */
   DCGM_FI_DEV_ROW_REMAP_FAILURE: { metric: 'remapped_rows_failure', convert: nonZero, range: 'boolean' },
   DCGM_FI_DEV_ROW_REMAP_PENDING: { metric: 'remapped_rows_pending', convert: nonZero, range: 'boolean' },

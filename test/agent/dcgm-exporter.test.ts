@@ -117,6 +117,16 @@ describe('parseDcgmExporterText edge cases', () => {
       { clocks_event_reasons: 36 },
     ],
     [
+      'the enforced power limit, never the configured one',
+      `DCGM_FI_DEV_ENFORCED_POWER_LIMIT{${L}} 250\nDCGM_FI_DEV_POWER_MGMT_LIMIT{${L}} 400`,
+      { power_limit_w: 250 },
+    ],
+    [
+      'pages pending retirement → boolean',
+      `DCGM_FI_DEV_RETIRED_PENDING{${L}} 2`,
+      { retired_pages_pending: true },
+    ],
+    [
       'row remap flags → booleans',
       `DCGM_FI_DEV_ROW_REMAP_FAILURE{${L}} 0\nDCGM_FI_DEV_ROW_REMAP_PENDING{${L}} 1`,
       { remapped_rows_failure: false, remapped_rows_pending: true },
