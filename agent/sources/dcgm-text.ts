@@ -4,6 +4,34 @@
  * optional integer timestamp (ms), which is read and dropped. Pure: no I/O.
  */
 
+/**
+ * The metric names of dcgm-exporter 1.x (the `dcgmi dmon` script of NVIDIA/gpu-monitoring-tools and
+ * its `pod-gpu-metrics-exporter`, 2019–2020: `dcgm_<name>`), by the DCGM field each one printed (the
+ * field ids are in that script's comments). Its `dcgm_fi_prof_*` names need no entry: upper-cased they
+ * are the field names. Fields this reader does not use are left out (they stay ignored).
+ */
+const DCGM_1X_NAMES: Readonly<Record<string, string>> = {
+  dcgm_sm_clock: 'DCGM_FI_DEV_SM_CLOCK',
+  dcgm_memory_clock: 'DCGM_FI_DEV_MEM_CLOCK',
+  dcgm_memory_temp: 'DCGM_FI_DEV_MEMORY_TEMP',
+  dcgm_gpu_temp: 'DCGM_FI_DEV_GPU_TEMP',
+  dcgm_power_usage: 'DCGM_FI_DEV_POWER_USAGE',
+  dcgm_pcie_replay_counter: 'DCGM_FI_DEV_PCIE_REPLAY_COUNTER',
+  dcgm_gpu_utilization: 'DCGM_FI_DEV_GPU_UTIL',
+  dcgm_mem_copy_utilization: 'DCGM_FI_DEV_MEM_COPY_UTIL',
+  dcgm_power_violation: 'DCGM_FI_DEV_POWER_VIOLATION',
+  dcgm_thermal_violation: 'DCGM_FI_DEV_THERMAL_VIOLATION',
+  dcgm_fb_free: 'DCGM_FI_DEV_FB_FREE',
+  dcgm_fb_used: 'DCGM_FI_DEV_FB_USED',
+  dcgm_ecc_sbe_volatile_total: 'DCGM_FI_DEV_ECC_SBE_VOL_TOTAL',
+  dcgm_ecc_dbe_volatile_total: 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL',
+  dcgm_ecc_sbe_aggregate_total: 'DCGM_FI_DEV_ECC_SBE_AGG_TOTAL',
+  dcgm_ecc_dbe_aggregate_total: 'DCGM_FI_DEV_ECC_DBE_AGG_TOTAL',
+  dcgm_retired_pages_pending: 'DCGM_FI_DEV_RETIRED_PENDING',
+  dcgm_nvlink_flit_crc_error_count_total: 'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL',
+  dcgm_nvlink_data_crc_error_count_total: 'DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL',
+};
+
 /** Label names some dcgm-exporter builds write in lower case, and the name this parser reads them by. */
 const LABEL_ALIASES: Readonly<Record<string, string>> = { uuid: 'UUID', hostname: 'Hostname' };
 
@@ -18,14 +46,16 @@ export interface DcgmSample {
 }
 
 /**
- * Upper-cases a `dcgm_fi_*` metric name and renames lower-case label aliases (`uuid` → `UUID`,
+ * Upper-cases a `dcgm_fi_*` metric name, renames a dcgm-exporter 1.x name to its DCGM field
+ * (`dcgm_gpu_temp` → `DCGM_FI_DEV_GPU_TEMP`) and lower-case label aliases (`uuid` → `UUID`,
  * `hostname` → `Hostname`), so every dcgm-exporter build is read by the same names.
  *
  * @param sample - one parsed sample line
  * @returns the same sample when nothing changes, else a renamed copy
  */
 export function normalizeDcgmSample(sample: DcgmSample): DcgmSample {
-  const name = /^dcgm_/i.test(sample.name) ? sample.name.toUpperCase() : sample.name;
+  const name =
+    DCGM_1X_NAMES[sample.name] ?? (/^dcgm_/i.test(sample.name) ? sample.name.toUpperCase() : sample.name);
   let labels = sample.labels;
   for (const [alias, canonical] of Object.entries(LABEL_ALIASES)) {
     if (labels[alias] !== undefined && labels[canonical] === undefined) {

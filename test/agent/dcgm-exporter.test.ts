@@ -231,6 +231,44 @@ describe('parseDcgmExporterText edge cases', () => {
   });
 });
 
+describe('parseDcgmExporterText on dcgm-exporter 1.x names', () => {
+  it.each([
+    ['dcgm_gpu_temp', '61', { gpu_temp_c: 61 }],
+    ['dcgm_memory_temp', '70', { mem_temp_c: 70 }],
+    ['dcgm_sm_clock', '1410', { sm_clock_mhz: 1410 }],
+    ['dcgm_memory_clock', '1215', { mem_clock_mhz: 1215 }],
+    ['dcgm_power_usage', '250.5', { power_w: 250.5 }],
+    ['dcgm_gpu_utilization', '97', { gpu_util: 0.97 }],
+    ['dcgm_mem_copy_utilization', '40', { mem_copy_util: 0.4 }],
+    ['dcgm_fb_used', '1024', { fb_used_bytes: 1024 * MiB }],
+    ['dcgm_pcie_replay_counter', '3', { pcie_replay_count: 3 }],
+    ['dcgm_ecc_dbe_volatile_total', '1', { ecc_dbe_volatile: 1 }],
+    ['dcgm_ecc_sbe_aggregate_total', '30', { ecc_sbe_aggregate: 30 }],
+    ['dcgm_retired_pages_pending', '0', { retired_pages_pending: false }],
+    ['dcgm_nvlink_flit_crc_error_count_total', '5', { nvlink_crc_errors: 5 }],
+    ['dcgm_fi_prof_sm_active', '0.5', { sm_active: 0.5 }],
+  ])('reads %s as its DCGM field', (name, value, expected) => {
+    // Prepare / Act
+    const { gpus, malformed, ignored_fields } = parseDcgmExporterText(
+      `${name}{gpu="0",uuid="GPU-1"} ${value}`,
+    );
+
+    // Assess
+    expect(malformed).toEqual([]);
+    expect(ignored_fields).toEqual([]);
+    expect(gpus[0]?.metrics).toEqual(expected);
+    expect(gpus[0]?.gpu).toEqual({ index: 0, uuid: 'GPU-1' });
+  });
+
+  it('reads the 1.x violation counters as ns, like the current ones', () => {
+    // Prepare / Act
+    const [gpu] = parseDcgmExporterText('dcgm_thermal_violation{gpu="0",uuid="GPU-1"} 5000').gpus;
+
+    // Assess
+    expect(gpu?.violation_us).toEqual({ thermal_violation_us_total: 5 });
+  });
+});
+
 describe('parseDcgmExporterText on DCGM blank values and unread sensors', () => {
   it.each([
     ['an int64 blank ECC count', 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', '9223372036854775792'],

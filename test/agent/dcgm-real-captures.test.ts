@@ -330,6 +330,30 @@ describe('real multi-GPU and MIG scrapes', () => {
     expect(part1.ignored_fields).toEqual(['DCGM_FI_DEV_DEC_UTIL', 'DCGM_FI_DEV_ENC_UTIL']);
   });
 
+  it('reads a dcgm-exporter 1.x scrape (dcgm_* names, legacy pod labels): one pod holding both GPUs', () => {
+    // Act
+    const { gpus, malformed, ignored_fields } = parse('dcgm-exporter-1.x-pod-gpu-metrics.prom');
+    const { held } = workloadsFromDcgm(gpus);
+
+    // Assess
+    expect(malformed).toEqual([]);
+    expect(ignored_fields).toEqual(['DCGM_LOW_UTIL_VIOLATION']);
+    expect(gpus.map((g) => [g.gpu, g.metrics])).toEqual([
+      [
+        { index: 0, uuid: 'GPU-2b399198-c670-a848-173b-d3400051a200' },
+        { gpu_temp_c: 33, gpu_util: 0, mem_copy_util: 0, mem_clock_mhz: 810 },
+      ],
+      [
+        { index: 1, uuid: 'GPU-9567a9e7-341e-bb7e-fcf5-788d8caa50f9' },
+        { gpu_temp_c: 34, gpu_util: 0, mem_copy_util: 0, mem_clock_mhz: 810 },
+      ],
+    ]);
+    expect(held.map((h) => [h.gpu.index, h.k8s])).toEqual([
+      [0, { namespace: 'default', pod: 'pod1', container: 'pod1-ctr' }],
+      [1, { namespace: 'default', pod: 'pod1', container: 'pod1-ctr' }],
+    ]);
+  });
+
   it('reads the dcgm-exporter 2.0 README scrape: the "not supported" memory temperature is no reading', () => {
     // Act
     const { gpus, malformed } = parse('dcgm-exporter-2.0-not-supported-sentinel.prom');
