@@ -53,6 +53,32 @@ describe('every real dcgm-exporter scrape', () => {
   });
 });
 
+describe('a real scrape saved with other line endings', () => {
+  it.each([
+    ['CRLF line endings', (t: string) => t.replaceAll('\n', '\r\n')],
+    ['a UTF-8 byte-order mark', (t: string) => `\uFEFF${t}`],
+    [
+      'no HELP/TYPE lines and no final newline',
+      (t: string) =>
+        t
+          .split('\n')
+          .filter((l) => !l.startsWith('#'))
+          .join('\n')
+          .trimEnd(),
+    ],
+  ])('reads the L4 scrape the same with %s', (_case, rewrite) => {
+    // Prepare
+    const text = read('dcgm-exporter-l4-aws-kops.prom');
+
+    // Act
+    const rewritten = parseDcgmExporterText(rewrite(text));
+
+    // Assess
+    expect(rewritten.malformed).toEqual([]);
+    expect(rewritten.gpus).toEqual(parseDcgmExporterText(text).gpus);
+  });
+});
+
 describe('real single-GPU scrapes of the dcgm-exporter 4.x default counters', () => {
   it('reads an idle L4 on AWS (kops, g6): 16 W at idle clocks, no memory sensor, no pod', () => {
     // Act
