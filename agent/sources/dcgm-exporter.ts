@@ -10,6 +10,10 @@ import { normalizePciBusId } from '../../lambdas/contract/pci-bus-id';
 import type { GpuIdentity, GpuMetrics } from '../../lambdas/contract/schema';
 import { DcgmScrapeError } from '../errors';
 import { nodeFetch } from '../send/node-fetch';
+import { dcgmBlankReason, isDcgmBlankLabel } from './dcgm-blank';
+import { type DcgmSeriesValue, liftMigDeviceFields } from './dcgm-mig-device';
+import { podKeyOf, resolveSharedWorkloads } from './dcgm-shared';
+import { normalizeDcgmSample, parseDcgmSampleLine } from './dcgm-text';
 import { DCGM_VIOLATION_FIELD_NAMES, type DcgmViolationCounters, violationCounters } from './dcgm-violation';
 
 /**
@@ -31,6 +35,12 @@ export interface DcgmGpuReading {
   readonly driver_version?: string;
   /** The other non-empty labels, e.g. `pod`, `namespace`, `container`: the k8s workload holding the GPU. */
   readonly labels: Record<string, string>;
+  /**
+   * Each pod's labels when the GPU's series name more than one pod (GPU sharing, dcgm-exporter's
+   * `--kubernetes-virtual-gpus`: one copy of each series per pod, same device value; `dcgm-shared.ts`).
+   * `labels` then holds no pod, so no pod is charged for the whole GPU. Absent otherwise.
+   */
+  readonly shared_by?: readonly Record<string, string>[];
   /**
    * The GPU's MIG instances (series labelled `GPU_I_ID` / `GPU_I_PROFILE`), by instance id; absent
    * when the GPU is not in MIG mode. The GPU's own `gpu_util` is then the instances' GR engine
@@ -64,6 +74,8 @@ export interface DcgmMigInstance {
   readonly fb_used_bytes?: number;
   /** The instance's other labels (`pod`, `namespace`, `container`: the pod holding the slice). */
   readonly labels: Record<string, string>;
+  /** Each pod's labels when the slice's series name more than one pod (as `DcgmGpuReading.shared_by`). */
+  readonly shared_by?: readonly Record<string, string>[];
 }
 
 /** The violation counters' type, from `dcgm-violation.ts`. */
@@ -135,6 +147,12 @@ export const DCGM_DIRECT_FIELDS: Readonly<Record<string, DirectField>> = {
   DCGM_FI_PROF_NVLINK_RX_BYTES: { metric: 'nvlink_rx_bytes_per_s', convert: asIs, range: 'nonNegative' },
   /** 155, W. */
   DCGM_FI_DEV_POWER_USAGE: { metric: 'power_w', convert: asIs, range: 'watts' },
+  /**
+   * 164, W: the limit the driver enforces after every limiter (NVML `nvmlDeviceGetEnforcedPowerLimit`,
+   * as the NVML source reads it). Not 160 `DCGM_FI_DEV_POWER_MGMT_LIMIT`, the configured limit, which
+   * is higher when another limiter caps the board: that is the case worth seeing.
+   */
+  DCGM_FI_DEV_ENFORCED_POWER_LIMIT: { metric: 'power_limit_w', convert: asIs, range: 'watts' },
   /** 252, MiB. */
   DCGM_FI_DEV_FB_USED: { metric: 'fb_used_bytes', convert: mibToBytes, range: 'count' },
   /** 150 / 140, °C. */
@@ -150,6 +168,8 @@ export const DCGM_DIRECT_FIELDS: Readonly<Record<string, DirectField>> = {
   DCGM_FI_DEV_ECC_DBE_AGG_TOTAL: { metric: 'ecc_dbe_aggregate', convert: asIs, range: 'count' },
   /** 202. */
   DCGM_FI_DEV_PCIE_REPLAY_COUNTER: { metric: 'pcie_replay_count', convert: asIs, range: 'count' },
+  /** 392, pages pending retirement (pre-Ampere page retirement): a boolean in the contract. */
+  DCGM_FI_DEV_RETIRED_PENDING: { metric: 'retired_pages_pending', convert: nonZero, range: 'boolean' },
   /** 393–396: booleans in the contract. */
   DCGM_FI_DEV_ROW_REMAP_FAILURE: { metric: 'remapped_rows_failure', convert: nonZero, range: 'boolean' },
   DCGM_FI_DEV_ROW_REMAP_PENDING: { metric: 'remapped_rows_pending', convert: nonZero, range: 'boolean' },
@@ -162,6 +182,15 @@ export const DCGM_DIRECT_FIELDS: Readonly<Record<string, DirectField>> = {
  * (NVIDIA/dcgm-exporter issues on MIG utilization; docs/detection.md §4).
  */
 const GR_ENGINE_ACTIVE = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE';
+
+/**
+ * `DCGM_FI_DEV_MEMORY_TEMP` (140). DCGM gives 0 on boards with no memory sensor it can read (GDDR
+ * boards such as L4, L40S, T4, RTX; vGPU guests), as NVML's `NVML_FI_DEV_MEMORY_TEMP` is "not
+ * supported" there (NVIDIA/dcgm-exporter issue 460; real scrapes of L4, L40S, T4, RTX 4000 Ada and
+ * GRID A100-40C in `test/fixtures/real/dcgm/`). A memory at 0 °C is no reading: `mem_temp_c` is left
+ * absent, so `memory_hot` does not judge a board it cannot see.
+ */
+const MEMORY_TEMP = 'DCGM_FI_DEV_MEMORY_TEMP';
 
 /** Fields combined with others (summed or OR-ed) before they become a metric. */
 const COMBINED = new Set([
@@ -189,21 +218,30 @@ const IDENTITY_LABELS = new Set([
   'GPU_I_PROFILE',
 ]);
 
-/** Label names some dcgm-exporter builds write in lower case, and the name this parser reads them by. */
-const LABEL_ALIASES: Readonly<Record<string, string>> = { uuid: 'UUID', hostname: 'Hostname' };
-
-interface Sample {
-  readonly name: string;
-  readonly labels: Record<string, string>;
-  readonly value: number;
+/** The series of one GPU or one MIG instance: values, merged labels, each named pod's labels. */
+interface SeriesAcc {
+  labels: Record<string, string>;
+  pods: Map<string, Record<string, string>>;
+  values: Map<string, DcgmSeriesValue>;
 }
 
-interface GpuAcc {
+interface GpuAcc extends SeriesAcc {
   identity: Record<string, string>;
-  labels: Record<string, string>;
-  values: Map<string, { value: number; line: number }>;
   /** MIG instances by `GPU_I_ID`. */
-  instances: Map<number, { profile?: string; labels: Record<string, string>; values: Map<string, number> }>;
+  instances: Map<number, SeriesAcc & { profile?: string }>;
+}
+
+/** Adds one series' workload labels and value to a GPU's or instance's accumulator. */
+function addSeries(
+  acc: SeriesAcc,
+  workload: Record<string, string>,
+  field: string,
+  value: DcgmSeriesValue,
+): void {
+  Object.assign(acc.labels, workload);
+  const pod = podKeyOf(workload);
+  if (pod !== undefined && !acc.pods.has(pod)) acc.pods.set(pod, workload);
+  acc.values.set(field, value);
 }
 
 /**
@@ -216,7 +254,12 @@ interface GpuAcc {
  * `clocks_event_reasons` is the OR of both names of field 112. Metric names are read case-blind
  * (`dcgm_fi_prof_gr_engine_active` is the same field) and label `uuid` as `UUID`. A series labelled
  * `GPU_I_ID` is a MIG instance's: it goes to the GPU's `mig_instances`, never over the GPU's own
- * values; a MIG GPU's `gpu_util` is its instances' GR engine activity weighted by compute share.
+ * values; a MIG GPU's `gpu_util` is its instances' GR engine activity weighted by compute share, and
+ * the board fields its instances repeat (temperatures, power, clocks, error counters) are the GPU's
+ * where it has no series of its own (`liftMigDeviceFields`). DCGM's blank values (`dcgm-blank.ts`:
+ * 2^63 for int64 fields, 2^47 + 0..3 for doubles, `<<<NULL>>>`-style labels) are no readings: the
+ * field or label is left absent (a value is reported in `malformed`), as is a
+ * `DCGM_FI_DEV_MEMORY_TEMP` of 0 (a board with no memory sensor).
  *
  * @param text - the scrape body
  * @returns `{ gpus, malformed, ignored_fields }`
@@ -232,12 +275,12 @@ export function parseDcgmExporterText(text: string): DcgmExporterParse {
     const lineNo = i + 1;
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
-    const sample = parseSampleLine(line);
+    const sample = parseDcgmSampleLine(line);
     if (typeof sample === 'string') {
       malformed.push({ line: lineNo, reason: sample });
       return;
     }
-    const parsed = normalizeSample(sample);
+    const parsed = normalizeDcgmSample(sample);
     const known = parsed.name in DCGM_DIRECT_FIELDS || COMBINED.has(parsed.name);
     if (!known) {
       ignored.add(parsed.name);
@@ -259,9 +302,17 @@ export function parseDcgmExporterText(text: string): DcgmExporterParse {
       });
       return;
     }
+    const blank = dcgmBlankReason(parsed.value);
+    if (blank !== undefined) {
+      malformed.push({
+        line: lineNo,
+        reason: `${parsed.name} is ${blank}, not a reading; field left absent`,
+      });
+      return;
+    }
     let acc = byIndex.get(index);
     if (!acc) {
-      acc = { identity: {}, labels: {}, values: new Map(), instances: new Map() };
+      acc = { identity: {}, labels: {}, pods: new Map(), values: new Map(), instances: new Map() };
       byIndex.set(index, acc);
     }
     const instanceLabel = parsed.labels.GPU_I_ID;
@@ -269,24 +320,23 @@ export function parseDcgmExporterText(text: string): DcgmExporterParse {
       instanceLabel !== undefined && /^\d{1,3}$/.test(instanceLabel) ? Number(instanceLabel) : undefined;
     const workload: Record<string, string> = {};
     for (const [k, v] of Object.entries(parsed.labels)) {
-      if (v === '') continue;
+      if (v === '' || isDcgmBlankLabel(v)) continue;
       if (IDENTITY_LABELS.has(k)) {
         if (k !== 'GPU_I_ID' && k !== 'GPU_I_PROFILE') acc.identity[k] = v;
       } else workload[k] = v;
     }
     if (instanceId === undefined) {
-      Object.assign(acc.labels, workload);
-      acc.values.set(parsed.name, { value: parsed.value, line: lineNo });
+      addSeries(acc, workload, parsed.name, { value: parsed.value, line: lineNo });
       return;
     }
     let inst = acc.instances.get(instanceId);
     if (!inst) {
-      inst = { labels: {}, values: new Map() };
+      inst = { labels: {}, pods: new Map(), values: new Map() };
       acc.instances.set(instanceId, inst);
     }
-    if (parsed.labels.GPU_I_PROFILE) inst.profile = parsed.labels.GPU_I_PROFILE;
-    Object.assign(inst.labels, workload);
-    inst.values.set(parsed.name, parsed.value);
+    const profile = parsed.labels.GPU_I_PROFILE;
+    if (profile && !isDcgmBlankLabel(profile)) inst.profile = profile;
+    addSeries(inst, workload, parsed.name, { value: parsed.value, line: lineNo });
   });
   const gpus = [...byIndex.entries()]
     .sort(([a], [b]) => a - b)
@@ -300,6 +350,12 @@ function toReading(
   acc: GpuAcc,
   malformed: { line: number; reason: string }[],
 ): DcgmGpuReading {
+  liftMigDeviceFields(
+    acc.values,
+    [...acc.instances.values()].map((i) => i.values),
+    index,
+    malformed,
+  );
   const metrics: Record<string, number | boolean> = {};
   const set = (
     metric: MetricKey,
@@ -317,7 +373,8 @@ function toReading(
   };
   for (const [field, { value, line }] of acc.values) {
     const direct = DCGM_DIRECT_FIELDS[field];
-    if (direct) set(direct.metric, direct.convert(value), line, field, direct.range);
+    if (direct === undefined || (field === MEMORY_TEMP && value === 0)) continue;
+    set(direct.metric, direct.convert(value), line, field, direct.range);
   }
   const v = (f: string) => acc.values.get(f);
   const total = v('DCGM_FI_DEV_FB_TOTAL');
@@ -392,7 +449,7 @@ function toReading(
     metrics: metrics as GpuMetrics,
     ...(acc.identity.Hostname ? { hostname: acc.identity.Hostname } : {}),
     ...(acc.identity.DCGM_FI_DRIVER_VERSION ? { driver_version: acc.identity.DCGM_FI_DRIVER_VERSION } : {}),
-    labels: acc.labels,
+    ...resolveSharedWorkloads(acc.labels, acc.pods),
     ...(instances.length > 0 ? { mig_instances: instances } : {}),
     ...(violation !== undefined ? { violation_us: violation } : {}),
   };
@@ -404,8 +461,8 @@ function migInstances(acc: GpuAcc): DcgmMigInstance[] {
   return [...acc.instances.entries()]
     .sort(([a], [b]) => a - b)
     .map(([id, inst]) => {
-      const gr = inst.values.get(GR_ENGINE_ACTIVE);
-      const fb = inst.values.get('DCGM_FI_DEV_FB_USED');
+      const gr = inst.values.get(GR_ENGINE_ACTIVE)?.value;
+      const fb = inst.values.get('DCGM_FI_DEV_FB_USED')?.value;
       const share = migComputeShare(inst.profile, slices);
       return {
         gpu_instance_id: id,
@@ -413,22 +470,9 @@ function migInstances(acc: GpuAcc): DcgmMigInstance[] {
         ...(share !== undefined ? { compute_share: share } : {}),
         ...(gr !== undefined && gr >= 0 && gr <= 1 ? { gr_engine_active: gr } : {}),
         ...(fb !== undefined && fb >= 0 ? { fb_used_bytes: mibToBytes(fb) } : {}),
-        labels: inst.labels,
+        ...resolveSharedWorkloads(inst.labels, inst.pods),
       };
     });
-}
-
-/** Upper-cases a `dcgm_fi_*` metric name and renames lower-case label aliases (`uuid` → `UUID`). */
-function normalizeSample(sample: Sample): Sample {
-  const name = /^dcgm_/i.test(sample.name) ? sample.name.toUpperCase() : sample.name;
-  let labels = sample.labels;
-  for (const [alias, canonical] of Object.entries(LABEL_ALIASES)) {
-    if (labels[alias] !== undefined && labels[canonical] === undefined) {
-      const { [alias]: value, ...rest } = labels;
-      labels = { ...rest, [canonical]: value as string };
-    }
-  }
-  return name === sample.name && labels === sample.labels ? sample : { name, labels, value: sample.value };
 }
 
 /** True when `value` fits the contract's range of its metric (a boolean for `boolean` metrics). */
@@ -456,76 +500,6 @@ function toIdentity(index: number, labels: Record<string, string>): GpuIdentity 
     ...(name ? { name } : {}),
     ...(pci ? { pci_bus_id: pci } : {}),
   };
-}
-
-const NAME_RE = /^[a-zA-Z_:][a-zA-Z0-9_:]*/;
-const LABEL_NAME_RE = /^[a-zA-Z_][a-zA-Z0-9_]*/;
-
-/** Parses one sample line; returns a reason string when it is malformed. */
-function parseSampleLine(line: string): Sample | string {
-  const nameMatch = NAME_RE.exec(line);
-  if (!nameMatch)
-    return `expected a metric name at the start of the line, got ${JSON.stringify(line.slice(0, 40))}`;
-  const name = nameMatch[0];
-  let pos = name.length;
-  const labels: Record<string, string> = {};
-  if (line[pos] === '{') {
-    pos++;
-    for (;;) {
-      while (line[pos] === ' ' || line[pos] === '\t') pos++;
-      if (line[pos] === '}') {
-        pos++;
-        break;
-      }
-      const labelMatch = LABEL_NAME_RE.exec(line.slice(pos));
-      if (!labelMatch) return `expected a label name or '}' at column ${pos + 1} of ${name}`;
-      const label = labelMatch[0];
-      pos += label.length;
-      while (line[pos] === ' ') pos++;
-      if (line[pos] !== '=' || line[pos + 1] !== '"') return `expected ="…" after label ${label} of ${name}`;
-      pos += 2;
-      let value = '';
-      for (;;) {
-        const c = line[pos];
-        if (c === undefined) return `unterminated value of label ${label} of ${name}`;
-        if (c === '"') {
-          pos++;
-          break;
-        }
-        if (c === '\\') {
-          const next = line[pos + 1];
-          if (next === 'n') value += '\n';
-          else if (next === '\\' || next === '"') value += next;
-          else
-            return `unknown escape \\${next ?? ''} in label ${label} of ${name}; expected \\", \\\\ or \\n`;
-          pos += 2;
-          continue;
-        }
-        value += c;
-        pos++;
-      }
-      labels[label] = value;
-      while (line[pos] === ' ' || line[pos] === '\t') pos++;
-      if (line[pos] === ',') pos++;
-      else if (line[pos] !== '}') return `expected ',' or '}' after label ${label} of ${name}`;
-    }
-  }
-  const rest = line.slice(pos).trim().split(/\s+/);
-  if (rest.length < 1 || rest.length > 2 || rest[0] === '')
-    return `expected a value (and an optional timestamp) after ${name}`;
-  const value = parseValue(rest[0] ?? '');
-  if (value === undefined) return `expected a number for ${name}, got ${JSON.stringify(rest[0])}`;
-  if (rest[1] !== undefined && !/^-?\d+$/.test(rest[1]))
-    return `expected an integer timestamp (ms) after the value of ${name}, got ${JSON.stringify(rest[1])}`;
-  return { name, labels, value };
-}
-
-function parseValue(token: string): number | undefined {
-  if (token === 'NaN') return Number.NaN;
-  if (token === '+Inf' || token === 'Inf') return Number.POSITIVE_INFINITY;
-  if (token === '-Inf') return Number.NEGATIVE_INFINITY;
-  if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(token)) return undefined;
-  return Number(token);
 }
 
 /** Options of {@link scrapeDcgmExporter}. */

@@ -117,6 +117,16 @@ describe('parseDcgmExporterText edge cases', () => {
       { clocks_event_reasons: 36 },
     ],
     [
+      'the enforced power limit, never the configured one',
+      `DCGM_FI_DEV_ENFORCED_POWER_LIMIT{${L}} 250\nDCGM_FI_DEV_POWER_MGMT_LIMIT{${L}} 400`,
+      { power_limit_w: 250 },
+    ],
+    [
+      'pages pending retirement → boolean',
+      `DCGM_FI_DEV_RETIRED_PENDING{${L}} 2`,
+      { retired_pages_pending: true },
+    ],
+    [
       'row remap flags → booleans',
       `DCGM_FI_DEV_ROW_REMAP_FAILURE{${L}} 0\nDCGM_FI_DEV_ROW_REMAP_PENDING{${L}} 1`,
       { remapped_rows_failure: false, remapped_rows_pending: true },
@@ -218,6 +228,126 @@ describe('parseDcgmExporterText edge cases', () => {
     expect(gpus.map((g) => g.gpu.index)).toEqual([0]);
     // GR engine activity (1001) is read: it is gpu_util where DCGM_FI_DEV_GPU_UTIL is absent (MIG).
     expect(gpus[0]?.metrics.gpu_util).toBe(0.5);
+  });
+});
+
+describe('parseDcgmExporterText on dcgm-exporter 1.x names', () => {
+  it.each([
+    ['dcgm_gpu_temp', '61', { gpu_temp_c: 61 }],
+    ['dcgm_memory_temp', '70', { mem_temp_c: 70 }],
+    ['dcgm_sm_clock', '1410', { sm_clock_mhz: 1410 }],
+    ['dcgm_memory_clock', '1215', { mem_clock_mhz: 1215 }],
+    ['dcgm_power_usage', '250.5', { power_w: 250.5 }],
+    ['dcgm_gpu_utilization', '97', { gpu_util: 0.97 }],
+    ['dcgm_mem_copy_utilization', '40', { mem_copy_util: 0.4 }],
+    ['dcgm_fb_used', '1024', { fb_used_bytes: 1024 * MiB }],
+    ['dcgm_pcie_replay_counter', '3', { pcie_replay_count: 3 }],
+    ['dcgm_ecc_dbe_volatile_total', '1', { ecc_dbe_volatile: 1 }],
+    ['dcgm_ecc_sbe_aggregate_total', '30', { ecc_sbe_aggregate: 30 }],
+    ['dcgm_retired_pages_pending', '0', { retired_pages_pending: false }],
+    ['dcgm_nvlink_flit_crc_error_count_total', '5', { nvlink_crc_errors: 5 }],
+    ['dcgm_fi_prof_sm_active', '0.5', { sm_active: 0.5 }],
+  ])('reads %s as its DCGM field', (name, value, expected) => {
+    // Prepare / Act
+    const { gpus, malformed, ignored_fields } = parseDcgmExporterText(
+      `${name}{gpu="0",uuid="GPU-1"} ${value}`,
+    );
+
+    // Assess
+    expect(malformed).toEqual([]);
+    expect(ignored_fields).toEqual([]);
+    expect(gpus[0]?.metrics).toEqual(expected);
+    expect(gpus[0]?.gpu).toEqual({ index: 0, uuid: 'GPU-1' });
+  });
+
+  it('reads the 1.x violation counters as ns, like the current ones', () => {
+    // Prepare / Act
+    const [gpu] = parseDcgmExporterText('dcgm_thermal_violation{gpu="0",uuid="GPU-1"} 5000').gpus;
+
+    // Assess
+    expect(gpu?.violation_us).toEqual({ thermal_violation_us_total: 5 });
+  });
+});
+
+describe('parseDcgmExporterText on DCGM blank values and unread sensors', () => {
+  it.each([
+    ['an int64 blank ECC count', 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', '9223372036854775792'],
+    ['an int64 "not supported" memory temperature', 'DCGM_FI_DEV_MEMORY_TEMP', '9223372036854775794'],
+    ['an int64 blank printed as a float', 'DCGM_FI_DEV_PCIE_REPLAY_COUNTER', '9.223372036854776e+18'],
+    [
+      'an int64 blank PCIe byte rate (no upper bound in the contract)',
+      'DCGM_FI_PROF_PCIE_TX_BYTES',
+      '9223372036854775795',
+    ],
+    ['an int64 blank NVLink byte rate', 'DCGM_FI_PROF_NVLINK_RX_BYTES', '9223372036854775793'],
+    ['an int64 blank violation counter', 'DCGM_FI_DEV_THERMAL_VIOLATION', '9223372036854775794'],
+    [
+      'an int64 blank NVLink CRC count',
+      'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL',
+      '9223372036854775794',
+    ],
+    ['an fp64 blank power', 'DCGM_FI_DEV_POWER_USAGE', '140737488355328'],
+    ['an fp64 "not supported" PCIe byte rate', 'DCGM_FI_PROF_PCIE_RX_BYTES', '140737488355330.000000'],
+    ['an fp64 "not permissioned" ratio', 'DCGM_FI_PROF_DRAM_ACTIVE', '140737488355331'],
+  ])('leaves %s absent and says it is a DCGM blank', (_case, field, value) => {
+    // Prepare / Act
+    const { gpus, malformed } = parseDcgmExporterText(`${field}{${L}} ${value}`);
+
+    // Assess
+    expect(malformed).toEqual([{ line: 1, reason: expect.stringMatching(/DCGM (int64|fp64) blank/) }]);
+    for (const g of gpus) {
+      expect(g.metrics).toEqual({});
+      expect(g.violation_us).toBeUndefined();
+    }
+  });
+
+  it.each([
+    ['one below the fp64 blank', '140737488355327', 140737488355327],
+    ['four above it (past not-permissioned)', '140737488355332', 140737488355332],
+    ['a large real rate', '2.5e12', 2.5e12],
+  ])('keeps a PCIe byte rate %s: it is a reading', (_case, value, expected) => {
+    // Prepare / Act
+    const { gpus, malformed } = parseDcgmExporterText(`DCGM_FI_PROF_PCIE_TX_BYTES{${L}} ${value}`);
+
+    // Assess
+    expect(malformed).toEqual([]);
+    expect(gpus[0]?.metrics.pcie_tx_bytes_per_s).toBe(expected);
+  });
+
+  it.each([['<<<NULL>>>'], ['<<<NOT_FOUND>>>'], ['<<<NOT_SUPPORTED>>>'], ['<<<NOT_PERM>>>']])(
+    'reads a %s label as no label: never a model, a pod or a MIG profile',
+    (blank) => {
+      // Prepare
+      const text = [
+        `DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-1",modelName="${blank}",pod="${blank}",namespace="ml"} 40`,
+        `DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="1",GPU_I_PROFILE="${blank}",GPU_I_ID="6"} 0.5`,
+      ].join('\n');
+
+      // Act
+      const { gpus, malformed } = parseDcgmExporterText(text);
+
+      // Assess
+      expect(malformed).toEqual([]);
+      expect(gpus[0]?.gpu).toEqual({ index: 0, uuid: 'GPU-1' });
+      expect(gpus[0]?.labels).toEqual({ namespace: 'ml' });
+      expect(gpus[1]?.mig_instances).toEqual([{ gpu_instance_id: 6, gr_engine_active: 0.5, labels: {} }]);
+    },
+  );
+
+  it.each([
+    ['0 (a board with no memory sensor: GDDR, vGPU)', '0', undefined],
+    ['1', '1', 1],
+    ['85', '85', 85],
+  ])('reads DCGM_FI_DEV_MEMORY_TEMP %s', (_case, value, expected) => {
+    // Prepare / Act
+    const { gpus, malformed } = parseDcgmExporterText(
+      `DCGM_FI_DEV_MEMORY_TEMP{${L}} ${value}\nDCGM_FI_DEV_GPU_TEMP{${L}} 31`,
+    );
+
+    // Assess
+    expect(malformed).toEqual([]);
+    expect(gpus[0]?.metrics.mem_temp_c).toBe(expected);
+    expect(gpus[0]?.metrics.gpu_temp_c).toBe(31);
   });
 });
 

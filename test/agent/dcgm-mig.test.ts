@@ -107,6 +107,85 @@ describe('MIG GPU activity', () => {
   });
 });
 
+describe("board fields of a MIG GPU that come only on its instances' series", () => {
+  const A30 = 'gpu="0",UUID="GPU-9",modelName="NVIDIA A30"';
+  const slice = (id: number, pod: string): string =>
+    `${A30},GPU_I_PROFILE="1g.6gb",GPU_I_ID="${id}",namespace="default",pod="${pod}"`;
+
+  it("reads temperatures, power, clocks and error counters repeated on every instance as the GPU's", () => {
+    // Prepare
+    const text = [
+      `DCGM_FI_DEV_GPU_TEMP{${slice(3, 'a')}} 50`,
+      `DCGM_FI_DEV_GPU_TEMP{${slice(6, 'b')}} 50`,
+      `DCGM_FI_DEV_MEMORY_TEMP{${slice(3, 'a')}} 35`,
+      `DCGM_FI_DEV_MEMORY_TEMP{${slice(6, 'b')}} 35`,
+      `DCGM_FI_DEV_POWER_USAGE{${slice(3, 'a')}} 52.5`,
+      `DCGM_FI_DEV_SM_CLOCK{${slice(6, 'b')}} 1440`,
+      `DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{${slice(3, 'a')}} 0`,
+      `DCGM_FI_DEV_THERMAL_VIOLATION{${slice(3, 'a')}} 2000`,
+      `DCGM_FI_PROF_GR_ENGINE_ACTIVE{${slice(3, 'a')}} 1`,
+      `DCGM_FI_PROF_GR_ENGINE_ACTIVE{${slice(6, 'b')}} 0`,
+    ].join('\n');
+
+    // Act
+    const { gpus, malformed } = parseDcgmExporterText(text);
+
+    // Assess
+    expect(malformed).toEqual([]);
+    expect(gpus[0]?.metrics).toEqual({
+      gpu_temp_c: 50,
+      mem_temp_c: 35,
+      power_w: 52.5,
+      sm_clock_mhz: 1440,
+      ecc_dbe_volatile: 0,
+      gpu_util: 0.25,
+    });
+    expect(gpus[0]?.violation_us).toEqual({ thermal_violation_us_total: 2 });
+    expect(GpuMetricsSchema.safeParse(gpus[0]?.metrics).success).toBe(true);
+  });
+
+  it('keeps per-instance fields per instance: framebuffer, profiling ratios, utilization', () => {
+    // Prepare
+    const text = [
+      `DCGM_FI_DEV_FB_FREE{${slice(3, 'a')}} 2207`,
+      `DCGM_FI_DEV_FB_USED{${slice(3, 'a')}} 3744`,
+      `DCGM_FI_PROF_DRAM_ACTIVE{${slice(3, 'a')}} 0.8`,
+      `DCGM_FI_DEV_GPU_UTIL{${slice(3, 'a')}} 97`,
+    ].join('\n');
+
+    // Act
+    const [gpu] = parseDcgmExporterText(text).gpus;
+
+    // Assess: one slice's free memory is not the board's total, one slice's DRAM activity not the board's.
+    expect(gpu?.metrics).toEqual({ fb_used_bytes: 3744 * 1024 * 1024 });
+    expect(gpu?.mig_instances?.[0]?.fb_used_bytes).toBe(3744 * 1024 * 1024);
+  });
+
+  it("prefers the GPU's own series, and leaves a board field absent when its instances disagree", () => {
+    // Prepare
+    const text = [
+      `DCGM_FI_DEV_GPU_TEMP{${A30}} 48`,
+      `DCGM_FI_DEV_GPU_TEMP{${slice(3, 'a')}} 50`,
+      `DCGM_FI_DEV_POWER_USAGE{${slice(3, 'a')}} 52`,
+      `DCGM_FI_DEV_POWER_USAGE{${slice(6, 'b')}} 60`,
+    ].join('\n');
+
+    // Act
+    const { gpus, malformed } = parseDcgmExporterText(text);
+
+    // Assess
+    expect(gpus[0]?.metrics).toEqual({ gpu_temp_c: 48 });
+    expect(malformed).toEqual([
+      {
+        line: 3,
+        reason: expect.stringMatching(
+          /DCGM_FI_DEV_POWER_USAGE differs across the MIG instances of GPU 0 \(52, 60\)/,
+        ),
+      },
+    ]);
+  });
+});
+
 describe('MIG slices for one window per slice', () => {
   it('reads the H100 slices of the real scrape (profile, GR activity, the pod of each held slice)', () => {
     // Prepare

@@ -160,3 +160,72 @@ describe('DcgmProfilingSource.workload', () => {
     expect(dcgm.workload({ index: 0 })).toBeUndefined();
   });
 });
+
+describe('a GPU several pods share (time-slicing / MPS with --kubernetes-virtual-gpus)', () => {
+  /** One copy of a GPU series per pod, as dcgm-exporter writes them with virtual GPUs: same value, a `vgpu` label each. */
+  const copies = (field: string, value: number, pods: readonly string[], extra = ''): string =>
+    pods
+      .map(
+        (pod, i) =>
+          `${field}{gpu="0",UUID="GPU-1",modelName="Tesla T4",Hostname="n1"${extra},container="main",namespace="ml",pod="${pod}",vgpu="${i}"} ${value}`,
+      )
+      .join('\n');
+
+  it('charges no pod for the whole GPU and lists every pod that shares it', () => {
+    // Prepare
+    const text = [
+      copies('DCGM_FI_DEV_GPU_UTIL', 71, ['infer-a', 'infer-b', 'infer-c']),
+      copies('DCGM_FI_DEV_POWER_USAGE', 52.5, ['infer-a', 'infer-b', 'infer-c']),
+    ].join('\n');
+
+    // Act
+    const { gpus, malformed } = parseDcgmExporterText(text);
+    const { held, dropped } = workloadsFromDcgm(gpus);
+
+    // Assess
+    expect(malformed).toEqual([]);
+    expect(gpus[0]?.metrics).toEqual({ gpu_util: 0.71, power_w: 52.5 });
+    expect(gpus[0]?.labels).toEqual({});
+    expect(gpus[0]?.shared_by).toEqual([
+      { container: 'main', namespace: 'ml', pod: 'infer-a', vgpu: '0' },
+      { container: 'main', namespace: 'ml', pod: 'infer-b', vgpu: '1' },
+      { container: 'main', namespace: 'ml', pod: 'infer-c', vgpu: '2' },
+    ]);
+    expect(held).toEqual([]);
+    expect(dropped).toEqual([]);
+  });
+
+  it('still maps a GPU whose series all name the same pod', () => {
+    // Prepare
+    const text = [
+      copies('DCGM_FI_DEV_GPU_UTIL', 71, ['train-0']),
+      copies('DCGM_FI_DEV_GPU_TEMP', 60, ['train-0']),
+    ].join('\n');
+
+    // Act
+    const { gpus } = parseDcgmExporterText(text);
+
+    // Assess
+    expect(gpus[0]?.shared_by).toBeUndefined();
+    expect(workloadsFromDcgm(gpus).held.map((h) => h.k8s)).toEqual([
+      { namespace: 'ml', pod: 'train-0', container: 'main' },
+    ]);
+  });
+
+  it('charges no pod for a MIG slice two pods share', () => {
+    // Prepare
+    const text = copies(
+      'DCGM_FI_PROF_GR_ENGINE_ACTIVE',
+      0.5,
+      ['a', 'b'],
+      ',GPU_I_PROFILE="1g.10gb",GPU_I_ID="7"',
+    );
+
+    // Act
+    const [gpu] = parseDcgmExporterText(text).gpus;
+
+    // Assess
+    expect(gpu?.mig_instances?.[0]?.labels).toEqual({});
+    expect(gpu?.mig_instances?.[0]?.shared_by?.map((l) => l.pod)).toEqual(['a', 'b']);
+  });
+});
