@@ -105,22 +105,26 @@ function lineItemCostSql(): string {
 }
 
 /**
- * The effective price of each instance-hour in a CUR: per `line_item_resource_id` and hour, the
- * effective cost of its instance-hour line items (see `CUR_EFFECTIVE_COST`) divided by their
- * usage amount, USD per instance-hour. An hour one of whose line items has no cost (a reserved
- * hour in a CUR without `reservation_effective_cost`) has no rate: it is left out, never priced
- * from the rest. Filters (pushed down to the Parquet scan in both engines) keep only the line items
- * of the asked instances, of the range, of the three usage line item types, and whose usage type
- * is an instance usage (`…Usage:<instance type>`). An hour is Spot when its `pricing_term` says so
- * or its usage type is `…SpotUsage:…` (a legacy CUR leaves Spot's `pricing_term` empty).
+ * The effective price of the instances' CUR line items, per span: per `line_item_resource_id` and
+ * span (`line_item_usage_start_date` to `line_item_usage_end_date`: an hour in an hourly export, a
+ * day or a month in a daily or monthly one), the effective cost of its instance-hour line items
+ * (see `CUR_EFFECTIVE_COST`) and their usage amount (instance-hours), and their ratio, USD per
+ * instance-hour. A span one of whose line items has no cost (a reserved hour in a CUR without
+ * `reservation_effective_cost`) has no rate: it is left out, never priced from the rest. Filters
+ * (pushed down to the Parquet scan in both engines) keep only the line items of the asked
+ * instances, of spans overlapping the range, of the three usage line item types, and whose usage
+ * type is an instance usage (`…Usage:<instance type>`). A span is Spot when its `pricing_term` says
+ * so or its usage type is `…SpotUsage:…` (a legacy CUR leaves Spot's `pricing_term` empty).
  *
  * @param cur - the CUR's line items ({@link curLineItemsSql})
- * @param range - `from` inclusive, `to` exclusive, on `line_item_usage_start_date`
+ * @param range - the hours to price, `from` inclusive, `to` exclusive: spans that overlap it (a
+ *   span starts at most {@link CUR_LONGEST_SPAN_DAYS} days before `from`, a month's line item)
  * @param instances - the instances to price: their ids (none: an empty result), or `{ sql }`, a
  *   query of one column of ids (Athena: the store's instances of the range)
  * @param where - further conditions on the CUR, SQL, ANDed (a partition filter)
  * @default where - none
- * @returns a query of `instance_id`, `usage_hour` (timestamp), `usd_per_hour`, `pricing_term`
+ * @returns a query of `instance_id`, `usage_hour` (the span's first hour, timestamp), `usage_to`
+ *   (its end, timestamp, exclusive), `cost_usd`, `usage_hours`, `usd_per_hour`, `pricing_term`
  */
 export function curRatesSql(
   cur: string,
@@ -135,29 +139,60 @@ export function curRatesSql(
         ? "''"
         : instances.map(stringLiteral).join(', ');
   const cost = lineItemCostSql();
+  const earliest = new Date(range.from.getTime() - CUR_LONGEST_SPAN_DAYS * 86_400_000);
   return `SELECT line_item_resource_id AS instance_id,
   date_trunc('hour', line_item_usage_start_date) AS usage_hour,
+  line_item_usage_end_date AS usage_to,
+  sum(${cost}) AS cost_usd,
+  sum(line_item_usage_amount) AS usage_hours,
   sum(${cost}) / sum(line_item_usage_amount) AS usd_per_hour,
   max(CASE WHEN pricing_term = 'Spot' OR line_item_usage_type LIKE '%SpotUsage:%' THEN 'Spot' ELSE pricing_term END) AS pricing_term
 FROM ${cur}
 WHERE line_item_resource_id IN (${ids})
-  AND line_item_usage_start_date >= ${timestampLiteral(range.from)}
+  AND line_item_usage_start_date >= ${timestampLiteral(earliest)}
   AND line_item_usage_start_date < ${timestampLiteral(range.to)}
+  AND line_item_usage_end_date > ${timestampLiteral(range.from)}
   AND line_item_line_item_type IN (${Object.keys(CUR_EFFECTIVE_COST).map(stringLiteral).join(', ')})
   AND line_item_usage_type LIKE '%Usage:%'${where.map((w) => `\n  AND ${w}`).join('')}
-GROUP BY line_item_resource_id, date_trunc('hour', line_item_usage_start_date)
+GROUP BY line_item_resource_id, date_trunc('hour', line_item_usage_start_date), line_item_usage_end_date
 HAVING sum(line_item_usage_amount) > 0 AND count(*) = count(${cost})`;
 }
 
 /**
- * The newest effective price of each instance in a CUR: of the instance-hours {@link curRatesSql}
- * finds in `range`, the latest one per instance. What the fleet evaluator prices the last hour at:
+ * The longest span of one CUR line item, days: a monthly export's line items cover a calendar month
+ * (AWS Data Exports: time granularity hourly, daily or monthly). Bounds how far before a range the
+ * CUR is searched, so the scan still skips the row groups of earlier months.
+ */
+export const CUR_LONGEST_SPAN_DAYS = 31;
+
+/**
+ * The rate of each instance-hour of some windows, from {@link curRatesSql}'s spans: every span of the
+ * instance that covers the hour (an hour, the day, the month), their costs over their usage hours —
+ * one rate per instance-hour even when a folder holds two exports of the same account (the same
+ * spans twice give the same ratio; an hourly and a daily export over the same hour, their blend).
+ *
+ * @param windows - a relation of `gpu_windows` rows
+ * @param rates - a relation of {@link curRatesSql}'s columns
+ * @returns a query of `instance_id`, `usage_hour`, `usd_per_hour`, `pricing_term`, one row per
+ *   instance-hour of `windows` that a span covers
+ */
+export function curHourRatesSql(windows: string, rates: string): string {
+  return `SELECT h.instance_id, h.usage_hour,
+  sum(s.cost_usd) / sum(s.usage_hours) AS usd_per_hour, max(s.pricing_term) AS pricing_term
+FROM (SELECT DISTINCT instance_id, date_trunc('hour', "start") AS usage_hour FROM ${windows}) AS h
+JOIN (${rates}) AS s
+  ON s.instance_id = h.instance_id AND h.usage_hour >= s.usage_hour AND h.usage_hour < s.usage_to
+GROUP BY h.instance_id, h.usage_hour`;
+}
+
+/**
+ * The newest effective price of each instance in a CUR: of the spans {@link curRatesSql} finds
+ * overlapping `range`, the latest one per instance (its first hour: the hour, day or month). What the fleet evaluator prices the last hour at:
  * a CUR 2.0 export is refreshed at least once a day, so the hours being judged are not in it yet,
  * and the instance's most recent billed hour is the best estimate of what they cost.
  *
  * @param cur - the CUR relation (see {@link curRatesSql})
- * @param range - the hours searched, `from` inclusive, `to` exclusive, on `line_item_usage_start_date`
- *   (bounded, so the scan reads only the row groups of those days)
+ * @param range - the hours searched, `from` inclusive, `to` exclusive (see {@link curRatesSql})
  * @param instances - the instances to price (see {@link curRatesSql})
  * @param where - further conditions on the CUR (see {@link curRatesSql})
  * @default where - none
@@ -203,8 +238,9 @@ WHERE line_item_line_item_type IN (${Object.keys(CUR_EFFECTIVE_COST).map(stringL
  * the CUR hour whose rate priced the window (NULL for a window left at its stored price).
  *
  * @param windows - a relation of `gpu_windows` rows (a table or a de-duplicated subquery)
- * @param rates - a relation of `instance_id`, `usage_hour`, `usd_per_hour`, `pricing_term` ({@link curRatesSql})
- * @param match - `hour`: a rate prices the windows of its own hour; `latest`: all the instance's windows
+ * @param rates - `hour`: {@link curRatesSql}'s spans; `latest`: {@link latestCurRatesSql}'s rows
+ * @param match - `hour`: each window at the rate of the spans covering its hour
+ *   ({@link curHourRatesSql}); `latest`: all the instance's windows at its newest rate
  * @default match - 'hour'
  * @returns a query over the same columns as `gpu_windows` (and `cur_usage_hour` with `latest`)
  */
@@ -235,9 +271,10 @@ export function repricedWindowsSql(
     match === 'latest'
       ? 'r.instance_id = w.instance_id'
       : `r.instance_id = w.instance_id AND r.usage_hour = date_trunc('hour', w."start")`;
+  const joined = match === 'latest' ? rates : curHourRatesSql(windows, rates);
   return `SELECT ${columns.join(',\n  ')}
 FROM ${windows} AS w
-LEFT JOIN (${rates}) AS r
+LEFT JOIN (${joined}) AS r
   ON ${on}`;
 }
 

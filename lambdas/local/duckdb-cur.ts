@@ -132,7 +132,8 @@ export async function applyCurPrices(
       `SELECT count(DISTINCT (w.instance_id, date_trunc('hour', w."start"))) AS instance_hours,
   count(DISTINCT CASE WHEN r.usd_per_hour IS NOT NULL THEN (w.instance_id, date_trunc('hour', w."start")) END) AS covered
 FROM ${table} AS w
-LEFT JOIN cur_rates AS r ON r.instance_id = w.instance_id AND r.usage_hour = date_trunc('hour', w."start")
+LEFT JOIN cur_rates AS r ON r.instance_id = w.instance_id
+  AND date_trunc('hour', w."start") >= r.usage_hour AND date_trunc('hour', w."start") < r.usage_to
 WHERE ${inRange.replaceAll('"time"', 'w."time"')}`,
     );
     const [span] = await session.rows(curSpanSql(cur));

@@ -32,6 +32,8 @@ interface CurLine {
   savingsPlan?: number;
   reservation?: number;
   term: string;
+  /** Hours from start to end: 1 in an hourly export, 24 in a daily one, the month's in a monthly one. @default 1 */
+  hours?: number;
 }
 
 const LINES: CurLine[] = [
@@ -80,13 +82,77 @@ const OTHER_PERIOD: CurLine[] = [
   { ...(LINES[0] as CurLine), resource: 'i-0ccccccccccccccccc', start: '2025-01-05 03:00:00' },
 ];
 
+/**
+ * The same account in a daily export (AWS Data Exports' time granularity "Daily": each line item
+ * spans the UTC day, its usage amount the hours used that day): i-0a ran 15 Savings-Plan covered
+ * hours on 10 March at the same effective $34.68/h, the Spot i-0b 10 hours at $20/h.
+ */
+const DAILY: CurLine[] = [
+  {
+    resource: A,
+    start: '2026-03-10 00:00:00',
+    hours: 24,
+    type: 'SavingsPlanCoveredUsage',
+    usageType: 'USE1-BoxUsage:p5.48xlarge',
+    amount: 15,
+    unblended: 15 * 55.04,
+    savingsPlan: 15 * 34.68,
+    term: 'OnDemand',
+  },
+  {
+    resource: A,
+    start: '2026-03-10 00:00:00',
+    hours: 24,
+    type: 'SavingsPlanNegation',
+    usageType: 'USE1-BoxUsage:p5.48xlarge',
+    amount: 15,
+    unblended: -15 * 55.04,
+    term: 'OnDemand',
+  },
+  {
+    resource: B,
+    start: '2026-03-10 00:00:00',
+    hours: 24,
+    type: 'Usage',
+    usageType: 'USE1-SpotUsage:p5.48xlarge',
+    amount: 10,
+    unblended: 200,
+    term: 'Spot',
+  },
+];
+
+/** A monthly export (line items span March, 744 h): i-0a 100 covered hours at $30/h, i-0b 50 Spot hours at $18/h. */
+const MONTHLY: CurLine[] = [
+  {
+    resource: A,
+    start: '2026-03-01 00:00:00',
+    hours: 744,
+    type: 'SavingsPlanCoveredUsage',
+    usageType: 'USE1-BoxUsage:p5.48xlarge',
+    amount: 100,
+    unblended: 100 * 55.04,
+    savingsPlan: 100 * 30,
+    term: 'OnDemand',
+  },
+  {
+    resource: B,
+    start: '2026-03-01 00:00:00',
+    hours: 744,
+    type: 'Usage',
+    usageType: 'USE1-SpotUsage:p5.48xlarge',
+    amount: 50,
+    unblended: 50 * 18,
+    term: 'Spot',
+  },
+];
+
 /** The line items as a DuckDB SELECT with the CUR 2.0 column names and types. */
 function curSelect(lines: readonly CurLine[], drop: readonly string[] = []): string {
   const row = (l: CurLine) => {
     const cells: Record<string, string> = {
       line_item_resource_id: `'${l.resource}'`,
       line_item_usage_start_date: `TIMESTAMP '${l.start}'`,
-      line_item_usage_end_date: `TIMESTAMP '${l.start}' + INTERVAL 1 HOUR`,
+      line_item_usage_end_date: `TIMESTAMP '${l.start}' + INTERVAL ${l.hours ?? 1} HOUR`,
       line_item_usage_type: `'${l.usageType}'`,
       line_item_line_item_type: `'${l.type}'`,
       line_item_usage_amount: `${l.amount}::DOUBLE`,
@@ -154,6 +220,12 @@ describe('gpu-sentinel report --cur', () => {
       `COPY (${curSelect(LINES)}) TO '${join(dir, 'csv', 'cur-00001.csv.gz')}' (FORMAT CSV, HEADER, COMPRESSION GZIP)`,
     );
     await c.run(`COPY (${curSelect(OTHER_PERIOD)}) TO '${join(dir, 'other.parquet')}' (FORMAT PARQUET)`);
+    await c.run(`COPY (${curSelect(DAILY)}) TO '${join(dir, 'daily.parquet')}' (FORMAT PARQUET)`);
+    await c.run(`COPY (${curSelect(MONTHLY)}) TO '${join(dir, 'monthly.parquet')}' (FORMAT PARQUET)`);
+    // One folder holding the hourly and the daily export of the same account
+    await mkdir(join(dir, 'mixed'), { recursive: true });
+    await c.run(`COPY (${curSelect(LINES)}) TO '${join(dir, 'mixed', 'hourly.parquet')}' (FORMAT PARQUET)`);
+    await c.run(`COPY (${curSelect(DAILY)}) TO '${join(dir, 'mixed', 'daily.parquet')}' (FORMAT PARQUET)`);
     await c.run(
       `COPY (${curSelect(LINES, ['pricing_term'])}) TO '${join(dir, 'no-term.parquet')}' (FORMAT PARQUET)`,
     );
@@ -204,6 +276,28 @@ describe('gpu-sentinel report --cur', () => {
       expect(r.method.caveats.join(' ')).toMatch(/priced 2 of 3 instance-hours .* keep their list price/);
     },
   );
+
+  it.each([
+    ['a daily export (each line item spans the day)', 'daily.parquet', 34.68, 20],
+    ['a monthly export (each line item spans March)', 'monthly.parquet', 30, 18],
+    ['a folder holding the hourly and the daily export of one account', 'mixed', 34.68, 20],
+  ])('prices every hour of %s at its line items’ cost over their usage hours', async (_name, path, a, b) => {
+    // Prepare / Act
+    const r = await report(join(dir, path));
+
+    // Assess: both hours of i-0a (12:00 and 13:00) at the span's rate, not only the span's first hour
+    const a0 = r.line_items.find((i) => i.instance_id === A && i.gpu_index === 0);
+    expect(a0).toMatchObject({ price_source: 'cur' });
+    expect(a0?.cost_usd).toBeCloseTo((2 * a) / 8, 9);
+    expect(a0?.underused_usd).toBeCloseTo(((2 * a) / 8) * 0.6, 9);
+    const a1 = r.line_items.find((i) => i.instance_id === A && i.gpu_index === 1);
+    expect(a1).toMatchObject({ price_source: 'cur', price_usd_per_hour: a });
+    const b0 = r.line_items.find((i) => i.instance_id === B);
+    expect(b0).toMatchObject({ price_source: 'cur:spot', price_usd_per_hour: b });
+    expect(r.cur).toMatchObject({ instance_hours: 3, covered_instance_hours: 3 });
+    // Each window once: two exports of one hour price it once (their blend), never twice
+    expect(r.totals.cost_usd).toBeCloseTo((2 * a) / 8 + a / 8 + b / 8, 9);
+  });
 
   it('reprices the grouped sums too: team totals reconcile with the line items', async () => {
     // Prepare / Act

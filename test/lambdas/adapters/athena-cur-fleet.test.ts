@@ -283,7 +283,9 @@ describe('AthenaCurReads.teamWasteAtCurRates (fleet evaluator)', () => {
     // Assess
     const sql = sent.at(-1) ?? '';
     expect(sql).not.toMatch(/SELECT \*\s+FROM "cur"/);
-    expect(sql).toContain(`line_item_usage_start_date >= TIMESTAMP '2026-03-08 06:00:00.000'`);
+    // Line items overlapping the look-back: a monthly export's start up to 31 days before it
+    expect(sql).toContain(`line_item_usage_end_date > TIMESTAMP '2026-03-08 06:00:00.000'`);
+    expect(sql).toContain(`line_item_usage_start_date >= TIMESTAMP '2026-02-05 06:00:00.000'`);
     expect(sql).toContain(`line_item_usage_start_date < TIMESTAMP '2026-03-11 06:00:00.000'`);
     expect(sql).toContain('line_item_resource_id IN (SELECT DISTINCT instance_id FROM');
     expect(sql).not.toContain('product_product_name');

@@ -58,8 +58,18 @@ describe('AthenaCurReads', () => {
         55.04::DOUBLE AS line_item_unblended_cost, 34.68::DOUBLE AS savings_plan_savings_plan_effective_cost,
         0.0::DOUBLE AS reservation_effective_cost, 'OnDemand' AS pricing_term) TO '${cur}' (FORMAT PARQUET)`,
     );
+    // The same account in a daily export: one line item spans the day, 15 covered hours at $34.68
+    const daily = join(dir, 'cur-daily.parquet');
+    await db.run(
+      `COPY (SELECT '${A}' AS line_item_resource_id, TIMESTAMP '2026-03-10 00:00:00' AS line_item_usage_start_date,
+        TIMESTAMP '2026-03-11 00:00:00' AS line_item_usage_end_date, 'USE1-BoxUsage:p5.48xlarge' AS line_item_usage_type,
+        'SavingsPlanCoveredUsage' AS line_item_line_item_type, 15.0::DOUBLE AS line_item_usage_amount,
+        ${15 * 55.04}::DOUBLE AS line_item_unblended_cost, ${15 * 34.68}::DOUBLE AS savings_plan_savings_plan_effective_cost,
+        0.0::DOUBLE AS reservation_effective_cost, 'OnDemand' AS pricing_term) TO '${daily}' (FORMAT PARQUET)`,
+    );
     await db.run("ATTACH ':memory:' AS cur");
     await db.run(`CREATE VIEW cur.cur_export AS SELECT * FROM read_parquet('${cur}')`);
+    await db.run(`CREATE VIEW cur.cur_daily AS SELECT * FROM read_parquet('${daily}')`);
     await db.run(`CREATE VIEW cur.not_a_cur AS SELECT line_item_resource_id FROM read_parquet('${cur}')`);
 
     answerAthenaFromDuckDb(athenaMock, db);
@@ -91,6 +101,15 @@ describe('AthenaCurReads', () => {
     expect(row?.cost_usd).toBeCloseTo(34.68 / 8 + 55.04 / 8, 9);
     expect(row?.underused_usd).toBeCloseTo(0.6 * (34.68 / 8 + 55.04 / 8), 9);
     expect(row?.price_source).toBe('builtin:aws-2025-06');
+  });
+
+  it('prices every hour a daily export’s line item spans, not only its first', async () => {
+    // Prepare / Act
+    const [row] = await reads(curTableRef('cur', 'cur_daily')).queryWaste(RANGE);
+    const coverage = await reads(curTableRef('cur', 'cur_daily')).coverage(RANGE);
+    // Assess: both hours (12:00 and 13:00) at the day's $34.68
+    expect(row?.cost_usd).toBeCloseTo((2 * 34.68) / 8, 9);
+    expect(coverage).toMatchObject({ instance_hours: 2, covered_instance_hours: 2 });
   });
 
   it('prices the grouped sums the same way', async () => {
@@ -125,7 +144,8 @@ describe('AthenaCurReads', () => {
       .map((c) => c.args[0].input.QueryString ?? '');
     const [sql] = sqls.filter((q) => !q.endsWith('LIMIT 0'));
     expect(sql).toContain('FROM "cur"."cur_export"');
-    expect(sql).toContain("line_item_usage_start_date >= TIMESTAMP '2026-03-09 23:00:00.000'");
+    expect(sql).toContain("line_item_usage_end_date > TIMESTAMP '2026-03-09 23:00:00.000'");
+    expect(sql).toContain("line_item_usage_start_date >= TIMESTAMP '2026-02-06 23:00:00.000'");
     expect(sql).not.toMatch(/SELECT \* FROM "cur"/);
     // The only query naming every column reads the table's columns and scans no data
     expect(sqls.filter((q) => /SELECT \* FROM "cur"/.test(q))).toEqual([

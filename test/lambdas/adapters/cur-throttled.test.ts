@@ -42,9 +42,11 @@ describe('repricedWindowsSql and throttled dollars', () => {
     const duck = await DuckDBInstance.create(db);
     const c = await duck.connect();
     const rates = `SELECT 'i-0123456789abcdef0' AS instance_id, TIMESTAMPTZ '2026-03-10 12:00:00+00' AS usage_hour,
-      34.68::DOUBLE AS usd_per_hour, 'OnDemand' AS pricing_term`;
+      TIMESTAMPTZ '2026-03-10 13:00:00+00' AS usage_to, 34.68::DOUBLE AS cost_usd, 1::DOUBLE AS usage_hours,
+      'OnDemand' AS pricing_term`;
     const none = `SELECT 'i-0123456789abcdef0' AS instance_id, TIMESTAMPTZ '2020-01-01 00:00:00+00' AS usage_hour,
-      1::DOUBLE AS usd_per_hour, 'OnDemand' AS pricing_term`;
+      TIMESTAMPTZ '2020-01-01 01:00:00+00' AS usage_to, 1::DOUBLE AS cost_usd, 1::DOUBLE AS usage_hours,
+      'OnDemand' AS pricing_term`;
     try {
       // Act
       const read = async (r: string) =>
