@@ -128,13 +128,12 @@ export async function applyCurPrices(
     await session.exec(
       `CREATE OR REPLACE TEMP VIEW gpu_windows AS ${repricedWindowsSql(table, 'SELECT * FROM cur_rates')}`,
     );
+    // Covered: the hours the repriced view priced from the CUR (as the Athena reads count them).
     const [hours] = await session.rows(
-      `SELECT count(DISTINCT (w.instance_id, date_trunc('hour', w."start"))) AS instance_hours,
-  count(DISTINCT CASE WHEN r.usd_per_hour IS NOT NULL THEN (w.instance_id, date_trunc('hour', w."start")) END) AS covered
-FROM ${table} AS w
-LEFT JOIN cur_rates AS r ON r.instance_id = w.instance_id
-  AND date_trunc('hour', w."start") >= r.usage_hour AND date_trunc('hour', w."start") < r.usage_to
-WHERE ${inRange.replaceAll('"time"', 'w."time"')}`,
+      `SELECT count(DISTINCT (instance_id, date_trunc('hour', "start"))) AS instance_hours,
+  count(DISTINCT CASE WHEN price_source LIKE 'cur%' THEN (instance_id, date_trunc('hour', "start")) END) AS covered
+FROM temp.main.gpu_windows
+WHERE ${inRange}`,
     );
     const [span] = await session.rows(curSpanSql(cur));
     const usageFrom = iso(span?.usage_from);
